@@ -1,0 +1,54 @@
+"""OpenProgram: Programs that call language models, run as resumable workflows.
+
+Public names are imported lazily so that ``import openprogram`` stays cheap and pure
+contract modules (option table, schema grammar) can be used without the runtime.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from openprogram._version import __version__
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    "Agent": "openprogram.agent",
+    "ChatAgent": "openprogram.turns",
+    "agent": "openprogram.agentic_programming.llm",
+    "agent_async": "openprogram.agentic_programming.llm",
+    "llm": "openprogram.agentic_programming.llm",
+    "Context": "openprogram.context",
+    "DecisionError": "openprogram.decision",
+    "Runtime": "openprogram.runtime",
+    "create_runtime": "openprogram.runtime",
+    "step": "openprogram.durable",
+    "workflow": "openprogram.durable",
+    "parallel": "openprogram.durable",
+    "TurnRequest": "openprogram.turns",
+    "TurnResult": "openprogram.turns",
+    "validate_and_retry": "openprogram.agentic_programming.control_flow",
+    "route": "openprogram.agentic_programming.control_flow",
+    "conditional": "openprogram.agentic_programming.control_flow",
+    "repeat_until": "openprogram.agentic_programming.control_flow",
+}
+_SUBMODULES = {"decision", "store", "programs", "agentic_programming"}
+
+__all__ = ["__version__", *sorted(_EXPORTS), *sorted(_SUBMODULES)]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"openprogram.{name}")
+        globals()[name] = module
+        return module
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module 'openprogram' has no attribute {name!r}")
+    value = getattr(importlib.import_module(target), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from openprogram.runtime import Runtime, create_runtime

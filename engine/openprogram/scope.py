@@ -1,0 +1,280 @@
+"""Call scopes: the primitive behind every recorded function call.
+
+A *frame* is one active call of a scoped function (an ``Agent`` method, an entry, a
+durable step). Frames form a stack through a ``ContextVar`` so threads and asyncio tasks
+each see their own chain. Each frame knows:
+
+* the ``Runtime`` model requests inside it run on (inherited from the caller),
+* the session writer it records into (``None`` = recording is a no-op),
+* its DAG node id and its options (``expose``, ``render_range``, ``system``).
+
+``call_scope`` opens a frame and writes the ``code`` node on entry and fills its
+``output``/``status`` on exit; ``record_llm_call`` writes one ``llm`` node for a model
+request made inside the current frame.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openprogram.runtime.runtime import Runtime
+    from openprogram.runtime.types import ModelRequest, ModelResponse
+    from openprogram.store import SessionNodeWriter
+
+
+@dataclass
+class Frame:
+    """One active scoped call."""
+
+    name: str
+    parent: Frame | None = None
+    runtime: Runtime | None = None
+    writer: SessionNodeWriter | None = None
+    node_id: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    # seq of the first node written inside this frame (for render_range "subcalls").
+    start_seq: int | None = None
+    # Anything a layer wants to keep for the duration of the call (e.g. a Context).
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def depth(self) -> int:
+        d, f = 0, self.parent
+        while f is not None:
+            d, f = d + 1, f.parent
+        return d
+
+    @property
+    def hidden(self) -> bool:
+        """True when this frame or an ancestor has ``expose="hidden"`` (nothing recorded)."""
+        f: Frame | None = self
+        while f is not None:
+            if f.options.get("expose") == "hidden":
+                return True
+            f = f.parent
+        return False
+
+
+_current: contextvars.ContextVar[Frame | None] = contextvars.ContextVar(
+    "openprogram_frame", default=None
+)
+# A writer installed for calls that have no recording frame (set by entry points).
+_installed_writer: contextvars.ContextVar[SessionNodeWriter | None] = contextvars.ContextVar(
+    "openprogram_writer", default=None
+)
+
+
+def current_frame() -> Frame | None:
+    """The innermost active frame in this thread/task, or ``None``."""
+    return _current.get()
+
+
+def current_runtime() -> Runtime | None:
+    """The runtime bound by the nearest enclosing frame, or ``None``."""
+    f = _current.get()
+    while f is not None:
+        if f.runtime is not None:
+            return f.runtime
+        f = f.parent
+    return None
+
+
+def current_writer() -> SessionNodeWriter | None:
+    """The session writer in effect here (nearest frame, else the installed one)."""
+    f = _current.get()
+    while f is not None:
+        if f.writer is not None:
+            return f.writer
+        f = f.parent
+    return _installed_writer.get()
+
+
+@contextmanager
+def use_writer(writer: SessionNodeWriter | None) -> Iterator[None]:
+    """Install ``writer`` for calls made inside the ``with`` block (entry points use this)."""
+    token = _installed_writer.set(writer)
+    try:
+        yield
+    finally:
+        _installed_writer.reset(token)
+
+
+def to_json_value(value: Any) -> Any:
+    """Best-effort JSON form of an argument or result for the DAG (never raises)."""
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        pass
+    if isinstance(value, Mapping):
+        return {str(k): to_json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_json_value(v) for v in value]
+    return repr(value)
+
+
+@contextmanager
+def call_scope(
+    name: str,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    doc: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    runtime: Runtime | None = None,
+    writer: SessionNodeWriter | None = None,
+    kind: str = "code",
+) -> Iterator[Frame]:
+    """Open a frame for one call and record it as a ``code`` node.
+
+    The body sets ``frame.extras["output"]`` (via :func:`set_output`) to the call's result;
+    on exit the node's ``output`` and ``status`` are filled in. An exception marks the node
+    ``error`` (``cancelled`` for ``CancelledError``/``KeyboardInterrupt``) and propagates.
+    """
+    parent = _current.get()
+    opts = dict(options or {})
+    frame = Frame(name=name, parent=parent, runtime=runtime, writer=writer, options=opts)
+    w = writer if writer is not None else current_writer()
+    record = w is not None and not frame.hidden
+    started = time.perf_counter()
+    if record:
+        assert w is not None
+        meta: dict[str, Any] = {}
+        if doc:
+            meta["doc"] = doc
+        for key in ("expose", "render_range"):
+            if opts.get(key) is not None:
+                meta[key] = opts[key]
+        node = w.append(
+            kind,
+            name,
+            input=to_json_value(dict(inputs or {})),
+            status="running",
+            caller_id=_nearest_node_id(parent),
+            metadata=meta,
+        )
+        frame.node_id = node.id
+        frame.start_seq = node.seq
+        frame.writer = w
+    token = _current.set(frame)
+    try:
+        yield frame
+    except BaseException as exc:
+        if record and frame.node_id is not None and w is not None:
+            status = "cancelled" if _is_cancel(exc) else "error"
+            w.update(
+                frame.node_id,
+                status=status,
+                output={"error": f"{type(exc).__name__}: {exc}"},
+                metadata={
+                    "error_type": type(exc).__name__,
+                    "duration_s": round(time.perf_counter() - started, 6),
+                },
+            )
+        raise
+    else:
+        if record and frame.node_id is not None and w is not None:
+            w.update(
+                frame.node_id,
+                status=frame.extras.get("status", "completed"),
+                output=to_json_value(frame.extras.get("output")),
+                metadata={"duration_s": round(time.perf_counter() - started, 6)},
+            )
+    finally:
+        _current.reset(token)
+
+
+def set_output(frame: Frame, value: Any) -> Any:
+    """Remember ``value`` as the result to record when ``frame`` closes; returns it."""
+    frame.extras["output"] = value
+    return value
+
+
+def _nearest_node_id(frame: Frame | None) -> str | None:
+    while frame is not None:
+        if frame.node_id is not None:
+            return frame.node_id
+        frame = frame.parent
+    return None
+
+
+def _is_cancel(exc: BaseException) -> bool:
+    import asyncio
+    import concurrent.futures
+
+    return isinstance(
+        exc, (asyncio.CancelledError, concurrent.futures.CancelledError, KeyboardInterrupt)
+    )
+
+
+def request_to_json(request: ModelRequest, provider: str) -> dict[str, Any]:
+    """The JSON form of a model request stored as an ``llm`` node's input.
+
+    It holds what the model saw (messages, system, tool names and schemas, response
+    format) and never any credential.
+    """
+    from dataclasses import asdict
+
+    return {
+        "provider": provider,
+        "model": request.model_id,
+        "system": request.system,
+        "messages": [asdict(m) for m in request.messages],
+        "tools": [asdict(t) for t in request.tools],
+        "response_format": request.response_format,
+        "effort": request.effort,
+    }
+
+
+def response_to_json(response: ModelResponse) -> dict[str, Any]:
+    """The JSON form of a model reply stored as an ``llm`` node's output."""
+    return {
+        "text": response.text,
+        "tool_calls": [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls
+        ],
+        "finish_reason": response.finish_reason,
+    }
+
+
+def record_llm_call(
+    *,
+    provider: str,
+    request: ModelRequest,
+    response: ModelResponse | None,
+    error: BaseException | None = None,
+    duration_s: float = 0.0,
+) -> str | None:
+    """Write one ``llm`` node for a finished model request; returns its id (or ``None``).
+
+    No-op when no writer is in effect or the enclosing frame is hidden.
+    """
+    w = current_writer()
+    frame = _current.get()
+    if w is None or (frame is not None and frame.hidden):
+        return None
+    meta: dict[str, Any] = {"duration_s": round(duration_s, 6), "provider": provider}
+    if response is not None:
+        meta["usage"] = response.usage.to_json()
+        if response.request_id:
+            meta["request_id"] = response.request_id
+        if response.model:
+            meta["response_model"] = response.model
+    if error is not None:
+        meta["error_type"] = type(error).__name__
+    node = w.append(
+        "llm",
+        request.model_id,
+        input=request_to_json(request, provider),
+        output=response_to_json(response) if response is not None else {"error": str(error)},
+        status="completed" if error is None else "error",
+        caller_id=_nearest_node_id(frame),
+        metadata=meta,
+    )
+    return node.id

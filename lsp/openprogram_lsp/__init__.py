@@ -1,0 +1,1 @@
+"""The OpenProgram language server (pygls)."""
