@@ -1,0 +1,253 @@
+"""Plain Python functions as model tools: JSON-schema spec from the signature, and dispatch.
+
+``tool_spec(fn)`` builds a :class:`ToolSpec` from the function name, the first paragraph
+of its docstring, its parameters' type hints and defaults, and per-parameter descriptions
+from a Google-style ``Args:`` section or ``:param x:`` lines. Parameters named
+``runtime``, ``exec_runtime`` or ``review_runtime`` are hidden from the schema and filled
+with the running :class:`~openprogram.runtime.Runtime` when the tool is called.
+
+``as_tool(obj)`` turns a plain callable, or any object with a ``spec`` (a ToolSpec or a
+dict with ``name``/``description``/``parameters``) and an ``execute(**kwargs)`` method,
+into a :class:`Tool` with one calling convention. The full registry builds on this.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, Union
+
+from openprogram.errors import ConfigError
+from openprogram.runtime.types import ToolSpec
+
+RUNTIME_PARAMS = frozenset({"runtime", "exec_runtime", "review_runtime"})
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_SCALARS: dict[Any, dict[str, Any]] = {
+    str: {"type": "string"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    bool: {"type": "boolean"},
+    type(None): {"type": "null"},
+    bytes: {"type": "string"},
+}
+
+
+class ToolArgumentError(TypeError):
+    """The model called a tool with arguments that do not fit its signature."""
+
+
+@dataclasses.dataclass
+class Tool:
+    """A model-callable tool: its spec and a function taking the model's arguments."""
+
+    spec: ToolSpec
+    call: Callable[..., Any]
+    wants_runtime: tuple[str, ...] = ()
+    source: Any = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def invoke(self, arguments: Mapping[str, Any], runtime: Any = None) -> Any:
+        """Call the tool with the model's ``arguments`` (runtime params injected)."""
+        kwargs = dict(arguments)
+        for param in self.wants_runtime:
+            if kwargs.get(param) is None:
+                kwargs[param] = runtime
+        return self.call(**kwargs)
+
+
+def tool_spec(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parameters: dict[str, Any] | None = None,
+) -> ToolSpec:
+    """The :class:`ToolSpec` of a plain function (overrides win over the signature)."""
+    tool_name = str(name or getattr(fn, "__name__", ""))
+    if not _NAME.match(tool_name):
+        raise ConfigError(
+            f"tool name {tool_name!r} is not valid: use 1-64 letters, digits, '_' or '-' "
+            "(pass name= for lambdas and partials)"
+        )
+    summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
+    return ToolSpec(
+        name=tool_name,
+        description=description if description is not None else summary,
+        parameters=parameters if parameters is not None else parameters_schema(fn, param_docs),
+    )
+
+
+def parameters_schema(
+    fn: Callable[..., Any], descriptions: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """JSON schema (``type: object``) of ``fn``'s parameters, runtime params excluded."""
+    signature = inspect.signature(fn)
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # unresolvable forward references: fall back to raw annotations
+        hints = {}
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for param in signature.parameters.values():
+        if param.name in RUNTIME_PARAMS or param.kind in (
+            inspect.Parameter.VAR_POSITIONAL,
+            inspect.Parameter.VAR_KEYWORD,
+        ):
+            continue
+        annotation = hints.get(param.name, param.annotation)
+        schema = {} if annotation is inspect.Parameter.empty else dict(type_schema(annotation))
+        if descriptions and param.name in descriptions:
+            schema["description"] = descriptions[param.name]
+        if param.default is inspect.Parameter.empty:
+            required.append(param.name)
+        elif _jsonable(param.default):
+            schema["default"] = param.default
+        properties[param.name] = schema
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        out["required"] = required
+    return out
+
+
+def type_schema(annotation: Any) -> dict[str, Any]:
+    """JSON schema of one type hint (unknown types give ``{}``, i.e. anything)."""
+    if annotation in _SCALARS:
+        return dict(_SCALARS[annotation])
+    if annotation is Any or annotation is object:
+        return {}
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return type_schema(args[0])
+    if origin is Literal:
+        return {"enum": list(args)}
+    if origin is Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        options = [a for a in args if a is not type(None)]
+        if len(options) == 1:
+            return type_schema(options[0])
+        return {"anyOf": [type_schema(a) for a in options]}
+    if annotation in (list, set, frozenset, tuple) or origin in (list, set, frozenset, tuple):
+        item = args[0] if args and (origin is not tuple or len(args) == 2) else None
+        schema: dict[str, Any] = {"type": "array"}
+        if item is not None and item is not Ellipsis:
+            schema["items"] = type_schema(item)
+        return schema
+    if annotation is dict or origin in (dict, Mapping) or annotation is Mapping:
+        schema = {"type": "object"}
+        if len(args) == 2:
+            schema["additionalProperties"] = type_schema(args[1])
+        return schema
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return {"enum": [m.value for m in annotation]}
+    schema_fn = getattr(annotation, "model_json_schema", None)
+    if callable(schema_fn):  # pydantic model
+        result = schema_fn()
+        return dict(result) if isinstance(result, dict) else {}
+    return {}
+
+
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """First paragraph, and parameter descriptions from ``Args:`` or ``:param x:``."""
+    paragraphs = re.split(r"\n\s*\n", doc.strip(), maxsplit=1)
+    summary = " ".join(paragraphs[0].split()) if doc.strip() else ""
+    if re.match(r"^(Args|Arguments|Parameters|Returns|Raises):", summary):
+        summary = ""
+    params: dict[str, str] = {}
+    for match in re.finditer(r":param\s+(?:[^:]*\s)?(\w+):\s*(.+)", doc):
+        params[match.group(1)] = match.group(2).strip()
+    section = re.search(r"^(?:Args|Arguments|Parameters):\s*\n((?:[ \t]+.*\n?|\s*\n)*)", doc, re.M)
+    if section:
+        current: str | None = None
+        for line in section.group(1).splitlines():
+            item = re.match(r"^\s{1,8}(\w+)(?:\s*\([^)]*\))?:\s*(.*)$", line)
+            if item:
+                current = item.group(1)
+                params[current] = item.group(2).strip()
+            elif current and line.strip():
+                params[current] = f"{params[current]} {line.strip()}".strip()
+    return summary, params
+
+
+def as_tool(obj: Any) -> Tool:
+    """A :class:`Tool` from a plain callable or a ``spec``/``execute`` object."""
+    if isinstance(obj, Tool):
+        return obj
+    spec = getattr(obj, "spec", None)
+    execute = getattr(obj, "execute", None)
+    if spec is not None and callable(execute):
+        return Tool(spec=_coerce_spec(spec, obj), call=execute, source=obj)
+    if callable(obj):
+        try:
+            params = inspect.signature(obj).parameters
+        except (TypeError, ValueError):
+            params = {}  # type: ignore[assignment]
+        wants = tuple(p for p in params if p in RUNTIME_PARAMS)
+        return Tool(spec=tool_spec(obj), call=obj, wants_runtime=wants, source=obj)
+    raise ConfigError(
+        f"{obj!r} is not a tool: pass a function, or an object with 'spec' and 'execute'"
+    )
+
+
+def _coerce_spec(spec: Any, obj: Any) -> ToolSpec:
+    if isinstance(spec, ToolSpec):
+        return spec
+    if isinstance(spec, Mapping):
+        data = spec.get("function") if spec.get("type") == "function" else spec
+        if isinstance(data, Mapping) and isinstance(data.get("name"), str):
+            return ToolSpec(
+                name=data["name"],
+                description=str(data.get("description") or ""),
+                parameters=dict(
+                    data.get("parameters")
+                    or data.get("input_schema")
+                    or {"type": "object", "properties": {}}
+                ),
+            )
+    raise ConfigError(
+        f"tool {obj!r} has a 'spec' that is neither a ToolSpec nor a dict with "
+        "'name', 'description' and 'parameters'"
+    )
+
+
+def check_arguments(tool: Tool, arguments: Mapping[str, Any]) -> None:
+    """Raise ToolArgumentError when ``arguments`` miss required or add unknown parameters."""
+    schema = tool.spec.parameters
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return
+    missing = [p for p in schema.get("required") or [] if p not in arguments]
+    unknown = (
+        [a for a in arguments if a not in properties]
+        if schema.get("additionalProperties") is not True and not _has_var_kw(tool)
+        else []
+    )
+    problems = []
+    if missing:
+        problems.append("missing required " + ", ".join(repr(m) for m in missing))
+    if unknown:
+        problems.append("unknown " + ", ".join(repr(u) for u in unknown))
+    if problems:
+        raise ToolArgumentError(
+            f"bad arguments for tool {tool.name!r}: {'; '.join(problems)}; "
+            f"expected parameters: {', '.join(properties) or '(none)'}"
+        )
+
+
+def _has_var_kw(tool: Tool) -> bool:
+    try:
+        params = inspect.signature(tool.call).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+def _jsonable(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))

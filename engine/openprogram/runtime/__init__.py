@@ -1,0 +1,87 @@
+"""The model runtime: ``Runtime``, ``create_runtime`` and the providers.
+
+rt = create_runtime()                 # OPENPROGRAM_MODEL, pyproject, or API key env vars
+rt = Runtime("openai:gpt-4.1-mini")   # or anthropic:..., scripted:echo, replay:run.jsonl
+text = rt.exec("Say hi", tools=[my_function])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openprogram.errors import ConfigError, ProviderError, ReplayMismatch
+from openprogram.runtime.cassette import CassetteWriter, load_cassette, load_session, write_cassette
+from openprogram.runtime.config import detect_model
+from openprogram.runtime.model_string import PROVIDER_PREFIXES, ModelString, parse_model_string
+from openprogram.runtime.providers import (
+    AnthropicProvider,
+    BlockedRequestError,
+    OpenAIProvider,
+    Provider,
+    ReplayProvider,
+    ScriptedProvider,
+    ScriptExhausted,
+)
+from openprogram.runtime.retry import RetryPolicy
+from openprogram.runtime.runtime import (
+    ExecResult,
+    MaxIterationsExceeded,
+    Runtime,
+    ToolCallRecord,
+    format_tool_result,
+    normalize_response_format,
+)
+from openprogram.runtime.types import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+
+
+def create_runtime(model: str | None = None, **kwargs: Any) -> Runtime:
+    """A :class:`Runtime` for ``model``, or for the autodetected model when it is None.
+
+    Autodetection: ``OPENPROGRAM_MODEL``; ``[tool.openprogram] model`` in the nearest
+    pyproject.toml; ``OPENAI_API_KEY`` -> ``openai:gpt-4.1-mini``; ``ANTHROPIC_API_KEY``
+    -> ``anthropic:claude-sonnet-4-5``; otherwise a ConfigError saying how to configure.
+    """
+    return Runtime(model if model is not None else detect_model(), **kwargs)
+
+
+__all__ = [
+    "PROVIDER_PREFIXES",
+    "AnthropicProvider",
+    "BlockedRequestError",
+    "CassetteWriter",
+    "ConfigError",
+    "ExecResult",
+    "MaxIterationsExceeded",
+    "Message",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelString",
+    "OpenAIProvider",
+    "Provider",
+    "ProviderError",
+    "ReplayMismatch",
+    "ReplayProvider",
+    "RetryPolicy",
+    "Runtime",
+    "ScriptExhausted",
+    "ScriptedProvider",
+    "ToolCall",
+    "ToolCallRecord",
+    "ToolSpec",
+    "Usage",
+    "create_runtime",
+    "detect_model",
+    "format_tool_result",
+    "load_cassette",
+    "load_session",
+    "normalize_response_format",
+    "parse_model_string",
+    "write_cassette",
+]

@@ -1,0 +1,220 @@
+"""``anthropic:`` — the Anthropic Messages wire format over httpx, with native tool use.
+
+``response_format`` has no native equivalent here, so it is emulated: the JSON schema is
+appended to the system prompt with an instruction to answer with JSON only, and the final
+reply (after stripping a Markdown code fence, if any) must parse as JSON, else a
+:class:`~openprogram.errors.ProviderError` is raised. The reply text returned is the
+bare JSON. ``effort`` is not sent (Messages has no portable equivalent).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+from openprogram.errors import ConfigError
+from openprogram.runtime.http import JsonReply, JsonTransport, is_loopback, validate_base_url
+from openprogram.runtime.retry import RetryPolicy
+from openprogram.runtime.secret import Secret
+from openprogram.runtime.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+DEFAULT_MODEL = "claude-sonnet-4-5"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+JSON_INSTRUCTION = (
+    "Respond with only one JSON value, no prose and no code fence, that matches this JSON schema:\n"
+)
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*)\n\s*```\s*$", re.DOTALL)
+
+
+class AnthropicProvider:
+    """Messages API client. The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``."""
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        model_id: str = DEFAULT_MODEL,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        retry: RetryPolicy | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> None:
+        env_url = os.environ.get("ANTHROPIC_BASE_URL") or None
+        where = "base_url" if base_url else "ANTHROPIC_BASE_URL"
+        url = validate_base_url(base_url or env_url or DEFAULT_BASE_URL, where)
+        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+        if not key and not is_loopback(url):
+            raise ConfigError(
+                "ANTHROPIC_API_KEY is not set: export ANTHROPIC_API_KEY=<your key> "
+                "(or pass api_key=)"
+            )
+        self.model_id = model_id
+        self.max_tokens = max_tokens
+        self._transport = JsonTransport(
+            provider=self.name,
+            base_url=url,
+            headers={"content-type": "application/json", "anthropic-version": API_VERSION},
+            secret=Secret(key) if key else None,
+            key_env="ANTHROPIC_API_KEY",
+            base_url_env=where,
+            request_id_header="request-id",
+            timeout_s=timeout_s,
+            retry=retry or RetryPolicy(),
+        )
+
+    @property
+    def base_url(self) -> str:
+        return self._transport.base_url
+
+    def __repr__(self) -> str:
+        return (
+            f"AnthropicProvider(model_id={self.model_id!r}, base_url={self._transport.base_url!r})"
+        )
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        payload = build_payload(request, max_tokens=self.max_tokens)
+        reply = self._transport.post("/v1/messages", payload, timeout_s=request.timeout_s)
+        return parse_reply(reply, self._transport, request)
+
+    async def acomplete(self, request: ModelRequest) -> ModelResponse:
+        payload = build_payload(request, max_tokens=self.max_tokens)
+        reply = await self._transport.apost("/v1/messages", payload, timeout_s=request.timeout_s)
+        return parse_reply(reply, self._transport, request)
+
+    def close(self) -> None:
+        self._transport.close()
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
+
+
+def response_schema(response_format: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema inside an OpenAI-style ``response_format`` (None for json_object)."""
+    spec = response_format.get("json_schema")
+    if isinstance(spec, dict) and isinstance(spec.get("schema"), dict):
+        return spec["schema"]
+    return None
+
+
+def build_payload(request: ModelRequest, *, max_tokens: int) -> dict[str, Any]:
+    """The Messages API request body for ``request``."""
+    system_parts = [request.system] if request.system else []
+    messages: list[dict[str, Any]] = []
+    for message in request.messages:
+        if message.role == "system":
+            system_parts.append(_text_of(message.content))
+            continue
+        role, blocks = _wire_blocks(message)
+        if messages and messages[-1]["role"] == role and role == "user":
+            messages[-1]["content"].extend(blocks)  # tool results + follow-up user text
+        else:
+            messages.append({"role": role, "content": blocks})
+    if request.response_format is not None:
+        schema = response_schema(request.response_format)
+        system_parts.append(
+            JSON_INSTRUCTION + json.dumps(schema, indent=2)
+            if schema is not None
+            else "Respond with only one JSON object, no prose and no code fence."
+        )
+    payload: dict[str, Any] = {
+        "model": request.model_id,
+        "max_tokens": max_tokens,
+        "messages": messages,
+    }
+    if system_parts:
+        payload["system"] = "\n\n".join(system_parts)
+    if request.tools:
+        payload["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in request.tools
+        ]
+    return payload
+
+
+def _wire_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    if message.role == "tool":
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id or "",
+            "content": _text_of(message.content),
+        }
+        if message.is_error:
+            block["is_error"] = True
+        return "user", [block]
+    content = message.content
+    blocks: list[dict[str, Any]] = (
+        ([{"type": "text", "text": content}] if content else [])
+        if isinstance(content, str)
+        else [dict(b) for b in content]
+    )
+    if message.role == "assistant":
+        blocks.extend(
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+            for c in message.tool_calls
+        )
+        return "assistant", blocks
+    return "user", blocks or [{"type": "text", "text": ""}]
+
+
+def _text_of(content: str | list[dict[str, Any]]) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
+
+
+def parse_reply(reply: JsonReply, transport: JsonTransport, request: ModelRequest) -> ModelResponse:
+    """A :class:`ModelResponse` from a Messages API response body."""
+    body = reply.body
+    content = body.get("content")
+    if not isinstance(content, list):
+        raise transport.shape_error(reply, "no content list")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    try:
+        for block in content:
+            if block.get("type") == "text":
+                texts.append(str(block.get("text", "")))
+            elif block.get("type") == "tool_use":
+                arguments = block.get("input") or {}
+                calls.append(
+                    ToolCall(
+                        id=str(block["id"]),
+                        name=str(block["name"]),
+                        arguments=arguments if isinstance(arguments, dict) else {},
+                    )
+                )
+    except (KeyError, AttributeError):
+        raise transport.shape_error(reply, "malformed content block") from None
+    text = "".join(texts)
+    if request.response_format is not None and not calls:
+        text = _json_reply(text, reply, transport)
+    usage = body.get("usage") or {}
+    return ModelResponse(
+        text=text,
+        tool_calls=calls,
+        usage=Usage(
+            input_tokens=int(usage.get("input_tokens") or 0),
+            output_tokens=int(usage.get("output_tokens") or 0),
+        ),
+        model=str(body.get("model") or ""),
+        request_id=reply.request_id,
+        finish_reason=body.get("stop_reason"),
+    )
+
+
+def _json_reply(text: str, reply: JsonReply, transport: JsonTransport) -> str:
+    match = _FENCE.match(text)
+    candidate = (match.group(1) if match else text).strip()
+    try:
+        json.loads(candidate)
+    except ValueError:
+        raise transport.reply_error(
+            reply, "reply is not valid JSON although response_format was requested", text
+        ) from None
+    return candidate

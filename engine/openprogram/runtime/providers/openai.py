@@ -1,0 +1,183 @@
+"""``openai:`` — the OpenAI-compatible Chat Completions wire format over httpx.
+
+Serves OpenAI and compatible servers (vLLM, Ollama, llama.cpp server, LM Studio, LiteLLM)
+through ``base_url`` / ``OPENAI_BASE_URL``. Native tool calls, JSON-schema
+``response_format``, ``effort`` sent as ``reasoning_effort``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from openprogram.errors import ConfigError
+from openprogram.runtime.http import JsonReply, JsonTransport, is_loopback, validate_base_url
+from openprogram.runtime.retry import RetryPolicy
+from openprogram.runtime.secret import Secret
+from openprogram.runtime.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_MODEL = "gpt-4.1-mini"
+INVALID_ARGUMENTS_KEY = "_invalid_arguments"
+
+
+class OpenAIProvider:
+    """Chat Completions client. The key comes from ``api_key`` or ``OPENAI_API_KEY``.
+
+    A loopback ``base_url`` (``localhost``/``127.x``) may run without a key.
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model_id: str = DEFAULT_MODEL,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        env_url = os.environ.get("OPENAI_BASE_URL") or None
+        where = "base_url" if base_url else "OPENAI_BASE_URL"
+        url = validate_base_url(base_url or env_url or DEFAULT_BASE_URL, where)
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if not key and not is_loopback(url):
+            raise ConfigError(
+                "OPENAI_API_KEY is not set: export OPENAI_API_KEY=<your key> (or pass api_key=), "
+                "or point OPENAI_BASE_URL at a local server such as http://127.0.0.1:11434/v1"
+            )
+        self.model_id = model_id
+        self._transport = JsonTransport(
+            provider=self.name,
+            base_url=url,
+            headers={"content-type": "application/json"},
+            secret=Secret(key) if key else None,
+            key_env="OPENAI_API_KEY",
+            base_url_env=where,
+            request_id_header="x-request-id",
+            timeout_s=timeout_s,
+            retry=retry or RetryPolicy(),
+        )
+
+    @property
+    def base_url(self) -> str:
+        return self._transport.base_url
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider(model_id={self.model_id!r}, base_url={self._transport.base_url!r})"
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        reply = self._transport.post(
+            "/chat/completions", build_payload(request), timeout_s=request.timeout_s
+        )
+        return parse_reply(reply, self._transport)
+
+    async def acomplete(self, request: ModelRequest) -> ModelResponse:
+        reply = await self._transport.apost(
+            "/chat/completions", build_payload(request), timeout_s=request.timeout_s
+        )
+        return parse_reply(reply, self._transport)
+
+    def close(self) -> None:
+        self._transport.close()
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
+
+
+def build_payload(request: ModelRequest) -> dict[str, Any]:
+    """The Chat Completions request body for ``request``."""
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    messages.extend(_wire_message(m) for m in request.messages)
+    payload: dict[str, Any] = {"model": request.model_id, "messages": messages}
+    if request.tools:
+        payload["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in request.tools
+        ]
+    if request.response_format is not None:
+        payload["response_format"] = request.response_format
+    if request.effort:
+        payload["reasoning_effort"] = request.effort
+    return payload
+
+
+def _wire_message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id or "",
+            "content": _text_of(message.content),
+        }
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        out["content"] = message.content or None
+        out["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+            }
+            for c in message.tool_calls
+        ]
+    if message.name and message.role == "user":
+        out["name"] = message.name
+    return out
+
+
+def _text_of(content: str | list[dict[str, Any]]) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
+
+
+def parse_reply(reply: JsonReply, transport: JsonTransport) -> ModelResponse:
+    """A :class:`ModelResponse` from a Chat Completions response body."""
+    body = reply.body
+    try:
+        choice = body["choices"][0]
+        message = choice["message"]
+        text = message.get("content") or ""
+        if not isinstance(text, str):
+            text = _text_of(text)
+        calls = [_tool_call(c) for c in message.get("tool_calls") or []]
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise transport.shape_error(reply, "no choices[0].message") from None
+    usage = body.get("usage") or {}
+    return ModelResponse(
+        text=text,
+        tool_calls=calls,
+        usage=Usage(
+            input_tokens=int(usage.get("prompt_tokens") or 0),
+            output_tokens=int(usage.get("completion_tokens") or 0),
+        ),
+        model=str(body.get("model") or ""),
+        request_id=reply.request_id,
+        finish_reason=choice.get("finish_reason"),
+    )
+
+
+def _tool_call(raw: dict[str, Any]) -> ToolCall:
+    function = raw["function"]
+    arguments = function.get("arguments") or "{}"
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            parsed = {INVALID_ARGUMENTS_KEY: arguments}
+    else:
+        parsed = arguments
+    if not isinstance(parsed, dict):
+        parsed = {INVALID_ARGUMENTS_KEY: arguments}
+    return ToolCall(id=str(raw.get("id") or ""), name=str(function["name"]), arguments=parsed)

@@ -1,0 +1,648 @@
+"""``Runtime``: the one object that talks to a model, including the tool loop."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import inspect
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from openprogram.errors import ConfigError, OpenProgramError
+from openprogram.runtime.cassette import CassetteWriter
+from openprogram.runtime.config import detect_model
+from openprogram.runtime.model_string import PROVIDER_PREFIXES, ModelString, parse_model_string
+from openprogram.runtime.providers.base import Provider
+from openprogram.runtime.providers.openai import INVALID_ARGUMENTS_KEY
+from openprogram.runtime.retry import RetryPolicy
+from openprogram.runtime.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from openprogram.scope import current_frame, record_llm_call
+
+if TYPE_CHECKING:
+    from openprogram.programs.function_tools import Tool
+    from openprogram.store import SessionStore
+
+log = logging.getLogger("openprogram.runtime")
+
+Content = str | list[dict[str, Any]]
+
+
+class MaxIterationsExceeded(OpenProgramError, RuntimeError):
+    """The model kept requesting tools for ``max_iterations`` model requests."""
+
+
+@dataclasses.dataclass
+class ToolCallRecord:
+    """One tool call made during a turn and the result fed back to the model."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    result: str
+    is_error: bool = False
+
+
+@dataclasses.dataclass
+class ExecResult:
+    """Everything one ``exec`` produced: final text, every reply, tool trace, usage."""
+
+    text: str
+    responses: list[ModelResponse]
+    tool_calls: list[ToolCallRecord]
+    usage: Usage
+    messages: list[Message]
+
+    @property
+    def iterations(self) -> int:
+        """Number of model requests made."""
+        return len(self.responses)
+
+    @property
+    def last_response(self) -> ModelResponse:
+        return self.responses[-1]
+
+
+class Runtime:
+    """Runs model turns on one provider.
+
+    ``model`` is a model string (``openai:gpt-4.1-mini``, ``anthropic:claude-sonnet-4-5``,
+    ``scripted:echo``, ``replay:run.jsonl``, ``replay:session:ID``); ``None`` autodetects
+    like :func:`create_runtime`. ``provider=`` passes a provider object instead.
+    ``record_to=`` writes a JSONL cassette of every request for later ``replay:``.
+    The API key is held by the provider and never shown in reprs, logs or errors.
+    """
+
+    #: Set by the tool registry to resolve ``toolset=`` names into tools.
+    toolset_resolver: ClassVar[Callable[[Any], Sequence[Any]] | None] = None
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        provider: Provider | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_retries: int = 4,
+        timeout_s: float = 60.0,
+        system: str | None = None,
+        retry: RetryPolicy | None = None,
+        record_to: str | Path | None = None,
+        store: SessionStore | None = None,
+    ) -> None:
+        self.system = system
+        self.timeout_s = timeout_s
+        self._retry = retry or RetryPolicy(max_retries=max_retries)
+        self._base_url = base_url
+        self._store = store
+        self._extra: dict[str, Provider] = {}
+        self._closed = False
+        self.last_result: ExecResult | None = None
+        if provider is not None:
+            self.provider: Provider = provider
+            self._owns_provider = False
+            if model is not None:
+                parsed = _split_model(model, provider.name)
+                self.provider.model_id = parsed.model_id
+        else:
+            parsed = parse_model_string(model if model is not None else detect_model())
+            self.provider = self._build(parsed, api_key)
+            self._owns_provider = True
+        self._api_key_given = api_key is not None
+        self._cassette = CassetteWriter(record_to) if record_to is not None else None
+
+    # -- construction ---------------------------------------------------------------
+
+    def _build(self, parsed: ModelString, api_key: str | None) -> Provider:
+        if parsed.provider == "openai":
+            from openprogram.runtime.providers.openai import OpenAIProvider
+
+            return OpenAIProvider(
+                parsed.model_id,
+                base_url=self._base_url,
+                api_key=api_key,
+                timeout_s=self.timeout_s,
+                retry=self._retry,
+            )
+        if parsed.provider == "anthropic":
+            from openprogram.runtime.providers.anthropic import AnthropicProvider
+
+            return AnthropicProvider(
+                parsed.model_id,
+                base_url=self._base_url,
+                api_key=api_key,
+                timeout_s=self.timeout_s,
+                retry=self._retry,
+            )
+        if parsed.provider == "scripted":
+            from openprogram.runtime.providers.scripted import ScriptedProvider
+
+            return ScriptedProvider(mode=parsed.model_id)
+        from openprogram.runtime.providers.replay import ReplayProvider
+
+        return ReplayProvider.from_target(parsed.model_id, self._store)
+
+    @property
+    def model(self) -> str:
+        """The default model as a model string."""
+        return f"{self.provider.name}:{self.provider.model_id}"
+
+    def __repr__(self) -> str:
+        return f"Runtime(model={self.model!r})"
+
+    # -- public API -----------------------------------------------------------------
+
+    def exec(
+        self,
+        content: Content,
+        *,
+        tools: Sequence[Any] | None = None,
+        toolset: Any = None,
+        choices: Any = None,
+        response_format: Any = None,
+        model: str | None = None,
+        effort: str | None = None,
+        system: str | None = None,
+        max_iterations: int = 20,
+        timeout_s: float | None = None,
+        history: Sequence[Message] | None = None,
+    ) -> str:
+        """Run one model turn (with the tool loop) and return the final reply text."""
+        return self.exec_full(
+            content,
+            tools=tools,
+            toolset=toolset,
+            choices=choices,
+            response_format=response_format,
+            model=model,
+            effort=effort,
+            system=system,
+            max_iterations=max_iterations,
+            timeout_s=timeout_s,
+            history=history,
+        ).text
+
+    def exec_full(
+        self,
+        content: Content,
+        *,
+        tools: Sequence[Any] | None = None,
+        toolset: Any = None,
+        choices: Any = None,
+        response_format: Any = None,
+        model: str | None = None,
+        effort: str | None = None,
+        system: str | None = None,
+        max_iterations: int = 20,
+        timeout_s: float | None = None,
+        history: Sequence[Message] | None = None,
+    ) -> ExecResult:
+        """Like :meth:`exec` but returns the :class:`ExecResult` (replies, tool trace, usage)."""
+        turn = self._start(
+            content, tools, toolset, choices, response_format, model, effort, system,
+            max_iterations, timeout_s, history,
+        )  # fmt: skip
+        while True:
+            request = turn.next_request()
+            response = self._call(turn.provider, request)
+            if turn.accept(response):
+                return self._finish(turn)
+            for call in response.tool_calls:
+                turn.add_tool_result(call, self._run_tool(turn, call))
+
+    async def aexec(
+        self,
+        content: Content,
+        *,
+        tools: Sequence[Any] | None = None,
+        toolset: Any = None,
+        choices: Any = None,
+        response_format: Any = None,
+        model: str | None = None,
+        effort: str | None = None,
+        system: str | None = None,
+        max_iterations: int = 20,
+        timeout_s: float | None = None,
+        history: Sequence[Message] | None = None,
+    ) -> str:
+        """Async :meth:`exec`: provider calls are awaited, sync tools run in a thread."""
+        result = await self.aexec_full(
+            content,
+            tools=tools,
+            toolset=toolset,
+            choices=choices,
+            response_format=response_format,
+            model=model,
+            effort=effort,
+            system=system,
+            max_iterations=max_iterations,
+            timeout_s=timeout_s,
+            history=history,
+        )
+        return result.text
+
+    async def aexec_full(
+        self,
+        content: Content,
+        *,
+        tools: Sequence[Any] | None = None,
+        toolset: Any = None,
+        choices: Any = None,
+        response_format: Any = None,
+        model: str | None = None,
+        effort: str | None = None,
+        system: str | None = None,
+        max_iterations: int = 20,
+        timeout_s: float | None = None,
+        history: Sequence[Message] | None = None,
+    ) -> ExecResult:
+        """Async :meth:`exec_full`."""
+        turn = self._start(
+            content, tools, toolset, choices, response_format, model, effort, system,
+            max_iterations, timeout_s, history,
+        )  # fmt: skip
+        while True:
+            request = turn.next_request()
+            response = await self._acall(turn.provider, request)
+            if turn.accept(response):
+                return self._finish(turn)
+            for call in response.tool_calls:
+                turn.add_tool_result(call, await self._arun_tool(turn, call))
+
+    def close(self) -> None:
+        """Close providers this runtime created and the cassette file."""
+        if self._closed:
+            return
+        self._closed = True
+        providers = list(self._extra.values())
+        if self._owns_provider:
+            providers.append(self.provider)
+        for provider in providers:
+            provider.close()
+        if self._cassette is not None:
+            self._cassette.close()
+
+    async def aclose(self) -> None:
+        """Close providers (and their async connection pools) and the cassette file."""
+        if self._closed:
+            return
+        providers = list(self._extra.values())
+        if self._owns_provider:
+            providers.append(self.provider)
+        for provider in providers:
+            aclose = getattr(provider, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        self.close()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- internals ------------------------------------------------------------------
+
+    def _start(
+        self,
+        content: Content,
+        tools: Sequence[Any] | None,
+        toolset: Any,
+        choices: Any,
+        response_format: Any,
+        model: str | None,
+        effort: str | None,
+        system: str | None,
+        max_iterations: int,
+        timeout_s: float | None,
+        history: Sequence[Message] | None,
+    ) -> _Turn:
+        if self._closed:
+            raise ConfigError(f"{self!r} is closed; create a new Runtime")
+        if not isinstance(content, (str, list)):
+            raise TypeError(
+                f"content must be a string or a list of content blocks, got {type(content).__name__}"
+            )
+        if max_iterations < 1:
+            raise ValueError(f"max_iterations must be >= 1, got {max_iterations}")
+        provider, model_id = self._provider_for(model)
+        prepared = self._prepare_tools(tools, toolset)
+        messages = list(history or [])
+        messages.append(Message(role="user", content=content))
+        return _Turn(
+            provider=provider,
+            template=ModelRequest(
+                model_id=model_id,
+                messages=[],
+                system=self._system_for(system),
+                tools=[t.spec for t in prepared],
+                response_format=normalize_response_format(response_format),
+                effort=effort,
+                timeout_s=timeout_s if timeout_s is not None else self.timeout_s,
+                choices=choices,
+            ),
+            tools={t.name: t for t in prepared},
+            messages=messages,
+            max_iterations=max_iterations,
+        )
+
+    def _provider_for(self, model: str | None) -> tuple[Provider, str]:
+        if model is None:
+            return self.provider, self.provider.model_id
+        prefix = model.partition(":")[0].strip().lower()
+        if ":" not in model or prefix not in PROVIDER_PREFIXES:
+            return self.provider, model.strip()  # a bare model id for this provider
+        parsed = parse_model_string(model)
+        same_endpoint = parsed.provider in ("openai", "anthropic")
+        if parsed.provider == self.provider.name and (
+            same_endpoint or parsed.model_id == self.provider.model_id
+        ):
+            return self.provider, parsed.model_id  # scripted/replay ids name a mode or file
+        key = str(parsed)
+        if key not in self._extra:
+            self._extra[key] = self._build(parsed, None)
+        return self._extra[key], parsed.model_id
+
+    def _system_for(self, system: str | None) -> str | None:
+        if system is not None:
+            return system
+        frame = current_frame()
+        while frame is not None:
+            value = frame.options.get("system")
+            if isinstance(value, str):
+                return value
+            frame = frame.parent
+        return self.system
+
+    def _prepare_tools(self, tools: Sequence[Any] | None, toolset: Any) -> list[Tool]:
+        # imported here: function_tools imports openprogram.runtime.types (no cycle at load)
+        from openprogram.programs.function_tools import as_tool
+
+        items = list(tools or [])
+        if toolset is not None:
+            resolver = type(self).toolset_resolver
+            if isinstance(toolset, (list, tuple)) and all(not isinstance(t, str) for t in toolset):
+                items.extend(toolset)  # tool objects, not names
+            elif resolver is not None:
+                items.extend(resolver(toolset))
+            else:
+                raise ConfigError(
+                    f"toolset={toolset!r} needs the tool registry (openprogram.programs); "
+                    "pass tools=[...] instead"
+                )
+        prepared = [as_tool(item) for item in items]
+        seen: set[str] = set()
+        for tool in prepared:
+            if tool.name in seen:
+                raise ConfigError(f"two tools are named {tool.name!r}; tool names must be unique")
+            seen.add(tool.name)
+        return prepared
+
+    def _call(self, provider: Provider, request: ModelRequest) -> ModelResponse:
+        started = time.perf_counter()
+        log.debug(
+            "%s: request %s (%d messages)", provider.name, request.model_id, len(request.messages)
+        )
+        try:
+            response = provider.complete(request)
+        except Exception as exc:
+            self._record(provider, request, None, exc, started)
+            raise
+        self._record(provider, request, response, None, started)
+        _log_reply(provider, response)
+        return response
+
+    async def _acall(self, provider: Provider, request: ModelRequest) -> ModelResponse:
+        started = time.perf_counter()
+        log.debug(
+            "%s: request %s (%d messages)", provider.name, request.model_id, len(request.messages)
+        )
+        try:
+            response = await provider.acomplete(request)
+        except Exception as exc:
+            self._record(provider, request, None, exc, started)
+            raise
+        self._record(provider, request, response, None, started)
+        _log_reply(provider, response)
+        return response
+
+    def _record(
+        self,
+        provider: Provider,
+        request: ModelRequest,
+        response: ModelResponse | None,
+        error: BaseException | None,
+        started: float,
+    ) -> None:
+        duration = time.perf_counter() - started
+        record_llm_call(
+            provider=provider.name,
+            request=request,
+            response=response,
+            error=error,
+            duration_s=duration,
+        )
+        if self._cassette is not None:
+            self._cassette.append(request, response, error)
+
+    def _run_tool(self, turn: _Turn, call: ToolCall) -> ToolCallRecord:
+        from openprogram.programs.function_tools import check_arguments
+
+        tool, problem = turn.lookup(call)
+        if tool is None:
+            return _record_of(call, problem, True)
+        try:
+            check_arguments(tool, call.arguments)
+            value = tool.invoke(call.arguments, runtime=self)
+            if inspect.isawaitable(value):
+                value = _run_sync(value)
+        except Exception as exc:
+            log.debug("tool %s failed: %s", call.name, type(exc).__name__)
+            return _record_of(call, f"{type(exc).__name__}: {exc}", True)
+        return _record_of(call, format_tool_result(value), False)
+
+    async def _arun_tool(self, turn: _Turn, call: ToolCall) -> ToolCallRecord:
+        from openprogram.programs.function_tools import check_arguments
+
+        tool, problem = turn.lookup(call)
+        if tool is None:
+            return _record_of(call, problem, True)
+        try:
+            check_arguments(tool, call.arguments)
+            if _is_async(tool.call):
+                value = await tool.invoke(call.arguments, runtime=self)
+            else:
+                value = await asyncio.to_thread(tool.invoke, call.arguments, self)
+                if inspect.isawaitable(value):
+                    value = await value
+        except Exception as exc:
+            log.debug("tool %s failed: %s", call.name, type(exc).__name__)
+            return _record_of(call, f"{type(exc).__name__}: {exc}", True)
+        return _record_of(call, format_tool_result(value), False)
+
+    def _finish(self, turn: _Turn) -> ExecResult:
+        usage = Usage()
+        for response in turn.responses:
+            usage.input_tokens += response.usage.input_tokens
+            usage.output_tokens += response.usage.output_tokens
+        result = ExecResult(
+            text=turn.responses[-1].text,
+            responses=turn.responses,
+            tool_calls=turn.trace,
+            usage=usage,
+            messages=turn.messages,
+        )
+        self.last_result = result
+        return result
+
+
+@dataclasses.dataclass
+class _Turn:
+    """State of one exec: conversation so far, replies, tool trace."""
+
+    provider: Provider
+    template: ModelRequest
+    tools: dict[str, Tool]
+    messages: list[Message]
+    max_iterations: int
+    responses: list[ModelResponse] = dataclasses.field(default_factory=list)
+    trace: list[ToolCallRecord] = dataclasses.field(default_factory=list)
+
+    def next_request(self) -> ModelRequest:
+        if len(self.responses) >= self.max_iterations:
+            names = ", ".join(c.name for c in self.responses[-1].tool_calls)
+            raise MaxIterationsExceeded(
+                f"the model still requested tools ({names}) after max_iterations="
+                f"{self.max_iterations} model requests; raise max_iterations or check "
+                "what the tools return"
+            )
+        return dataclasses.replace(self.template, messages=list(self.messages))
+
+    def accept(self, response: ModelResponse) -> bool:
+        """Add the reply; True when the turn is over (no tool calls)."""
+        self.responses.append(response)
+        if not response.tool_calls:
+            return True
+        self.messages.append(
+            Message(role="assistant", content=response.text, tool_calls=list(response.tool_calls))
+        )
+        return False
+
+    def lookup(self, call: ToolCall) -> tuple[Tool | None, str]:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            offered = ", ".join(self.tools) or "(none)"
+            return None, f"unknown tool {call.name!r}; available tools: {offered}"
+        if INVALID_ARGUMENTS_KEY in call.arguments:
+            raw = str(call.arguments[INVALID_ARGUMENTS_KEY])[:200]
+            return None, f"the arguments for tool {call.name!r} were not valid JSON: {raw}"
+        return tool, ""
+
+    def add_tool_result(self, call: ToolCall, record: ToolCallRecord) -> None:
+        self.trace.append(record)
+        self.messages.append(
+            Message(
+                role="tool",
+                content=record.result,
+                tool_call_id=call.id,
+                name=call.name,
+                is_error=record.is_error,
+            )
+        )
+
+
+def _log_reply(provider: Provider, response: ModelResponse) -> None:
+    log.debug(
+        "%s: reply (%d tool calls, %d in / %d out tokens, request id %s)",
+        provider.name,
+        len(response.tool_calls),
+        response.usage.input_tokens,
+        response.usage.output_tokens,
+        response.request_id,
+    )
+
+
+def _record_of(call: ToolCall, result: str, is_error: bool) -> ToolCallRecord:
+    return ToolCallRecord(
+        id=call.id, name=call.name, arguments=dict(call.arguments), result=result, is_error=is_error
+    )
+
+
+def _split_model(model: str, provider_name: str) -> ModelString:
+    prefix = model.partition(":")[0].lower()
+    if ":" in model and prefix in PROVIDER_PREFIXES:
+        parsed = parse_model_string(model)
+        if parsed.provider != provider_name:
+            raise ConfigError(
+                f"model {model!r} does not match provider {provider_name!r}; "
+                f"use '{provider_name}:<model id>'"
+            )
+        return parsed
+    return ModelString(provider_name, model.strip())
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004
+    )
+
+
+def _run_sync(awaitable: Any) -> Any:
+    """Run a tool's coroutine from sync code (in a worker thread if a loop is running)."""
+
+    async def wrap() -> Any:
+        return await awaitable
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wrap())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, wrap()).result()
+
+
+def format_tool_result(value: Any) -> str:
+    """The text fed back to the model for a tool's return value."""
+    if isinstance(value, str):
+        return value
+    dump = getattr(value, "model_dump_json", None)
+    if callable(dump):
+        return str(dump())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def normalize_response_format(value: Any) -> dict[str, Any] | None:
+    """An OpenAI-style ``response_format`` from a dict, a bare JSON schema or a pydantic model."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        if value.get("type") in ("json_schema", "json_object", "text") and (
+            value.get("type") != "json_schema" or isinstance(value.get("json_schema"), dict)
+        ):
+            return value
+        return {"type": "json_schema", "json_schema": {"name": "response", "schema": value}}
+    schema_fn = getattr(value, "model_json_schema", None)
+    if isinstance(value, type) and callable(schema_fn):
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": value.__name__, "schema": schema_fn()},
+        }
+    raise ConfigError(
+        "response_format must be a JSON schema dict, an OpenAI response_format dict "
+        f"or a pydantic model class, got {type(value).__name__}"
+    )

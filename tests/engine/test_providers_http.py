@@ -1,0 +1,389 @@
+"""openai: and anthropic: providers against real HTTP servers on 127.0.0.1.
+
+Each wire-format behaviour is checked for both providers: plain reply, tool-call round
+trip, JSON response_format, 429 + Retry-After, 500 then success, timeout, malformed JSON,
+non-JSON error page, connection refused, non-retried 4xx.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from conftest import SENTINEL_KEY, LoopbackServer, Received, RecordedSleeps, Reply
+
+from openprogram.errors import ProviderError
+from openprogram.runtime import Runtime
+
+WIRES = ["openai", "anthropic"]
+
+
+@pytest.fixture(params=WIRES)
+def server(request: pytest.FixtureRequest) -> Any:
+    """The loopback server of the wire format under test."""
+    return request.getfixturevalue(f"{request.param}_server")
+
+
+def make_runtime(server: LoopbackServer, sleeps: RecordedSleeps, **kw: Any) -> Runtime:
+    retries = kw.pop("max_retries", 3)
+    model = "gpt-test" if server.wire == "openai" else "claude-test"
+    return Runtime(
+        f"{server.wire}:{model}",
+        base_url=server.base_url,
+        api_key=SENTINEL_KEY,
+        retry=sleeps.policy(max_retries=retries),
+        **kw,
+    )
+
+
+def tool_results(server: LoopbackServer, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool results in a request body, as {id, content, is_error}."""
+    if server.wire == "openai":
+        return [
+            {"id": m["tool_call_id"], "content": m["content"], "is_error": None}
+            for m in body["messages"]
+            if m["role"] == "tool"
+        ]
+    out = []
+    for message in body["messages"]:
+        if message["role"] == "user" and isinstance(message["content"], list):
+            for block in message["content"]:
+                if block["type"] == "tool_result":
+                    out.append(
+                        {
+                            "id": block["tool_use_id"],
+                            "content": block["content"],
+                            "is_error": block.get("is_error", False),
+                        }
+                    )
+    return out
+
+
+def test_plain_reply_sends_the_wire_format(server: LoopbackServer, sleeps: RecordedSleeps) -> None:
+    server.reply_text("Hello there", usage=(21, 4))
+    with make_runtime(server, sleeps, system="Be brief.") as rt:
+        result = rt.exec_full("Say hello")
+    assert result.text == "Hello there"
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (21, 4)
+    assert result.last_response.request_id == "req_1"
+    [sent] = server.requests
+    body = sent.json
+    if server.wire == "openai":
+        assert sent.path == "/v1/chat/completions"
+        assert sent.headers["authorization"] == f"Bearer {SENTINEL_KEY}"
+        assert body["model"] == "gpt-test"
+        assert body["messages"] == [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Say hello"},
+        ]
+    else:
+        assert sent.path == "/v1/messages"
+        assert sent.headers["x-api-key"] == SENTINEL_KEY
+        assert sent.headers["anthropic-version"] == "2023-06-01"
+        assert body["system"] == "Be brief."
+        assert body["max_tokens"] == 4096
+        assert body["messages"] == [
+            {"role": "user", "content": [{"type": "text", "text": "Say hello"}]}
+        ]
+    assert sleeps.delays == []
+
+
+def test_content_blocks_pass_through(server: LoopbackServer, sleeps: RecordedSleeps) -> None:
+    server.reply_text("ok")
+    blocks = [{"type": "text", "text": "part one"}, {"type": "text", "text": "part two"}]
+    with make_runtime(server, sleeps) as rt:
+        assert rt.exec(blocks) == "ok"
+    last = server.requests[0].json["messages"][-1]
+    assert last == {"role": "user", "content": blocks}
+
+
+def test_tool_call_round_trip(server: LoopbackServer, sleeps: RecordedSleeps) -> None:
+    seen: list[list[dict[str, Any]]] = []
+
+    def weather(city: str, unit: str = "C") -> str:
+        """Current weather for a city."""
+        return f"{city}: 21 {unit}"
+
+    def second_turn(request: Received) -> Reply:
+        results = tool_results(server, request.json)
+        seen.append(results)
+        if results != [
+            {"id": "call_w1", "content": "Paris: 21 C", "is_error": results[0]["is_error"]}
+        ]:
+            return Reply(
+                400, json.dumps({"error": {"message": f"bad tool result {results}"}}).encode()
+            )
+        payload = server.text_payload(f"It is {results[0]['content']}")
+        return Reply(200, json.dumps(payload).encode(), {"content-type": "application/json"})
+
+    server.reply_tool_calls([("call_w1", "weather", {"city": "Paris"})])
+    server.reply_with(second_turn)
+    with make_runtime(server, sleeps) as rt:
+        result = rt.exec_full("Weather in Paris?", tools=[weather])
+    assert result.text == "It is Paris: 21 C"
+    assert [(c.name, c.arguments, c.result) for c in result.tool_calls] == [
+        ("weather", {"city": "Paris"}, "Paris: 21 C")
+    ]
+    assert result.iterations == 2
+    assert result.usage.input_tokens == 13 + 11
+    first = server.requests[0].json
+    if server.wire == "openai":
+        [tool] = first["tools"]
+        assert tool["type"] == "function" and tool["function"]["name"] == "weather"
+        assert tool["function"]["parameters"]["required"] == ["city"]
+        assistant = server.requests[1].json["messages"][1]
+        assert assistant["tool_calls"][0]["id"] == "call_w1"
+        assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"city": "Paris"}
+    else:
+        [tool] = first["tools"]
+        assert tool["name"] == "weather" and tool["input_schema"]["required"] == ["city"]
+        assistant = server.requests[1].json["messages"][1]
+        assert assistant == {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "call_w1", "name": "weather", "input": {"city": "Paris"}}
+            ],
+        }
+    assert len(seen) == 1
+
+
+def test_tool_exception_is_fed_back_as_error_result(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    def explode(reason: str) -> str:
+        """Always fails."""
+        raise RuntimeError(f"boom: {reason}")
+
+    server.reply_tool_calls([("c1", "explode", {"reason": "disk"}), ("c2", "missing_tool", {})])
+    server.reply_text("recovered")
+    with make_runtime(server, sleeps) as rt:
+        result = rt.exec_full("go", tools=[explode])
+    assert result.text == "recovered"
+    results = tool_results(server, server.requests[1].json)
+    assert results[0]["content"] == "RuntimeError: boom: disk"
+    assert "unknown tool 'missing_tool'" in results[1]["content"]
+    assert all(r.is_error for r in result.tool_calls)
+    if server.wire == "anthropic":
+        assert [r["is_error"] for r in results] == [True, True]
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "integer"}},
+    "required": ["answer"],
+}
+
+
+def test_json_response_format(server: LoopbackServer, sleeps: RecordedSleeps) -> None:
+    reply = '{"answer": 42}' if server.wire == "openai" else '```json\n{"answer": 42}\n```'
+    server.reply_text(reply)
+    with make_runtime(server, sleeps) as rt:
+        text = rt.exec("What is six times seven?", response_format=SCHEMA)
+    assert json.loads(text) == {"answer": 42}
+    body = server.requests[0].json
+    if server.wire == "openai":
+        assert body["response_format"] == {
+            "type": "json_schema",
+            "json_schema": {"name": "response", "schema": SCHEMA},
+        }
+    else:
+        assert "response_format" not in body
+        assert '"answer"' in body["system"] and "JSON" in body["system"]
+
+
+def test_anthropic_non_json_reply_under_response_format_is_a_clear_error(
+    anthropic_server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    anthropic_server.reply_text("Sure! The answer is 42.")
+    with make_runtime(anthropic_server, sleeps) as rt, pytest.raises(ProviderError) as info:
+        rt.exec("?", response_format=SCHEMA)
+    assert "not valid JSON" in str(info.value) and "req_1" in str(info.value)
+
+
+def test_429_with_retry_after_then_success(server: LoopbackServer, sleeps: RecordedSleeps) -> None:
+    server.reply_error(429, "rate limited", headers={"retry-after": "3"})
+    server.reply_text("after the wait")
+    with make_runtime(server, sleeps) as rt:
+        assert rt.exec("hi") == "after the wait"
+    assert sleeps.delays == [3.0]
+    assert len(server.requests) == 2
+
+
+def test_retry_after_is_capped(server: LoopbackServer, sleeps: RecordedSleeps) -> None:
+    server.reply_error(529 if server.wire == "anthropic" else 503, "busy", {"retry-after": "3600"})
+    server.reply_text("ok")
+    with make_runtime(server, sleeps) as rt:
+        assert rt.exec("hi") == "ok"
+    assert sleeps.delays == [60.0]
+
+
+def test_500_then_success_uses_jittered_backoff(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    server.reply_error(500, "internal")
+    server.reply_error(500, "internal")
+    server.reply_text("fine now")
+    with make_runtime(server, sleeps) as rt:
+        assert rt.exec("hi") == "fine now"
+    assert len(sleeps.delays) == 2
+    assert 0.0 <= sleeps.delays[0] <= 0.5 and 0.0 <= sleeps.delays[1] <= 1.0
+
+
+def test_persistent_5xx_names_provider_status_and_request_id(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    for _ in range(3):
+        server.reply_error(503, "overloaded, try later")
+    with make_runtime(server, sleeps, max_retries=2) as rt, pytest.raises(ProviderError) as info:
+        rt.exec("hi")
+    err = info.value
+    message = str(err)
+    assert message.startswith(f"{server.wire}: HTTP 503")
+    assert "req_3" in message and "overloaded, try later" in message and "3 attempts" in message
+    assert (err.provider, err.status, err.request_id) == (server.wire, 503, "req_3")
+    assert len(server.requests) == 3
+
+
+def test_timeout_retries_then_fails(server: LoopbackServer, sleeps: RecordedSleeps) -> None:
+    server.reply_raw("{}", delay_s=1.0, content_type="application/json")
+    server.reply_raw("{}", delay_s=1.0, content_type="application/json")
+    with make_runtime(server, sleeps, max_retries=1, timeout_s=0.2) as rt:
+        with pytest.raises(ProviderError) as info:
+            rt.exec("hi")
+    assert "timed out after 0.2 s" in str(info.value)
+    assert "2 attempts" in str(info.value)
+    assert info.value.status is None
+    assert len(sleeps.delays) == 1
+
+
+def test_per_call_timeout_overrides_runtime_timeout(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    server.reply_raw("{}", delay_s=1.0, content_type="application/json")
+    with make_runtime(server, sleeps, max_retries=0) as rt:
+        with pytest.raises(ProviderError, match=r"timed out after 0\.15 s"):
+            rt.exec("hi", timeout_s=0.15)
+
+
+def test_malformed_json_body_is_not_retried(server: LoopbackServer, sleeps: RecordedSleeps) -> None:
+    server.reply_raw('{"choices": [', content_type="application/json")
+    with make_runtime(server, sleeps) as rt, pytest.raises(ProviderError) as info:
+        rt.exec("hi")
+    message = str(info.value)
+    assert "not valid JSON" in message and "req_1" in message and '{"choices": [' in message
+    assert info.value.status == 200
+    assert len(server.requests) == 1
+
+
+def test_wrong_json_shape_is_a_clear_error(server: LoopbackServer, sleeps: RecordedSleeps) -> None:
+    server.reply_json({"unexpected": True})
+    with make_runtime(server, sleeps) as rt, pytest.raises(ProviderError) as info:
+        rt.exec("hi")
+    assert "unexpected response shape" in str(info.value)
+
+
+def test_html_error_page_is_retried_then_reported(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    page = (
+        "<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1></body></html>"
+    )
+    for _ in range(2):
+        server.reply_raw(page, status=502)
+    with make_runtime(server, sleeps, max_retries=1) as rt, pytest.raises(ProviderError) as info:
+        rt.exec("hi")
+    message = str(info.value)
+    assert "HTTP 502" in message and "Bad Gateway" in message and "<html>" not in message
+    assert info.value.status == 502 and info.value.request_id == "req_2"
+
+
+def test_html_page_with_200_says_to_check_the_base_url(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    server.reply_raw("<!doctype html><html><body>Welcome to nginx!</body></html>")
+    with make_runtime(server, sleeps) as rt, pytest.raises(ProviderError) as info:
+        rt.exec("hi")
+    message = str(info.value)
+    assert "not valid JSON" in message and "text/html" in message and "BASE_URL" in message.upper()
+    assert len(server.requests) == 1
+
+
+def test_connection_refused_retries_then_fails(
+    closed_port_url: str, sleeps: RecordedSleeps
+) -> None:
+    for wire in WIRES:
+        base = closed_port_url + ("/v1" if wire == "openai" else "")
+        with Runtime(
+            f"{wire}:m", base_url=base, api_key=SENTINEL_KEY, retry=sleeps.policy(max_retries=2)
+        ) as rt:
+            with pytest.raises(ProviderError) as info:
+                rt.exec("hi")
+        message = str(info.value)
+        assert message.startswith(f"{wire}: cannot connect to {base}")
+        assert "3 attempts" in message and "base_url" in message
+    assert len(sleeps.delays) == 4
+
+
+@pytest.mark.parametrize("status", [400, 401, 404])
+def test_client_errors_are_not_retried(
+    server: LoopbackServer, sleeps: RecordedSleeps, status: int
+) -> None:
+    server.reply_error(status, f"Incorrect API key provided: {SENTINEL_KEY}")
+    with make_runtime(server, sleeps) as rt, pytest.raises(ProviderError) as info:
+        rt.exec("hi")
+    message = str(info.value)
+    assert f"HTTP {status}" in message and "req_1" in message
+    assert SENTINEL_KEY not in message and "Incorrect API key provided: ***" in message
+    if status == 401:
+        assert f"check {server.wire.upper()}_API_KEY" in message
+    assert len(server.requests) == 1 and sleeps.delays == []
+
+
+def test_effort_is_sent_as_reasoning_effort_on_openai(
+    openai_server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    openai_server.reply_text("ok")
+    with make_runtime(openai_server, sleeps) as rt:
+        rt.exec("hi", effort="low")
+    assert openai_server.requests[0].json["reasoning_effort"] == "low"
+
+
+def test_openai_local_server_needs_no_key(
+    openai_server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
+    openai_server.reply_text("local")
+    with Runtime("openai:llama3.1:8b") as rt:
+        assert rt.exec("hi") == "local"
+    sent = openai_server.requests[0]
+    assert "authorization" not in sent.headers
+    assert sent.json["model"] == "llama3.1:8b"
+
+
+async def test_async_tool_round_trip_and_retry(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    async def lookup(key: str) -> dict[str, int]:
+        """Look a key up."""
+        return {key: 7}
+
+    server.reply_error(500, "flaky")
+    server.reply_tool_calls([("k1", "lookup", {"key": "x"})])
+    server.reply_text("x is 7")
+    async with make_runtime(server, sleeps) as rt:
+        result = await rt.aexec_full("what is x?", tools=[lookup])
+    assert result.text == "x is 7"
+    assert result.tool_calls[0].result == '{"x": 7}'
+    assert tool_results(server, server.requests[2].json)[0]["content"] == '{"x": 7}'
+    assert len(sleeps.delays) == 1
+
+
+async def test_async_connection_refused(closed_port_url: str, sleeps: RecordedSleeps) -> None:
+    async with Runtime(
+        "anthropic:m", base_url=closed_port_url, api_key=SENTINEL_KEY, retry=sleeps.policy(1)
+    ) as rt:
+        with pytest.raises(ProviderError, match="cannot connect"):
+            await rt.aexec("hi")
+    assert len(sleeps.delays) == 1

@@ -1,0 +1,702 @@
+/**
+ * VS Code glue: starts `python -m openprogram_lsp` with the right interpreter, keeps it
+ * running (restart with backoff), and offers the Run / Resume / Show runs commands.
+ * All decisions live in the pure modules beside this file; this one only wires them up.
+ */
+import * as vscode from 'vscode';
+import {
+  CloseAction,
+  CodeLensRequest,
+  ErrorAction,
+  ExecuteCommandRequest,
+  LanguageClient,
+  RevealOutputChannelOn,
+  State,
+  Trace,
+  type LanguageClientOptions,
+} from 'vscode-languageclient/node';
+import type { ChildProcess } from 'node:child_process';
+
+import {
+  CLIENT_COMMANDS,
+  SERVER_COMMANDS,
+  buildResumeArguments,
+  buildRunArguments,
+  buildShowRunsArguments,
+  entriesFromLenses,
+  formatCommandResult,
+  parseEntryArgs,
+  resumesFromLenses,
+  runNeedsArguments,
+  runsFromLenses,
+  summarizeResult,
+  validateEntryArgs,
+  validateEntryName,
+  validateRunId,
+  type JsonObject,
+  type LensLike,
+  type ResumePolicy,
+} from './commands';
+import { describeInterpreter, resolveInterpreter, type ResolvedInterpreter } from './interpreter';
+import { RestartPolicy } from './restartPolicy';
+import { buildServerLaunch, probeInterpreter, spawnServer } from './serverLaunch';
+import {
+  SECTION,
+  answerConfiguration,
+  classifyChange,
+  readSettings,
+  toInitializationOptions,
+  toServerConfiguration,
+  type ServerConfiguration,
+  type Settings,
+} from './settings';
+import { statusView, type ServerState } from './status';
+
+const PYTHON_EXTENSION_ID = 'ms-python.python';
+
+/**
+ * A language client that logs its own errors instead of popping one notification per
+ * failure: crashes and failed starts are reported by the controller, once, with actions.
+ */
+class QuietLanguageClient extends LanguageClient {
+  override error(message: string, data?: unknown, _showNotification?: boolean | 'force'): void {
+    super.error(message, data, false);
+  }
+}
+
+/** The part of the Python extension's API this extension uses. */
+interface PythonExtensionApi {
+  environments?: {
+    getActiveEnvironmentPath(resource?: vscode.Uri): { id: string; path: string } | undefined;
+    resolveEnvironment?(env: { id: string; path: string } | string): Promise<
+      { executable?: { uri?: vscode.Uri } } | undefined
+    >;
+    onDidChangeActiveEnvironmentPath?: vscode.Event<unknown>;
+  };
+}
+
+class ServerController implements vscode.Disposable {
+  private readonly output: vscode.LogOutputChannel;
+  private readonly status: vscode.StatusBarItem;
+  private readonly policy = new RestartPolicy();
+  private readonly disposables: vscode.Disposable[] = [];
+  private client: LanguageClient | undefined;
+  private clientDisposables: vscode.Disposable[] = [];
+  private serverProcess: ChildProcess | undefined;
+  private generation = 0;
+  private queue: Promise<void> = Promise.resolve();
+  private restartTimer: NodeJS.Timeout | undefined;
+  private settings: Settings;
+  private interpreter: ResolvedInterpreter | undefined;
+  private lastNotice = '';
+  private pythonApi: PythonExtensionApi | undefined;
+  private disposed = false;
+
+  constructor() {
+    this.output = vscode.window.createOutputChannel('OpenProgram', { log: true });
+    this.status = vscode.window.createStatusBarItem(SECTION, vscode.StatusBarAlignment.Left, 10);
+    this.status.name = 'OpenProgram';
+    this.status.command = CLIENT_COMMANDS.showOutput;
+    this.status.show();
+    this.settings = this.loadSettings();
+    this.disposables.push(this.output, this.status);
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  async activate(): Promise<void> {
+    const register = (id: string, fn: (...args: unknown[]) => unknown): void => {
+      this.disposables.push(vscode.commands.registerCommand(id, fn));
+    };
+    register(CLIENT_COMMANDS.runEntry, () => this.runEntry());
+    register(CLIENT_COMMANDS.resumeRun, () => this.resumeRun());
+    register(CLIENT_COMMANDS.listRuns, () => this.showRuns());
+    register(CLIENT_COMMANDS.restartServer, () => this.restart('restart requested', true));
+    register(CLIENT_COMMANDS.showOutput, () => this.output.show(true));
+
+    this.disposables.push(
+      vscode.workspace.onDidChangeConfiguration((event) => {
+        if (event.affectsConfiguration(SECTION)) {
+          this.onSettingsChanged();
+        }
+      }),
+      vscode.workspace.onDidChangeWorkspaceFolders(() => this.restart('workspace folders changed', true)),
+    );
+    await this.hookPythonExtension();
+    this.enqueue(() => this.startServer());
+  }
+
+  dispose(): Promise<void> {
+    this.disposed = true;
+    this.cancelPendingRestart();
+    const done = this.enqueue(() => this.stopServer());
+    return done.finally(() => {
+      for (const disposable of this.disposables.splice(0)) {
+        disposable.dispose();
+      }
+    });
+  }
+
+  private enqueue(task: () => Promise<void>): Promise<void> {
+    this.queue = this.queue.then(task).catch((error: unknown) => {
+      this.output.error(`OpenProgram: ${error instanceof Error ? error.message : String(error)}`);
+    });
+    return this.queue;
+  }
+
+  private setState(state: ServerState, detail = ''): void {
+    const view = statusView(state, detail);
+    this.status.text = view.text;
+    this.status.tooltip = view.tooltip;
+    this.status.backgroundColor = view.error ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+  }
+
+  private workspaceFolder(): string | undefined {
+    return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  }
+
+  private loadSettings(): Settings {
+    const config = vscode.workspace.getConfiguration(SECTION);
+    const { settings, problems } = readSettings((key) => config.get(key));
+    for (const problem of problems) {
+      this.output.warn(problem);
+    }
+    return settings;
+  }
+
+  private async hookPythonExtension(): Promise<void> {
+    const extension = vscode.extensions.getExtension<PythonExtensionApi>(PYTHON_EXTENSION_ID);
+    if (extension === undefined) {
+      return;
+    }
+    try {
+      this.pythonApi = extension.isActive ? extension.exports : await extension.activate();
+    } catch (error) {
+      this.output.warn(`Python extension could not be activated: ${String(error)}`);
+      return;
+    }
+    const onChange = this.pythonApi?.environments?.onDidChangeActiveEnvironmentPath;
+    if (onChange !== undefined) {
+      this.disposables.push(
+        onChange(() => {
+          if (this.settings.interpreter === '') {
+            void this.resolveCurrentInterpreter().then((next) => {
+              if (next.command !== this.interpreter?.command) {
+                this.restart(`Python environment changed to ${next.command}`, true);
+              }
+            });
+          }
+        }),
+      );
+    }
+  }
+
+  private async pythonExtensionInterpreter(): Promise<string | undefined> {
+    const environments = this.pythonApi?.environments;
+    if (environments === undefined) {
+      return undefined;
+    }
+    try {
+      const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+      const active = environments.getActiveEnvironmentPath(folder);
+      if (active === undefined) {
+        return undefined;
+      }
+      if (environments.resolveEnvironment !== undefined) {
+        const resolved = await environments.resolveEnvironment(active);
+        const executable = resolved?.executable?.uri?.fsPath;
+        if (executable !== undefined && executable !== '') {
+          return executable;
+        }
+      }
+      return active.path;
+    } catch (error) {
+      this.output.warn(`Could not ask the Python extension for its environment: ${String(error)}`);
+      return undefined;
+    }
+  }
+
+  private async resolveCurrentInterpreter(): Promise<ResolvedInterpreter> {
+    return resolveInterpreter({
+      setting: this.settings.interpreter,
+      pythonExtensionPath: this.settings.interpreter === '' ? await this.pythonExtensionInterpreter() : undefined,
+      workspaceFolder: this.workspaceFolder(),
+    });
+  }
+
+  /** The interpreter the server should use for runs: only one the user or Python extension chose. */
+  private configuredInterpreter(): string | undefined {
+    return this.interpreter !== undefined && this.interpreter.source !== 'default' ? this.interpreter.command : undefined;
+  }
+
+  private serverConfiguration(): ServerConfiguration {
+    return toServerConfiguration(this.settings, this.configuredInterpreter(), this.workspaceFolder());
+  }
+
+  private onSettingsChanged(): void {
+    const before = this.settings;
+    this.settings = this.loadSettings();
+    const change = classifyChange(before, this.settings);
+    if (change === 'restart') {
+      this.restart('settings changed', true);
+    } else if (change === 'trace' && this.client !== undefined) {
+      void this.client.setTrace(Trace.fromString(this.settings.trace));
+    }
+  }
+
+  private restart(reason: string, manual: boolean): void {
+    if (this.disposed) {
+      return;
+    }
+    this.cancelPendingRestart();
+    if (manual) {
+      this.policy.reset();
+      this.lastNotice = '';
+    }
+    this.output.info(`Restarting the language server: ${reason}`);
+    this.setState('restarting', reason);
+    void this.enqueue(async () => {
+      await this.stopServer();
+      await this.startServer();
+    });
+  }
+
+  private cancelPendingRestart(): void {
+    if (this.restartTimer !== undefined) {
+      clearTimeout(this.restartTimer);
+      this.restartTimer = undefined;
+    }
+  }
+
+  private async startServer(): Promise<void> {
+    if (this.disposed) {
+      return;
+    }
+    this.setState('starting');
+    this.interpreter = await this.resolveCurrentInterpreter();
+    const interpreterText = describeInterpreter(this.interpreter);
+    this.output.info(`Interpreter: ${interpreterText}`);
+    const config = this.serverConfiguration();
+    const launch = buildServerLaunch({
+      interpreter: this.interpreter.command,
+      baseEnv: process.env,
+      cwd: this.workspaceFolder(),
+      store: config.store,
+    });
+
+    const probe = await probeInterpreter(launch.command, launch.env);
+    if (probe.kind !== 'ok') {
+      this.setState(probe.kind === 'failed' ? 'failed' : 'not-installed', probe.message);
+      this.output.error(probe.message);
+      await this.notifyProbeFailure(probe.message, probe.kind === 'missing-package' ? probe.installCommand : undefined);
+      return;
+    }
+
+    const generation = ++this.generation;
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [
+        { scheme: 'file', language: 'python' },
+        { scheme: 'untitled', language: 'python' },
+      ],
+      outputChannel: this.output,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationFailedHandler: () => false,
+      initializationOptions: toInitializationOptions(this.settings, this.configuredInterpreter(), this.workspaceFolder()),
+      synchronize: {
+        fileEvents: vscode.workspace.createFileSystemWatcher('**/pyproject.toml'),
+      },
+      errorHandler: {
+        error: (_error, _message, count) => ({
+          action: (count ?? 0) <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown,
+          handled: true,
+        }),
+        closed: () => ({
+          action: CloseAction.DoNotRestart,
+          handled: true,
+          message: this.onServerClosed(generation),
+        }),
+      },
+      middleware: {
+        workspace: {
+          configuration: (params) => answerConfiguration(params.items, this.serverConfiguration()),
+        },
+        executeCommand: async (command, args, next) => {
+          let finalArgs = args;
+          if (command === SERVER_COMMANDS.run && runNeedsArguments(args)) {
+            const typed = await this.promptEntryArgs(String(args[1] ?? 'entry'));
+            if (typed === undefined) {
+              return undefined;
+            }
+            finalArgs = [args[0], args[1], typed];
+          }
+          const result: unknown = await next(command, finalArgs);
+          this.reportResult(command, result);
+          return result;
+        },
+      },
+    };
+
+    const client = new QuietLanguageClient(SECTION, 'OpenProgram', async () => {
+      const child = spawnServer(launch);
+      this.serverProcess = child;
+      return child;
+    }, clientOptions);
+    this.client = client;
+    this.clientDisposables.push(
+      client.onDidChangeState((event) => {
+        if (generation !== this.generation) {
+          return;
+        }
+        if (event.newState === State.Running) {
+          this.setState('running', interpreterText);
+        } else if (event.newState === State.Starting) {
+          this.setState('starting', interpreterText);
+        }
+      }),
+    );
+    // Not awaited inside the queue: a server that hangs in `initialize` must not block a
+    // manual restart or a settings change queued after it.
+    void client.start().then(
+      async () => {
+        if (generation !== this.generation) {
+          return;
+        }
+        await client.setTrace(Trace.fromString(this.settings.trace));
+        this.registerMissingServerCommands(client);
+        this.output.info(`Language server started (${interpreterText})`);
+      },
+      async (error: unknown) => {
+        // If the process died, the close handler and the restart policy take over.
+        await exitedWithin(this.serverProcess, 2_000);
+        if (generation !== this.generation) {
+          return;
+        }
+        const message = `The OpenProgram language server failed to start: ${error instanceof Error ? error.message : String(error)}`;
+        this.output.error(message);
+        // A crash during start is handled by the restart policy; anything else is reported once.
+        if (client.state !== State.Running && this.restartTimer === undefined && this.policy.recentCrashes === 0) {
+          this.setState('failed', message);
+          void this.notifyOnce(message);
+        }
+      },
+    );
+  }
+
+  /** Lenses reference the server's command ids; make them callable even if the server does not list them. */
+  private registerMissingServerCommands(client: LanguageClient): void {
+    const declared = client.initializeResult?.capabilities.executeCommandProvider?.commands ?? [];
+    for (const id of Object.values(SERVER_COMMANDS)) {
+      if (declared.includes(id)) {
+        continue;
+      }
+      this.clientDisposables.push(
+        vscode.commands.registerCommand(id, async (...args: unknown[]) => {
+          let finalArgs = args;
+          if (id === SERVER_COMMANDS.run && runNeedsArguments(args)) {
+            const typed = await this.promptEntryArgs(String(args[1] ?? 'entry'));
+            if (typed === undefined) {
+              return undefined;
+            }
+            finalArgs = [args[0], args[1], typed];
+          }
+          return this.executeServerCommand(id, finalArgs);
+        }),
+      );
+    }
+  }
+
+  /** Decide on restart after the connection closed; returns the line for the log. */
+  private onServerClosed(generation: number): string {
+    if (generation !== this.generation || this.disposed) {
+      return 'Connection to the language server closed.';
+    }
+    const decision = this.policy.onCrash(Date.now());
+    if (decision.action === 'give-up') {
+      this.setState('failed', decision.message);
+      this.output.error(decision.message);
+      void vscode.window
+        .showErrorMessage(decision.message, 'Show Output', 'Restart Server')
+        .then((choice) => {
+          if (choice === 'Show Output') {
+            this.output.show(true);
+          } else if (choice === 'Restart Server') {
+            this.restart('restart requested', true);
+          }
+        });
+      return 'Connection to the language server closed; not restarting.';
+    }
+    this.setState('restarting', decision.message);
+    this.cancelPendingRestart();
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      if (generation === this.generation) {
+        this.restart(`crash recovery, attempt ${decision.attempt}`, false);
+      }
+    }, decision.delayMs);
+    return decision.message;
+  }
+
+  private async stopServer(): Promise<void> {
+    this.generation++;
+    const client = this.client;
+    const child = this.serverProcess;
+    this.client = undefined;
+    this.serverProcess = undefined;
+    for (const disposable of this.clientDisposables.splice(0)) {
+      disposable.dispose();
+    }
+    if (client !== undefined) {
+      try {
+        if (client.state === State.Running) {
+          await client.stop(2000);
+        }
+      } catch (error) {
+        this.output.warn(`Stopping the language server: ${String(error)}`);
+      }
+    }
+    if (child !== undefined && child.exitCode === null && child.signalCode === null) {
+      child.kill();
+    }
+    this.setState('stopped');
+  }
+
+  private async notifyOnce(message: string): Promise<void> {
+    if (message === this.lastNotice) {
+      return;
+    }
+    this.lastNotice = message;
+    const choice = await vscode.window.showErrorMessage(message, 'Show Output', 'Restart Server');
+    if (choice === 'Show Output') {
+      this.output.show(true);
+    } else if (choice === 'Restart Server') {
+      this.restart('restart requested', true);
+    }
+  }
+
+  private async notifyProbeFailure(message: string, install: string | undefined): Promise<void> {
+    if (message === this.lastNotice) {
+      return; // no notification loops: the same problem is reported once until it changes
+    }
+    this.lastNotice = message;
+    const actions = install !== undefined ? ['Install', 'Select Interpreter', 'Open Settings'] : ['Select Interpreter', 'Open Settings'];
+    const choice = await vscode.window.showErrorMessage(message, ...actions);
+    if (choice === 'Install' && install !== undefined) {
+      const terminal = vscode.window.createTerminal('OpenProgram install');
+      terminal.show();
+      terminal.sendText(install);
+      void vscode.window.showInformationMessage('When the install has finished, run "OpenProgram: Restart Server".', 'Restart Server').then((next) => {
+        if (next === 'Restart Server') {
+          this.restart('restart requested', true);
+        }
+      });
+    } else if (choice === 'Select Interpreter') {
+      if (this.pythonApi !== undefined) {
+        await vscode.commands.executeCommand('python.setInterpreter');
+      } else {
+        await vscode.commands.executeCommand('workbench.action.openSettings', `${SECTION}.interpreter`);
+      }
+    } else if (choice === 'Open Settings') {
+      await vscode.commands.executeCommand('workbench.action.openSettings', SECTION);
+    }
+  }
+
+  // ---------------------------------------------------------------- commands
+
+  private runningClient(): LanguageClient | undefined {
+    if (this.client !== undefined && this.client.state === State.Running) {
+      return this.client;
+    }
+    void vscode.window.showWarningMessage(
+      'The OpenProgram language server is not running. See "OpenProgram: Show Output" or run "OpenProgram: Restart Server".',
+    );
+    return undefined;
+  }
+
+  private activePythonDocument(purpose: string): vscode.TextDocument | undefined {
+    const document = vscode.window.activeTextEditor?.document;
+    if (document === undefined || document.languageId !== 'python') {
+      void vscode.window.showInformationMessage(`Open a Python file with PROGRAM_ENTRIES to ${purpose}.`);
+      return undefined;
+    }
+    return document;
+  }
+
+  private async lensesFor(client: LanguageClient, document: vscode.TextDocument): Promise<LensLike[]> {
+    try {
+      const uri = client.code2ProtocolConverter.asUri(document.uri);
+      const lenses = await client.sendRequest(CodeLensRequest.type, { textDocument: { uri } });
+      return (lenses ?? []) as LensLike[];
+    } catch (error) {
+      this.output.warn(`Could not read code lenses: ${String(error)}`);
+      return [];
+    }
+  }
+
+  private async promptEntryArgs(entry: string): Promise<JsonObject | undefined> {
+    const text = await vscode.window.showInputBox({
+      title: `Run ${entry}`,
+      prompt: 'Keyword arguments as a JSON object (empty for none)',
+      value: '{}',
+      validateInput: validateEntryArgs,
+    });
+    if (text === undefined) {
+      return undefined;
+    }
+    const parsed = parseEntryArgs(text);
+    if (!parsed.ok) {
+      void vscode.window.showErrorMessage(parsed.error);
+      return undefined;
+    }
+    return parsed.value;
+  }
+
+  private async runEntry(): Promise<void> {
+    const client = this.runningClient();
+    const document = client && this.activePythonDocument('run an entry');
+    if (client === undefined || document === undefined) {
+      return;
+    }
+    const uri = client.code2ProtocolConverter.asUri(document.uri);
+    const entries = entriesFromLenses(await this.lensesFor(client, document));
+    let entry: string | undefined;
+    if (entries.length > 0) {
+      const picked = await vscode.window.showQuickPick(
+        entries.map((choice) => ({ label: choice.entry, description: choice.title })),
+        { title: 'Run entry', placeHolder: 'Entry from PROGRAM_ENTRIES' },
+      );
+      entry = picked?.label;
+    } else {
+      entry = await vscode.window.showInputBox({
+        title: 'Run entry',
+        prompt: 'No PROGRAM_ENTRIES found in this file; type the entry name',
+        validateInput: validateEntryName,
+      });
+    }
+    if (entry === undefined) {
+      return;
+    }
+    const args = await this.promptEntryArgs(entry);
+    if (args === undefined) {
+      return;
+    }
+    await this.executeServerCommand(SERVER_COMMANDS.run, buildRunArguments(uri, entry, args));
+  }
+
+  private async resumeRun(): Promise<void> {
+    const client = this.runningClient();
+    if (client === undefined) {
+      return;
+    }
+    const document = vscode.window.activeTextEditor?.document;
+    const choices = document?.languageId === 'python' ? resumesFromLenses(await this.lensesFor(client, document)) : [];
+    const other = '$(edit) Enter a run id…';
+    let runId: string | undefined;
+    if (choices.length > 0) {
+      const picked = await vscode.window.showQuickPick(
+        [...choices.map((choice) => ({ label: choice.runId, description: choice.title })), { label: other, description: '' }],
+        { title: 'Resume run', placeHolder: 'Paused run to resume' },
+      );
+      runId = picked?.label === other ? undefined : picked?.label;
+      if (picked === undefined) {
+        return;
+      }
+    }
+    if (runId === undefined) {
+      runId = await vscode.window.showInputBox({ title: 'Resume run', prompt: 'Run id', validateInput: validateRunId });
+    }
+    if (runId === undefined) {
+      return;
+    }
+    const modes: Array<{ label: string; policy: ResumePolicy; rerun: boolean }> = [
+      { label: 'Resume with the original code (keep_original)', policy: 'keep_original', rerun: false },
+      { label: 'Resume with the latest code (use_latest)', policy: 'use_latest', rerun: false },
+      { label: 'Resume and re-run the uncertain step', policy: 'keep_original', rerun: true },
+    ];
+    const mode = await vscode.window.showQuickPick(modes, { title: `Resume ${runId}` });
+    if (mode === undefined) {
+      return;
+    }
+    await this.executeServerCommand(SERVER_COMMANDS.resume, buildResumeArguments(runId, mode.policy, mode.rerun));
+  }
+
+  private async showRuns(): Promise<void> {
+    const client = this.runningClient();
+    if (client === undefined) {
+      return;
+    }
+    const document = vscode.window.activeTextEditor?.document;
+    const isPython = document?.languageId === 'python';
+    const uri = isPython ? client.code2ProtocolConverter.asUri(document.uri) : undefined;
+    const choices = isPython ? runsFromLenses(await this.lensesFor(client, document)) : [];
+    let args = buildShowRunsArguments(uri);
+    if (choices.length === 1) {
+      args = choices[0]?.args ?? args;
+    } else if (choices.length > 1) {
+      const picked = await vscode.window.showQuickPick(
+        choices.map((choice) => ({ label: choice.title, args: choice.args })),
+        { title: 'Show runs', placeHolder: 'Function whose runs to show' },
+      );
+      if (picked === undefined) {
+        return;
+      }
+      args = picked.args;
+    }
+    await this.executeServerCommand(SERVER_COMMANDS.showRuns, args);
+    this.output.show(true);
+  }
+
+  private async executeServerCommand(command: string, args: unknown[]): Promise<unknown> {
+    const client = this.runningClient();
+    if (client === undefined) {
+      return undefined;
+    }
+    try {
+      const result: unknown = await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
+      this.reportResult(command, result);
+      return result;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.output.error(`${command} failed: ${message}`);
+      void vscode.window.showErrorMessage(`OpenProgram: ${message}`);
+      return undefined;
+    }
+  }
+
+  /** Log a command result; the server itself shows the user-facing message. */
+  private reportResult(command: string, result: unknown): void {
+    const summary = summarizeResult(result);
+    if (summary !== undefined) {
+      this.output.info(`${command}: ${summary}`);
+    }
+    this.output.info(formatCommandResult(command, result));
+  }
+}
+
+/** Resolves when `child` has exited or after `ms`, whichever comes first. */
+function exitedWithin(child: ChildProcess | undefined, ms: number): Promise<void> {
+  if (child === undefined || child.exitCode !== null || child.signalCode !== null) {
+    return Promise.resolve();
+  }
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      // Let the client's close handling run first.
+      setTimeout(resolve, 50);
+    });
+  });
+}
+
+let controller: ServerController | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  controller = new ServerController();
+  context.subscriptions.push({ dispose: () => void controller?.dispose() });
+  await controller.activate();
+}
+
+export async function deactivate(): Promise<void> {
+  const current = controller;
+  controller = undefined;
+  await current?.dispose();
+}

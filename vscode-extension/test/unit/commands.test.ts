@@ -1,0 +1,123 @@
+import { test } from 'node:test';
+import * as assert from 'node:assert/strict';
+
+import {
+  SERVER_COMMANDS,
+  buildResumeArguments,
+  buildRunArguments,
+  buildShowRunsArguments,
+  entriesFromLenses,
+  formatCommandResult,
+  parseEntryArgs,
+  resumesFromLenses,
+  runNeedsArguments,
+  runsFromLenses,
+  summarizeResult,
+  validateEntryArgs,
+  validateEntryName,
+  validateRunId,
+  type ResumePolicy,
+} from '../../src/commands';
+
+test('empty argument text means no keyword arguments', () => {
+  assert.deepEqual(parseEntryArgs(''), { ok: true, value: {} });
+  assert.deepEqual(parseEntryArgs('  \n'), { ok: true, value: {} });
+});
+
+test('a JSON object is accepted as keyword arguments', () => {
+  assert.deepEqual(parseEntryArgs('{"topic": "cats", "n": 3, "deep": {"a": [1]}}'), {
+    ok: true,
+    value: { topic: 'cats', n: 3, deep: { a: [1] } },
+  });
+});
+
+test('non-object JSON gets a clear one-line error naming what was typed', () => {
+  const cases: Array<[string, RegExp]> = [
+    ['[1, 2]', /got an array/],
+    ['null', /got null/],
+    ['42', /got a number/],
+    ['"cats"', /got a string/],
+    ['true', /got a boolean/],
+  ];
+  for (const [text, expected] of cases) {
+    const result = parseEntryArgs(text);
+    assert.equal(result.ok, false, text);
+    if (!result.ok) {
+      assert.match(result.error, /^Arguments must be a JSON object/);
+      assert.match(result.error, expected);
+      assert.ok(!result.error.includes('\n'));
+    }
+  }
+});
+
+test('invalid JSON is reported as such', () => {
+  const result = parseEntryArgs('{topic: cats}');
+  assert.equal(result.ok, false);
+  assert.match(validateEntryArgs('{topic: cats}') ?? '', /^Arguments are not valid JSON: /);
+  assert.equal(validateEntryArgs('{"a": 1}'), undefined);
+});
+
+test('run arguments are [uri, entry, args] and reject bad names', () => {
+  assert.deepEqual(buildRunArguments('file:///w/p.py', ' summarize ', { n: 1 }), ['file:///w/p.py', 'summarize', { n: 1 }]);
+  assert.deepEqual(buildRunArguments('file:///w/p.py', 'Writer.draft', {}), ['file:///w/p.py', 'Writer.draft', {}]);
+  assert.throws(() => buildRunArguments('file:///w/p.py', '1bad', {}), /not a Python name/);
+  assert.throws(() => buildRunArguments('', 'main', {}), /document URI/);
+  assert.match(validateEntryName('') ?? '', /PROGRAM_ENTRIES/);
+});
+
+test('resume arguments: run id, then optional policy and rerun flag', () => {
+  assert.deepEqual(buildResumeArguments(' r-1 '), ['r-1']);
+  assert.deepEqual(buildResumeArguments('r-1', 'use_latest'), ['r-1', 'use_latest']);
+  assert.deepEqual(buildResumeArguments('r-1', 'keep_original', true), ['r-1', 'keep_original', true]);
+  assert.deepEqual(buildResumeArguments('r-1', undefined, true), ['r-1', null, true]);
+  assert.throws(() => buildResumeArguments('', 'use_latest'), /id of a paused run/);
+  assert.throws(() => buildResumeArguments('r-1', 'newest' as ResumePolicy), /Unknown resume policy "newest"/);
+  assert.match(validateRunId('a b') ?? '', /no spaces/);
+});
+
+test('show-runs arguments carry the document only when there is one', () => {
+  assert.deepEqual(buildShowRunsArguments(), []);
+  assert.deepEqual(buildShowRunsArguments(''), []);
+  assert.deepEqual(buildShowRunsArguments('file:///w/p.py'), ['file:///w/p.py']);
+});
+
+test('entries and paused runs are read from the server lenses', () => {
+  const lenses = [
+    { command: { title: '▶ Run', command: SERVER_COMMANDS.run, arguments: ['file:///w/p.py', 'main'] } },
+    { command: { title: '▶ Run', command: SERVER_COMMANDS.run, arguments: ['file:///w/p.py', 'main'] } },
+    { command: { title: '▶ Run', command: SERVER_COMMANDS.run, arguments: ['file:///w/p.py', 'other', {}] } },
+    { command: { title: '⟳ Resume (fetch)', command: SERVER_COMMANDS.resume, arguments: ['run-7', 'keep_original'] } },
+    { command: { title: 'Runs (3)', command: SERVER_COMMANDS.showRuns, arguments: ['file:///w/p.py'] } },
+    { command: { title: 'broken', command: SERVER_COMMANDS.run, arguments: [42] } },
+    { command: null },
+    {},
+  ];
+  assert.deepEqual(entriesFromLenses(lenses), [
+    { entry: 'main', uri: 'file:///w/p.py', title: '▶ Run' },
+    { entry: 'other', uri: 'file:///w/p.py', title: '▶ Run' },
+  ]);
+  assert.deepEqual(resumesFromLenses(lenses), [{ runId: 'run-7', title: '⟳ Resume (fetch)', args: ['run-7', 'keep_original'] }]);
+  assert.deepEqual(runsFromLenses(lenses), [{ title: 'Runs (3)', args: ['file:///w/p.py'] }]);
+  assert.deepEqual(
+    runsFromLenses([{ command: { title: 'Runs (2)', command: SERVER_COMMANDS.showRuns, arguments: ['file:///w/p.py', 'report'] } }]),
+    [{ title: 'Runs (2) — report', args: ['file:///w/p.py', 'report'] }],
+  );
+  assert.deepEqual(entriesFromLenses(null), []);
+});
+
+test('a lens without arguments object still needs them typed', () => {
+  assert.equal(runNeedsArguments(['file:///w/p.py', 'main']), true);
+  assert.equal(runNeedsArguments(['file:///w/p.py', 'main', null]), true);
+  assert.equal(runNeedsArguments(['file:///w/p.py', 'main', {}]), false);
+});
+
+test('results are formatted for the output channel and summarised', () => {
+  assert.equal(formatCommandResult('openprogram.run', null), 'openprogram.run: done');
+  assert.equal(formatCommandResult('openprogram.run', 'plain text'), 'plain text');
+  assert.match(formatCommandResult('openprogram.run', { run_id: 'r' }), /"run_id": "r"/);
+  assert.equal(summarizeResult({ run_id: 'r1', status: 'completed', result: 3 }), 'Run r1: completed');
+  assert.equal(summarizeResult({ run_id: 'r2', status: 'paused', paused_step: 'fetch' }), 'Run r2: paused at step "fetch"');
+  assert.equal(summarizeResult({ run_id: 'r3', status: 'failed', error: 'boom' }), 'Run r3: failed — boom');
+  assert.equal(summarizeResult([1]), undefined);
+  assert.equal(summarizeResult({ runs: [] }), undefined);
+});
