@@ -13,11 +13,11 @@ from openprogram._version import __version__
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
-    "Agent": "openprogram.agent",
+    "Agent": "openprogram.agents",
     "ChatAgent": "openprogram.turns",
-    "agent": "openprogram.agentic_programming.llm",
-    "agent_async": "openprogram.agentic_programming.llm",
-    "llm": "openprogram.agentic_programming.llm",
+    "agent": "openprogram.agentic_programming.calls",
+    "agent_async": "openprogram.agentic_programming.calls",
+    "llm": "openprogram.agentic_programming.calls",
     "Context": "openprogram.context",
     "DecisionError": "openprogram.decision",
     "Runtime": "openprogram.runtime",

@@ -219,14 +219,27 @@ def request_to_json(request: ModelRequest, provider: str) -> dict[str, Any]:
     It holds what the model saw (messages, system, tool names and schemas, response
     format) and never any credential.
     """
-    from dataclasses import asdict
-
     return {
         "provider": provider,
         "model": request.model_id,
         "system": request.system,
-        "messages": [asdict(m) for m in request.messages],
-        "tools": [asdict(t) for t in request.tools],
+        "messages": [
+            {
+                "role": m.role,
+                "content": m.content,
+                "tool_calls": [
+                    {"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls
+                ],
+                "tool_call_id": m.tool_call_id,
+                "name": m.name,
+                "is_error": m.is_error,
+            }
+            for m in request.messages
+        ],
+        "tools": [
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in request.tools
+        ],
         "response_format": request.response_format,
         "effort": request.effort,
     }

@@ -1,0 +1,213 @@
+"""Model-judged control flow (SPEC §2.8): validate, route, branch, loop, fan out.
+
+A string ``check`` / ``condition`` is judged by a decision (:func:`openprogram.decision.make`
+with a yes/no menu), so each judgement is one recorded model call and an unusable answer
+is retried, then raises :class:`~openprogram.decision.DecisionError` — never a substring
+test. A callable condition is judged in Python (called with the result or context, or
+with no argument if it takes none).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from openprogram import decision
+from openprogram.scope import call_scope, set_output
+
+__all__ = ["conditional", "judge", "parallel", "repeat_until", "route", "validate_and_retry"]
+
+T = TypeVar("T")
+Condition = str | Callable[..., Any]
+
+DEFAULT_MAX_WORKERS = 8
+_SUBJECT_CHARS = 50_000
+_YES_NO: dict[str, Any] = {
+    "yes": (True, "the condition holds"),
+    "no": (False, "the condition does not hold"),
+}
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, indent=2, default=repr)
+        except (TypeError, ValueError):
+            text = repr(value)
+    if len(text) > _SUBJECT_CHARS:
+        text = text[:_SUBJECT_CHARS] + "\n[... truncated]"
+    return text
+
+
+def _call_condition(fn: Callable[..., Any], subject: Any) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return bool(fn(subject))
+    takes_arg = any(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params
+    )
+    return bool(fn(subject) if takes_arg else fn())
+
+
+def judge(
+    condition: Condition,
+    subject: Any,
+    *,
+    label: str = "Result",
+    runtime: Any = None,
+    max_retries: int = 1,
+) -> bool:
+    """Whether ``condition`` holds for ``subject``: a yes/no decision, or a Python call."""
+    if callable(condition):
+        return _call_condition(condition, subject)
+    if not isinstance(condition, str) or not condition.strip():
+        raise TypeError(
+            f"a condition must be a non-empty string or a callable, got {type(condition).__name__}"
+        )
+    prompt = (
+        "Judge whether the condition below holds.\n\n"
+        f"Condition: {condition.strip()}\n\n"
+        f"{label}:\n{_as_text(subject)}\n\n"
+        'Choose "yes" if the condition holds and "no" if it does not.'
+    )
+    verdict = decision.make(prompt, _YES_NO, runtime=runtime, max_retries=max_retries)
+    return bool(verdict)
+
+
+def validate_and_retry(
+    action: Callable[[], T],
+    check: Condition,
+    retry: Callable[[], T] | None = None,
+    max_retries: int = 2,
+    *,
+    runtime: Any = None,
+) -> T:
+    """Run ``action``; while ``check`` fails, run ``retry`` (default ``action``) again.
+
+    At most ``max_retries`` retries; the result of the last attempt is returned even if it
+    never passed (a check after the final attempt would change nothing, so none is made).
+    """
+    if max_retries < 0:
+        raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+    again = retry if retry is not None else action
+    result = action()
+    for _ in range(max_retries):
+        if judge(check, result, runtime=runtime):
+            return result
+        result = again()
+    return result
+
+
+def route(
+    question: str,
+    options: Sequence[str] | Mapping[str, str],
+    context: Any = None,
+    *,
+    runtime: Any = None,
+    max_retries: int = 1,
+) -> str:
+    """Let the model pick one of ``options`` (strings, or ``{option: description}``).
+
+    Returns the chosen option string. An answer outside the options is a parse error that
+    is retried, then raises :class:`~openprogram.decision.DecisionError`.
+    """
+    menu: list[Any]
+    if isinstance(options, Mapping):
+        menu = [(name, desc) for name, desc in options.items()]
+    elif isinstance(options, (list, tuple)):
+        menu = list(options)
+    else:
+        raise TypeError(f"route options must be a list of strings, got {type(options).__name__}")
+    if not menu:
+        raise ValueError("route needs at least one option")
+    for item in menu:
+        name = item[0] if isinstance(item, tuple) else item
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"route options must be non-empty strings, got {name!r}")
+    prompt = question.strip()
+    if context is not None:
+        prompt += f"\n\nContext:\n{_as_text(context)}"
+    prompt += "\n\nChoose the option that answers the question."
+    chosen = decision.make(prompt, menu, runtime=runtime, max_retries=max_retries)
+    return str(chosen)
+
+
+def conditional(
+    condition: Condition,
+    context: Any,
+    if_true: Callable[[], T],
+    if_false: Callable[[], T] | None = None,
+    *,
+    runtime: Any = None,
+) -> T | None:
+    """Judge ``condition`` on ``context``; run ``if_true()`` or ``if_false()``."""
+    holds = judge(condition, context, label="Context", runtime=runtime)
+    branch = if_true if holds else if_false
+    return branch() if branch is not None else None
+
+
+def repeat_until(
+    action: Callable[[], T],
+    condition: Condition,
+    max_rounds: int = 5,
+    *,
+    runtime: Any = None,
+) -> T:
+    """Run ``action`` until ``condition`` holds for its result, at most ``max_rounds`` times.
+
+    Returns the first result that satisfies the condition, else the last one (the last
+    round is not judged: its result is returned either way).
+    """
+    if max_rounds < 1:
+        raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
+    result = action()
+    for _ in range(max_rounds - 1):
+        if judge(condition, result, runtime=runtime):
+            return result
+        result = action()
+    return result
+
+
+def parallel(thunks: Iterable[Callable[[], Any]], *, max_workers: int | None = None) -> list[Any]:
+    """Run zero-argument callables concurrently; results in the order given.
+
+    A bounded thread pool (``max_workers``, default 8) runs the branches; each runs in a
+    copy of the caller's context (so the runtime, session writer and call frame carry
+    over) inside its own recorded call scope ``parallel[i]``. If branches fail, the
+    remaining unstarted ones are cancelled and the first failure (in order) is raised.
+    """
+    branches = list(thunks)
+    for i, fn in enumerate(branches):
+        if not callable(fn):
+            raise TypeError(f"parallel branch {i} is not callable: {type(fn).__name__}")
+    if not branches:
+        return []
+    workers = min(len(branches), max_workers or DEFAULT_MAX_WORKERS)
+    if workers < 1:
+        raise ValueError(f"max_workers must be >= 1, got {max_workers}")
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openprogram-parallel") as pool:
+        futures: list[Future[Any]] = [
+            pool.submit(contextvars.copy_context().run, _run_branch, i, fn)
+            for i, fn in enumerate(branches)
+        ]
+        results: list[Any] = []
+        for i, fut in enumerate(futures):
+            try:
+                results.append(fut.result())
+            except BaseException:
+                for rest in futures[i + 1 :]:
+                    rest.cancel()
+                raise
+    return results
+
+
+def _run_branch(index: int, fn: Callable[[], Any]) -> Any:
+    with call_scope(f"parallel[{index}]", inputs={"branch": index}) as frame:
+        return set_output(frame, fn())

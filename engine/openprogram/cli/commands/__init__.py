@@ -1,0 +1,1 @@
+"""One module per ``openprogram`` subcommand (see :mod:`openprogram.cli.main`)."""

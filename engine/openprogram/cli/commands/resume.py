@@ -1,0 +1,91 @@
+"""``openprogram resume RUN_ID [--policy P] [--rerun-uncertain] [--store DIR] [--json]``.
+
+``openprogram resume --all-interrupted`` resumes runs left running by a process that died
+within the last two hours (never paused, cancelled, uncertain or awaiting-approval runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+NAME = "resume"
+HELP = "resume a paused, failed or interrupted run"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_id", nargs="?", metavar="RUN_ID", help="run to resume")
+    parser.add_argument(
+        "--policy",
+        choices=("keep_original", "use_latest"),
+        default=None,
+        help="code-change policy for this resume (default: the run's)",
+    )
+    parser.add_argument(
+        "--rerun-uncertain",
+        action="store_true",
+        help="re-run steps that were started but whose result was not saved",
+    )
+    parser.add_argument(
+        "--all-interrupted",
+        action="store_true",
+        help="resume every run interrupted by a dead process within two hours",
+    )
+    parser.add_argument("--store", default=None, metavar="DIR", help="store root directory")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def execute(ns: argparse.Namespace) -> int:
+    from openprogram.durable import cli_support as cs
+    from openprogram.durable.records import RunDB
+    from openprogram.durable.runner import resume_interrupted, resume_run
+    from openprogram.errors import OpenProgramError
+
+    if ns.all_interrupted == bool(ns.run_id):
+        return cs.usage_error("resume", "give either RUN_ID or --all-interrupted", ns.json)
+    progress = cs.Progress("resume")
+    try:
+        with cs.stdout_to_stderr(ns.json):
+            if ns.all_interrupted:
+                outcomes = resume_interrupted(store=ns.store, on_progress=progress)
+            else:
+                if not os.environ.get("OPENPROGRAM_MODEL"):
+                    with RunDB(ns.store, create=False) as db:
+                        run = db.get_run(ns.run_id)
+                    if run is not None and run.model:
+                        os.environ["OPENPROGRAM_MODEL"] = run.model
+                outcomes = [
+                    resume_run(
+                        ns.run_id,
+                        store=ns.store,
+                        policy=ns.policy,
+                        rerun_uncertain=ns.rerun_uncertain,
+                        on_progress=progress,
+                    )
+                ]
+    except OpenProgramError as exc:
+        progress.close()
+        return cs.usage_error("resume", str(exc), ns.json)
+    progress.close()
+    if not ns.all_interrupted:
+        return cs.report_outcome(outcomes[0], ns.json)
+    codes = [cs.exit_code(o.status) for o in outcomes]
+    if ns.json:
+        print(json.dumps({"runs": [o.to_json() for o in outcomes]}, default=repr))
+    else:
+        if not outcomes:
+            print("no interrupted runs")
+        for o in outcomes:
+            cs.report_outcome(o, False)
+    if cs.EXIT_FAILED in codes:
+        return cs.EXIT_FAILED
+    return cs.EXIT_PAUSED if cs.EXIT_PAUSED in codes else cs.EXIT_OK
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(NAME, help=HELP, description=HELP)
+    add_arguments(parser)
+    parser.set_defaults(handler=execute)
+    return parser

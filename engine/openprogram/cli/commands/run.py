@@ -1,0 +1,56 @@
+"""``openprogram run FILE.py:ENTRY | MODULE:ENTRY [--args JSON] [--model M] [--store DIR] [--json]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+NAME = "run"
+HELP = "run a Program entry as a resumable run"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("entry", metavar="FILE.py:ENTRY|MODULE:ENTRY", help="entry to run")
+    parser.add_argument("--args", default=None, metavar="JSON_OBJECT", help="keyword arguments")
+    parser.add_argument("--model", default=None, metavar="M", help="model, e.g. openai:gpt-4.1")
+    parser.add_argument("--store", default=None, metavar="DIR", help="store root directory")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def execute(ns: argparse.Namespace) -> int:
+    from openprogram.durable import cli_support as cs
+    from openprogram.durable.runner import start_run
+    from openprogram.errors import OpenProgramError
+
+    args: Any = {}
+    if ns.args is not None:
+        try:
+            args = json.loads(ns.args)
+        except json.JSONDecodeError as exc:
+            return cs.usage_error("run", f"--args is not valid JSON: {exc}", ns.json)
+        if not isinstance(args, dict):
+            return cs.usage_error(
+                "run", f"--args must be a JSON object, got {type(args).__name__}", ns.json
+            )
+    if ns.model:
+        os.environ["OPENPROGRAM_MODEL"] = ns.model
+    progress = cs.Progress("run")
+    try:
+        with cs.stdout_to_stderr(ns.json):
+            outcome = start_run(
+                ns.entry, args, store=ns.store, model=ns.model, on_progress=progress
+            )
+    except OpenProgramError as exc:  # bad entry/args, determinism refusal, store problems
+        progress.close()
+        return cs.usage_error("run", str(exc), ns.json)
+    progress.close()
+    return cs.report_outcome(outcome, ns.json)
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(NAME, help=HELP, description=HELP)
+    add_arguments(parser)
+    parser.set_defaults(handler=execute)
+    return parser

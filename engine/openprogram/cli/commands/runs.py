@@ -1,0 +1,54 @@
+"""``openprogram runs [--status S] [--json] [--store DIR]``: list run records."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+NAME = "runs"
+HELP = "list runs"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--status",
+        choices=("running", "paused", "completed", "failed", "cancelled"),
+        default=None,
+        help="only runs in this state",
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON array of runs")
+    parser.add_argument("--store", default=None, metavar="DIR", help="store root directory")
+
+
+def execute(ns: argparse.Namespace) -> int:
+    from openprogram.durable import cli_support as cs
+    from openprogram.durable.runner import list_runs
+    from openprogram.errors import OpenProgramError
+
+    try:
+        runs = list_runs(store=ns.store, status=ns.status)
+    except OpenProgramError as exc:
+        return cs.usage_error("runs", str(exc), False)
+    if ns.json:
+        print(json.dumps([r.to_json() for r in runs], ensure_ascii=False))
+        return 0
+    if not runs:
+        print("no runs")
+        return 0
+    rows = [("RUN_ID", "STATUS", "ENTRY", "PAUSED_STEP", "UPDATED")]
+    for r in runs:
+        updated = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.updated_at))
+        rows.append((r.id, r.status, r.function_qualname, r.paused_step or "-", updated))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(NAME, help=HELP, description=HELP)
+    add_arguments(parser)
+    parser.set_defaults(handler=execute)
+    return parser

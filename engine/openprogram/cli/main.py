@@ -1,0 +1,91 @@
+"""``openprogram`` entry point: argparse with one subcommand per module.
+
+Adding a command is adding a module to :mod:`openprogram.cli.commands` that defines
+
+* ``NAME`` (the subcommand), ``HELP`` (one line),
+* ``add_arguments(parser)`` and ``execute(args: argparse.Namespace) -> int``;
+
+or, for full control, ``register(subparsers)`` that adds its parser and sets
+``handler=<function(args) -> int>`` as a default. A module may also define
+``passthrough(argv) -> int``: its arguments are then handed over untouched (``lint`` and
+``lsp`` delegate to other tools).
+
+Exit codes: 0 ok, 1 failed / not found, 2 usage error (plus what a command documents).
+Errors are one line on stderr (``openprogram: error: ...``), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from openprogram._version import __version__
+from openprogram.cli.common import CliError, error
+from openprogram.errors import OpenProgramError
+
+PROG = "openprogram"
+
+
+def command_modules() -> list[ModuleType]:
+    """Every command module, sorted by name."""
+    from openprogram.cli import commands
+
+    mods = []
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda i: i.name):
+        if not info.name.startswith("_"):
+            mods.append(importlib.import_module(f"{commands.__name__}.{info.name}"))
+    return mods
+
+
+def build_parser(modules: Sequence[ModuleType] | None = None) -> argparse.ArgumentParser:
+    """The full ``openprogram`` parser."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Run, inspect and check OpenProgram Programs and their recorded sessions.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for mod in command_modules() if modules is None else modules:
+        if hasattr(mod, "register"):
+            mod.register(subparsers)
+        else:
+            sub = subparsers.add_parser(mod.NAME, help=getattr(mod, "HELP", None))
+            mod.add_arguments(sub)
+            sub.set_defaults(handler=mod.execute)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        modules = command_modules()
+        if args_list:
+            for mod in modules:
+                if getattr(mod, "NAME", None) == args_list[0] and hasattr(mod, "passthrough"):
+                    return int(mod.passthrough(args_list[1:]) or 0)
+        parser = build_parser(modules)
+        try:
+            args = parser.parse_args(args_list)
+        except SystemExit as exc:  # --help, --version, usage errors
+            return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        handler = getattr(args, "handler", None)
+        if handler is None:
+            parser.print_help(sys.stderr)
+            return 2
+        return int(handler(args) or 0)
+    except CliError as exc:
+        error(str(exc))
+        return exc.code
+    except OpenProgramError as exc:
+        error(str(exc))
+        return 1
+    except KeyboardInterrupt:
+        error("interrupted")
+        return 130
+    except BrokenPipeError:  # e.g. `openprogram sessions | head`
+        return 0

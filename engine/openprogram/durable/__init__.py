@@ -1,0 +1,63 @@
+"""Durable execution: checkpointed ``step`` / ``workflow`` / ``parallel`` and run tasks.
+
+Declare an orchestration resumable (``method_options = {"report": {"resumable": True}}``
+on an ``Agent``, ``__agent_options__ = {"resumable": True}`` or ``@resumable`` on a
+function), put external work into ``step("stable name", fn, *args, **kwargs)``, and run it
+with ``openprogram run FILE.py:ENTRY`` or :func:`start_run`. See ``durable.schema`` for the
+records and ``durable.runner`` for the task API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from openprogram.durable.errors import (
+    DeterminismError,
+    DurableError,
+    ProgramLoadError,
+    RunNotFound,
+    RunStateError,
+    StepUsageError,
+)
+from openprogram.durable.steps import current_run_id, parallel, step, workflow
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def resumable(fn: F) -> F:
+    """Mark a module-level function as a resumable orchestration (sets ``__agent_options__``)."""
+    opts = dict(getattr(fn, "__agent_options__", None) or {})
+    opts["resumable"] = True
+    fn.__agent_options__ = opts  # type: ignore[attr-defined]
+    return fn
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    runner = importlib.import_module("openprogram.durable.runner")
+    if name in runner.__all__:
+        return getattr(runner, name)
+    raise AttributeError(f"module 'openprogram.durable' has no attribute {name!r}")
+
+
+__all__ = [
+    "DeterminismError",
+    "DurableError",
+    "ProgramLoadError",
+    "RunNotFound",
+    "RunStateError",
+    "StepUsageError",
+    "cancel_run",
+    "current_run_id",
+    "list_runs",
+    "parallel",
+    "pause_run",
+    "resumable",
+    "resume_interrupted",
+    "resume_run",
+    "start_run",
+    "step",
+    "workflow",
+]

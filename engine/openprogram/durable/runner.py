@@ -1,0 +1,475 @@
+"""Runs as tasks: start, resume, pause, cancel, list, and auto-resume of interrupted runs.
+
+A run executes one Program entry with JSON keyword arguments. Its record and step records
+live in the store (``durable.schema``); the run also records into the session DAG of the
+same store (session id == run id): a ``code`` node for the entry and one per executed step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from openprogram.durable import checks, snapshot
+from openprogram.durable.errors import (
+    DeterminismError,
+    ProgramLoadError,
+    RunCancelled,
+    RunNotFound,
+    RunPaused,
+    RunStateError,
+    StepUsageError,
+)
+from openprogram.durable.records import RunDB, RunRecord
+from openprogram.durable.steps import Executor, Scope, enter, leave
+from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
+from openprogram.scope import call_scope, set_output, to_json_value, use_writer
+
+__all__ = [
+    "INTERRUPTED_MAX_AGE_S",
+    "POLICIES",
+    "ArgsError",
+    "RunOutcome",
+    "cancel_run",
+    "list_runs",
+    "pause_run",
+    "resume_interrupted",
+    "resume_run",
+    "start_run",
+]
+
+POLICIES = ("keep_original", "use_latest")
+INTERRUPTED_MAX_AGE_S = 2 * 3600.0
+ProgressFn = Callable[[str, str], None]
+
+
+class ArgsError(EntryError):
+    """Arguments that are not a JSON object or do not fit the entry's signature."""
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How one execution of a run ended."""
+
+    run_id: str
+    status: str
+    result: Any = None
+    error: str | None = None
+    paused_step: str | None = None
+    paused_occurrence: int | None = None
+    pause_reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` object: ``{"run_id", "status", "result" | "error", "paused_step"?}``."""
+        out: dict[str, Any] = {"run_id": self.run_id, "status": self.status}
+        if self.status == "completed":
+            out["result"] = self.result
+        else:
+            out["error"] = self.error
+        if self.status == "paused":
+            out["paused_step"] = self.paused_step
+        return out
+
+
+# -- helpers ---------------------------------------------------------------------------
+def _check_policy(policy: str) -> str:
+    if policy not in POLICIES:
+        raise ArgsError(f"unknown code-change policy {policy!r}: use keep_original or use_latest")
+    return policy
+
+
+def _bind_args(entry: ProgramEntry, args: Any) -> dict[str, Any]:
+    import inspect
+
+    if not isinstance(args, Mapping):
+        raise ArgsError(f"arguments must be a JSON object, got {type(args).__name__}")
+    args = dict(args)
+    try:
+        json.dumps(args, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ArgsError(f"arguments must be JSON: {exc}") from None
+    try:
+        sig = inspect.signature(entry.target)
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return args
+    try:
+        sig.bind(**args)
+    except TypeError as exc:
+        raise ArgsError(f"{entry.name}{sig}: {exc}") from None
+    return args
+
+
+def _determinism(entry: ProgramEntry) -> None:
+    if entry.path is None:
+        return
+    try:
+        source = Path(entry.path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ProgramLoadError(f"{entry.path}: cannot read the Program: {exc}") from None
+    try:
+        checks.check_resumable(source, entry.path, entry.qualname)
+    except ModuleNotFoundError:  # analyzer not installed: run without the static pre-check
+        warnings.warn(
+            "openprogram_analyzers.determinism is not available; the pre-run determinism "
+            "check was skipped",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+def _owner_alive(run: RunRecord) -> bool:
+    """Whether the process that owns a ``running`` run is still alive (other host: assume so)."""
+    if run.owner_pid is None:
+        return False
+    if run.owner_host and run.owner_host != socket.gethostname():
+        return True
+    if run.owner_pid == os.getpid():
+        return True
+    try:
+        os.kill(run.owner_pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (killed, not yet reaped) is not alive
+        stat = Path(f"/proc/{run.owner_pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _writer_for(db: RunDB, session_id: str) -> Any:
+    from openprogram.store import SessionNodeWriter
+
+    class CountingWriter(SessionNodeWriter):
+        """Counts model calls for the progress display."""
+
+        model_calls = 0
+
+        def append(self, kind: str, *a: Any, **kw: Any) -> Any:
+            if kind == "llm":
+                self.model_calls += 1
+            return super().append(kind, *a, **kw)
+
+    return CountingWriter(db.store, session_id)
+
+
+def _execute(
+    db: RunDB,
+    run_id: str,
+    entry: ProgramEntry,
+    fn: Callable[..., Any],
+    args: dict[str, Any],
+    *,
+    durable: bool,
+    rerun_uncertain: bool,
+    on_progress: ProgressFn | None,
+) -> RunOutcome:
+    executor = (
+        Executor(
+            db,
+            run_id,
+            db.load_steps(run_id),
+            rerun_uncertain=rerun_uncertain,
+            on_progress=on_progress,
+        )
+        if durable
+        else None
+    )
+    root = Scope("")
+    writer = _writer_for(db, run_id)
+    if on_progress is not None and hasattr(on_progress, "model_calls"):
+        on_progress.model_calls = lambda: writer.model_calls
+    node_id: str | None = None
+    token = enter(executor, root)
+    try:
+        with use_writer(writer), call_scope(entry.name, inputs=args) as frame:
+            node_id = frame.node_id
+            value = fn(**args)
+            if executor is not None:
+                executor.check_scope_end(root)
+            value = to_json_value(value)
+            set_output(frame, value)
+    except RunPaused as p:
+        if node_id is not None:
+            writer.update(node_id, status="paused", output={"paused": p.message})
+        stored = db.finish_run(
+            run_id,
+            "paused",
+            error=p.message,
+            paused_step=p.step,
+            paused_occurrence=p.occurrence,
+            pause_reason=p.reason,
+        )
+        return _outcome(db, run_id, stored)
+    except RunCancelled:
+        db.finish_run(run_id, "cancelled", error=f"run {run_id} was cancelled")
+        return _outcome(db, run_id, "cancelled")
+    except KeyboardInterrupt:
+        db.finish_run(
+            run_id,
+            "paused",
+            error=f"run {run_id} was interrupted (Ctrl-C)",
+            pause_reason="requested",
+        )
+        raise
+    except Exception as exc:
+        stored = db.finish_run(run_id, "failed", error=f"{type(exc).__name__}: {exc}")
+        return _outcome(db, run_id, stored)
+    finally:
+        leave(token)
+    stored = db.finish_run(run_id, "completed", result=value)
+    return _outcome(db, run_id, stored)
+
+
+def _outcome(db: RunDB, run_id: str, status: str) -> RunOutcome:
+    run = db.get_run(run_id)
+    if run is None:  # pragma: no cover - deleted concurrently
+        return RunOutcome(run_id, status)
+    return RunOutcome(
+        run_id=run_id,
+        status=run.status,
+        result=run.result,
+        error=run.error,
+        paused_step=run.paused_step,
+        paused_occurrence=run.paused_occurrence,
+        pause_reason=run.pause_reason,
+    )
+
+
+def _entry_ref(ref: str) -> str:
+    """Store file entries with an absolute path so resume works from any directory."""
+    kind, location, name = parse_entry_ref(ref)
+    if kind == "file":
+        return f"{Path(location).resolve()}:{name}"
+    return ref
+
+
+# -- API -------------------------------------------------------------------------------
+def start_run(
+    ref: str,
+    args: Mapping[str, Any] | None = None,
+    *,
+    store: str | os.PathLike[str] | None = None,
+    policy: str = "keep_original",
+    model: str | None = None,
+    durability: str | None = None,
+    run_id: str | None = None,
+    on_progress: ProgressFn | None = None,
+) -> RunOutcome:
+    """Run the entry ``ref`` (``FILE.py:ENTRY`` / ``MODULE:ENTRY``) as a new run.
+
+    Raises :class:`EntryError`/:class:`ArgsError` (bad entry or arguments) and
+    :class:`DeterminismError` before anything is recorded; otherwise returns how the run
+    ended (``completed``, ``failed``, ``paused`` or ``cancelled``).
+    """
+    _check_policy(policy)
+    entry = load_entry(ref)
+    bound = _bind_args(entry, args or {})
+    snap: dict[str, Any] | None = None
+    if entry.resumable:
+        _determinism(entry)
+        snap = snapshot.capture(entry.function, entry.module, entry.qualname)
+    rid = run_id or uuid.uuid4().hex[:16]
+    with RunDB(store, durability=durability) as db:
+        db.store.create_session(rid, metadata={"run_id": rid, "entry": ref})
+        db.insert_run(
+            run_id=rid,
+            entry=_entry_ref(ref),
+            program_path=entry.path,
+            function_qualname=entry.qualname,
+            args=bound,
+            policy=policy,
+            model=model,
+            source_snapshot=snap,
+            session_id=rid,
+        )
+        return _execute(
+            db,
+            rid,
+            entry,
+            entry.target,
+            bound,
+            durable=entry.resumable,
+            rerun_uncertain=False,
+            on_progress=on_progress,
+        )
+
+
+def _load_for_resume(run: RunRecord) -> ProgramEntry:
+    kind, location, _ = parse_entry_ref(run.entry)
+    if kind == "file" and not Path(location).is_file():
+        raise ProgramLoadError(
+            f"cannot resume run {run.id}: its Program file {location} no longer exists"
+        )
+    try:
+        return load_entry(run.entry)
+    except EntryError as exc:
+        raise ProgramLoadError(f"cannot resume run {run.id}: {exc}") from None
+
+
+def _resumable_run(db: RunDB, run_id: str) -> RunRecord:
+    run = db.get_run(run_id)
+    if run is None:
+        raise RunNotFound(f"no run {run_id!r} in {db.db_path}")
+    if run.status in ("completed", "cancelled"):
+        raise RunStateError(
+            f"run {run_id} is {run.status}; only paused, failed or interrupted runs can be resumed"
+        )
+    if run.status == "running" and _owner_alive(run):
+        raise RunStateError(
+            f"run {run_id} is running in process {run.owner_pid} on {run.owner_host}"
+        )
+    return run
+
+
+def resume_run(
+    run_id: str,
+    *,
+    store: str | os.PathLike[str] | None = None,
+    policy: str | None = None,
+    rerun_uncertain: bool = False,
+    durability: str | None = None,
+    on_progress: ProgressFn | None = None,
+) -> RunOutcome:
+    """Resume a paused, failed or interrupted run.
+
+    Completed steps return their saved results; ``policy`` overrides the run's
+    code-change policy for this resume; ``rerun_uncertain`` re-runs steps that were
+    started but whose result was not saved. Errors raised before execution
+    (:class:`RunNotFound`, :class:`RunStateError`, :class:`ProgramLoadError`,
+    :class:`DeterminismError`) leave the run's records untouched.
+    """
+    with RunDB(store, durability=durability, create=False) as db:
+        run = _resumable_run(db, run_id)
+        pol = _check_policy(policy or run.policy)
+        entry = _load_for_resume(run)
+        if not entry.resumable:
+            raise RunStateError(
+                f"run {run_id}: {run.function_qualname} is not declared resumable; run it again"
+            )
+        new_snap: dict[str, Any] | None = None
+        if pol == "keep_original" and run.source_snapshot:
+            fn = snapshot.restore(run.source_snapshot, entry.module, entry.instance)
+        else:
+            _determinism(entry)
+            new_snap = snapshot.capture(entry.function, entry.module, entry.qualname)
+            fn = entry.target
+        if not db.claim_run(run_id, run.status):
+            raise RunStateError(f"run {run_id} changed state meanwhile; try again")
+        outcome = _execute(
+            db,
+            run_id,
+            entry,
+            fn,
+            dict(run.args),
+            durable=True,
+            rerun_uncertain=rerun_uncertain,
+            on_progress=on_progress,
+        )
+        if new_snap is not None and outcome.pause_reason != "incompatible":
+            db.update_snapshot(run_id, new_snap)  # the compatible new code is adopted
+        return outcome
+
+
+def pause_run(run_id: str, *, store: str | os.PathLike[str] | None = None) -> str:
+    """Pause a run: a running run stops before its next step. Returns the run's status."""
+    with RunDB(store, create=False) as db:
+        run = db.get_run(run_id)
+        if run is None:
+            raise RunNotFound(f"no run {run_id!r} in {db.db_path}")
+        if run.status == "paused":
+            return "paused"
+        if run.status != "running":
+            raise RunStateError(f"run {run_id} is {run.status} and cannot be paused")
+        if _owner_alive(run):
+            db.request_pause(run_id)
+            return "running"
+        db.set_pause_reason(run_id, "requested", f"run {run_id} paused on request")
+        return "paused"
+
+
+def cancel_run(run_id: str, *, store: str | os.PathLike[str] | None = None) -> None:
+    """Cancel a run (a running one stops at its next step boundary)."""
+    with RunDB(store, create=False) as db:
+        run = db.get_run(run_id)
+        if run is None:
+            raise RunNotFound(f"no run {run_id!r} in {db.db_path}")
+        if run.status in ("completed", "cancelled"):
+            raise RunStateError(f"run {run_id} is already {run.status}")
+        db.set_status(run_id, "cancelled", error=f"run {run_id} was cancelled")
+
+
+def list_runs(
+    *, store: str | os.PathLike[str] | None = None, status: str | None = None
+) -> list[RunRecord]:
+    """Run records, oldest first (optionally only those with ``status``)."""
+    from openprogram.store import store_db_path
+
+    if not store_db_path(store).exists():
+        return []
+    with RunDB(store, create=False) as db:
+        return db.list_runs(status)
+
+
+def resume_interrupted(
+    *,
+    store: str | os.PathLike[str] | None = None,
+    max_age_s: float = INTERRUPTED_MAX_AGE_S,
+    on_progress: ProgressFn | None = None,
+) -> list[RunOutcome]:
+    """Resume runs left ``running`` by a process that died, if interrupted within
+    ``max_age_s`` (two hours). Paused, cancelled, uncertain and awaiting-approval runs
+    are never resumed: a run whose last step was started without a saved result is
+    marked paused (uncertain) instead; older interrupted runs are marked paused."""
+    from openprogram.store import store_db_path
+
+    outcomes: list[RunOutcome] = []
+    if not store_db_path(store).exists():
+        return outcomes
+    with RunDB(store, create=False) as db:
+        candidates = [r for r in db.list_runs("running") if not _owner_alive(r)]
+        now = time.time()
+        todo: list[str] = []
+        for run in candidates:
+            uncertain = [
+                s for s in db.load_steps(run.id) if s.kind == "step" and s.status == "dispatched"
+            ]
+            if uncertain:
+                s = uncertain[0]
+                msg = (
+                    f"step '{s.name}' (occurrence {s.occurrence}) of run {run.id} was started "
+                    "but its result was not saved; check its effect, then resume with "
+                    "--rerun-uncertain"
+                )
+                db._exec(
+                    "UPDATE runs SET status='paused', pause_reason='uncertain', error=?, "
+                    "paused_step=?, paused_occurrence=?, updated_at=? WHERE id=? "
+                    "AND status='running'",
+                    (msg, s.name, s.occurrence, now, run.id),
+                )
+                outcomes.append(_outcome(db, run.id, "paused"))
+            elif now - db.last_activity(run.id) > max_age_s:
+                db.set_pause_reason(
+                    run.id,
+                    "interrupted",
+                    f"run {run.id} was interrupted more than {max_age_s / 3600:g} h ago; "
+                    "resume it explicitly",
+                )
+                outcomes.append(_outcome(db, run.id, "paused"))
+            else:
+                todo.append(run.id)
+    for rid in todo:
+        try:
+            outcomes.append(resume_run(rid, store=store, on_progress=on_progress))
+        except (RunStateError, ProgramLoadError, DeterminismError, StepUsageError) as exc:
+            outcomes.append(RunOutcome(rid, "failed", error=str(exc)))
+    return outcomes

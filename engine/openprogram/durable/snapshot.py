@@ -1,0 +1,169 @@
+"""Saved source of a resumable function and its same-module helpers (``keep_original``).
+
+At the first run the source of the function, of the same-module functions it references
+(transitively: helpers and step functions) and, for methods, of the ``self.<name>``
+methods it calls, is saved as JSON together with the module objects it uses (only
+standard-library modules are pinned, by name). Resuming with ``keep_original`` compiles
+that saved source in a fresh namespace built from the module's current globals.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import inspect
+import sys
+import textwrap
+import types
+from collections.abc import Callable
+from typing import Any
+
+from openprogram.durable.errors import ProgramLoadError
+
+
+def _unwrap(fn: Any) -> Any:
+    fn = getattr(fn, "__func__", fn)
+    try:
+        return inspect.unwrap(fn)
+    except ValueError:  # pragma: no cover - cyclic __wrapped__
+        return fn
+
+
+def _source(fn: Any) -> str:
+    return textwrap.dedent(inspect.getsource(fn))
+
+
+def _is_stdlib(module: types.ModuleType) -> bool:
+    name = module.__name__.split(".")[0]
+    return name in sys.stdlib_module_names or name == "builtins"
+
+
+def capture(
+    entry_fn: Callable[..., Any], module: types.ModuleType, qualname: str
+) -> dict[str, Any]:
+    """Snapshot of ``entry_fn`` (function or method ``Cls.name``) and its helpers."""
+    cls_name = qualname.rsplit(".", 1)[0] if "." in qualname else None
+    cls = getattr(module, cls_name, None) if cls_name else None
+    functions: dict[str, str] = {}
+    methods: dict[str, str] = {}
+    modules: dict[str, str] = {}
+    todo: list[tuple[str, Any]] = [(qualname, _unwrap(entry_fn))]
+    seen: set[str] = set()
+    while todo:
+        qn, fn = todo.pop()
+        if qn in seen:
+            continue
+        seen.add(qn)
+        try:
+            src = _source(fn)
+        except (OSError, TypeError) as exc:
+            raise ProgramLoadError(f"cannot read the source of {qn}: {exc}") from None
+        if "." in qn:
+            methods[qn.rsplit(".", 1)[1]] = src
+        else:
+            functions[qn] = src
+        tree = ast.parse(src)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                obj = module.__dict__.get(node.id)
+                if isinstance(obj, types.ModuleType):
+                    if _is_stdlib(obj):
+                        modules[node.id] = obj.__name__
+                    continue
+                target = _unwrap(obj) if obj is not None else None
+                if (
+                    inspect.isfunction(target)
+                    and target.__module__ == module.__name__
+                    and target.__name__ != "<lambda>"
+                    and "<locals>" not in target.__qualname__
+                    and "." not in target.__qualname__
+                ):
+                    todo.append((node.id, obj))
+            elif (
+                cls is not None
+                and isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "self"
+            ):
+                meth = inspect.getattr_static(cls, node.attr, None)
+                if isinstance(meth, (staticmethod, classmethod)):
+                    continue
+                if getattr(meth, "kind", "instance") != "instance":  # scoped static/class
+                    continue
+                target = _unwrap(meth) if meth is not None else None
+                if inspect.isfunction(target):
+                    todo.append((f"{cls_name}.{node.attr}", target))
+    digest = hashlib.sha256(
+        "\n".join(functions[k] for k in sorted(functions)).encode()
+        + "\n".join(methods[k] for k in sorted(methods)).encode()
+    ).hexdigest()
+    return {
+        "module": module.__name__,
+        "path": getattr(module, "__file__", None),
+        "qualname": qualname,
+        "functions": functions,
+        "methods": methods,
+        "modules": modules,
+        "hash": digest,
+    }
+
+
+def restore(
+    snapshot: dict[str, Any], module: types.ModuleType, instance: Any | None
+) -> Callable[..., Any]:
+    """The saved entry function compiled against the module's current globals.
+
+    For a method entry the saved methods are bound to ``instance`` (set on the instance,
+    so ``self.helper(...)`` resolves to the saved helper).
+    """
+    namespace: dict[str, Any] = dict(module.__dict__)
+    for alias, modname in snapshot.get("modules", {}).items():
+        try:
+            namespace[alias] = importlib.import_module(modname)
+        except ImportError as exc:
+            raise ProgramLoadError(f"pinned module {modname!r} is not available: {exc}") from None
+    filename = f"{snapshot.get('path') or module.__name__} (saved source)"
+    for qn, src in snapshot.get("functions", {}).items():
+        try:
+            exec(compile(src, filename, "exec"), namespace)
+        except Exception as exc:
+            raise ProgramLoadError(f"cannot compile the saved source of {qn}: {exc}") from None
+    qualname: str = snapshot["qualname"]
+    if "." not in qualname:
+        fn = namespace.get(qualname)
+        if not callable(fn):
+            raise ProgramLoadError(f"saved source does not define {qualname}")
+        return fn
+    if instance is None:
+        raise ProgramLoadError(f"{qualname} is a method but no instance was loaded")
+    bound: dict[str, Any] = {}
+    for mname, src in snapshot.get("methods", {}).items():
+        local: dict[str, Any] = {}
+        try:
+            exec(compile(src, filename, "exec"), namespace, local)
+        except Exception as exc:
+            raise ProgramLoadError(f"cannot compile the saved source of {mname}: {exc}") from None
+        fn = local.get(mname)
+        if not callable(fn):
+            raise ProgramLoadError(f"saved source does not define {mname}")
+        bound[mname] = _bind(fn, mname, instance)
+    for mname, meth in bound.items():
+        try:
+            instance.__dict__[mname] = meth
+        except AttributeError:  # pragma: no cover - instances without __dict__
+            object.__setattr__(instance, mname, meth)
+    return bound[qualname.rsplit(".", 1)[1]]
+
+
+def _bind(fn: Callable[..., Any], name: str, instance: Any) -> Any:
+    """Bind a saved method to ``instance`` — through the class's call-scope descriptor
+    (an ``Agent`` method keeps recording its ``code`` node) when it has one."""
+    cls = type(instance)
+    current = inspect.getattr_static(cls, name, None)
+    if hasattr(current, "func") and hasattr(current, "kind") and hasattr(current, "owner"):
+        try:
+            return type(current)(fn, "instance", current.owner).__get__(instance, cls)
+        except Exception:  # pragma: no cover - unexpected descriptor signature
+            pass
+    return types.MethodType(fn, instance)

@@ -1,0 +1,506 @@
+"""``step``, ``workflow`` and ``parallel``: checkpointed calls inside a resumable run.
+
+Inside a run (started by :mod:`openprogram.durable.runner`) each call gets an identity
+when it is **called** — scope path, name, occurrence (how many earlier calls of that name
+in the same scope), position (call order in the scope) and the hash of its JSON input —
+and that identity is committed before the function runs. Its JSON result is committed
+when it returns. On resume, a call whose identity matches a completed record returns the
+saved result without calling the function; a mismatch pauses the run as *incompatible*;
+a record that was dispatched but never completed pauses the run as *uncertain* unless
+the resume asked to re-run uncertain steps.
+
+Outside a run these functions simply call their functions (no recording).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextvars
+import hashlib
+import inspect
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from openprogram.durable.errors import RunCancelled, RunPaused, StepUsageError
+from openprogram.scope import call_scope, set_output
+
+if TYPE_CHECKING:
+    from openprogram.durable.records import RunDB, StepRecord
+
+__all__ = ["current_run_id", "parallel", "step", "workflow"]
+
+ProgressFn = Callable[[str, str], None]
+
+
+@dataclass
+class Scope:
+    """One level of nesting: the top level, a ``workflow`` call or a ``parallel`` branch."""
+
+    path: str
+    position: int = 0
+    occurrences: dict[str, int] = field(default_factory=dict)
+
+    def next_identity(self, name: str) -> tuple[int, int, str]:
+        pos = self.position
+        self.position += 1
+        occ = self.occurrences.get(name, 0)
+        self.occurrences[name] = occ + 1
+        key = f"{self.path}/{name}#{occ}" if self.path else f"{name}#{occ}"
+        return pos, occ, key
+
+    def describe(self) -> str:
+        return f"workflow/branch '{self.path}'" if self.path else "the top level"
+
+
+class Executor:
+    """State of one execution (first run or a resume) of a run."""
+
+    def __init__(
+        self,
+        db: RunDB,
+        run_id: str,
+        recorded: list[StepRecord],
+        *,
+        rerun_uncertain: bool = False,
+        on_progress: ProgressFn | None = None,
+    ) -> None:
+        self.db = db
+        self.run_id = run_id
+        self.rerun_uncertain = rerun_uncertain
+        self.on_progress = on_progress
+        self.recorded: dict[tuple[str, int], StepRecord] = {
+            (r.scope, r.position): r for r in recorded
+        }
+        self.scope_sizes: dict[str, int] = {}
+        for r in recorded:
+            self.scope_sizes[r.scope] = max(self.scope_sizes.get(r.scope, 0), r.position + 1)
+        self.steps_done = sum(1 for r in recorded if r.kind == "step" and r.status == "completed")
+        self.executed = 0  # steps whose function ran in this execution
+        self._lock = threading.Lock()
+
+    # -- control -------------------------------------------------------------------
+    def check_control(self, scope: Scope, name: str, occurrence: int) -> None:
+        status, pause_requested = self.db.control_state(self.run_id)
+        if status == "cancelled":
+            raise RunCancelled(f"run {self.run_id} was cancelled")
+        if pause_requested:
+            raise RunPaused(
+                "requested",
+                f"run {self.run_id} paused on request before step '{name}'",
+                name,
+                occurrence,
+            )
+
+    def progress(self, event: str, key: str) -> None:
+        if event == "done":
+            with self._lock:
+                self.steps_done += 1
+        if self.on_progress is not None:
+            self.on_progress(event, key)
+
+    # -- identity checks -----------------------------------------------------------
+    def match(
+        self, scope: Scope, kind: str, name: str, pos: int, occ: int, input_hash: str
+    ) -> StepRecord | None:
+        """The record at this position if compatible; raises ``RunPaused`` otherwise."""
+        rec = self.recorded.get((scope.path, pos))
+        if rec is None:
+            return None
+        if rec.name != name or rec.kind != kind:
+            raise RunPaused(
+                "incompatible",
+                f"cannot resume run {self.run_id}: at position {pos} of {scope.describe()} "
+                f"the Program now calls {kind} '{name}' (occurrence {occ}) but the run "
+                f"recorded {rec.kind} '{rec.name}' (occurrence {rec.occurrence}); "
+                "recorded steps were reordered, renamed or removed",
+                rec.name,
+                rec.occurrence,
+            )
+        if rec.input_hash != input_hash:
+            raise RunPaused(
+                "incompatible",
+                f"cannot resume run {self.run_id}: {kind} '{name}' (occurrence {occ}) of "
+                f"{scope.describe()} is now called with a different input than recorded "
+                f"(input hash {input_hash[:12]} != {rec.input_hash[:12]})",
+                rec.name,
+                rec.occurrence,
+            )
+        return rec
+
+    def check_scope_end(self, scope: Scope) -> None:
+        """Recorded calls past the end of a finished scope mean steps were removed."""
+        size = self.scope_sizes.get(scope.path, 0)
+        if scope.position < size:
+            rec = self.recorded.get((scope.path, scope.position))
+            if rec is None:  # pragma: no cover - positions are dense
+                return
+            raise RunPaused(
+                "incompatible",
+                f"cannot resume run {self.run_id}: recorded {rec.kind} '{rec.name}' "
+                f"(occurrence {rec.occurrence}, position {rec.position}) of "
+                f"{scope.describe()} is no longer called; recorded steps were removed",
+                rec.name,
+                rec.occurrence,
+            )
+
+
+_current: contextvars.ContextVar[tuple[Executor, Scope] | None] = contextvars.ContextVar(
+    "openprogram_durable_scope", default=None
+)
+_run_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "openprogram_durable_run_id", default=None
+)
+
+
+def current_executor() -> Executor | None:
+    """The executor of the run in effect here, or ``None`` outside runs / inside a step."""
+    cur = _current.get()
+    return cur[0] if cur else None
+
+
+def current_run_id() -> str | None:
+    """Id of the run executing this code (also inside its steps), or ``None``."""
+    cur = _current.get()
+    if cur is not None:
+        return cur[0].run_id
+    return _run_id.get()
+
+
+def enter(executor: Executor | None, scope: Scope | None) -> contextvars.Token[Any]:
+    """Install ``(executor, scope)`` for the calling context (runner use)."""
+    return _current.set((executor, scope) if executor is not None and scope else None)
+
+
+def leave(token: contextvars.Token[Any]) -> None:
+    _current.reset(token)
+
+
+# -- validation --------------------------------------------------------------------
+def _check_name(kind: str, name: object) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise StepUsageError(f"{kind} name must be a non-empty string, got {name!r}")
+    if "/" in name or "#" in name:
+        raise StepUsageError(f"{kind} name {name!r} must not contain '/' or '#'")
+    return name
+
+
+def _check_fn(kind: str, name: str, fn: object) -> None:
+    if not callable(fn):
+        raise StepUsageError(f"{kind} '{name}': {fn!r} is not callable")
+    target = getattr(fn, "__func__", fn)
+    qualname = getattr(target, "__qualname__", "")
+    if getattr(target, "__name__", "") == "<lambda>":
+        raise StepUsageError(
+            f"{kind} '{name}': a lambda cannot be a step function (its code cannot be "
+            "saved or identified); define a module-level function"
+        )
+    if inspect.isfunction(target) and (target.__closure__ or "<locals>" in qualname):
+        raise StepUsageError(
+            f"{kind} '{name}': {qualname} is a nested function or closure; step functions "
+            "must be module-level functions or methods (pass state as JSON arguments)"
+        )
+
+
+def _input_hash(kind: str, name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    try:
+        text = json.dumps(
+            {"args": list(args), "kwargs": dict(kwargs)},
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+            allow_nan=False,
+        )
+    except (TypeError, ValueError) as exc:
+        where = _first_non_json(args, kwargs)
+        raise StepUsageError(
+            f"{kind} '{name}': argument {where} is not JSON ({exc}); step inputs must be "
+            "JSON values (str, int, float, bool, None, list, dict with str keys)"
+        ) from None
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _first_non_json(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    for i, a in enumerate(args):
+        try:
+            json.dumps(a, allow_nan=False)
+        except (TypeError, ValueError):
+            return f"#{i + 1} ({type(a).__name__})"
+    for k, v in kwargs.items():
+        try:
+            json.dumps(v, allow_nan=False)
+        except (TypeError, ValueError):
+            return f"{k!r} ({type(v).__name__})"
+    return "?"
+
+
+def _result_json(kind: str, name: str, value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise StepUsageError(
+            f"{kind} '{name}' returned a {type(value).__name__}, which is not JSON ({exc}); "
+            "step results must be JSON values"
+        ) from None
+
+
+# -- step ------------------------------------------------------------------------------
+def step(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """Run ``fn(*args, **kwargs)`` as a checkpointed step named ``name``; returns its result.
+
+    Inputs and the result must be JSON. In a resumed run a completed step returns its
+    saved result without calling ``fn``.
+    """
+    _check_name("step", name)
+    _check_fn("step", name, fn)
+    cur = _current.get()
+    if cur is None:
+        return fn(*args, **kwargs)
+    ex, scope = cur
+    input_hash = _input_hash("step", name, args, kwargs)
+    pos, occ, key = scope.next_identity(name)
+    ex.check_control(scope, name, occ)
+    rec = ex.match(scope, "step", name, pos, occ, input_hash)
+    if rec is not None:
+        if rec.status == "completed":
+            ex.progress("skipped", key)
+            return json.loads(rec.result) if rec.result is not None else None
+        if rec.status == "dispatched" and not ex.rerun_uncertain:
+            raise RunPaused(
+                "uncertain",
+                f"step '{name}' (occurrence {occ}) of run {ex.run_id} was started but its "
+                "result was not saved, so it may or may not have taken effect; check its "
+                "effect, then resume with --rerun-uncertain (rerun_uncertain=True) to run "
+                "it again",
+                name,
+                occ,
+            )
+    ex.db.dispatch_step(
+        ex.run_id,
+        step_key=key,
+        scope=scope.path,
+        position=pos,
+        kind="step",
+        name=name,
+        occurrence=occ,
+        input_hash=input_hash,
+    )
+    ex.progress("start", key)
+    token = _current.set(None)  # nested step() calls inside a step run plainly
+    rtoken = _run_id.set(ex.run_id)
+    try:
+        with call_scope(name, inputs={"args": list(args), "kwargs": dict(kwargs)}) as frame:
+            value = fn(*args, **kwargs)
+            text = _result_json("step", name, value)
+            set_output(frame, value)
+    except BaseException as exc:
+        if not isinstance(exc, (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)):
+            ex.db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        _run_id.reset(rtoken)
+        _current.reset(token)
+    ex.db.complete_step(ex.run_id, key, text)
+    ex.executed += 1
+    ex.progress("done", key)
+    return json.loads(text)
+
+
+# -- workflow --------------------------------------------------------------------------
+def _run_scoped(
+    ex: Executor, scope: Scope, kind: str, name: str, fn: Callable[..., Any], args: Any, kw: Any
+) -> tuple[Any, str]:
+    token = _current.set((ex, scope))
+    try:
+        with call_scope(name, inputs={"args": list(args), "kwargs": dict(kw)}) as frame:
+            value = fn(*args, **kw)
+            ex.check_scope_end(scope)
+            text = _result_json(kind, name, value)
+            set_output(frame, value)
+    finally:
+        _current.reset(token)
+    return value, text
+
+
+def workflow(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """Run ``fn(*args, **kwargs)`` as a nested orchestration whose steps are keyed under
+    ``name``; a completed workflow returns its saved result on resume."""
+    _check_name("workflow", name)
+    _check_fn("workflow", name, fn)
+    cur = _current.get()
+    if cur is None:
+        return fn(*args, **kwargs)
+    ex, scope = cur
+    input_hash = _input_hash("workflow", name, args, kwargs)
+    pos, occ, key = scope.next_identity(name)
+    ex.check_control(scope, name, occ)
+    rec = ex.match(scope, "workflow", name, pos, occ, input_hash)
+    if rec is not None and rec.status == "completed":
+        return json.loads(rec.result) if rec.result is not None else None
+    ex.db.dispatch_step(
+        ex.run_id,
+        step_key=key,
+        scope=scope.path,
+        position=pos,
+        kind="workflow",
+        name=name,
+        occurrence=occ,
+        input_hash=input_hash,
+    )
+    try:
+        _, text = _run_scoped(ex, Scope(key), "workflow", name, fn, args, kwargs)
+    except BaseException as exc:
+        if not isinstance(exc, (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)):
+            ex.db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}")
+        raise
+    ex.db.complete_step(ex.run_id, key, text)
+    return json.loads(text)
+
+
+# -- parallel --------------------------------------------------------------------------
+Branch = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+
+
+def _normalise_branches(branches: Mapping[str, Any]) -> dict[str, Branch]:
+    out: dict[str, Branch] = {}
+    for bname, spec in branches.items():
+        _check_name("parallel branch", bname)
+        if callable(spec):
+            fn, args, kwargs = spec, (), {}
+        elif isinstance(spec, (tuple, list)) and 1 <= len(spec) <= 3:
+            fn = spec[0]
+            args = tuple(spec[1]) if len(spec) > 1 and spec[1] is not None else ()
+            kwargs = dict(spec[2]) if len(spec) > 2 and spec[2] is not None else {}
+        else:
+            raise StepUsageError(
+                f"parallel branch '{bname}' must be (fn, args, kwargs), got {spec!r}"
+            )
+        _check_fn("parallel branch", bname, fn)
+        out[bname] = (fn, args, kwargs)
+    return out
+
+
+def parallel(branches: Any, /, **options: Any) -> Any:
+    """Run branches concurrently.
+
+    A dict ``{"branch": (fn, args, kwargs)}`` runs durable branches (each keeps its own
+    step progress; the call returns ``{branch: result}`` once **all** branches stopped).
+    A list of zero-argument callables is the control-flow ``parallel`` of
+    ``openprogram.agentic_programming.control_flow``.
+    """
+    if not isinstance(branches, Mapping):
+        from openprogram.agentic_programming import control_flow
+
+        return control_flow.parallel(branches, **options)
+    if options:
+        raise StepUsageError(f"parallel() got unexpected options {sorted(options)}")
+    spec = _normalise_branches(branches)
+    cur = _current.get()
+    if cur is None:
+        return _run_threads({b: (fn, a, k, None) for b, (fn, a, k) in spec.items()})
+    ex, scope = cur
+    input_hash = _input_hash("parallel", "parallel", (sorted(spec),), {})
+    pos, occ, key = scope.next_identity("parallel")
+    ex.check_control(scope, "parallel", occ)
+    rec = ex.match(scope, "parallel", "parallel", pos, occ, input_hash)
+    if rec is not None and rec.status == "completed":
+        return json.loads(rec.result) if rec.result is not None else None
+    ex.db.dispatch_step(
+        ex.run_id,
+        step_key=key,
+        scope=scope.path,
+        position=pos,
+        kind="parallel",
+        name="parallel",
+        occurrence=occ,
+        input_hash=input_hash,
+    )
+    pscope = Scope(key)
+    done: dict[str, Any] = {}
+    todo: dict[str, tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], Any]] = {}
+    for bname, (fn, args, kwargs) in spec.items():
+        bhash = _input_hash("parallel branch", bname, args, kwargs)
+        bpos, bocc, bkey = pscope.next_identity(bname)
+        brec = ex.match(pscope, "branch", bname, bpos, bocc, bhash)
+        if brec is not None and brec.status == "completed":
+            done[bname] = json.loads(brec.result) if brec.result is not None else None
+            continue
+        ex.db.dispatch_step(
+            ex.run_id,
+            step_key=bkey,
+            scope=pscope.path,
+            position=bpos,
+            kind="branch",
+            name=bname,
+            occurrence=bocc,
+            input_hash=bhash,
+        )
+        todo[bname] = (fn, args, kwargs, (ex, Scope(bkey), bkey))
+    try:
+        done.update(_run_threads(todo))
+        ex.check_scope_end(pscope)
+        results = {b: done[b] for b in spec}
+        text = _result_json("parallel", "parallel", results)
+    except BaseException as exc:
+        if not isinstance(exc, (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)):
+            ex.db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}")
+        raise
+    ex.db.complete_step(ex.run_id, key, text)
+    return json.loads(text)
+
+
+def _run_threads(
+    todo: Mapping[str, tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], Any]],
+) -> dict[str, Any]:
+    """Run each branch in its own thread (context copied); wait for all; re-raise.
+
+    A failure wins over a pause, a pause over success; the first branch in order decides.
+    """
+    if not todo:
+        return {}
+
+    def run_branch(
+        bname: str, fn: Callable[..., Any], args: tuple[Any, ...], kw: dict[str, Any], d: Any
+    ) -> Any:
+        if d is None:
+            token = _current.set(None)
+            try:
+                return fn(*args, **kw)
+            finally:
+                _current.reset(token)
+        ex, bscope, bkey = d
+        try:
+            _, text = _run_scoped(ex, bscope, "parallel branch", bname, fn, args, kw)
+        except BaseException as exc:
+            if not isinstance(exc, (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)):
+                ex.db.fail_step(ex.run_id, bkey, f"{type(exc).__name__}: {exc}")
+            raise
+        ex.db.complete_step(ex.run_id, bkey, text)
+        return json.loads(text)
+
+    results: dict[str, Any] = {}
+    errors: dict[str, BaseException] = {}
+    with concurrent.futures.ThreadPoolExecutor(
+        max_workers=min(32, len(todo)), thread_name_prefix="openprogram-branch"
+    ) as pool:
+        futures = {
+            b: pool.submit(contextvars.copy_context().run, run_branch, b, fn, a, k, d)
+            for b, (fn, a, k, d) in todo.items()
+        }
+        for b, fut in futures.items():
+            try:
+                results[b] = fut.result()
+            except BaseException as exc:
+                errors[b] = exc
+    if errors:
+        ordered = [errors[b] for b in todo if b in errors]
+        for err in ordered:
+            if isinstance(err, RunCancelled):
+                raise err
+        for err in ordered:
+            if not isinstance(err, RunPaused):
+                raise err
+        raise ordered[0]
+    return results

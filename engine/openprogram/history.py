@@ -1,0 +1,285 @@
+"""Rendering the session DAG into a prompt (SPEC §2.6, seed "记录到 DAG").
+
+Which nodes a model request inside a call sees:
+
+1. **Branch**: the nodes on the predecessor chain of the writer's head, in ``seq`` order.
+2. **expose** (what *others* see of a call; a call always sees its own internals):
+   ``full`` shows docstring, ``name(args) -> output``, LLM exchanges and nested calls;
+   ``io`` shows only ``name -> output`` and hides everything inside; ``llm`` hides the
+   call's own line and its nested code calls but shows the LLM exchanges inside it;
+   ``hidden`` calls were never written.
+3. **render_range** of the innermost call: ``callers`` keeps the last N rendered nodes
+   before the call started (``None`` all, ``0`` none); ``subcalls`` the last M written
+   inside it (``-1`` all, ``0`` none). The call's own node is never rendered.
+4. **history_filter** of the Context: ``"dag"`` keeps all, ``"current_call"`` keeps the
+   current call's descendants, ``False`` renders nothing, a callable ``(node, context)``
+   keeps the nodes it returns true for.
+
+Each node renders as one or two lines, indented two spaces per rendered ancestor:
+``# docstring`` + ``name(arg=<json>, ...) -> <json output>`` (full), ``name -> <json
+output>`` (io), ``user: <prompt>`` (first request of an exchange) and ``assistant: <reply>``
+or ``assistant -> tool(<json args>)`` for an ``llm`` node.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+__all__ = [
+    "CONTEXT_TAG",
+    "HISTORY_TAG",
+    "HistoryFilterError",
+    "branch_nodes",
+    "render_history",
+    "user_text",
+]
+
+HISTORY_TAG = "history"
+CONTEXT_TAG = "context"
+
+
+class HistoryFilterError(Exception):
+    """A callable ``history_filter`` raised while selecting nodes."""
+
+
+class NodeLike(Protocol):
+    id: str
+    seq: int
+    kind: str
+    name: str
+    caller_id: str | None
+    predecessor_id: str | None
+    input: Any
+    output: Any
+    status: str
+    metadata: dict[str, Any]
+
+
+def branch_nodes(nodes: Iterable[NodeLike], head_id: str | None) -> list[NodeLike]:
+    """Nodes on the predecessor chain ending at ``head_id``, sorted by ``seq``."""
+    by_id = {n.id: n for n in nodes}
+    out: list[NodeLike] = []
+    seen: set[str] = set()
+    cur = by_id.get(head_id) if head_id else None
+    while cur is not None and cur.id not in seen:
+        seen.add(cur.id)
+        out.append(cur)
+        cur = by_id.get(cur.predecessor_id) if cur.predecessor_id else None
+    out.sort(key=lambda n: n.seq)
+    return out
+
+
+def _expose(node: NodeLike) -> str:
+    meta = node.metadata or {}
+    value = meta.get("expose")
+    return value if isinstance(value, str) else "full"
+
+
+def _ancestors(node: NodeLike, by_id: Mapping[str, NodeLike]) -> list[NodeLike]:
+    out: list[NodeLike] = []
+    seen: set[str] = set()
+    cid = node.caller_id
+    while cid and cid in by_id and cid not in seen:
+        seen.add(cid)
+        anc = by_id[cid]
+        out.append(anc)
+        cid = anc.caller_id
+    return out
+
+
+def _visible(node: NodeLike, by_id: Mapping[str, NodeLike], own_chain: set[str]) -> bool:
+    """Whether ``node`` is shown (its own line or as a container) to the viewer."""
+    for anc in _ancestors(node, by_id):
+        if anc.id in own_chain:
+            continue  # a call sees its own internals
+        mode = _expose(anc)
+        if mode == "io":
+            return False
+        if mode == "llm" and node.kind != "llm":
+            return False
+    return True
+
+
+def _renders_line(node: NodeLike, own_chain: set[str]) -> bool:
+    return not (node.kind == "code" and _expose(node) == "llm" and node.id not in own_chain)
+
+
+def _dump(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _output_text(node: NodeLike) -> str:
+    if node.status == "running":
+        return "(running)"
+    if node.status in ("error", "cancelled"):
+        out = node.output
+        msg = out.get("error") if isinstance(out, Mapping) else out
+        return f"({node.status}: {msg})"
+    return _dump(node.output)
+
+
+def user_text(content: Any) -> str:
+    """The caller's own text in a stored user message (history/context blocks removed)."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content or []:
+        if not isinstance(block, Mapping) or block.get("type") != "text":
+            continue
+        text = str(block.get("text", ""))
+        if text.startswith(f"<{HISTORY_TAG}>") or text.startswith(f"<{CONTEXT_TAG} "):
+            continue
+        parts.append(text)
+    return "\n".join(parts)
+
+
+def _render_llm(node: NodeLike) -> list[str]:
+    lines: list[str] = []
+    request = node.input if isinstance(node.input, Mapping) else {}
+    messages = request.get("messages") or []
+    if len(messages) == 1 and isinstance(messages[0], Mapping):
+        lines.append(f"user: {user_text(messages[0].get('content'))}")
+    reply = node.output if isinstance(node.output, Mapping) else {}
+    if node.status == "error":
+        lines.append(f"assistant: (error: {reply.get('error')})")
+        return lines
+    for call in reply.get("tool_calls") or []:
+        lines.append(f"assistant -> {call.get('name')}({_dump(call.get('arguments'))})")
+    text = reply.get("text")
+    if text:
+        lines.append(f"assistant: {text}")
+    return lines
+
+
+def _render_code(node: NodeLike) -> list[str]:
+    mode = _expose(node)
+    if mode == "io":
+        return [f"{node.name} -> {_output_text(node)}"]
+    lines: list[str] = []
+    doc = (node.metadata or {}).get("doc")
+    if doc:
+        summary = str(doc).strip().splitlines()[0] if str(doc).strip() else ""
+        if summary:
+            lines.append(f"# {summary}")
+    args = node.input if isinstance(node.input, Mapping) else {}
+    rendered = ", ".join(f"{k}={_dump(v)}" for k, v in args.items())
+    lines.append(f"{node.name}({rendered}) -> {_output_text(node)}")
+    return lines
+
+
+def _render_node(node: NodeLike) -> list[str]:
+    if node.kind == "llm":
+        return _render_llm(node)
+    if node.kind == "user":
+        data = node.input
+        if isinstance(data, Mapping):
+            data = data.get("content", data.get("text", ""))
+        return [f"user: {user_text(data)}"]
+    return _render_code(node)
+
+
+def _slice(
+    nodes: Sequence[NodeLike], count: int | None, *, all_value: int | None
+) -> list[NodeLike]:
+    if count == all_value or count is None:
+        return list(nodes)
+    if count <= 0:
+        return []
+    return list(nodes[-count:])
+
+
+def select_nodes(
+    nodes: Sequence[NodeLike],
+    *,
+    frame_node_id: str | None,
+    own_chain: Iterable[str] = (),
+    render_range: Mapping[str, Any] | None = None,
+    history_filter: Any = "dag",
+    context: Any = None,
+    call_id: str | None = None,
+) -> list[NodeLike]:
+    """The nodes to render, in ``seq`` order (see the module docstring for the rules)."""
+    if history_filter is False:
+        return []
+    by_id = {n.id: n for n in nodes}
+    chain = set(own_chain)
+    frame = by_id.get(frame_node_id) if frame_node_id else None
+    shown = [
+        n
+        for n in nodes
+        if n.id != frame_node_id and _visible(n, by_id, chain) and _renders_line(n, chain)
+    ]
+    if frame is not None:
+        rr = dict(render_range or {})
+        before = [n for n in shown if n.seq < frame.seq]
+        inside = [n for n in shown if n.seq > frame.seq]
+        shown = _slice(before, rr.get("callers"), all_value=None) + _slice(
+            inside, rr.get("subcalls", -1), all_value=-1
+        )
+    if history_filter == "current_call":
+        root = call_id or frame_node_id
+        if root is None:
+            return []
+        shown = [n for n in shown if any(a.id == root for a in _ancestors(n, by_id))]
+    elif callable(history_filter):
+        kept = []
+        for n in shown:
+            try:
+                ok = history_filter(n, context)
+            except Exception as exc:
+                raise HistoryFilterError(
+                    f"history_filter {getattr(history_filter, '__name__', history_filter)!r} "
+                    f"failed on node {n.name!r} (seq {n.seq}): {type(exc).__name__}: {exc}"
+                ) from exc
+            if ok:
+                kept.append(n)
+        shown = kept
+    return shown
+
+
+def render_history(
+    nodes: Sequence[NodeLike],
+    *,
+    frame_node_id: str | None = None,
+    own_chain: Iterable[str] = (),
+    render_range: Mapping[str, Any] | None = None,
+    history_filter: Any = "dag",
+    context: Any = None,
+    call_id: str | None = None,
+) -> str:
+    """The history text for a model request ('' when nothing is visible)."""
+    chosen = select_nodes(
+        nodes,
+        frame_node_id=frame_node_id,
+        own_chain=own_chain,
+        render_range=render_range,
+        history_filter=history_filter,
+        context=context,
+        call_id=call_id,
+    )
+    by_id = {n.id: n for n in nodes}
+    chosen_ids = {n.id for n in chosen}
+    lines: list[str] = []
+    for node in chosen:
+        depth = sum(1 for a in _ancestors(node, by_id) if a.id in chosen_ids)
+        indent = "  " * depth
+        lines.extend(indent + line for line in _render_node(node))
+    return "\n".join(lines)
+
+
+def frame_chain_ids(frame: Any) -> list[str]:
+    """Node ids of ``frame`` and its enclosing frames (innermost first)."""
+    out: list[str] = []
+    while frame is not None:
+        if getattr(frame, "node_id", None):
+            out.append(frame.node_id)
+        frame = frame.parent
+    return out
+
+
+Filter = Callable[[Any, Any], bool]

@@ -1,0 +1,199 @@
+"""Loading Program entries: ``FILE.py:ENTRY`` or ``MODULE:ENTRY``.
+
+A Program module lists its public entries in ``PROGRAM_ENTRIES`` — a list/tuple of
+module-level names, or of the functions / bound ``Agent`` methods themselves.
+``__agent_options__`` on an entry (a dict) gives its metadata; for a bound method the
+class's ``method_options`` (merged along the MRO) apply too. An entry is *resumable* when
+``resumable`` is true in those options.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openprogram.errors import OpenProgramError
+
+__all__ = [
+    "EntryError",
+    "ProgramEntry",
+    "list_entries",
+    "load_entry",
+    "load_program",
+    "parse_entry_ref",
+]
+
+
+class EntryError(OpenProgramError, ValueError):
+    """A bad entry reference: file/module not found, or the name is not an entry."""
+
+
+@dataclass(frozen=True)
+class ProgramEntry:
+    """One runnable entry of a Program module."""
+
+    name: str  # the module-level name (as listed in PROGRAM_ENTRIES)
+    target: Callable[..., Any]  # the function or bound method to call
+    module: types.ModuleType
+    path: str | None  # absolute source file
+    qualname: str  # function qualname: "report" or "Reporter.report"
+    instance: Any | None = None  # the Agent instance of a bound method
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def resumable(self) -> bool:
+        return bool(self.options.get("resumable"))
+
+    @property
+    def function(self) -> Callable[..., Any]:
+        """The underlying function (unbound)."""
+        return getattr(self.target, "__func__", self.target)
+
+
+def parse_entry_ref(ref: str) -> tuple[str, str, str]:
+    """Split ``FILE.py:ENTRY`` / ``MODULE:ENTRY`` into ``(kind, location, entry)``."""
+    location, sep, entry = ref.rpartition(":")
+    if not sep or not location or not entry:
+        raise EntryError(
+            f"bad entry {ref!r}: expected FILE.py:ENTRY or MODULE:ENTRY (e.g. "
+            "examples/report_pipeline.py:build_report)"
+        )
+    if location.endswith(".py") or os.sep in location or "/" in location:
+        return "file", location, entry
+    return "module", location, entry
+
+
+def load_program(kind: str, location: str) -> types.ModuleType:
+    """Import a Program from a file path (its folder joins ``sys.path``) or a module name."""
+    if kind == "module":
+        if os.getcwd() not in sys.path and "" not in sys.path:
+            sys.path.insert(0, os.getcwd())  # like `python -m`: the project folder imports
+        try:
+            return importlib.import_module(location)
+        except ImportError as exc:
+            raise EntryError(f"cannot import Program module {location!r}: {exc}") from None
+    path = Path(location).resolve()
+    if not path.is_file():
+        raise EntryError(f"{location}: Program file not found")
+    digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]
+    name = f"_openprogram_program_{path.stem}_{digest}"
+    st = path.stat()
+    signature = (st.st_mtime_ns, st.st_size)
+    cached = sys.modules.get(name)
+    if cached is not None and getattr(cached, "__openprogram_signature__", None) == signature:
+        return cached  # unchanged on disk since it was loaded
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:  # pragma: no cover - not a Python file
+        raise EntryError(f"{location}: cannot load as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    module.__openprogram_signature__ = signature  # type: ignore[attr-defined]
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        del sys.modules[name]
+        raise EntryError(f"{location}:{exc.lineno}: syntax error: {exc.msg}") from None
+    except Exception as exc:
+        del sys.modules[name]
+        raise EntryError(f"{location}: importing the Program failed: {exc!r}") from None
+    return module
+
+
+def _merged_method_options(cls: type) -> dict[str, dict[str, Any]]:
+    merged: dict[str, dict[str, Any]] = {}
+    for klass in reversed(cls.__mro__):
+        table = klass.__dict__.get("method_options")
+        if isinstance(table, Mapping):
+            for meth, opts in table.items():
+                if isinstance(opts, Mapping):
+                    merged.setdefault(str(meth), {}).update(opts)
+    return merged
+
+
+def _entry(name: str, obj: Any, module: types.ModuleType) -> ProgramEntry:
+    path = getattr(module, "__file__", None)
+    abspath = str(Path(path).resolve()) if path else None
+    options: dict[str, Any] = {}
+    instance = None
+    receiver = getattr(obj, "__self__", None)
+    if (
+        receiver is not None
+        and hasattr(obj, "__func__")
+        and not inspect.isclass(receiver)
+        and not isinstance(receiver, types.ModuleType)
+    ):  # a bound method (plain or an Agent's scoped method)
+        instance = receiver
+        func = obj.__func__
+        method_name = func.__name__
+        options.update(_merged_method_options(type(instance)).get(method_name, {}))
+        qualname = getattr(func, "__qualname__", f"{type(instance).__name__}.{method_name}")
+    elif inspect.isfunction(obj) or inspect.ismethod(obj):
+        func = getattr(obj, "__func__", obj)
+        qualname = func.__qualname__
+    else:
+        raise EntryError(
+            f"entry {name!r} of {module.__name__} is a {type(obj).__name__}, not a function "
+            "or bound Agent method"
+        )
+    inner = inspect.unwrap(func)
+    if inner.__name__ == "<lambda>" or inspect.isgeneratorfunction(inner):
+        raise EntryError(f"entry {name!r} is a lambda or a generator, which cannot be run")
+    for holder in (obj, func, inner):
+        extra = getattr(holder, "__agent_options__", None)
+        if isinstance(extra, Mapping):
+            options.update(extra)
+    return ProgramEntry(
+        name=name,
+        target=obj,
+        module=module,
+        path=abspath,
+        qualname=qualname,
+        instance=instance,
+        options=options,
+    )
+
+
+def list_entries(module: types.ModuleType) -> dict[str, ProgramEntry]:
+    """The entries listed by ``PROGRAM_ENTRIES`` (empty when the module lists none)."""
+    listed = getattr(module, "PROGRAM_ENTRIES", None)
+    if listed is None:
+        return {}
+    if not isinstance(listed, (list, tuple)):
+        raise EntryError(f"{module.__name__}: PROGRAM_ENTRIES must be a list or tuple")
+    by_identity = {id(v): k for k, v in vars(module).items() if not k.startswith("__")}
+    out: dict[str, ProgramEntry] = {}
+    for item in listed:
+        if isinstance(item, str):
+            if item not in vars(module):
+                raise EntryError(
+                    f"{module.__name__}: PROGRAM_ENTRIES names {item!r}, which is not defined"
+                )
+            name, obj = item, getattr(module, item)
+        else:
+            name = str(by_identity.get(id(item)) or getattr(item, "__name__", repr(item)))
+            obj = item
+        out[name] = _entry(name, obj, module)
+    return out
+
+
+def load_entry(ref: str) -> ProgramEntry:
+    """Load the entry named by ``ref``; :class:`EntryError` lists the entries on a miss."""
+    kind, location, name = parse_entry_ref(ref)
+    module = load_program(kind, location)
+    entries = list_entries(module)
+    if name in entries:
+        return entries[name]
+    listed = ", ".join(sorted(entries)) or "none (the module has no PROGRAM_ENTRIES)"
+    raise EntryError(f"{location}: {name!r} is not in PROGRAM_ENTRIES; entries: {listed}")

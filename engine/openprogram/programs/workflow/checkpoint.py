@@ -1,0 +1,234 @@
+"""Checkpoints of a workflow run: a revised rerun reuses the calls that did not change.
+
+Every model-calling primitive called by workflow code (``llm``, ``agent``, and the
+judgements made inside the control-flow primitives) is logged as
+``{"call_index", "fn", "prompt", "result"}``. On the next run, a call at the same position
+with the same ``fn`` and ``prompt`` returns the saved result without a model request; the
+first call that differs (and every call after it) runs for real.
+
+Positions are sequential per run; inside ``parallel`` each branch numbers its own calls
+under the parallel call's position, so concurrency does not change the order.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import json
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Checkpoint", "CheckpointRuntime"]
+
+_Position = tuple[int, ...]
+
+
+@dataclass
+class _Cursor:
+    prefix: _Position = ()
+    counter: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def next(self) -> _Position:
+        with self.lock:
+            index = self.counter
+            self.counter += 1
+        return (*self.prefix, index)
+
+
+_cursor: contextvars.ContextVar[_Cursor | None] = contextvars.ContextVar(
+    "openprogram_checkpoint_cursor", default=None
+)
+# True while a checkpointed call runs: model calls it makes inside are part of it.
+_inside: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "openprogram_checkpoint_inside", default=False
+)
+
+
+def _precedes(first: _Position, later: _Position) -> bool:
+    """Whether call ``later`` runs after call ``first`` (sibling parallel branches do not).
+
+    Positions alternate call and branch indexes: ``(call, branch, call, ...)``.
+    """
+    for depth, (a, b) in enumerate(zip(first, later, strict=False)):
+        if a != b:
+            return depth % 2 == 0 and b > a
+    return False
+
+
+def _index_of(pos: _Position) -> int | str:
+    return pos[0] if len(pos) == 1 else ".".join(str(p) for p in pos)
+
+
+def _position(index: Any) -> _Position:
+    if isinstance(index, int):
+        return (index,)
+    return tuple(int(p) for p in str(index).split("."))
+
+
+def prompt_text(content: Any) -> str:
+    """The prompt of a call as one string (content blocks joined)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text", "")) if isinstance(b, Mapping) else str(b) for b in content
+        )
+    return repr(content)
+
+
+class Checkpoint:
+    """The call log of workflow runs (in memory, optionally mirrored to a JSON file)."""
+
+    def __init__(
+        self, entries: Iterable[Mapping[str, Any]] = (), *, path: str | Path | None = None
+    ):
+        self.path = Path(path) if path is not None else None
+        loaded = list(entries)
+        if not loaded and self.path is not None and self.path.exists():
+            loaded = json.loads(self.path.read_text(encoding="utf-8"))
+        self.entries: list[dict[str, Any]] = [dict(e) for e in loaded]
+        self._saved: dict[_Position, dict[str, Any]] = {}
+        self._breaks: list[_Position] = []
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    # -- runs -----------------------------------------------------------------------
+
+    def begin_run(self) -> contextvars.Token[_Cursor | None]:
+        """Start a run: the previous run's log becomes the saved log to replay."""
+        with self._lock:
+            self._saved = {_position(e["call_index"]): e for e in self.entries}
+            self.entries = []
+            self._breaks = []
+            self.hits = self.misses = 0
+        return _cursor.set(_Cursor())
+
+    def end_run(self, token: contextvars.Token[_Cursor | None]) -> None:
+        _cursor.reset(token)
+        self._persist()
+
+    # -- calls ----------------------------------------------------------------------
+
+    def call(self, fn: str, prompt: str, thunk: Callable[[], Any]) -> Any:
+        """Return the saved result of this call, or run ``thunk`` and log its result."""
+        if _inside.get():
+            return thunk()
+        cursor = _cursor.get()
+        if cursor is None:  # not inside a workflow run
+            return thunk()
+        pos = cursor.next()
+        with self._lock:
+            saved = self._saved.get(pos)
+            reusable = (
+                saved is not None
+                and saved.get("fn") == fn
+                and saved.get("prompt") == prompt
+                and saved.get("reusable", True)
+                and not any(_precedes(b, pos) for b in self._breaks)
+            )
+            if not reusable:
+                self._breaks.append(pos)
+        if reusable:
+            assert saved is not None
+            with self._lock:
+                self.hits += 1
+                self.entries.append(dict(saved))
+            return saved["result"]
+        token = _inside.set(True)
+        try:
+            result = thunk()
+        finally:
+            _inside.reset(token)
+        entry = {"call_index": _index_of(pos), "fn": fn, "prompt": prompt, "result": result}
+        with self._lock:
+            self.misses += 1
+            self.entries.append(entry)
+        self._persist()
+        return result
+
+    def wrap(self, fn_name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` whose calls are checkpointed (the prompt is its first argument)."""
+
+        @functools.wraps(fn)
+        def checkpointed(*args: Any, **kwargs: Any) -> Any:
+            content = args[0] if args else kwargs.get("content", kwargs.get("prompt", ""))
+            return self.call(fn_name, prompt_text(content), lambda: fn(*args, **kwargs))
+
+        return checkpointed
+
+    def wrap_parallel(self, parallel: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+        """``parallel`` whose branches number their calls under one reserved position."""
+
+        @functools.wraps(parallel)
+        def checkpointed(thunks: Iterable[Callable[[], Any]], **kwargs: Any) -> list[Any]:
+            cursor = _cursor.get()
+            if cursor is None or _inside.get():
+                return parallel(thunks, **kwargs)
+            base = cursor.next()
+
+            def scoped(branch: int, thunk: Callable[[], Any]) -> Callable[[], Any]:
+                def run() -> Any:
+                    token = _cursor.set(_Cursor(prefix=(*base, branch)))
+                    try:
+                        return thunk()
+                    finally:
+                        _cursor.reset(token)
+
+                return run
+
+            return parallel([scoped(i, t) for i, t in enumerate(thunks)], **kwargs)
+
+        return checkpointed
+
+    # -- persistence ----------------------------------------------------------------
+
+    def _persist(self) -> None:
+        if self.path is None:
+            return
+        with self._lock:
+            rows = [
+                _jsonable(e) for e in sorted(self.entries, key=lambda e: _position(e["call_index"]))
+            ]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        tmp.write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
+        tmp.replace(self.path)
+
+
+def _jsonable(entry: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(entry)
+    try:
+        json.dumps(out["result"])
+    except (TypeError, ValueError):
+        out["result"] = repr(out["result"])
+        out["reusable"] = False  # a repr cannot stand in for the real value
+    return out
+
+
+class CheckpointRuntime:
+    """A runtime wrapper that logs direct ``exec`` calls (e.g. control-flow judgements)."""
+
+    def __init__(self, inner: Any, checkpoint: Checkpoint) -> None:
+        self._inner = inner
+        self._checkpoint = checkpoint
+
+    @property
+    def inner(self) -> Any:
+        return self._inner
+
+    def exec(self, content: Any, **kwargs: Any) -> str:
+        result: str = self._checkpoint.call(
+            "llm", prompt_text(content), lambda: self._inner.exec(content, **kwargs)
+        )
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __repr__(self) -> str:
+        return f"CheckpointRuntime({self._inner!r})"

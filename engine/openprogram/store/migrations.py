@@ -1,0 +1,124 @@
+"""Versioned schema of the SQLite store.
+
+Each :class:`Migration` is applied once, in ``version`` order, inside one transaction,
+and recorded in the ``schema_version`` table (``version``, ``name``, ``applied_at``).
+Opening a store applies the missing ones; a database whose version is newer than this
+code knows is refused (upgrade OpenProgram instead of writing an older schema into it).
+
+Adding a migration is one entry: append ``Migration(N + 1, "what it adds", SQL)`` to
+:data:`MIGRATIONS`. ``SQL`` is a script of ``;``-separated statements, or a zero-argument
+callable returning one (use that to take the SQL from a module that imports the store,
+e.g. ``lambda: importlib.import_module("openprogram.durable.schema").MIGRATION_SQL``).
+Never edit or renumber an applied migration; add a new one.
+
+Schema v1 (sessions and nodes):
+
+* ``sessions(id, name, agent_id, head_id, head_pinned, metadata, created_at, updated_at)``
+  — ``head_pinned = 0`` means the head is the session's latest node (by ``seq``), so the
+  common append writes no session row; ``head_pinned = 1`` means ``head_id`` was chosen
+  (``move_head`` or an append with ``move_head=False``).
+* ``nodes(id, session_id, seq, kind, name, caller_id, predecessor_id, input, output,
+  status, metadata, created_at, updated_at)`` — JSON columns hold JSON text;
+  ``(session_id, seq)`` is unique.
+
+Schema v2: the durable-run tables ``runs`` and ``run_steps``, documented in
+:mod:`openprogram.durable.schema` (its SQL is loaded from there when v2 is applied).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step: its version number, a short name and its SQL script."""
+
+    version: int
+    name: str
+    sql: str | Callable[[], str]
+
+    def script(self) -> str:
+        return self.sql() if callable(self.sql) else self.sql
+
+
+SCHEMA_V1 = """
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    name TEXT,
+    agent_id TEXT,
+    head_id TEXT,
+    head_pinned INTEGER NOT NULL DEFAULT 0,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE nodes (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    caller_id TEXT,
+    predecessor_id TEXT,
+    input TEXT,
+    output TEXT,
+    status TEXT NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE UNIQUE INDEX nodes_session_seq ON nodes(session_id, seq);
+"""
+
+#: Every migration, in order. Append new entries at the end (see module docstring).
+MIGRATIONS: list[Migration] = [
+    Migration(1, "sessions and nodes", SCHEMA_V1),
+    Migration(
+        2,
+        "durable runs and steps",
+        lambda: importlib.import_module("openprogram.durable.schema").MIGRATION_SQL,
+    ),
+]
+
+VERSION_TABLE = """
+CREATE TABLE IF NOT EXISTS schema_version (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at REAL NOT NULL
+)
+"""
+
+
+def check_migrations(migrations: list[Migration]) -> None:
+    """Raise ``ValueError`` unless versions are 1, 2, 3, ... in list order."""
+    versions = [m.version for m in migrations]
+    if versions != list(range(1, len(versions) + 1)):
+        raise ValueError(f"migration versions must be 1..N in order, got {versions}")
+
+
+def latest_version(migrations: list[Migration] | None = None) -> int:
+    """The version a fully migrated database has."""
+    ms = MIGRATIONS if migrations is None else migrations
+    return max((m.version for m in ms), default=0)
+
+
+def split_statements(script: str) -> list[str]:
+    """Split an SQL script into complete statements (``;`` inside strings is kept)."""
+    out: list[str] = []
+    buf = ""
+    for piece in script.split(";"):
+        buf += piece + ";"
+        if sqlite3.complete_statement(buf):
+            if buf.strip(" \t\r\n;"):
+                out.append(buf.strip())
+            buf = ""
+    if buf.strip(" \t\r\n;"):
+        out.append(buf.strip())
+    return out
+
+
+check_migrations(MIGRATIONS)

@@ -1,0 +1,653 @@
+"""SQLite backend of the session store (stdlib ``sqlite3``, WAL, one file per root).
+
+Connections: one per thread (``threading.local``), opened on first use with WAL,
+``synchronous=NORMAL`` and a busy timeout, so threads and processes can append to one
+session at the same time.
+
+Hot path (one recorded node = one short transaction):
+
+* append: ``BEGIN IMMEDIATE``; ``PRAGMA data_version`` tells whether another connection
+  committed since this one last looked; if not, the session's last ``seq``/head cached on
+  this connection are exact and no query is needed; ``INSERT``; ``COMMIT``.
+* update: one ``UPDATE`` statement (its own transaction) merging metadata with
+  ``json_set``. The stored row is always merged by SQLite; the returned ``Node`` is built
+  from the node this process appended (``RETURNING`` reads back nodes it did not), so a
+  field another process changed in between may be missing from that returned object.
+
+Other store-backed modules may use :meth:`SqliteBackend.connection` and
+:meth:`SqliteBackend.transaction` for their own tables (see ``migrations.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from openprogram.errors import StoreError
+from openprogram.store.base import UNSET, StoreBackend, _Unset
+from openprogram.store.jsoncodec import dumps as _dumps
+from openprogram.store.jsoncodec import loads as _loads
+from openprogram.store.migrations import (
+    MIGRATIONS,
+    VERSION_TABLE,
+    Migration,
+    latest_version,
+    split_statements,
+)
+from openprogram.store.models import Node, Session
+
+DEFAULT_BUSY_TIMEOUT_S = 10.0
+_HAS_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
+
+_NODE_COLS = (
+    "id, session_id, seq, kind, name, caller_id, predecessor_id, input, output, status, "
+    "metadata, created_at, updated_at"
+)
+_HEAD_SQL = (
+    "SELECT head_id, head_pinned, "
+    "(SELECT id FROM nodes WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1), "
+    "(SELECT MAX(seq) FROM nodes WHERE session_id = ?1) "
+    "FROM sessions WHERE id = ?1"
+)
+_INSERT_SQL = (
+    f"INSERT INTO nodes ({_NODE_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT(id) DO NOTHING"
+)
+_SESSION_SELECT = (
+    "SELECT s.id, s.name, s.agent_id, "
+    "CASE WHEN s.head_pinned THEN s.head_id ELSE "
+    "(SELECT id FROM nodes WHERE session_id = s.id ORDER BY seq DESC LIMIT 1) END, "
+    "s.metadata, s.created_at, "
+    "MAX(s.updated_at, COALESCE((SELECT MAX(updated_at) FROM nodes "
+    "WHERE session_id = s.id), 0)), "
+    "(SELECT COUNT(*) FROM nodes WHERE session_id = s.id) "
+    "FROM sessions s"
+)
+# Per connection: session id -> (last node id, last seq, head pinned, pinned head id).
+_Head = tuple[str | None, int, bool, str | None]
+
+_TERMINAL = frozenset(("completed", "error", "cancelled"))
+_JSON_ERRORS = (TypeError, ValueError, RecursionError)
+# Nodes appended with status "running" are kept (up to this many) for update().
+_OPEN_NODES_MAX = 4096
+
+# Bumped in a forked child so it opens its own connections (never reuse a parent's).
+_fork_generation = 0
+
+
+def _after_fork() -> None:
+    global _fork_generation
+    _fork_generation += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+def new_id() -> str:
+    """A fresh random node/session id (32 hex digits)."""
+    return os.urandom(16).hex()
+
+
+def db_error(exc: BaseException, location: str, busy_timeout_s: float) -> StoreError:
+    """Translate an ``sqlite3`` error into a one-line ``StoreError`` saying what to do."""
+    msg = str(exc) or type(exc).__name__
+    low = msg.lower()
+    if "not a database" in low or "malformed" in low or "encrypted" in low:
+        return StoreError(
+            f"{location} is not a readable OpenProgram store (corrupted or not an SQLite "
+            f"database: {msg}); move the file aside (nothing was deleted) or use another "
+            "store with --store DIR / OPENPROGRAM_STORE"
+        )
+    if "readonly" in low or "read-only" in low or "unable to open" in low:
+        return StoreError(
+            f"cannot open the store {location} for writing ({msg}); make its directory "
+            "writable or choose another with --store DIR / OPENPROGRAM_STORE"
+        )
+    if "locked" in low or "busy" in low:
+        return StoreError(
+            f"the store {location} stayed locked by another writer for more than "
+            f"{busy_timeout_s:g}s ({msg}); retry when the other process is done"
+        )
+    if "disk" in low or "full" in low or "i/o" in low:
+        return StoreError(f"cannot write the store {location} ({msg}); check free disk space")
+    return StoreError(f"store {location}: {msg}")
+
+
+def _node(row: Sequence[Any]) -> Node:
+    inp, out, meta = row[7], row[8], row[10]
+    return Node(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        row[6],
+        None if inp is None else _loads(inp),
+        None if out is None else _loads(out),
+        row[9],
+        _loads(meta) if meta else {},
+        row[11],
+        row[12],
+    )
+
+
+def _session(row: Sequence[Any]) -> Session:
+    return Session(
+        id=row[0],
+        name=row[1],
+        agent_id=row[2],
+        head_id=row[3],
+        metadata=_loads(row[4]) if row[4] else {},
+        created_at=row[5],
+        updated_at=row[6],
+        node_count=row[7],
+    )
+
+
+class SqliteBackend(StoreBackend):
+    """The session store in one SQLite file (see module docstring)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+        migrations: list[Migration] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.location = str(self.path)
+        self.busy_timeout_s = busy_timeout_s
+        self._migrations = sorted(migrations or MIGRATIONS, key=lambda m: m.version)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._conns: list[tuple[int, sqlite3.Connection]] = []
+        self._closed = False
+        self._update_sql: dict[tuple[bool, bool, int, bool], str] = {}
+        self._open_nodes: dict[str, Node] = {}
+        self._migrate(self.connection())
+
+    # -- connections -------------------------------------------------------------------
+
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection (autocommit mode: use :meth:`transaction` to group).
+
+        Other store-backed modules (durable runs) may run their own SQL on it.
+        """
+        local = self._local
+        conn: sqlite3.Connection | None = getattr(local, "conn", None)
+        if conn is not None and local.gen == _fork_generation and not self._closed:
+            return conn
+        return self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreError(f"the store {self.location} is closed; open a new SessionStore")
+        conn: sqlite3.Connection | None = None
+        try:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout_s,
+                isolation_level=None,
+                check_same_thread=False,
+                cached_statements=256,
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            raise db_error(exc, self.location, self.busy_timeout_s) from None
+        with self._lock:
+            self._conns.append((_fork_generation, conn))
+        self._local.conn = conn
+        self._local.gen = _fork_generation
+        self._local.heads = {}
+        self._local.data_version = None
+        return conn
+
+    def forget_cached_state(self) -> None:
+        """Drop this thread's cached session heads (after writing ``sessions``/``nodes``
+        with your own SQL on :meth:`connection`; other connections notice by themselves).
+        """
+        heads = getattr(self._local, "heads", None)
+        if heads is not None:
+            heads.clear()
+        self._open_nodes.clear()
+
+    def transaction(self) -> _Transaction:
+        """``with backend.transaction() as conn:`` — one ``BEGIN IMMEDIATE`` transaction.
+
+        Commits on success, rolls back on any exception; ``sqlite3`` errors become
+        ``StoreError``.
+        """
+        return _Transaction(self)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            conns, self._conns = self._conns, []
+        for generation, conn in conns:
+            if generation != _fork_generation:
+                continue  # inherited through fork(): the parent still owns it
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+
+    def _error(self, exc: BaseException) -> StoreError:
+        return db_error(exc, self.location, self.busy_timeout_s)
+
+    # -- schema ------------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        """The version recorded in ``schema_version`` (0 for a new file)."""
+        conn = self.connection()
+        try:
+            row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return 0
+            raise self._error(exc) from None
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        return int(row[0] or 0)
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        target = latest_version(self._migrations)
+        current = self.schema_version()
+        if current > target:
+            raise StoreError(
+                f"the store {self.location} has schema version {current}, newer than this "
+                f"OpenProgram knows ({target}); upgrade OpenProgram to use it"
+            )
+        if current == target:
+            return
+        with self.transaction():
+            conn.execute(VERSION_TABLE)
+            row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            current = int(row[0] or 0)  # another process may have migrated meanwhile
+            for m in self._migrations:
+                if m.version <= current:
+                    continue
+                for statement in split_statements(m.script()):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)",
+                    (m.version, m.name, time.time()),
+                )
+
+    # -- sessions ----------------------------------------------------------------------
+
+    def create_session(
+        self,
+        session_id: str,
+        *,
+        name: str | None,
+        agent_id: str | None,
+        metadata: dict[str, Any],
+        now: float,
+    ) -> Session:
+        conn = self.connection()
+        try:
+            conn.execute(
+                "INSERT INTO sessions (id, name, agent_id, head_id, head_pinned, metadata, "
+                "created_at, updated_at) VALUES (?, ?, ?, NULL, 0, ?, ?, ?) "
+                "ON CONFLICT(id) DO NOTHING",
+                (session_id, name, agent_id, _dumps(metadata), now, now),
+            )
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"session {session_id!r}: metadata is not JSON ({exc})") from None
+        session = self.get_session(session_id)
+        assert session is not None
+        return session
+
+    def get_session(self, session_id: str) -> Session | None:
+        rows = self._query(_SESSION_SELECT + " WHERE s.id = ?", (session_id,))
+        return _session(rows[0]) if rows else None
+
+    def list_sessions(self) -> list[Session]:
+        rows = self._query(_SESSION_SELECT + " ORDER BY 7 DESC, s.created_at DESC", ())
+        return [_session(r) for r in rows]
+
+    def head_id(self, session_id: str) -> str | None:
+        rows = self._query(_HEAD_SQL, (session_id,))
+        if not rows:
+            raise self._no_session(session_id)
+        pinned_head, pinned, last_id, _ = rows[0]
+        return pinned_head if pinned else last_id
+
+    def set_head(self, session_id: str, node_id: str) -> None:
+        with self.transaction() as conn:
+            row = conn.execute("SELECT session_id FROM nodes WHERE id = ?", (node_id,)).fetchone()
+            if row is None or row[0] != session_id:
+                raise StoreError(
+                    f"node {node_id!r} is not in session {session_id!r}; pick a node id from "
+                    f"`openprogram show {session_id}`"
+                )
+            conn.execute(
+                "UPDATE sessions SET head_id = ?, head_pinned = 1, updated_at = ? WHERE id = ?",
+                (node_id, time.time(), session_id),
+            )
+            self._local.heads.pop(session_id, None)
+
+    def _no_session(self, session_id: str) -> StoreError:
+        return StoreError(
+            f"session {session_id!r} does not exist in {self.location}; create it with "
+            "SessionStore.create_session() or list sessions with `openprogram sessions`"
+        )
+
+    # -- nodes -------------------------------------------------------------------------
+
+    def append_node(
+        self,
+        session_id: str,
+        kind: str,
+        name: str,
+        *,
+        node_id: str | None,
+        input: Any,
+        output: Any,
+        status: str,
+        caller_id: str | None,
+        metadata: dict[str, Any],
+        predecessor_id: str | _Unset | None,
+        move_head: bool,
+        now: float,
+    ) -> Node:
+        nid = node_id or new_id()
+        try:
+            in_json = None if input is None else _dumps(input)
+            out_json = None if output is None else _dumps(output)
+            meta_json = _dumps(metadata) if metadata else "{}"
+        except _JSON_ERRORS as exc:
+            raise StoreError(
+                f"node {name!r}: input, output and metadata must be JSON values ({exc})"
+            ) from None
+        conn = self.connection()
+        local = self._local
+        heads: dict[str, _Head] = local.heads
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                version = conn.execute("PRAGMA data_version").fetchone()[0]
+                if version != local.data_version:  # another connection committed
+                    heads.clear()
+                    local.data_version = version
+                head_state = heads.get(session_id)
+                if head_state is None:
+                    row = conn.execute(_HEAD_SQL, (session_id,)).fetchone()
+                    if row is None:
+                        raise self._no_session(session_id)
+                    head_state = (row[2], row[3] or 0, bool(row[1]), row[0])
+                last_id, last_seq, pinned, pinned_head = head_state
+                head = pinned_head if pinned else last_id
+                pred = head if predecessor_id is UNSET else predecessor_id
+                seq = last_seq + 1
+                cur = conn.execute(
+                    _INSERT_SQL,
+                    (
+                        nid,
+                        session_id,
+                        seq,
+                        kind,
+                        name,
+                        caller_id,
+                        pred,
+                        in_json,
+                        out_json,
+                        status,
+                        meta_json,
+                        now,
+                        now,
+                    ),
+                )
+                if cur.rowcount == 0:  # idempotent: this id is already stored
+                    conn.execute("ROLLBACK")
+                    return self._existing(nid, session_id)
+                if move_head:
+                    if pinned:  # back to "head = latest node", which is this one
+                        conn.execute(
+                            "UPDATE sessions SET head_id = NULL, head_pinned = 0, "
+                            "updated_at = ? WHERE id = ?",
+                            (now, session_id),
+                        )
+                        pinned, pinned_head = False, None
+                elif not pinned:  # keep the head where it was
+                    conn.execute(
+                        "UPDATE sessions SET head_id = ?, head_pinned = 1, updated_at = ? "
+                        "WHERE id = ?",
+                        (head, now, session_id),
+                    )
+                    pinned, pinned_head = True, head
+                conn.execute("COMMIT")
+            except BaseException:
+                heads.clear()
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        heads[session_id] = (nid, seq, pinned, pinned_head)
+        node = Node(
+            nid,
+            session_id,
+            seq,
+            kind,
+            name,
+            caller_id,
+            pred,
+            input,
+            output,
+            status,
+            metadata,
+            now,
+            now,
+        )
+        if status == "running":
+            open_nodes = self._open_nodes
+            if len(open_nodes) >= _OPEN_NODES_MAX:
+                open_nodes.clear()
+            open_nodes[nid] = node
+        return node
+
+    def _existing(self, node_id: str, session_id: str) -> Node:
+        node = self.get_node(node_id)
+        if node is None:  # pragma: no cover - the conflicting row cannot vanish
+            raise StoreError(f"node {node_id!r} conflicts but cannot be read; retry")
+        if node.session_id != session_id:
+            raise StoreError(
+                f"node id {node_id!r} already belongs to session {node.session_id!r}, "
+                f"not {session_id!r}; use a fresh node id"
+            )
+        return node
+
+    def update_node(
+        self,
+        node_id: str,
+        *,
+        output: Any | _Unset,
+        status: str | None,
+        metadata: dict[str, Any] | None,
+        now: float,
+    ) -> Node:
+        meta = metadata or {}
+        has_output = output is not UNSET
+        try:
+            out_json = None if not has_output or output is None else _dumps(output)
+            meta_items = [(k, _dumps(v)) for k, v in meta.items()]
+        except _JSON_ERRORS as exc:
+            raise StoreError(
+                f"node {node_id!r}: output and metadata must be JSON values ({exc})"
+            ) from None
+        safe_keys = _HAS_RETURNING
+        for k in meta:
+            if '"' in k or "\\" in k:
+                safe_keys = False
+        if not safe_keys:
+            return self._update_in_python(node_id, output, out_json, status, meta, now)
+        known = self._open_nodes.get(node_id)
+        key = (has_output, status is not None, len(meta_items), known is None)
+        sql = self._update_sql.get(key) or self._build_update_sql(key)
+        params: list[Any] = [now]
+        if has_output:
+            params.append(out_json)
+        if status is not None:
+            params.append(status)
+        for k, v in meta_items:
+            params.append(f'$."{k}"')
+            params.append(v)
+        params.append(node_id)
+        try:
+            cur = self.connection().execute(sql, params)
+            rows = cur.fetchall() if known is None else None
+        except sqlite3.OperationalError as exc:
+            if "json" not in str(exc).lower():
+                raise self._error(exc) from None
+            # e.g. stored metadata holding NaN: merge in Python instead.
+            return self._update_in_python(node_id, output, out_json, status, meta, now)
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        if known is None:
+            if not rows:
+                raise self._no_node(node_id)
+            return _node(rows[0])
+        if cur.rowcount == 0:
+            self._open_nodes.pop(node_id, None)
+            raise self._no_node(node_id)
+        node = Node(
+            known.id,
+            known.session_id,
+            known.seq,
+            known.kind,
+            known.name,
+            known.caller_id,
+            known.predecessor_id,
+            known.input,
+            output if has_output else known.output,
+            status if status is not None else known.status,
+            {**known.metadata, **meta} if meta else known.metadata,
+            known.created_at,
+            now,
+        )
+        if node.status in _TERMINAL:
+            self._open_nodes.pop(node_id, None)
+        else:
+            self._open_nodes[node_id] = node
+        return node
+
+    def _build_update_sql(self, key: tuple[bool, bool, int, bool]) -> str:
+        has_output, has_status, n_meta, returning = key
+        sets = ["updated_at = ?"]
+        if has_output:
+            sets.append("output = ?")
+        if has_status:
+            sets.append("status = ?")
+        if n_meta:
+            sets.append("metadata = json_set(metadata" + ", ?, json(?)" * n_meta + ")")
+        sql = f"UPDATE nodes SET {', '.join(sets)} WHERE id = ?"
+        if returning:
+            sql += f" RETURNING {_NODE_COLS}"
+        self._update_sql[key] = sql
+        return sql
+
+    def _update_in_python(
+        self,
+        node_id: str,
+        output: Any,
+        out_json: str | None,
+        status: str | None,
+        meta: dict[str, Any],
+        now: float,
+    ) -> Node:
+        with self.transaction() as conn:
+            row = conn.execute(
+                f"SELECT {_NODE_COLS} FROM nodes WHERE id = ?", (node_id,)
+            ).fetchone()
+            if row is None:
+                raise self._no_node(node_id)
+            node = _node(row)
+            node.metadata.update(meta)
+            if output is not UNSET:
+                node.output = output
+            else:
+                out_json = row[8]
+            if status is not None:
+                node.status = status
+            node.updated_at = now
+            self._open_nodes.pop(node_id, None)
+            conn.execute(
+                "UPDATE nodes SET output = ?, status = ?, metadata = ?, updated_at = ? "
+                "WHERE id = ?",
+                (out_json, node.status, _dumps(node.metadata), now, node_id),
+            )
+        return node
+
+    def _no_node(self, node_id: str) -> StoreError:
+        return StoreError(f"node {node_id!r} does not exist in {self.location}")
+
+    def get_node(self, node_id: str) -> Node | None:
+        rows = self._query(f"SELECT {_NODE_COLS} FROM nodes WHERE id = ?", (node_id,))
+        return _node(rows[0]) if rows else None
+
+    def list_nodes(self, session_id: str) -> list[Node]:
+        rows = self._query(
+            f"SELECT {_NODE_COLS} FROM nodes WHERE session_id = ? ORDER BY seq", (session_id,)
+        )
+        return [_node(r) for r in rows]
+
+    def children(self, node_id: str) -> list[Node]:
+        rows = self._query(
+            f"SELECT {_NODE_COLS} FROM nodes WHERE session_id = "
+            "(SELECT session_id FROM nodes WHERE id = ?1) AND caller_id = ?1 ORDER BY seq",
+            (node_id,),
+        )
+        return [_node(r) for r in rows]
+
+    def _query(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        try:
+            return self.connection().execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+
+
+class _Transaction:
+    """Context manager of :meth:`SqliteBackend.transaction`."""
+
+    def __init__(self, backend: SqliteBackend) -> None:
+        self._backend = backend
+        self._conn: sqlite3.Connection | None = None
+
+    def __enter__(self) -> sqlite3.Connection:
+        conn = self._backend.connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise self._backend._error(exc) from None
+        self._conn = conn
+        return conn
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        conn = self._conn
+        assert conn is not None
+        self._conn = None
+        try:
+            if exc is None:
+                conn.execute("COMMIT")
+            elif conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error as err:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise self._backend._error(err) from None
+        if isinstance(exc, sqlite3.Error):
+            raise self._backend._error(exc) from None

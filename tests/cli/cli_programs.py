@@ -1,0 +1,99 @@
+"""Programs and a subprocess helper for the run/resume CLI tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+OPENPROGRAM = str(Path(sys.executable).parent / "openprogram")
+
+PROGRAM = '''
+import os
+import time
+
+from openprogram import step, workflow
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def act(name: str, value: int) -> dict:
+    """Record a call; fail while fail_<name> exists; block while block_<name> exists."""
+    with open(os.path.join(HERE, "calls.log"), "a", encoding="utf-8") as f:
+        f.write(name + " " + str(value) + "\\n")
+    while os.path.exists(os.path.join(HERE, "block_" + name)):
+        time.sleep(0.01)
+    if os.path.exists(os.path.join(HERE, "fail_" + name)):
+        raise RuntimeError("injected failure in " + name)
+    return {"name": name, "value": value}
+
+
+def wait_here(tag: str) -> str:
+    """Orchestration-free waiting point (a workflow body): blocks while block_<tag> exists."""
+    with open(os.path.join(HERE, "calls.log"), "a", encoding="utf-8") as f:
+        f.write("wait " + tag + "\\n")
+    while os.path.exists(os.path.join(HERE, "block_" + tag)):
+        time.sleep(0.01)
+    return tag
+
+
+def main(n: int = 1) -> dict:
+    a = step("a", act, "a", n)
+    b = step("slow", act, "slow", a["value"] + 1)
+    c = step("c", act, "c", b["value"] + 1)
+    return {"total": c["value"]}
+
+
+def waiting(n: int = 1) -> dict:
+    a = step("a", act, "a", n)
+    workflow("pause-point", wait_here, "gate")
+    c = step("c", act, "c", a["value"] + 1)
+    return {"total": c["value"]}
+
+
+def plain(x: int) -> int:
+    return x * 2
+
+
+main.__agent_options__ = {"resumable": True}
+waiting.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main", "waiting", "plain"]
+'''
+
+
+def write_program(folder: Path) -> Path:
+    path = folder / "prog.py"
+    path.write_text(PROGRAM, encoding="utf-8")
+    return path
+
+
+def calls(folder: Path) -> list[str]:
+    log = folder / "calls.log"
+    return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+
+
+def env() -> dict[str, str]:
+    """Environment without any model configured."""
+    out = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENPROGRAM_", "OPENAI_", "ANTHROPIC_"))
+    }
+    out["PYTHONUNBUFFERED"] = "1"
+    return out
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [OPENPROGRAM, *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=env()
+    )
+
+
+def cli_json(*args: str, cwd: Path) -> tuple[int, dict[str, Any]]:
+    proc = cli(*args, "--json", cwd=cwd)
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1, (proc.stdout, proc.stderr)
+    return proc.returncode, json.loads(lines[0])

@@ -1,0 +1,130 @@
+"""``openprogram run/resume/runs/cancel`` in real subprocesses: exit codes, ``--json``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_programs import calls, cli, cli_json, write_program
+
+
+@pytest.fixture()
+def work(tmp_path: Path) -> Path:
+    write_program(tmp_path)
+    return tmp_path
+
+
+def test_run_completes_without_a_model_and_json_contract(work: Path) -> None:
+    code, out = cli_json("run", "prog.py:main", "--args", '{"n": 2}', "--store", "st", cwd=work)
+    assert code == 0
+    assert set(out) == {"run_id", "status", "result"}
+    assert out["status"] == "completed" and out["result"] == {"total": 4}
+    proc = cli("runs", "--json", "--store", "st", cwd=work)
+    (listed,) = json.loads(proc.stdout)
+    assert listed["run_id"] == out["run_id"] and listed["status"] == "completed"
+
+
+def test_text_output_and_module_entry(work: Path) -> None:
+    proc = cli("run", "prog:plain", "--args", '{"x": 21}', "--store", "st", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    proc = cli("run", "no_such_module:plain", "--store", "st", cwd=work)
+    assert proc.returncode == 2 and "cannot import Program module" in proc.stderr
+    proc = cli("run", "prog.py:plain", "--args", '{"x": 21}', "--store", "st", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert "completed" in proc.stdout and "42" in proc.stdout
+
+
+def test_failed_then_resumed(work: Path) -> None:
+    (work / "fail_c").touch()
+    code, out = cli_json("run", "prog.py:main", "--store", "st", cwd=work)
+    assert code == 1 and out["status"] == "failed"
+    assert "injected failure in c" in out["error"]
+    (work / "fail_c").unlink()
+    code, again = cli_json("resume", out["run_id"], "--store", "st", cwd=work)
+    assert code == 0 and again == {
+        "run_id": out["run_id"],
+        "status": "completed",
+        "result": {"total": 3},
+    }
+    assert calls(work) == ["a 1", "slow 2", "c 3", "c 3"]
+    code, done = cli_json("resume", out["run_id"], "--store", "st", cwd=work)
+    assert code == 2 and "completed" in done["error"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--args", "{not json"], "not valid JSON"),
+        (["--args", "[1, 2]"], "must be a JSON object"),
+        (["--args", '{"nope": 1}'], "unexpected keyword argument 'nope'"),
+    ],
+)
+def test_bad_args_exit_2(work: Path, args: list[str], message: str) -> None:
+    proc = cli("run", "prog.py:main", *args, "--store", "st", cwd=work)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_required_parameter(work: Path) -> None:
+    proc = cli("run", "prog.py:plain", "--store", "st", cwd=work)
+    assert proc.returncode == 2
+    assert "missing a required argument: 'x'" in proc.stderr
+
+
+def test_unknown_entry_lists_entries(work: Path) -> None:
+    code, out = cli_json("run", "prog.py:nothing", "--store", "st", cwd=work)
+    assert code == 2
+    assert "entries: main, plain, waiting" in out["error"]
+
+
+def test_program_output_goes_to_stderr_with_json(work: Path) -> None:
+    (work / "noisy.py").write_text(
+        "def noisy():\n    print('hello from the program')\n    return 1\n\n"
+        "PROGRAM_ENTRIES = ['noisy']\n"
+    )
+    proc = cli("run", "noisy.py:noisy", "--json", "--store", "st", cwd=work)
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout) == {
+        "run_id": json.loads(proc.stdout)["run_id"],
+        "status": "completed",
+        "result": 1,
+    }
+    assert "hello from the program" in proc.stderr
+
+
+def test_paused_exit_3_and_cancel(work: Path) -> None:
+    (work / "fail_c").touch()
+    code, out = cli_json("run", "prog.py:main", "--store", "st", cwd=work)
+    # make the program incompatible: rename step "a"
+    prog = work / "prog.py"
+    prog.write_text(prog.read_text().replace('step("a", act', 'step("first", act'))
+    proc = cli("resume", out["run_id"], "--policy", "use_latest", "--store", "st", cwd=work)
+    assert proc.returncode == 3, proc.stderr
+    assert out["run_id"] in proc.stdout and "'a'" in proc.stdout
+    code, paused = cli_json(
+        "resume", out["run_id"], "--policy", "use_latest", "--store", "st", cwd=work
+    )
+    assert code == 3 and paused["status"] == "paused" and paused["paused_step"] == "a"
+    proc = cli("runs", "--status", "paused", "--store", "st", cwd=work)
+    assert out["run_id"] in proc.stdout
+    proc = cli("cancel", out["run_id"], "--store", "st", cwd=work)
+    assert proc.returncode == 0
+    proc = cli("runs", "--status", "cancelled", "--json", "--store", "st", cwd=work)
+    assert [r["run_id"] for r in json.loads(proc.stdout)] == [out["run_id"]]
+    assert cli("cancel", out["run_id"], "--store", "st", cwd=work).returncode == 2
+    assert cli("cancel", "unknown-id", "--store", "st", cwd=work).returncode == 2
+
+
+def test_determinism_refusal_cites_rule(work: Path) -> None:
+    (work / "bad.py").write_text(
+        "import random\n\nfrom openprogram import step\n\n\n"
+        "def pick(x: int) -> int:\n    return x\n\n\n"
+        "def main() -> int:\n    n = random.randint(1, 9)\n    return step('pick', pick, n)\n\n\n"
+        "main.__agent_options__ = {'resumable': True}\nPROGRAM_ENTRIES = ['main']\n"
+    )
+    proc = cli("run", "bad.py:main", "--store", "st", cwd=work)
+    assert proc.returncode == 2
+    assert "bad.py:11:" in proc.stderr and "OP205" in proc.stderr
+    assert cli("runs", "--json", "--store", "st", cwd=work).stdout.strip() == "[]"
