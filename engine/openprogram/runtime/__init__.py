@@ -7,6 +7,8 @@ text = rt.exec("Say hi", tools=[my_function])
 
 from __future__ import annotations
 
+import os
+
 from typing import Any
 
 from openprogram.errors import ConfigError, ProviderError, ReplayMismatch
@@ -47,7 +49,13 @@ def create_runtime(model: str | None = None, **kwargs: Any) -> Runtime:
     Autodetection: ``OPENPROGRAM_MODEL``; ``[tool.openprogram] model`` in the nearest
     pyproject.toml; ``OPENAI_API_KEY`` -> ``openai:gpt-4.1-mini``; ``ANTHROPIC_API_KEY``
     -> ``anthropic:claude-sonnet-4-5``; otherwise a ConfigError saying how to configure.
+
+    ``OPENPROGRAM_RECORD_TO=run.jsonl`` appends every request of the runtime to that
+    cassette (replay it later with ``OPENPROGRAM_MODEL=replay:run.jsonl``).
     """
+    record_to = os.environ.get("OPENPROGRAM_RECORD_TO")
+    if record_to and "record_to" not in kwargs:
+        kwargs["record_to"] = CassetteWriter(record_to, append=True)
     return Runtime(model if model is not None else detect_model(), **kwargs)
 
 

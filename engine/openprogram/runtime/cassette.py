@@ -71,13 +71,17 @@ def request_diff(recorded: dict[str, Any], actual: dict[str, Any]) -> str:
 
 
 class CassetteWriter:
-    """Writes a cassette as requests complete (the file is truncated when opened)."""
+    """Writes a cassette as requests complete.
 
-    def __init__(self, path: str | Path) -> None:
+    The file is truncated when opened, unless ``append=True`` (used for
+    ``OPENPROGRAM_RECORD_TO``, where every runtime of a run adds to one cassette).
+    """
+
+    def __init__(self, path: str | Path, *, append: bool = False) -> None:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("w", encoding="utf-8")
+            self._file = self.path.open("a" if append else "w", encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"cannot write cassette {self.path}: {exc.strerror}") from None
         self._lock = threading.Lock()

@@ -91,7 +91,7 @@ class Runtime:
         timeout_s: float = 60.0,
         system: str | None = None,
         retry: RetryPolicy | None = None,
-        record_to: str | Path | None = None,
+        record_to: str | Path | CassetteWriter | None = None,
         store: SessionStore | None = None,
     ) -> None:
         self.system = system
@@ -113,7 +113,11 @@ class Runtime:
             self.provider = self._build(parsed, api_key)
             self._owns_provider = True
         self._api_key_given = api_key is not None
-        self._cassette = CassetteWriter(record_to) if record_to is not None else None
+        self._cassette = (
+            record_to
+            if isinstance(record_to, CassetteWriter) or record_to is None
+            else CassetteWriter(record_to)
+        )
 
     # -- construction ---------------------------------------------------------------
 
