@@ -245,7 +245,7 @@ def test_schema_rows(
 
 def test_list_schema_with_two_templates_is_a_type_error(server: ChatServer, rt: Any) -> None:
     with pytest.raises(TypeError, match="exactly one element template"):
-        decision.make("Pick.", {"x": ("d", {"a": [str, int]})}, runtime=rt)
+        decision.make("Pick.", {"x": ("d", {"a": [str, int]})}, runtime=rt)  # noqa: OP301 - deliberately invalid
     assert server.requests == []  # rejected before any model call
 
 
@@ -263,7 +263,7 @@ def test_all_meta_key_dict_is_a_meta_spec(server: ChatServer, rt: Any) -> None:
 
 def test_tuple_handler_rules(server: ChatServer, rt: Any) -> None:
     with pytest.raises(TypeError, match=r"\(\(a, b\), 'description'\)"):
-        decision.make("Pick.", {"pair": (1, 2)}, runtime=rt)
+        decision.make("Pick.", {"pair": (1, 2)}, runtime=rt)  # noqa: OP305 - deliberately invalid
     server.script([js({"call": "pair"})])
     assert decision.make("Pick.", {"pair": ((1, 2), "a pair")}, runtime=rt) == (1, 2)
 

@@ -1,0 +1,269 @@
+"""Analyze one file: pre-filter, parse, one traversal, rules, positions, suppressions."""
+
+from __future__ import annotations
+
+import builtins
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from openprogram_analyzers.config import LintConfig
+from openprogram_analyzers.findings import Finding, Fix, Related, TextEdit
+from openprogram_analyzers.index import build_index
+from openprogram_analyzers.rule import Context, Pending
+from openprogram_analyzers.suppressions import apply_suppressions, suppression_fix
+
+# A file can only trigger a rule when it mentions one of these (sound pre-filter: every
+# rule needs an openprogram import, a method_options / PROGRAM_ENTRIES /
+# __agent_options__ assignment, or an OPxxx suppression comment).
+_TRIGGER = re.compile(r"openprogram|method_options|PROGRAM_ENTRIES|__agent_options__|OP\d\d\d")
+
+
+def may_trigger(source: str) -> bool:
+    """Cheap, sound pre-filter: False means no rule can fire on this source."""
+    return _TRIGGER.search(source) is not None
+
+
+def analyze_source(
+    source: str,
+    path: str = "<stdin>",
+    *,
+    config: LintConfig | None = None,
+    recorded_steps: Mapping[str, Sequence[Sequence[tuple[str, int]]]] | None = None,
+    prefilter: bool = True,
+) -> list[Finding]:
+    """All findings for ``source`` (sorted), suppressions applied, OP900 included."""
+    from openprogram_analyzers.rules import RULES
+
+    cfg = config or LintConfig()
+    enabled = cfg.enabled_codes(RULES, path)
+    if not enabled or (prefilter and not may_trigger(source)):
+        return []
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        if "OP001" not in enabled:
+            return []
+        return [_parse_error(exc, path)]
+    except (RecursionError, MemoryError, ValueError) as exc:
+        if "OP001" not in enabled:
+            return []
+        return [
+            Finding("OP001", f"cannot parse file: {type(exc).__name__}", "error", path, 1, 1, 1, 1)
+        ]
+    rules = [RULES[c]() for c in sorted(enabled) if c not in ("OP001", "OP900")]
+    try:
+        findings = _run(module, source, path, rules, enabled, recorded_steps)
+    except RecursionError:
+        if "OP001" not in enabled:
+            return []
+        return [
+            Finding(
+                "OP001",
+                "file is too deeply nested to analyze (recursion limit)",
+                "error",
+                path,
+                1,
+                1,
+                1,
+                1,
+            )
+        ]
+    findings = [
+        f if f.fix is not None else replace(f, fix=suppression_fix(source, f)) for f in findings
+    ]
+    return apply_suppressions(source, path, findings, enabled)
+
+
+def _run(
+    module: cst.Module,
+    source: str,
+    path: str,
+    rules: Iterable[Any],
+    enabled: frozenset[str],
+    recorded_steps: Any,
+) -> list[Finding]:
+    from openprogram_analyzers.index import IndexBuilder, walk
+
+    rule_list = list(rules)
+    builder = IndexBuilder(module)
+    ctx = Context(source, path, builder.index, enabled, recorded_steps)
+    # Rules may hook node types; the index builder fans every node out to them during
+    # the one traversal that also builds the index the other rules read afterwards.
+    for rule in rule_list:
+        for node_type, hook in rule.hooks(ctx).items():
+            builder.hooks.setdefault(node_type, []).append(hook)
+    walk(module, builder)
+    for rule in rule_list:
+        rule.check(ctx)
+    return resolve(module, path, ctx.pending)
+
+
+def resolve(module: cst.Module, path: str, pending: list[Pending]) -> list[Finding]:
+    """Turn pending findings into positioned findings (positions only if anything is reported)."""
+    if not pending:
+        return []
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    def rng(node: cst.CSTNode) -> tuple[int, int, int, int]:
+        r: CodeRange | None = positions.get(node)
+        if r is None:
+            return (1, 1, 1, 1)
+        return (r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
+
+    out: list[Finding] = []
+    for p in pending:
+        line, col, eline, ecol = rng(p.node)
+        fix = None
+        if p.fix_description is not None:
+            edits = tuple(TextEdit(*rng(n), new_text=text) for n, text in p.fix_edits)
+            fix = Fix(p.fix_description, edits, safe=True)
+        related = tuple(Related(msg, path, *rng(n)) for msg, n in p.related)
+        out.append(
+            Finding(p.code, p.message, p.severity, path, line, col, eline, ecol, fix, related)
+        )
+    out.sort(key=Finding.sort_key)
+    return out
+
+
+def _parse_error(exc: cst.ParserSyntaxError, path: str) -> Finding:
+    message = str(getattr(exc, "message", "") or str(exc).splitlines()[0])
+    line = max(exc.editor_line, 1)
+    column = max(exc.editor_column, 1)
+    m = _AT.match(message)
+    if m:
+        line, column = int(m.group(1)), int(m.group(2)) + 1
+        message = message[m.end() :]
+    return Finding(
+        "OP001",
+        f"file does not parse: {message}",
+        "error",
+        path,
+        line,
+        column,
+        line,
+        column + 1,
+    )
+
+
+_AT = re.compile(r"(?:parser error: )?error at (\d+):(\d+): ")
+
+
+# ------------------------------------------------------------------ engine entry points
+
+
+def analyze_for_engine(source: str, path: str, *, resumable: str) -> list[Finding]:
+    """Determinism findings (OP001, OP201–OP208) for one named resumable function."""
+    from openprogram_analyzers import determinism
+
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        return [_parse_error(exc, path)]
+    index = build_index(module)
+    ctx = Context(source, path, index, frozenset())
+    fn = index.functions.get(resumable)
+    if fn is None:
+        return [
+            Finding(
+                "OP201",
+                f"resumable function {resumable!r} not found in {path}: its source cannot be checked",
+                "error",
+                path,
+                1,
+                1,
+                1,
+                1,
+            )
+        ]
+    for f in determinism.compute_for(index, [fn]):
+        ctx.report(f.code, f.node, f.message, related=f.chain)
+    return resolve(module, path, ctx.pending)
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins)) - {"exec", "eval", "compile", "__import__", "open"}
+
+
+def analyze_planner(source: str, path: str, injected: frozenset[str]) -> list[Finding]:
+    """Planner code check (SPEC §2.9): names, imports, one zero-argument ``workflow``."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        return [_parse_error(exc, path)]
+    index = build_index(module)
+    ctx = Context(source, path, index, frozenset())
+    workflows = [
+        s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == "workflow"
+    ]
+    if len(workflows) != 1:
+        ctx.report(
+            "OP210",
+            workflows[1].name if len(workflows) > 1 else module,
+            f"Planner code must define exactly one top-level 'def workflow():', found {len(workflows)}",
+        )
+    else:
+        params = workflows[0].params
+        if (
+            params.params
+            or params.posonly_params
+            or params.kwonly_params
+            or isinstance(params.star_arg, cst.Param)
+            or params.star_kwarg is not None
+        ):
+            ctx.report("OP210", workflows[0].params, "'workflow' must take no arguments")
+        if workflows[0].asynchronous is not None:
+            ctx.report(
+                "OP210", workflows[0].name, "'workflow' must be a plain (not async) function"
+            )
+    for stmt_node in _imports(module):
+        ctx.report(
+            "OP202", stmt_node, "Planner code must not import anything: use the injected names"
+        )
+    allowed = injected | _BUILTIN_NAMES | index.defined
+    for site in index.calls:
+        if site.target in ("exec", "eval", "compile", "__import__", "open"):
+            ctx.report("OP201", site.node.func, f"Planner code must not call {site.target}()")
+    for fn in index.functions.values():
+        local = fn.locals()
+        parent = index.functions.get(fn.parent) if fn.parent else None
+        while parent is not None:
+            local |= parent.locals()
+            parent = index.functions.get(parent.parent) if parent.parent else None
+        for name in fn.loads:
+            if name.value not in allowed and name.value not in local:
+                ctx.report(
+                    "OP210",
+                    name,
+                    f"name {name.value!r} is not available to Planner code "
+                    f"(injected: {', '.join(sorted(injected)) or 'none'})",
+                )
+    for stmt in module.body:
+        if not isinstance(stmt, (cst.FunctionDef, cst.SimpleStatementLine)) or (
+            isinstance(stmt, cst.SimpleStatementLine)
+            and not all(
+                isinstance(s, (cst.Expr, cst.Assign, cst.AnnAssign, cst.Import, cst.ImportFrom))
+                for s in stmt.body
+            )
+        ):
+            ctx.report(
+                "OP210", stmt, "Planner code may only contain function definitions and constants"
+            )
+    return resolve(module, path, ctx.pending)
+
+
+def _imports(module: cst.Module) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Import(self, node: cst.Import) -> None:
+            found.append(node)
+
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+            found.append(node)
+
+    module.visit(_V())
+    return found

@@ -1,0 +1,106 @@
+"""Result cache keyed by file content hash + configuration + analyzer version.
+
+One JSON file per (config, version) under ``.openprogram-lint-cache/``: ``files`` maps a
+path to ``[mtime_ns, size, sha256]`` (a stat fast path) and ``results`` maps a content hash
+to its findings. Corrupt or foreign cache files are ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from openprogram_analyzers.findings import Finding
+
+CACHE_DIR = ".openprogram-lint-cache"
+
+
+def version() -> str:
+    try:
+        from openprogram._version import __version__
+
+        return str(__version__)
+    except Exception:  # pragma: no cover
+        return "0"
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class ResultCache:
+    def __init__(self, root: Path, fingerprint: str) -> None:
+        self.dir = root / CACHE_DIR
+        # rules code is part of the version: any analyzer change invalidates the cache
+        self.file = self.dir / f"v{version()}-{_code_hash()}-{fingerprint}.json"
+        self.files: dict[str, list[Any]] = {}
+        self.results: dict[str, list[dict[str, Any]]] = {}
+        self.dirty = False
+        try:
+            data = json.loads(self.file.read_text(encoding="utf-8"))
+            if isinstance(data, dict):
+                self.files = dict(data.get("files", {}))
+                self.results = dict(data.get("results", {}))
+        except (OSError, ValueError):
+            pass
+
+    def lookup_stat(self, path: str, st: os.stat_result) -> str | None:
+        """Content hash recorded for ``path`` if mtime and size are unchanged."""
+        entry = self.files.get(path)
+        if entry and entry[0] == st.st_mtime_ns and entry[1] == st.st_size:
+            return str(entry[2])
+        return None
+
+    def get(self, digest: str, display: str) -> list[Finding] | None:
+        items = self.results.get(digest)
+        if items is None:
+            return None
+        return [Finding.from_json({**item, "path": display}) for item in items]
+
+    def put(
+        self, path: str, st: os.stat_result | None, digest: str, findings: list[Finding]
+    ) -> None:
+        if st is not None:
+            self.files[path] = [st.st_mtime_ns, st.st_size, digest]
+        self.results[digest] = [f.to_json() for f in findings]
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            gi = self.dir / ".gitignore"
+            if not gi.exists():
+                gi.write_text("*\n", encoding="utf-8")
+            fd, tmp = tempfile.mkstemp(dir=self.dir, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"files": self.files, "results": self.results}, fh)
+            os.replace(tmp, self.file)
+        except OSError:
+            pass
+
+
+_CODE_HASH: str | None = None
+
+
+def _code_hash() -> str:
+    """Hash of the analyzer's own sources (mtimes + sizes): edits invalidate the cache."""
+    global _CODE_HASH
+    if _CODE_HASH is None:
+        h = hashlib.sha256()
+        here = Path(__file__).parent
+        engine = Path(str(__import__("openprogram").__file__)).parent
+        files = [*sorted(here.rglob("*.py")), engine / "options.py", engine / "schema_grammar.py"]
+        for f in files:
+            try:
+                st = f.stat()
+            except OSError:
+                continue
+            h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns};".encode())
+        _CODE_HASH = h.hexdigest()[:12]
+    return _CODE_HASH

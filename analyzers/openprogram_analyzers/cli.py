@@ -1,0 +1,324 @@
+"""``openprogram-lint``: the analyzer as a CI command (SPEC §4)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import tokenize
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from openprogram_analyzers.codes import ALL_CODES
+from openprogram_analyzers.config import LintConfig, LintConfigError, find_pyproject
+from openprogram_analyzers.findings import Finding
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+PARALLEL_THRESHOLD = 24
+
+
+@dataclass(frozen=True)
+class Job:
+    path: str  # absolute
+    display: str
+    source: str
+    store: str | None
+
+
+def _codes(values: Sequence[str] | None) -> list[str] | None:
+    if values is None:
+        return None
+    out: list[str] = []
+    for v in values:
+        out.extend(c.strip() for c in v.split(",") if c.strip())
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="openprogram-lint",
+        description="Check OpenProgram Programs (method_options, determinism of resumable "
+        "functions, decision menus, PROGRAM_ENTRIES).",
+    )
+    p.add_argument("paths", nargs="*", help="files or directories (default: .); '-' reads stdin")
+    p.add_argument("--stdin-filename", help="path reported for source read from stdin")
+    p.add_argument("--select", action="append", help="comma-separated codes or prefixes")
+    p.add_argument("--ignore", action="append", help="comma-separated codes or prefixes")
+    p.add_argument("--extend-select", action="append", help="add codes to the selection")
+    p.add_argument(
+        "--format", choices=("text", "json", "sarif", "github"), default="text", dest="fmt"
+    )
+    p.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    p.add_argument("--diff", action="store_true", help="show safe fixes as a diff, change nothing")
+    p.add_argument("--explain", metavar="CODE", help="explain a rule and exit")
+    p.add_argument("--statistics", action="store_true", help="count findings per code")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    p.add_argument("--store", metavar="DIR", help="store root for OP209 (recorded runs)")
+    p.add_argument("--config", metavar="PYPROJECT", help="use this pyproject.toml")
+    return p
+
+
+def _err(msg: str) -> None:
+    print(f"openprogram-lint: {msg}", file=sys.stderr)
+
+
+def _analyze_job(job: Job, config: LintConfig) -> tuple[list[Finding], str | None]:
+    """Analyze one file; never raises (an internal error is returned as text)."""
+    try:
+        from openprogram_analyzers.analysis import analyze_source
+
+        recorded = None
+        if job.store is not None:
+            from openprogram_analyzers.store_adapter import recorded_steps
+
+            recorded = recorded_steps(job.store, job.path)
+        return analyze_source(job.source, job.display, config=config, recorded_steps=recorded), None
+    except Exception as exc:  # pragma: no cover - reported, run continues
+        return [], f"{job.display}: internal error: {type(exc).__name__}: {exc}"
+
+
+def _analyze_chunk(jobs: list[Job], config: LintConfig) -> list[tuple[list[Finding], str | None]]:
+    return [_analyze_job(j, config) for j in jobs]
+
+
+def _decode(data: bytes) -> str | Finding:
+    """Source text (UTF-8 or the PEP 263 coding cookie), or an OP001 finding."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        first = exc
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return _read_error(
+            "", f"file is not valid text in its encoding: {first.reason} at byte {first.start}"
+        )
+
+
+def _read_error(display: str, message: str) -> Finding:
+    return Finding("OP001", message, "error", display, 1, 1, 1, 1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.explain:
+        from openprogram_analyzers.rules import RULES
+
+        code = args.explain.strip().upper()
+        if code not in RULES:
+            _err(f"unknown rule code {args.explain!r} (known: {', '.join(sorted(RULES))})")
+            return 2
+        sys.stdout.write(RULES[code].explain())
+        return 0
+    cwd = Path.cwd()
+    try:
+        pyproject = Path(args.config) if args.config else find_pyproject(cwd)
+        config = LintConfig.from_pyproject(pyproject) if pyproject else LintConfig(root=str(cwd))
+        config = config.with_overrides(
+            select=_codes(args.select),
+            ignore=_codes(args.ignore),
+            extend_select=_codes(args.extend_select),
+        )
+        config.validate("command line")
+    except LintConfigError as exc:
+        _err(str(exc))
+        return 2
+    paths = args.paths or ["."]
+    if "-" in paths:
+        return _run_stdin(args, config)
+    return _run_files(args, config, paths, cwd)
+
+
+def _run_stdin(args: argparse.Namespace, config: LintConfig) -> int:
+    from openprogram_analyzers.analysis import analyze_source
+    from openprogram_analyzers.fixes import apply_safe_fixes, unified_diff
+
+    display = args.stdin_filename or "<stdin>"
+    data = sys.stdin.buffer.read()
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        findings = [
+            _read_error(display, f"file is not UTF-8 text: {exc.reason} at byte {exc.start}")
+        ]
+        _emit(args, findings)
+        return 1
+    findings = analyze_source(source, display, config=config)
+    if args.fix or args.diff:
+        fixed, count = apply_safe_fixes(source, findings)
+        if args.diff:
+            sys.stdout.write(unified_diff(display, source, fixed))
+            return 1 if count else 0
+        sys.stdout.write(fixed)
+        remaining = analyze_source(fixed, display, config=config)
+        return 1 if remaining else 0
+    _emit(args, findings)
+    return 1 if findings else 0
+
+
+def _run_files(args: argparse.Namespace, config: LintConfig, paths: list[str], cwd: Path) -> int:
+    from openprogram_analyzers.cache import ResultCache, content_hash
+    from openprogram_analyzers.files import discover
+
+    use_cache = not args.no_cache and not args.store and not args.fix and not args.diff
+    cache = ResultCache(Path(config.root), config.fingerprint()) if use_cache else None
+    findings: list[Finding] = []
+    internal: list[str] = []
+    jobs: list[Job] = []
+    pending: list[tuple[Job, str, os.stat_result]] = []
+    from openprogram_analyzers.analysis import may_trigger
+
+    for absolute, display in discover(paths, config, cwd):
+        key = str(absolute)
+        try:
+            st = absolute.stat()
+        except OSError as exc:
+            if not absolute.exists() and not absolute.is_symlink():
+                _err(f"{display}: no such file or directory")
+                internal.append(display)
+            else:
+                findings.append(_read_error(display, f"cannot read file: {exc.strerror}"))
+            continue
+        if cache is not None:
+            digest = cache.lookup_stat(key, st)
+            if digest is not None:
+                hit = cache.get(digest, display)
+                if hit is not None:
+                    findings.extend(hit)
+                    continue
+        if st.st_size > MAX_FILE_BYTES:
+            findings.append(
+                _read_error(display, f"file too large to analyze ({st.st_size} bytes), skipped")
+            )
+            continue
+        try:
+            data = absolute.read_bytes()
+        except OSError as exc:
+            findings.append(_read_error(display, f"cannot read file: {exc.strerror}"))
+            continue
+        digest = content_hash(data)
+        if cache is not None:
+            hit = cache.get(digest, display)
+            if hit is not None:
+                cache.put(key, st, digest, hit)
+                findings.extend(hit)
+                continue
+        if b"\0" in data:
+            findings.append(_read_error(display, "binary file (contains NUL bytes), skipped"))
+            continue
+        source_or_error = _decode(data)
+        if isinstance(source_or_error, Finding):
+            findings.append(replace(source_or_error, path=display))
+            continue
+        source = source_or_error
+        if not may_trigger(source) and not args.store:
+            if cache is not None:
+                cache.put(key, st, digest, [])
+            continue
+        job = Job(key, display, source, args.store)
+        jobs.append(job)
+        pending.append((job, digest, st))
+
+    results = _analyze_all(jobs, config)
+    for (job, digest, st), (found, error) in zip(pending, results, strict=True):
+        if error is not None:
+            internal.append(error)
+            _err(error)
+            continue
+        findings.extend(found)
+        if cache is not None:
+            cache.put(job.path, st, digest, found)
+    if cache is not None:
+        cache.save()
+
+    diff_found = False
+    if args.fix or args.diff:
+        findings, diff_found = _apply_fixes(args, config, findings, pending)
+    findings.sort(key=Finding.sort_key)
+    _emit(args, findings)
+    if internal:
+        return 2
+    return 1 if findings or diff_found else 0
+
+
+def _analyze_all(jobs: list[Job], config: LintConfig) -> list[tuple[list[Finding], str | None]]:
+    cpus = os.cpu_count() or 1
+    if len(jobs) < PARALLEL_THRESHOLD or cpus < 2:
+        return [_analyze_job(j, config) for j in jobs]
+    workers = min(cpus, 8)
+    # Interleave to balance big and small files between workers.
+    chunks = [jobs[i :: workers * 4] for i in range(workers * 4)]
+    out: dict[int, tuple[list[Finding], str | None]] = {}
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_analyze_chunk, chunk, config) for chunk in chunks if chunk]
+        for ci, fut in enumerate(futures):
+            for k, res in enumerate(fut.result()):
+                out[ci + k * workers * 4] = res
+    return [out[i] for i in range(len(jobs))]
+
+
+def _apply_fixes(
+    args: argparse.Namespace,
+    config: LintConfig,
+    findings: list[Finding],
+    pending: list[tuple[Job, str, os.stat_result]],
+) -> tuple[list[Finding], bool]:
+    from openprogram_analyzers.analysis import analyze_source
+    from openprogram_analyzers.fixes import apply_safe_fixes, unified_diff
+
+    by_display = {job.display: job for job, _, _ in pending}
+    result: list[Finding] = []
+    diff_found = False
+    grouped: dict[str, list[Finding]] = {}
+    for f in findings:
+        grouped.setdefault(f.path, []).append(f)
+    for display, items in grouped.items():
+        job = by_display.get(display)
+        if job is None:
+            result.extend(items)
+            continue
+        fixed, count = apply_safe_fixes(job.source, items)
+        if not count:
+            result.extend(items)
+            continue
+        diff_found = True
+        if args.diff:
+            sys.stdout.write(unified_diff(display, job.source, fixed))
+            result.extend(items)
+            continue
+        Path(job.path).write_text(fixed, encoding="utf-8")
+        print(f"Fixed {count} finding{'s' if count != 1 else ''} in {display}", file=sys.stderr)
+        result.extend(analyze_source(fixed, display, config=config))
+    if args.fix:
+        diff_found = False
+    return result, diff_found
+
+
+def _emit(args: argparse.Namespace, findings: list[Finding]) -> None:
+    from openprogram_analyzers import formats
+
+    if args.diff and args.fmt == "text":
+        return
+    if args.statistics:
+        sys.stdout.write(formats.statistics(findings))
+        return
+    if args.fmt == "json":
+        sys.stdout.write(formats.as_json(findings))
+    elif args.fmt == "sarif":
+        from openprogram_analyzers.cache import version
+
+        sys.stdout.write(formats.sarif(findings, version()))
+    elif args.fmt == "github":
+        sys.stdout.write(formats.github(findings))
+    else:
+        sys.stdout.write(formats.text(findings))
+
+
+__all__ = ["ALL_CODES", "main"]
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

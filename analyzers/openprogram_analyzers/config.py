@@ -1,0 +1,211 @@
+"""``[tool.openprogram.lint]`` configuration and rule selection."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class LintConfigError(ValueError):
+    """Malformed configuration or an unknown rule selector (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class LintConfig:
+    """Which rules run where. Selectors are code prefixes (``OP2``, ``OP203``, ``ALL``)."""
+
+    select: tuple[str, ...] = ("OP",)
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    exclude: tuple[str, ...] = ()
+    root: str = "."
+
+    def enabled(self, code: str, path: str | None = None) -> bool:
+        """Whether ``code`` is reported (for ``path`` when per-file ignores apply)."""
+        if not (_matches(code, self.select) or _matches(code, self.extend_select)):
+            return False
+        # The most specific selector wins between select and ignore (ruff semantics).
+        sel = max(_match_len(code, (*self.select, *self.extend_select)), 0)
+        ign = _match_len(code, self.ignore)
+        if ign >= sel and ign >= 0:
+            return False
+        if path is not None and self.per_file_ignores:
+            rel = self.relative(path)
+            for pattern, codes in self.per_file_ignores.items():
+                if _path_matches(rel, pattern) and _matches(code, codes):
+                    return False
+        return True
+
+    def enabled_codes(self, codes: Iterable[str], path: str | None = None) -> frozenset[str]:
+        return frozenset(c for c in codes if self.enabled(c, path))
+
+    def is_excluded(self, path: str) -> bool:
+        if not self.exclude:
+            return False
+        rel = self.relative(path)
+        return any(_path_matches(rel, p) for p in self.exclude)
+
+    def relative(self, path: str) -> str:
+        """``path`` relative to the config root, '/'-separated (no symlink resolution)."""
+        absolute = os.path.abspath(path)
+        root = os.path.abspath(self.root)
+        if absolute == root or absolute.startswith(root.rstrip(os.sep) + os.sep):
+            return os.path.relpath(absolute, root).replace(os.sep, "/")
+        return Path(path).as_posix()
+
+    def fingerprint(self) -> str:
+        """Stable hash of everything that changes results (for the cache)."""
+        data = {
+            "select": self.select,
+            "ignore": self.ignore,
+            "extend_select": self.extend_select,
+            "per_file_ignores": {k: list(v) for k, v in sorted(self.per_file_ignores.items())},
+        }
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+    def with_overrides(
+        self,
+        *,
+        select: Iterable[str] | None = None,
+        ignore: Iterable[str] | None = None,
+        extend_select: Iterable[str] | None = None,
+    ) -> LintConfig:
+        cfg = self
+        if select is not None:
+            cfg = replace(cfg, select=tuple(select))
+        if ignore is not None:
+            cfg = replace(cfg, ignore=(*cfg.ignore, *ignore))
+        if extend_select is not None:
+            cfg = replace(cfg, extend_select=(*cfg.extend_select, *extend_select))
+        return cfg
+
+    @classmethod
+    def from_pyproject(cls, path: str | Path) -> LintConfig:
+        """Read ``[tool.openprogram.lint]`` of a pyproject file (defaults if absent)."""
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LintConfigError(f"{p}: cannot read config: {exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise LintConfigError(f"{p}: invalid TOML: {exc}") from None
+        section = data.get("tool", {}).get("openprogram", {}).get("lint", {})
+        return cls.from_mapping(section, source=str(p), root=str(p.parent))
+
+    @classmethod
+    def from_mapping(cls, section: Any, *, source: str = "config", root: str = ".") -> LintConfig:
+        if not isinstance(section, dict):
+            raise LintConfigError(f"{source}: [tool.openprogram.lint] must be a table")
+        known = {
+            "select",
+            "ignore",
+            "extend-select",
+            "extend_select",
+            "per-file-ignores",
+            "per_file_ignores",
+            "exclude",
+        }
+        for key in section:
+            if key not in known:
+                raise LintConfigError(
+                    f"{source}: unknown key {key!r} in [tool.openprogram.lint] "
+                    f"(allowed: select, ignore, extend-select, per-file-ignores, exclude)"
+                )
+
+        def str_list(key: str, alt: str | None = None) -> tuple[str, ...] | None:
+            value = section.get(key, section.get(alt) if alt else None)
+            if value is None:
+                return None
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise LintConfigError(
+                    f"{source}: [tool.openprogram.lint] {key} must be a list of strings"
+                )
+            return tuple(value)
+
+        select = str_list("select")
+        ignore = str_list("ignore") or ()
+        extend = str_list("extend-select", "extend_select") or ()
+        exclude = str_list("exclude") or ()
+        pfi_raw = section.get("per-file-ignores", section.get("per_file_ignores", {}))
+        if not isinstance(pfi_raw, dict):
+            raise LintConfigError(f"{source}: per-file-ignores must be a table")
+        pfi: dict[str, tuple[str, ...]] = {}
+        for pattern, codes in pfi_raw.items():
+            if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+                raise LintConfigError(
+                    f"{source}: per-file-ignores[{pattern!r}] must be a list of codes"
+                )
+            pfi[pattern] = tuple(codes)
+        cfg = cls(
+            select=select if select is not None else ("OP",),
+            ignore=ignore,
+            extend_select=extend,
+            per_file_ignores=pfi,
+            exclude=exclude,
+            root=root,
+        )
+        cfg.validate(source)
+        return cfg
+
+    def validate(self, source: str = "config") -> None:
+        """Raise :class:`LintConfigError` for selectors that match no rule code."""
+        from openprogram_analyzers.codes import ALL_CODES
+
+        selectors = [*self.select, *self.ignore, *self.extend_select]
+        for codes in self.per_file_ignores.values():
+            selectors.extend(codes)
+        for sel in selectors:
+            if sel != "ALL" and not any(c.startswith(sel) for c in ALL_CODES):
+                raise LintConfigError(f"{source}: unknown rule code or prefix {sel!r}")
+
+
+def find_pyproject(start: str | Path) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start``."""
+    p = Path(start).resolve()
+    if p.is_file():
+        p = p.parent
+    for d in (p, *p.parents):
+        candidate = d / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _matches(code: str, selectors: Iterable[str]) -> bool:
+    return _match_len(code, selectors) >= 0
+
+
+def _match_len(code: str, selectors: Iterable[str]) -> int:
+    best = -1
+    for s in selectors:
+        if s == "ALL":
+            best = max(best, 0)
+        elif code.startswith(s):
+            best = max(best, len(s))
+    return best
+
+
+def _path_matches(rel: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel, pattern + "/*"):
+        return True
+    if pattern.endswith("/**"):
+        base = pattern[:-3]
+        return rel == base or rel.startswith(base + "/")
+    # A bare pattern without "/" matches the file name or any directory component.
+    if "/" not in pattern:
+        return any(fnmatch.fnmatch(part, pattern) for part in rel.split("/"))
+    return False

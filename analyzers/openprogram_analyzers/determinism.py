@@ -1,0 +1,670 @@
+"""Determinism rules of resumable functions (OP201–OP209) and the Planner's static check.
+
+The engine calls :func:`check_resumable` before a resumable run and
+:func:`check_planner_code` before running Planner-written code; the lint rules
+``OP201``...``OP209`` read the same :func:`compute` results, so both report the same codes
+and messages.
+
+Scopes (SPEC §3): the *orchestration body* is the resumable function plus the
+same-module helpers it calls (transitively); the *step dependencies* are the functions
+passed to ``step`` / ``workflow`` / ``parallel`` plus their helpers. OP201–OP204 and
+OP208 apply to both; OP205–OP207 to the orchestration body only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from openprogram_analyzers.findings import Finding
+from openprogram_analyzers.index import STDLIB_MODULES, CallSite, FunctionInfo, ModuleIndex
+from openprogram_analyzers.literals import is_literal_string, string_value
+from openprogram_analyzers.rule import Context
+
+StepIdentity = tuple[str, int]
+
+DYNAMIC_BUILTINS = frozenset({"exec", "eval", "compile", "__import__"})
+DYNAMIC_PREFIXES = ("importlib", "runpy")
+DYNAMIC_EXACT = frozenset({"types.FunctionType", "types.CodeType"})
+NONDET_EXACT = frozenset(
+    {
+        "datetime.datetime.now",
+        "datetime.datetime.utcnow",
+        "datetime.datetime.today",
+        "datetime.date.today",
+        "uuid.uuid1",
+        "uuid.uuid4",
+        "os.urandom",
+        "os.getrandom",
+    }
+)
+NONDET_ROOTS = frozenset({"time", "random", "secrets"})
+MODEL_CALLS = frozenset(
+    {"llm", "agent", "agent_async", "validate_and_retry", "route", "conditional", "repeat_until"}
+)
+NETWORK_ROOTS = frozenset(
+    {"httpx", "requests", "urllib", "urllib3", "aiohttp", "socket", "http", "smtplib", "ftplib"}
+)
+FILE_CALLS = frozenset(
+    {
+        "open",
+        "io.open",
+        "os.remove",
+        "os.unlink",
+        "os.rename",
+        "os.replace",
+        "os.mkdir",
+        "os.makedirs",
+        "os.rmdir",
+        "os.write",
+        "os.truncate",
+    }
+)
+FILE_METHODS = frozenset(
+    {"read_text", "write_text", "read_bytes", "write_bytes", "unlink", "touch", "mkdir", "rmdir"}
+)
+PROCESS_CALLS = frozenset({"os.system", "os.popen", "os.fork", "os.kill"})
+MUTABLE_FACTORIES = frozenset(
+    {
+        "list",
+        "dict",
+        "set",
+        "bytearray",
+        "collections.defaultdict",
+        "collections.deque",
+        "collections.OrderedDict",
+        "collections.Counter",
+    }
+)
+STEP_FUNCS = frozenset({"step", "workflow", "parallel"})
+
+
+@dataclass
+class DetFinding:
+    code: str
+    message: str
+    node: cst.CSTNode
+    chain: list[tuple[str, cst.CSTNode]] = field(default_factory=list)
+
+
+@dataclass
+class Scope:
+    """Functions reached from one resumable function, each with its call chain."""
+
+    root: FunctionInfo
+    orchestration: dict[str, list[tuple[str, cst.CSTNode]]] = field(default_factory=dict)
+    dependencies: dict[str, list[tuple[str, cst.CSTNode]]] = field(default_factory=dict)
+
+
+def step_kind(site: CallSite) -> str | None:
+    """``step``/``workflow``/``parallel`` when the call is one of the durable primitives."""
+    target = site.target
+    if target is None or not target.startswith("openprogram."):
+        return None
+    last = target.rsplit(".", 1)[-1]
+    if last not in STEP_FUNCS:
+        return None
+    if last == "parallel" and "control_flow" in target:
+        return None
+    return last
+
+
+def resumable_functions(index: ModuleIndex) -> list[FunctionInfo]:
+    """Methods declared ``{"name": {"resumable": True}}`` in a literal ``method_options``."""
+    out: list[FunctionInfo] = []
+    for cls in index.classes.values():
+        node = cls.method_options
+        if not isinstance(node, cst.Dict):
+            continue
+        for el in node.elements:
+            if not isinstance(el, cst.DictElement) or not isinstance(el.value, cst.Dict):
+                continue
+            method = string_value(el.key)
+            if method is None or method not in cls.methods:
+                continue
+            for opt in el.value.elements:
+                if (
+                    isinstance(opt, cst.DictElement)
+                    and string_value(opt.key) == "resumable"
+                    and isinstance(opt.value, cst.Name)
+                    and opt.value.value == "True"
+                ):
+                    out.append(cls.methods[method])
+    for fn in index.functions.values():
+        if fn.class_name is None and fn.parent is None and _decorated_resumable(index, fn):
+            out.append(fn)
+    for target, value in index.agent_options:
+        if (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and isinstance(value, cst.Dict)
+            and any(
+                isinstance(el, cst.DictElement)
+                and string_value(el.key) == "resumable"
+                and isinstance(el.value, cst.Name)
+                and el.value.value == "True"
+                for el in value.elements
+            )
+        ):
+            found = index.function_at_module(target.value.value)
+            if found is not None and found not in out:
+                out.append(found)
+    return out
+
+
+def _decorated_resumable(index: ModuleIndex, fn: FunctionInfo) -> bool:
+    for dec in fn.node.decorators:
+        target = index.resolve(dec.decorator)
+        if (
+            target is not None
+            and target.startswith("openprogram.")
+            and target.endswith(".resumable")
+        ):
+            return True
+    return False
+
+
+def _callee(index: ModuleIndex, fn: FunctionInfo, expr: cst.BaseExpression) -> FunctionInfo | None:
+    """The same-module function ``expr`` refers to, if any."""
+    if isinstance(expr, cst.Name):
+        if expr.value in fn.locals():
+            nested = index.functions.get(f"{fn.qualname}.<locals>.{expr.value}")
+            return nested
+        return index.function_at_module(expr.value)
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+        owner = expr.value.value
+        if owner in ("self", "cls") and fn.class_name is not None:
+            cls = index.classes.get(fn.class_name)
+            return _lookup_method(index, cls.qualname, expr.attr.value) if cls else None
+        if owner in index.classes and owner not in fn.locals():
+            return _lookup_method(index, owner, expr.attr.value)
+    return None
+
+
+def _lookup_method(index: ModuleIndex, cls_name: str, method: str) -> FunctionInfo | None:
+    seen: set[str] = set()
+    todo = [cls_name]
+    while todo:
+        name = todo.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        cls = index.classes.get(name)
+        if cls is None:
+            continue
+        if method in cls.methods:
+            return cls.methods[method]
+        todo.extend(b for b in cls.bases if b)
+    return None
+
+
+def _step_callables(site: CallSite) -> list[cst.BaseExpression]:
+    """Function expressions handed to a step/workflow/parallel call."""
+    args = site.node.args
+    kind = step_kind(site)
+    if kind in ("step", "workflow"):
+        positional = [a for a in args if a.keyword is None and a.star == ""]
+        fn_args = [a.value for a in args if a.keyword is not None and a.keyword.value == "fn"]
+        if len(positional) >= 2:
+            return [positional[1].value]
+        return fn_args
+    if kind == "parallel" and args and isinstance(args[0].value, cst.Dict):
+        out: list[cst.BaseExpression] = []
+        for el in args[0].value.elements:
+            if isinstance(el, cst.DictElement):
+                v = el.value
+                if isinstance(v, cst.Tuple) and v.elements:
+                    out.append(v.elements[0].value)
+                else:
+                    out.append(v)
+        return out
+    return []
+
+
+def build_scope(index: ModuleIndex, root: FunctionInfo) -> Scope:
+    scope = Scope(root=root)
+    todo: list[tuple[FunctionInfo, list[tuple[str, cst.CSTNode]], bool]] = [(root, [], True)]
+    while todo:
+        fn, chain, orch = todo.pop(0)
+        table = scope.orchestration if orch else scope.dependencies
+        if fn.qualname in scope.orchestration or fn.qualname in table:
+            continue
+        table[fn.qualname] = chain
+        # nested functions belong to the same scope as their parent
+        for info in index.functions.values():
+            if info.parent == fn.qualname:
+                todo.append((info, chain, orch))
+        for site in fn.calls:
+            callee = _callee(index, fn, site.node.func)
+            if callee is not None and callee is not fn:
+                link: tuple[str, cst.CSTNode] = (
+                    f"'{fn.qualname}' calls '{callee.qualname}' here",
+                    site.node,
+                )
+                todo.append((callee, [*chain, link], orch))
+            for expr in _step_callables(site):
+                dep = _callee(index, fn, expr)
+                if dep is not None:
+                    link = (f"'{fn.qualname}' passes '{dep.qualname}' to a step here", expr)
+                    todo.append((dep, [*chain, link], False))
+    for q in list(scope.dependencies):
+        if q in scope.orchestration:
+            del scope.dependencies[q]
+    return scope
+
+
+# ------------------------------------------------------------------ checks per function
+
+
+def _is_mutable_default(index: ModuleIndex, expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
+        return True
+    if isinstance(expr, cst.Call):
+        target = index.resolve(expr.func)
+        return target in MUTABLE_FACTORIES
+    return False
+
+
+def _mutated_globals(index: ModuleIndex) -> dict[str, cst.CSTNode]:
+    out: dict[str, cst.CSTNode] = {}
+    for name, func_q, node in index.mutations:
+        if name not in index.defined:
+            continue
+        if func_q is not None:
+            fn = index.functions.get(func_q)
+            if fn is not None and name in fn.locals() and not isinstance(node, cst.Global):
+                continue
+        out.setdefault(name, node)
+    return out
+
+
+def _third_party(index: ModuleIndex, name: str) -> str | None:
+    imp = index.imports.get(name)
+    if imp is None:
+        return None
+    if imp.relative:
+        kind = "user package"
+    elif imp.root in STDLIB_MODULES or imp.root == "openprogram":
+        return None
+    else:
+        kind = "third-party"
+    if imp.name is None:
+        return f"{kind} module {imp.module!r}"
+    if imp.name[:1].isupper():
+        return f"{kind} class {imp.dotted!r}"
+    return None
+
+
+def _check_function(
+    index: ModuleIndex,
+    fn: FunctionInfo,
+    orch: bool,
+    mutated: Mapping[str, cst.CSTNode],
+    out: list[DetFinding],
+    chain: list[tuple[str, cst.CSTNode]],
+) -> None:
+    where = f"resumable function '{fn.qualname}'" if not chain else f"helper '{fn.qualname}'"
+    if not orch:
+        where = f"step dependency '{fn.qualname}'"
+    locals_ = fn.locals()
+    enclosing: set[str] = set()
+    parent = index.functions.get(fn.parent) if fn.parent else None
+    while parent is not None:
+        enclosing |= parent.locals()
+        parent = index.functions.get(parent.parent) if parent.parent else None
+
+    # OP201 dynamic code
+    for site in fn.calls:
+        target = site.target or ""
+        root = target.split(".")[0]
+        if (
+            (target in DYNAMIC_BUILTINS and root not in locals_ and root not in index.defined)
+            or (root in DYNAMIC_PREFIXES and root in index.imports)
+            or target in DYNAMIC_EXACT
+        ):
+            out.append(
+                DetFinding(
+                    "OP201",
+                    f"dynamic code ({target}) in {where}: resumable runs save and restore "
+                    "source code, so dynamic imports and generated code are rejected",
+                    site.node.func,
+                    chain,
+                )
+            )
+    # OP202 imports inside functions
+    for imp in fn.imports:
+        out.append(
+            DetFinding(
+                "OP202",
+                f"import inside {where}: step dependencies must be imported at module level",
+                imp,
+                chain,
+            )
+        )
+    # OP203 mutable globals, OP208 third-party objects
+    reported: set[tuple[str, str]] = set()
+    for name_node in fn.loads:
+        name = name_node.value
+        if name in locals_ or name in enclosing:
+            continue
+        if name in mutated and ("OP203", name) not in reported:
+            reported.add(("OP203", name))
+            out.append(
+                DetFinding(
+                    "OP203",
+                    f"{where} uses module global {name!r}, which is rebound or mutated in "
+                    "this module: pass state through step inputs and results instead",
+                    name_node,
+                    chain,
+                )
+            )
+        what = _third_party(index, name)
+        if what is not None and ("OP208", name) not in reported:
+            reported.add(("OP208", name))
+            out.append(
+                DetFinding(
+                    "OP208",
+                    f"{where} references the {what}: only standard-library module and class "
+                    "objects can be restored",
+                    name_node,
+                    chain,
+                )
+            )
+    # OP204 mutable defaults and closure state
+    params = fn.node.params
+    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if p.default is not None and _is_mutable_default(index, p.default):
+            out.append(
+                DetFinding(
+                    "OP204",
+                    f"mutable default argument {p.name.value!r} in {where}: its state is not "
+                    "saved between steps; use None and create the value inside",
+                    p.default,
+                    chain,
+                )
+            )
+    for nl in fn.nonlocals:
+        out.append(
+            DetFinding(
+                "OP204",
+                f"closure state (nonlocal) in {where}: it is not saved between steps",
+                nl,
+                chain,
+            )
+        )
+    if orch:
+        _check_orchestration(index, fn, where, out, chain)
+
+
+def _lambda_captures(lam: cst.Lambda, names: set[str]) -> bool:
+    found = False
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal found
+            if node.value in names:
+                found = True
+
+    lam.body.visit(_V())
+    return found
+
+
+def _check_orchestration(
+    index: ModuleIndex,
+    fn: FunctionInfo,
+    where: str,
+    out: list[DetFinding],
+    chain: list[tuple[str, cst.CSTNode]],
+) -> None:
+    for site in fn.calls:
+        if site.deferred:
+            continue
+        target = site.target or ""
+        parts = target.split(".")
+        root, last = parts[0], parts[-1]
+        # OP205 non-determinism
+        if root in index.imports or target in NONDET_EXACT:
+            if (
+                target in NONDET_EXACT
+                or (root in NONDET_ROOTS and len(parts) > 1)
+                or (len(parts) == 1 and index.imports[root].module in NONDET_ROOTS)
+            ):
+                out.append(
+                    DetFinding(
+                        "OP205",
+                        f"non-deterministic call {target}() in {where} outside a step: a "
+                        "resumed run would see a different value; move it into a step",
+                        site.node,
+                        chain,
+                    )
+                )
+                continue
+        # OP206 side effects
+        effect = None
+        if target.startswith("openprogram.") and (
+            last in MODEL_CALLS or target.endswith("decision.make")
+        ):
+            effect = "model call"
+        elif target == "self" or (last == "exec" and "runtime" in target):
+            effect = "model call"
+        elif root in NETWORK_ROOTS and root in index.imports:
+            effect = "network I/O"
+        elif target in FILE_CALLS and (root != "open" or "open" not in index.defined):
+            effect = "file I/O"
+        elif (
+            (root == "subprocess" and root in index.imports)
+            or target in PROCESS_CALLS
+            or (root == "shutil" and root in index.imports)
+        ):
+            effect = "subprocess or file-system call"
+        elif (
+            isinstance(site.node.func, cst.Attribute) and site.node.func.attr.value in FILE_METHODS
+        ):
+            effect = "file I/O"
+        if effect is not None:
+            out.append(
+                DetFinding(
+                    "OP206",
+                    f"{effect} ({target or 'call'}) directly in {where}: side effects outside "
+                    "a step run again on resume; wrap it in step('name', fn, ...)",
+                    site.node,
+                    chain,
+                )
+            )
+        # OP207 step names
+        kind = step_kind(site)
+        if kind in ("step", "workflow"):
+            args = [a for a in site.node.args if a.keyword is None and a.star == ""]
+            name_args = [a for a in site.node.args if a.keyword and a.keyword.value == "name"]
+            name_arg = args[0].value if args else (name_args[0].value if name_args else None)
+            if name_arg is not None and not is_literal_string(name_arg):
+                out.append(
+                    DetFinding(
+                        "OP207",
+                        f"{kind} name is not a literal string in {where}: the step identity "
+                        "would depend on data; use a literal name (repeats are fine)",
+                        name_arg,
+                        chain,
+                    )
+                )
+        elif kind == "parallel" and site.node.args:
+            arg = site.node.args[0].value
+            if isinstance(arg, cst.Dict):
+                for el in arg.elements:
+                    if not isinstance(el, cst.DictElement) or not is_literal_string(el.key):
+                        node = el.key if isinstance(el, cst.DictElement) else el
+                        out.append(
+                            DetFinding(
+                                "OP207",
+                                f"parallel branch name is not a literal string in {where}",
+                                node,
+                                chain,
+                            )
+                        )
+            else:
+                out.append(
+                    DetFinding(
+                        "OP207",
+                        f"parallel branches are not a literal dict in {where}: branch names "
+                        "must be literal strings",
+                        arg,
+                        chain,
+                    )
+                )
+        # OP204 closures handed to steps
+        for expr in _step_callables(site) if kind else []:
+            if isinstance(expr, cst.Lambda) and _lambda_captures(expr, fn.locals() - fn.params):
+                out.append(
+                    DetFinding(
+                        "OP204",
+                        f"lambda passed to {kind} in {where} captures local state: pass "
+                        "values as step arguments instead",
+                        expr,
+                        chain,
+                    )
+                )
+
+
+def compute_for(index: ModuleIndex, roots: Iterable[FunctionInfo]) -> list[DetFinding]:
+    """All OP201–OP208 findings for the given resumable functions (deduplicated)."""
+    out: list[DetFinding] = []
+    mutated = _mutated_globals(index)
+    done: set[tuple[str, bool]] = set()
+    for root in roots:
+        if root.is_async or root.yields:
+            what = "async function" if root.is_async else "generator"
+            out.append(
+                DetFinding(
+                    "OP208",
+                    f"'{root.qualname}' is resumable but is an {what}: resumable "
+                    "orchestrations must be plain synchronous functions",
+                    root.node.name,
+                )
+            )
+        scope = build_scope(index, root)
+        for orch, table in ((True, scope.orchestration), (False, scope.dependencies)):
+            for qual, chain in table.items():
+                if (qual, orch) in done:
+                    continue
+                done.add((qual, orch))
+                _check_function(index, index.functions[qual], orch, mutated, out, chain)
+    seen: set[tuple[str, int]] = set()
+    unique: list[DetFinding] = []
+    for f in out:
+        key = (f.code, id(f.node))
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique
+
+
+def compute(ctx: Context) -> list[DetFinding]:
+    return compute_for(ctx.index, resumable_functions(ctx.index))
+
+
+def findings_for(ctx: Context, code: str) -> list[DetFinding]:
+    found: list[DetFinding] = ctx.shared("determinism", compute)
+    return [f for f in found if f.code == code]
+
+
+# ------------------------------------------------------------------ OP209
+
+
+def static_step_sequence(index: ModuleIndex, fn: FunctionInfo) -> list[tuple[str, cst.CSTNode]]:
+    """Literal step/workflow/parallel names in source order, helpers inlined."""
+    out: list[tuple[str, cst.CSTNode]] = []
+    seen: set[str] = set()
+
+    def walk(f: FunctionInfo) -> None:
+        if f.qualname in seen:
+            return
+        seen.add(f.qualname)
+        for site in f.calls:
+            kind = step_kind(site)
+            if kind in ("step", "workflow"):
+                args = [a for a in site.node.args if a.keyword is None and a.star == ""]
+                if args:
+                    name = string_value(args[0].value)
+                    if name is not None:
+                        out.append((name, site.node))
+            elif kind == "parallel":
+                out.append(("parallel", site.node))
+            else:
+                callee = _callee(index, f, site.node.func)
+                if callee is not None:
+                    walk(callee)
+
+    walk(fn)
+    return out
+
+
+def compare_recorded(
+    index: ModuleIndex,
+    fn: FunctionInfo,
+    recorded: Sequence[Sequence[StepIdentity]],
+) -> list[DetFinding]:
+    """OP209: recorded step identities that the current source no longer produces."""
+    static = static_step_sequence(index, fn)
+    names = [n for n, _ in static]
+    first_pos: dict[str, int] = {}
+    for i, n in enumerate(names):
+        first_pos.setdefault(n, i)
+    out: list[DetFinding] = []
+    for run in recorded:
+        rec_names: list[str] = []
+        for name, _occ in run:
+            if name not in rec_names:
+                rec_names.append(name)
+        missing = [n for n in rec_names if n not in first_pos]
+        if missing:
+            out.append(
+                DetFinding(
+                    "OP209",
+                    f"step {missing[0]!r} recorded by a paused/running run of "
+                    f"'{fn.qualname}' no longer exists: resuming that run would fail",
+                    fn.node.name,
+                )
+            )
+            continue
+        order = [first_pos[n] for n in rec_names]
+        for a, b, name in zip(order, order[1:], rec_names[1:], strict=False):
+            if b < a:
+                out.append(
+                    DetFinding(
+                        "OP209",
+                        f"step {name!r} now runs before steps recorded earlier by a "
+                        f"paused/running run of '{fn.qualname}': resuming that run would fail",
+                        static[b][1],
+                    )
+                )
+                break
+    unique: dict[str, DetFinding] = {}
+    for f in out:
+        unique.setdefault(f.message, f)
+    return list(unique.values())
+
+
+# ------------------------------------------------------------------ engine entry points
+
+
+def check_resumable(source: str, path: str, function_qualname: str) -> list[Finding]:
+    """Pre-run check of a resumable function (OP001, OP201–OP208), as lint findings."""
+    from openprogram_analyzers.analysis import analyze_for_engine
+
+    return analyze_for_engine(source, path, resumable=function_qualname)
+
+
+def check_planner_code(
+    source: str, injected_names: Iterable[str] = (), path: str = "<planner>"
+) -> list[Finding]:
+    """Static check of Planner-written code (SPEC §2.9).
+
+    Only the ``injected_names`` (plus builtins) may be used, no imports, and exactly one
+    zero-argument ``def workflow()``. Findings use code ``OP001`` for parse errors and
+    ``OP201``/``OP202`` for dynamic code and imports; other problems are ``OP201``.
+    """
+    from openprogram_analyzers.analysis import analyze_planner
+
+    return analyze_planner(source, path, frozenset(injected_names))

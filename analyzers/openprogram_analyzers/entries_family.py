@@ -1,0 +1,121 @@
+"""Shared computation of the ``PROGRAM_ENTRIES`` / ``__agent_options__`` rules (OP401–OP405)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from openprogram_analyzers.literals import string_value
+from openprogram_analyzers.rule import Context
+
+
+@dataclass
+class EntryFinding:
+    code: str
+    message: str
+    node: cst.CSTNode
+
+
+def compute(ctx: Context) -> list[EntryFinding]:
+    index = ctx.index
+    out: list[EntryFinding] = []
+    for _target, value in index.program_entries:
+        if not isinstance(value, (cst.List, cst.Tuple)):
+            out.append(
+                EntryFinding(
+                    "OP401",
+                    "PROGRAM_ENTRIES is not a literal list or tuple, so its entries cannot "
+                    "be found without running the module",
+                    value,
+                )
+            )
+            continue
+        seen: set[str] = set()
+        for el in value.elements:
+            expr = el.value
+            name: str | None = None
+            if isinstance(el, cst.StarredElement):
+                out.append(EntryFinding("OP401", "PROGRAM_ENTRIES must not unpack (*...)", el))
+                continue
+            if isinstance(expr, cst.Lambda):
+                out.append(
+                    EntryFinding(
+                        "OP403", "a lambda cannot be a Program entry: define a function", expr
+                    )
+                )
+                continue
+            if isinstance(expr, cst.Name):
+                name = expr.value
+            elif isinstance(expr, cst.Attribute):
+                name = None  # bound Agent method: checked at run time
+                key = cst.Module([]).code_for_node(expr)
+                if key in seen:
+                    out.append(EntryFinding("OP404", f"duplicate entry {key!r}", expr))
+                seen.add(key)
+                continue
+            else:
+                name = string_value(expr)
+                if name is None:
+                    out.append(
+                        EntryFinding(
+                            "OP401",
+                            "each PROGRAM_ENTRIES item must be a name string or a function",
+                            expr,
+                        )
+                    )
+                    continue
+            if name in seen:
+                out.append(EntryFinding("OP404", f"duplicate entry {name!r}", expr))
+                continue
+            seen.add(name)
+            if name not in index.defined:
+                out.append(
+                    EntryFinding(
+                        "OP402",
+                        f"entry {name!r} names nothing defined in this module",
+                        expr,
+                    )
+                )
+                continue
+            fn = index.function_at_module(name)
+            if name.startswith("_"):
+                out.append(
+                    EntryFinding("OP403", f"entry {name!r} is private (starts with '_')", expr)
+                )
+            elif fn is not None and fn.yields:
+                out.append(
+                    EntryFinding(
+                        "OP403",
+                        f"entry {name!r} is a generator, which cannot be run as an entry",
+                        expr,
+                    )
+                )
+            elif name in index.module_assigns and any(
+                isinstance(v, cst.Lambda) for v in index.module_assigns[name]
+            ):
+                out.append(EntryFinding("OP403", f"entry {name!r} is a lambda", expr))
+    for _target, value in index.agent_options:
+        if not isinstance(value, cst.Dict):
+            out.append(
+                EntryFinding(
+                    "OP405", "__agent_options__ must be a literal dict of entry metadata", value
+                )
+            )
+            continue
+        for item in value.elements:
+            if not isinstance(item, cst.DictElement):
+                out.append(EntryFinding("OP405", "__agent_options__ must not unpack (**...)", item))
+                continue
+            if string_value(item.key) is None:
+                out.append(
+                    EntryFinding(
+                        "OP405", "__agent_options__ keys must be literal strings", item.key
+                    )
+                )
+    return out
+
+
+def findings_for(ctx: Context, code: str) -> list[EntryFinding]:
+    found: list[EntryFinding] = ctx.shared("entries", compute)
+    return [f for f in found if f.code == code]

@@ -1,0 +1,523 @@
+"""One libcst traversal per file: builds a :class:`ModuleIndex` and fans nodes out to rules.
+
+The index records what every rule family needs (functions and their calls, names,
+imports, globals and their mutations, classes with ``method_options``,
+``PROGRAM_ENTRIES``, decision calls), so no rule walks the tree again.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+MUTATING_METHODS = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "pop",
+        "remove",
+        "clear",
+        "update",
+        "setdefault",
+        "add",
+        "discard",
+        "popitem",
+        "sort",
+        "reverse",
+        "appendleft",
+        "extendleft",
+        "popleft",
+        "__setitem__",
+        "__delitem__",
+    }
+)
+STDLIB_MODULES: frozenset[str] = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
+
+
+@dataclass
+class CallSite:
+    node: cst.Call
+    target: str | None  # dotted, import-resolved name of the callee
+    function: str | None  # qualname of the enclosing function
+    deferred: bool = False  # inside a lambda (runs later, elsewhere)
+
+
+@dataclass
+class FunctionInfo:
+    qualname: str
+    node: cst.FunctionDef
+    class_name: str | None
+    parent: str | None  # qualname of an enclosing function (nested defs)
+    params: set[str] = field(default_factory=set)
+    assigned: set[str] = field(default_factory=set)
+    globals_declared: dict[str, cst.Global] = field(default_factory=dict)
+    nonlocals: list[cst.Nonlocal] = field(default_factory=list)
+    loads: list[cst.Name] = field(default_factory=list)
+    calls: list[CallSite] = field(default_factory=list)
+    imports: list[cst.Import | cst.ImportFrom] = field(default_factory=list)
+    nested: list[cst.FunctionDef | cst.Lambda] = field(default_factory=list)
+    yields: list[cst.CSTNode] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.node.name.value
+
+    @property
+    def is_async(self) -> bool:
+        return self.node.asynchronous is not None
+
+    def locals(self) -> set[str]:
+        return (self.params | self.assigned) - set(self.globals_declared)
+
+
+@dataclass
+class ClassInfo:
+    qualname: str
+    node: cst.ClassDef
+    bases: list[str | None]
+    methods: dict[str, FunctionInfo] = field(default_factory=dict)
+    method_options: cst.BaseExpression | None = None
+    method_options_target: cst.CSTNode | None = None
+
+
+@dataclass
+class ImportInfo:
+    module: str  # absolute module ("" for relative imports' unknown parent)
+    name: str | None  # imported attribute (from-import) or None for `import x`
+    node: cst.CSTNode
+    relative: bool = False
+
+    @property
+    def dotted(self) -> str:
+        return f"{self.module}.{self.name}" if self.name else self.module
+
+    @property
+    def root(self) -> str:
+        return self.module.split(".")[0]
+
+
+@dataclass
+class ModuleIndex:
+    module: cst.Module
+    imports: dict[str, ImportInfo] = field(default_factory=dict)
+    functions: dict[str, FunctionInfo] = field(default_factory=dict)
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    module_assigns: dict[str, list[cst.BaseExpression | None]] = field(default_factory=dict)
+    module_assign_nodes: dict[str, cst.CSTNode] = field(default_factory=dict)
+    defined: set[str] = field(default_factory=set)
+    calls: list[CallSite] = field(default_factory=list)
+    mutations: list[tuple[str, str | None, cst.CSTNode]] = field(default_factory=list)
+    program_entries: list[tuple[cst.CSTNode, cst.BaseExpression]] = field(default_factory=list)
+    agent_options: list[tuple[cst.CSTNode, cst.BaseExpression]] = field(default_factory=list)
+
+    def resolve(self, expr: cst.BaseExpression) -> str | None:
+        """Import-resolved dotted name of a Name/Attribute chain (None otherwise)."""
+        parts: list[str] = []
+        while isinstance(expr, cst.Attribute):
+            parts.append(expr.attr.value)
+            expr = expr.value
+        if not isinstance(expr, cst.Name):
+            return None
+        head = expr.value
+        imp = self.imports.get(head)
+        if imp is not None:
+            head = imp.dotted
+        return ".".join([head, *reversed(parts)])
+
+    def function_at_module(self, name: str) -> FunctionInfo | None:
+        info = self.functions.get(name)
+        return info if info is not None and info.class_name is None else None
+
+
+Hook = Callable[[cst.CSTNode], None]
+
+
+class IndexBuilder(cst.CSTVisitor):
+    """Builds the index and calls rule hooks (``{node type: [callback, ...]}``)."""
+
+    def __init__(self, module: cst.Module, hooks: dict[type, list[Hook]] | None = None) -> None:
+        super().__init__()
+        self.index = ModuleIndex(module=module)
+        self.hooks = hooks or {}
+        self._func_stack: list[FunctionInfo] = []
+        self._class_stack: list[ClassInfo] = []
+        self._scope_kinds: list[str] = []  # "class" | "function" | "lambda"
+        self._skip_names: set[int] = set()
+        self._lambda_depth = 0
+
+    # --------------------------------------------------------------- dispatcher
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        hooks = self.hooks.get(type(node))
+        if hooks:
+            for hook in hooks:
+                hook(node)
+        return super().on_visit(node)
+
+    # --------------------------------------------------------------- helpers
+    @property
+    def _func(self) -> FunctionInfo | None:
+        return self._func_stack[-1] if self._func_stack else None
+
+    def _at_module(self) -> bool:
+        return not self._scope_kinds
+
+    def _in_class_body(self) -> bool:
+        return bool(self._scope_kinds) and self._scope_kinds[-1] == "class"
+
+    def _bind(self, name: str, value: cst.BaseExpression | None, node: cst.CSTNode) -> None:
+        func = self._func
+        if self._at_module():
+            self.index.defined.add(name)
+            self.index.module_assigns.setdefault(name, []).append(value)
+            self.index.module_assign_nodes.setdefault(name, node)
+        elif func is not None and self._scope_kinds[-1] == "function":
+            func.assigned.add(name)
+
+    def _bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, cst.Name):
+            self._bind(target.value, value, target)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self._bind_target(el.value, None)
+        elif isinstance(target, cst.StarredElement):
+            self._bind_target(target.value, None)
+        elif isinstance(target, (cst.Subscript, cst.Attribute)):
+            base = target.value
+            while isinstance(base, (cst.Subscript, cst.Attribute)):
+                base = base.value
+            if isinstance(base, cst.Name):
+                self._mutation(base.value, target)
+
+    def _mutation(self, name: str, node: cst.CSTNode) -> None:
+        func = self._func
+        self.index.mutations.append((name, func.qualname if func else None, node))
+
+    # --------------------------------------------------------------- scopes
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._skip_names.add(id(node.name))
+        if self._in_class_body() or self._at_module():
+            prefix = self._class_stack[-1].qualname + "." if self._class_stack else ""
+            info = ClassInfo(
+                qualname=prefix + node.name.value,
+                node=node,
+                bases=[self.index.resolve(a.value) for a in node.bases if a.keyword is None],
+            )
+            self.index.classes[info.qualname] = info
+            if self._at_module():
+                self.index.defined.add(node.name.value)
+            self._class_stack.append(info)
+        else:
+            self._class_stack.append(ClassInfo("<local>", node, []))
+            if self._func is not None:
+                self._func.assigned.add(node.name.value)
+        self._scope_kinds.append("class")
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._class_stack.pop()
+        self._scope_kinds.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._skip_names.add(id(node.name))
+        parent = self._func
+        cls = self._class_stack[-1] if self._in_class_body() else None
+        if cls is not None:
+            qual = f"{cls.qualname}.{node.name.value}"
+        elif parent is not None:
+            qual = f"{parent.qualname}.<locals>.{node.name.value}"
+            if self._scope_kinds[-1] == "function":
+                parent.assigned.add(node.name.value)
+                parent.nested.append(node)
+        else:
+            qual = node.name.value
+            self.index.defined.add(node.name.value)
+        info = FunctionInfo(
+            qualname=qual,
+            node=node,
+            class_name=cls.qualname if cls is not None else None,
+            parent=parent.qualname if parent is not None else None,
+        )
+        params = node.params
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+            info.params.add(p.name.value)
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                info.params.add(star.name.value)
+        if cls is not None and cls.qualname != "<local>":
+            cls.methods.setdefault(node.name.value, info)
+        self.index.functions.setdefault(qual, info)
+        self._func_stack.append(info)
+        self._scope_kinds.append("function")
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._func_stack.pop()
+        self._scope_kinds.pop()
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._skip_names.add(id(node.name))
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        if self._func is not None:
+            self._func.nested.append(node)
+        self._scope_kinds.append("lambda")
+        self._lambda_depth += 1
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self._scope_kinds.pop()
+        self._lambda_depth -= 1
+
+    # --------------------------------------------------------------- names
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) in self._skip_names:
+            return
+        func = self._func
+        if func is not None:
+            func.loads.append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._skip_names.add(id(node.attr))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._skip_names.add(id(node.keyword))
+
+    def visit_Global(self, node: cst.Global) -> None:
+        for item in node.names:
+            self._skip_names.add(id(item.name))
+            if self._func is not None:
+                self._func.globals_declared[item.name.value] = node
+            self._mutation(item.name.value, node)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        for item in node.names:
+            self._skip_names.add(id(item.name))
+        if self._func is not None:
+            self._func.nonlocals.append(node)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        if self._func is not None and self._scope_kinds[-1] == "function":
+            self._func.yields.append(node)
+
+    # --------------------------------------------------------------- bindings
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._bind_target(t.target, node.value)
+            self._check_special_assign(t.target, node.value, node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind_target(node.target, node.value)
+        if node.value is not None:
+            self._check_special_assign(node.target, node.value, node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        t = node.target
+        if isinstance(t, cst.Name):
+            if self._at_module():
+                self._bind(t.value, None, t)
+            elif self._func is not None and t.value in self._func.globals_declared:
+                pass
+            elif self._func is not None:
+                self._func.assigned.add(t.value)
+        else:
+            self._bind_target(t, None)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind_target(node.target, None)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind_target(node.target, None)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._bind_target(node.target, None)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind_target(node.asname.name, None)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None and isinstance(node.name.name, cst.Name):
+            self._bind(node.name.name.value, None, node.name.name)
+            self._skip_names.discard(id(node.name.name))
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._bind_target(node.target, None)
+
+    def _check_special_assign(
+        self, target: cst.BaseExpression, value: cst.BaseExpression, stmt: cst.CSTNode
+    ) -> None:
+        if isinstance(target, cst.Name):
+            if target.value == "method_options" and self._in_class_body() and self._class_stack:
+                cls = self._class_stack[-1]
+                cls.method_options = value
+                cls.method_options_target = target
+            elif target.value == "PROGRAM_ENTRIES" and self._at_module():
+                self.index.program_entries.append((target, value))
+            elif target.value == "__agent_options__" and self._at_module():
+                self.index.agent_options.append((target, value))
+        elif (
+            isinstance(target, cst.Attribute)
+            and target.attr.value == "__agent_options__"
+            and self._at_module()
+        ):
+            self.index.agent_options.append((target, value))
+
+    # --------------------------------------------------------------- imports
+    def visit_Import(self, node: cst.Import) -> bool:
+        func = self._func
+        if func is not None:
+            func.imports.append(node)
+        for alias in node.names:
+            dotted = _dotted_name(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+                info = ImportInfo(module=dotted, name=None, node=alias)
+            else:
+                local = dotted.split(".")[0]
+                info = ImportInfo(module=local, name=None, node=alias)
+            self._record_import(local, info, alias)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        func = self._func
+        if func is not None:
+            func.imports.append(node)
+        module = _dotted_name(node.module) if node.module is not None else ""
+        relative = bool(node.relative)
+        if isinstance(node.names, cst.ImportStar):
+            return False
+        for alias in node.names:
+            name = _dotted_name(alias.name)
+            local = (
+                alias.asname.name.value
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+                else name
+            )
+            info = ImportInfo(module=module, name=name, node=alias, relative=relative)
+            self._record_import(local, info, alias)
+        return False
+
+    def _record_import(self, local: str, info: ImportInfo, node: cst.CSTNode) -> None:
+        if self._at_module():
+            self.index.imports.setdefault(local, info)
+            self.index.defined.add(local)
+        elif self._func is not None:
+            self._func.assigned.add(local)
+
+    # --------------------------------------------------------------- calls
+    def visit_Call(self, node: cst.Call) -> None:
+        func = self._func
+        site = CallSite(
+            node,
+            self.index.resolve(node.func),
+            func.qualname if func else None,
+            deferred=self._lambda_depth > 0,
+        )
+        self.index.calls.append(site)
+        if func is not None:
+            func.calls.append(site)
+        f = node.func
+        if isinstance(f, cst.Attribute) and f.attr.value in MUTATING_METHODS:
+            base = f.value
+            while isinstance(base, (cst.Subscript, cst.Attribute)):
+                base = base.value
+            if isinstance(base, cst.Name):
+                self._mutation(base.value, node)
+
+
+def _dotted_name(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted_name(node.value)}.{node.attr.value}"
+    return ""
+
+
+def build_index(module: cst.Module, hooks: dict[type, list[Hook]] | None = None) -> ModuleIndex:
+    """Run the single traversal."""
+    builder = IndexBuilder(module, hooks)
+    walk(module, builder)
+    return builder.index
+
+
+_SKIP_FIELDS = frozenset(
+    {
+        "lpar",
+        "rpar",
+        "comma",
+        "semicolon",
+        "leading_lines",
+        "lines_after_decorators",
+        "header",
+        "footer",
+        "trailing_whitespace",
+        "newline",
+        "equal",
+        "colon",
+        "dot",
+        "operator",
+        "asynchronous",
+        "default_indent",
+        "default_newline",
+        "encoding",
+    }
+)
+_PLAN: dict[type, tuple[Any, Any, tuple[str, ...]]] = {}
+
+
+def _plan(builder: IndexBuilder, t: type) -> tuple[Any, Any, tuple[str, ...]]:
+    import dataclasses
+
+    name = t.__name__
+    visit = getattr(type(builder), f"visit_{name}", None)
+    leave = getattr(type(builder), f"leave_{name}", None)
+    fields = tuple(
+        f.name
+        for f in dataclasses.fields(t)
+        if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
+    )
+    entry = (visit, leave, fields)
+    _PLAN[t] = entry
+    return entry
+
+
+def walk(root: cst.CSTNode, builder: IndexBuilder) -> None:
+    """A lean traversal in field order that skips whitespace and tokens.
+
+    Much faster than libcst's generic visitor (which visits every whitespace node and
+    calls several dispatch methods per node); calls the builder's ``visit_X`` /
+    ``leave_X`` and the rule hooks exactly like ``CSTVisitor`` would.
+    """
+    hooks = builder.hooks
+    plan = _PLAN
+    node_type = cst.CSTNode
+
+    def go(node: cst.CSTNode) -> None:
+        while isinstance(node, cst.ConcatenatedString):  # right-nested: iterate, not recurse
+            go(node.left)
+            node = node.right
+        t = type(node)
+        entry = plan.get(t) or _plan(builder, t)
+        visit, leave, fields = entry
+        if hooks:
+            for hook in hooks.get(t, ()):
+                hook(node)
+        if visit is not None and visit(builder, node) is False:
+            if leave is not None:
+                leave(builder, node)
+            return
+        for name in fields:
+            value = getattr(node, name)
+            if isinstance(value, node_type):
+                go(value)
+            elif isinstance(value, (tuple, list)):
+                for child in value:
+                    if isinstance(child, node_type):
+                        go(child)
+        if leave is not None:
+            leave(builder, node)
+
+    go(root)

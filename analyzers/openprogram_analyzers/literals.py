@@ -1,0 +1,123 @@
+"""Rebuild literal values from libcst expressions, remembering where each part came from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import libcst as cst
+
+Path = tuple[Any, ...]
+# path -> (key node or None, value node)
+Locations = dict[Path, tuple[cst.CSTNode | None, cst.CSTNode]]
+
+
+def rebuild(
+    node: cst.BaseExpression,
+    opaque: Any,
+    name_value: Callable[[cst.BaseExpression], Any] | None = None,
+) -> tuple[Any, Locations]:
+    """Literal value of ``node`` (``opaque`` where not literal) and its locations by path.
+
+    ``name_value`` maps a Name/Attribute to a value (e.g. a type reference); by default they
+    are opaque (except True/False/None).
+    """
+    locs: Locations = {}
+
+    def walk(n: cst.BaseExpression, path: Path, key: cst.CSTNode | None) -> Any:
+        locs[path] = (key, n)
+        if isinstance(n, cst.Dict):
+            out: dict[Any, Any] = {}
+            for el in n.elements:
+                if not isinstance(el, cst.DictElement):
+                    out[opaque] = opaque
+                    continue
+                k = walk_key(el.key)
+                try:
+                    out[k] = walk(el.value, (*path, k), el.key)
+                except TypeError:
+                    out[opaque] = opaque
+            return out
+        if isinstance(n, (cst.List, cst.Tuple)):
+            if any(isinstance(e, cst.StarredElement) for e in n.elements):
+                return opaque
+            items = [walk(e.value, (*path, i), None) for i, e in enumerate(n.elements)]
+            return items if isinstance(n, cst.List) else tuple(items)
+        return scalar(n)
+
+    def walk_key(k: cst.BaseExpression) -> Any:
+        v = scalar(k)
+        try:
+            hash(v)
+        except TypeError:
+            return opaque
+        return v
+
+    def scalar(n: cst.BaseExpression) -> Any:
+        if isinstance(n, cst.SimpleString):
+            try:
+                return n.evaluated_value
+            except Exception:
+                return opaque
+        if isinstance(n, cst.ConcatenatedString):
+            try:
+                v = n.evaluated_value
+            except Exception:
+                return opaque
+            return v if v is not None else opaque
+        if isinstance(n, cst.FormattedString):
+            if all(isinstance(p, cst.FormattedStringText) for p in n.parts):
+                return "".join(p.value for p in n.parts if isinstance(p, cst.FormattedStringText))
+            return opaque
+        if isinstance(n, (cst.Integer, cst.Float)):
+            try:
+                return n.evaluated_value
+            except Exception:
+                return opaque
+        if isinstance(n, cst.Name) and n.value in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[n.value]
+        if isinstance(n, cst.UnaryOperation) and isinstance(n.operator, cst.Minus):
+            inner = scalar(n.expression)
+            if isinstance(inner, (int, float)) and not isinstance(inner, bool):
+                return -inner
+            return opaque
+        if isinstance(n, (cst.Name, cst.Attribute)) and name_value is not None:
+            return name_value(n)
+        return opaque
+
+    value = walk(node, (), None)
+    return value, locs
+
+
+def is_literal_string(node: cst.BaseExpression) -> bool:
+    """A plain string literal (no f-string placeholders)."""
+    if isinstance(node, cst.SimpleString):
+        return True
+    if isinstance(node, cst.ConcatenatedString):
+        return is_literal_string(node.left) and is_literal_string(node.right)
+    if isinstance(node, cst.FormattedString):
+        return all(isinstance(p, cst.FormattedStringText) for p in node.parts)
+    return False
+
+
+def string_value(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        try:
+            v = node.evaluated_value
+        except Exception:
+            return None
+        return v if isinstance(v, str) else None
+    if isinstance(node, cst.FormattedString) and is_literal_string(node):
+        return "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
+    return None
+
+
+def string_literal_like(original: cst.BaseExpression, text: str) -> str:
+    """Source for a string literal ``text`` using the quote style of ``original``."""
+    quote = '"'
+    if isinstance(original, cst.SimpleString):
+        q = original.quote
+        if q in ("'", '"'):
+            quote = q
+    escaped = text.replace("\\", "\\\\").replace(quote, "\\" + quote)
+    return f"{quote}{escaped}{quote}"

@@ -1,0 +1,92 @@
+"""Shared computation of the ``method_options`` rules (OP101–OP108).
+
+The checks themselves live in the engine's pure table (:mod:`openprogram.options`), so a
+lint finding and the runtime's class-creation error say the same thing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from openprogram.options import UNKNOWN, OptionProblem, check_method_options
+from openprogram_analyzers.index import ClassInfo, ModuleIndex
+from openprogram_analyzers.literals import rebuild
+from openprogram_analyzers.rule import Context
+
+AGENT_BASES = frozenset(
+    {
+        "openprogram.Agent",
+        "openprogram.agent.Agent",
+        "openprogram.agents.Agent",
+        "openprogram.ChatAgent",
+        "openprogram.turns.ChatAgent",
+        "object",
+    }
+)
+
+
+@dataclass
+class OptionFinding:
+    code: str
+    message: str
+    node: cst.CSTNode
+    problem: OptionProblem | None
+
+
+def _class_methods(
+    index: ModuleIndex, cls: ClassInfo, seen: set[str]
+) -> dict[str, list[str]] | None:
+    """Methods (name -> parameter names) of ``cls`` and its same-module bases; None if unknown."""
+    methods: dict[str, list[str]] = {}
+    for base in cls.bases:
+        if base is None:
+            return None
+        if base in AGENT_BASES:
+            continue
+        base_cls = index.classes.get(base)
+        if base_cls is None or base in seen:
+            return None
+        inherited = _class_methods(index, base_cls, seen | {base})
+        if inherited is None:
+            return None
+        methods.update(inherited)
+    for name, fn in cls.methods.items():
+        params = list(fn.params)
+        if isinstance(fn.node.params.star_kwarg, cst.Param):
+            params.append("**" + fn.node.params.star_kwarg.name.value)
+        methods[name] = params
+    return methods
+
+
+def compute(ctx: Context) -> list[OptionFinding]:
+    out: list[OptionFinding] = []
+    index = ctx.index
+    for cls in index.classes.values():
+        value_node = cls.method_options
+        if value_node is None or (isinstance(value_node, cst.Name) and value_node.value == "None"):
+            continue
+        if not isinstance(value_node, cst.Dict):
+            out.append(
+                OptionFinding(
+                    "OP108",
+                    "method_options is not a literal dict, so it cannot be checked statically "
+                    "(it is still checked when the class is created)",
+                    value_node,
+                    None,
+                )
+            )
+            continue
+        value, locs = rebuild(value_node, UNKNOWN)
+        methods = _class_methods(index, cls, {cls.qualname})
+        for problem in check_method_options(value, methods):
+            key_node, val_node = locs.get(problem.path, (None, value_node))
+            node = key_node if problem.on_key and key_node is not None else val_node
+            out.append(OptionFinding(problem.code, problem.message, node, problem))
+    return out
+
+
+def findings_for(ctx: Context, code: str) -> list[OptionFinding]:
+    all_findings: list[OptionFinding] = ctx.shared("options", compute)
+    return [f for f in all_findings if f.code == code]

@@ -1,0 +1,50 @@
+"""OP102: unknown option key (with a did-you-mean)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import libcst as cst
+
+from openprogram.options import OPTIONS, did_you_mean
+from openprogram_analyzers.literals import string_literal_like, string_value
+from openprogram_analyzers.rule import Context, FamilyRule, Invalid
+
+
+class RuleOP102(FamilyRule):
+    """Option keys come from the one table in ``openprogram.options``. An unknown key is
+    almost always a typo; the fix replaces it with the closest valid key.
+    """
+
+    code = "OP102"
+    name = "unknown-option-key"
+    summary = "unknown option key (with a did-you-mean)"
+    family = "options_family"
+    VALID: ClassVar[list[str]] = [
+        'from openprogram import Agent\n\n\nclass A(Agent):\n    method_options = {"f": {"expose": "io"}}\n\n    def f(self) -> None:\n        pass\n',
+    ]
+    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
+        (
+            'from openprogram import Agent\n\n\nclass A(Agent):\n    method_options = {"f": {"expsoe": "io"}}\n\n    def f(self) -> None:\n        pass\n',
+            Invalid(
+                "OP102",
+                5,
+                29,
+                5,
+                37,
+                "unknown method_options key 'expsoe' (method 'f'); did you mean 'expose'?",
+                fixed='from openprogram import Agent\n\n\nclass A(Agent):\n    method_options = {"f": {"expose": "io"}}\n\n    def f(self) -> None:\n        pass\n',
+            ),
+        ),
+    ]
+
+    def fix_for(
+        self, ctx: Context, finding: Any
+    ) -> tuple[str, list[tuple[cst.CSTNode, str]]] | None:
+        """Replace the misspelt key by the closest valid key."""
+        node = finding.node
+        key = string_value(node) if isinstance(node, cst.BaseExpression) else None
+        best = did_you_mean(key, OPTIONS) if key is not None else None
+        if best is None or not isinstance(node, cst.BaseExpression):
+            return None
+        return (f"replace {key!r} by {best!r}", [(node, string_literal_like(node, best))])

@@ -1,0 +1,108 @@
+"""Shared computation of the decision/schema rules (OP301–OP306).
+
+The grammar and its messages live in the engine's pure :mod:`openprogram.schema_grammar`;
+this module only finds literal menus in source and maps problems back to nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+
+from openprogram.schema_grammar import OPAQUE, TypeRef, check_menu
+from openprogram_analyzers.index import CallSite, ModuleIndex
+from openprogram_analyzers.literals import rebuild
+from openprogram_analyzers.rule import Context
+
+MENU_NODES = (cst.Dict, cst.List, cst.Tuple)
+
+
+@dataclass
+class SchemaFinding:
+    code: str
+    message: str
+    node: cst.CSTNode
+
+
+def _menu_arg(index: ModuleIndex, site: CallSite) -> cst.BaseExpression | None:
+    target = site.target or ""
+    args = site.node.args
+    for a in args:
+        if a.keyword is not None and a.keyword.value == "choices":
+            if target.startswith("openprogram.") or target == "self" or _is_agent_call(index, site):
+                return a.value
+            return None
+    if target.startswith("openprogram.") and target.endswith("decision.make"):
+        positional = [a for a in args if a.keyword is None and a.star == ""]
+        if len(positional) >= 2:
+            return positional[1].value
+        for a in args:
+            if a.keyword is not None and a.keyword.value == "options":
+                return a.value
+    return None
+
+
+def _is_agent_call(index: ModuleIndex, site: CallSite) -> bool:
+    func = site.node.func
+    if isinstance(func, cst.Call):  # MyAgent(...)(..., choices=...)
+        name = index.resolve(func.func)
+        cls = index.classes.get(name or "")
+        return (cls is not None and cls.method_options is not None) or (
+            name is not None and name.startswith("openprogram.")
+        )
+    return False
+
+
+TYPE_LIKE_BUILTINS = frozenset(
+    {"str", "int", "float", "bool", "list", "dict", "complex", "bytes", "set", "tuple", "object"}
+)
+
+
+def _name_value(index: ModuleIndex) -> Any:
+    """Type-like names become type references; other names (variables) stay opaque."""
+
+    def value(node: cst.BaseExpression) -> Any:
+        name = index.resolve(node)
+        if name is None:
+            return OPAQUE
+        short = name.rsplit(".", 1)[-1]
+        if (
+            name in TYPE_LIKE_BUILTINS
+            or short[:1].isupper()
+            or index.function_at_module(name) is not None
+        ):
+            return TypeRef(name)
+        return OPAQUE
+
+    return value
+
+
+def compute(ctx: Context) -> list[SchemaFinding]:
+    out: list[SchemaFinding] = []
+    index = ctx.index
+    for site in index.calls:
+        menu = _menu_arg(index, site)
+        if menu is None or not isinstance(menu, MENU_NODES):
+            continue
+        value, locs = rebuild(menu, OPAQUE, _name_value(index))
+        for problem in check_menu(value):
+            path = tuple(problem.path)
+            node: cst.CSTNode = menu
+            # the deepest located prefix of the path
+            for n in range(len(path), -1, -1):
+                loc = locs.get(path[:n])
+                if loc is not None:
+                    key_node, val_node = loc
+                    node = (
+                        key_node if problem.code == "OP306" and key_node is not None else val_node
+                    )
+                    break
+            out.append(SchemaFinding(problem.code, problem.message, node))
+    return out
+
+
+def findings_for(ctx: Context, code: str) -> list[SchemaFinding]:
+    found: list[SchemaFinding] = ctx.shared("schema", compute)
+    return [f for f in found if f.code == code]

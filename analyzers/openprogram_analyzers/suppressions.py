@@ -1,0 +1,138 @@
+"""Suppression comments (``# noqa: OP203``, ``# openprogram: ignore[OP203]``, file-level
+``# openprogram: noqa``), unused-suppression findings (OP900) and the suppress fix."""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+
+from openprogram_analyzers.findings import Finding, Fix, TextEdit
+
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
+_IGNORE = re.compile(r"#\s*openprogram:\s*ignore\[(?P<codes>[^\]]*)\]")
+_FILE = re.compile(r"#\s*openprogram:\s*noqa\b")
+_CODE = re.compile(r"[A-Z]+[0-9]+")
+
+
+@dataclass
+class Suppression:
+    line: int
+    column: int  # 1-based column of the comment
+    end_column: int
+    codes: tuple[str, ...]  # empty: all codes (bare "# noqa")
+    used: set[str] = field(default_factory=set)
+
+
+def _comments(source: str) -> list[tuple[int, int, str]]:
+    """``(line, column0, text)`` of every comment (tokenize; falls back to a line scan)."""
+    out: list[tuple[int, int, str]] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                out.append((tok.start[0], tok.start[1], tok.string))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return out
+
+
+def parse_suppressions(source: str) -> tuple[bool, list[Suppression]]:
+    """File-level flag and line suppressions of ``source``."""
+    if "noqa" not in source and "openprogram:" not in source:
+        return False, []
+    file_level = False
+    sups: list[Suppression] = []
+    for line, col, text in _comments(source):
+        if _FILE.search(text):
+            file_level = True
+            continue
+        for rx in (_IGNORE, _NOQA):
+            m = rx.search(text)
+            if m:
+                codes = tuple(_CODE.findall(m.group("codes") or ""))
+                sups.append(Suppression(line, col + m.start() + 1, col + m.end() + 1, codes))
+    return file_level, sups
+
+
+def apply_suppressions(
+    source: str, path: str, findings: list[Finding], enabled: frozenset[str]
+) -> list[Finding]:
+    """Drop suppressed findings and add OP900 for unused OP suppressions."""
+    file_level, sups = parse_suppressions(source)
+    if file_level:
+        return []
+    if not sups:
+        return findings
+    by_line: dict[int, list[Suppression]] = {}
+    for s in sups:
+        by_line.setdefault(s.line, []).append(s)
+    kept: list[Finding] = []
+    for f in findings:
+        suppressed = False
+        for line in {f.line, f.end_line}:
+            for s in by_line.get(line, ()):
+                if not s.codes or f.code in s.codes:
+                    s.used.add(f.code)
+                    suppressed = True
+        if not suppressed:
+            kept.append(f)
+    if "OP900" in enabled:
+        for s in sups:
+            for code in s.codes:
+                if code.startswith("OP") and code in enabled and code not in s.used:
+                    kept.append(
+                        Finding(
+                            "OP900",
+                            f"unused suppression of {code}: no {code} finding on this line",
+                            "warning",
+                            path,
+                            s.line,
+                            s.column,
+                            s.line,
+                            s.end_column,
+                            fix=_remove_code_fix(source, s, code),
+                        )
+                    )
+    kept.sort(key=Finding.sort_key)
+    return kept
+
+
+def _remove_code_fix(source: str, s: Suppression, code: str) -> Fix:
+    lines = source.splitlines()
+    text = lines[s.line - 1] if s.line - 1 < len(lines) else ""
+    comment = text[s.column - 1 : s.end_column - 1]
+    remaining = [c for c in s.codes if c != code]
+    if remaining:
+        if comment.lstrip("# ").lower().startswith("noqa"):
+            new = "# noqa: " + ", ".join(remaining)
+        else:
+            new = "# openprogram: ignore[" + ", ".join(remaining) + "]"
+        edit = TextEdit(s.line, s.column, s.line, s.end_column, new)
+    else:
+        start = s.column
+        while start > 1 and text[start - 2] == " ":
+            start -= 1
+        edit = TextEdit(s.line, start, s.line, s.end_column, "")
+    return Fix(f"remove unused suppression of {code}", (edit,), safe=True)
+
+
+def suppression_fix(source: str, finding: Finding) -> Fix:
+    """A fix adding ``# noqa: CODE`` at the end of the finding's line (merging codes)."""
+    lines = source.splitlines()
+    idx = finding.line - 1
+    text = lines[idx] if 0 <= idx < len(lines) else ""
+    for line, col, comment in _comments(source):
+        if line != finding.line:
+            continue
+        m = _NOQA.search(comment)
+        if m and m.group("codes"):
+            start = col + m.start() + 1
+            end = col + m.end() + 1
+            codes = [*_CODE.findall(m.group("codes")), finding.code]
+            new = "# noqa: " + ", ".join(dict.fromkeys(codes))
+            edit = TextEdit(finding.line, start, finding.line, end, new)
+            return Fix(f"suppress {finding.code} on this line", (edit,), safe=False)
+    end = len(text) + 1
+    edit = TextEdit(finding.line, end, finding.line, end, f"  # noqa: {finding.code}")
+    return Fix(f"suppress {finding.code} on this line", (edit,), safe=False)

@@ -1,0 +1,337 @@
+"""Cost of one durable step: OpenProgram beside DBOS and LangGraph, in the same run.
+
+Each case runs a workflow of N trivial steps (a step returning a small dict) on a SQLite
+file in a fresh temp directory, and the same workflow with 0 steps; the cost per step is
+``(time(N) - time(0)) / N``, so fixed per-run costs (loading the Program, starting the
+workflow) cancel out. Cases, each in its own process per round, rounds interleaved:
+
+* ``ours``        — ``openprogram.step`` in a resumable Program started with
+                    ``start_run`` (default durability: WAL, synchronous=NORMAL; the step
+                    record and its session-DAG node are written, as in production);
+* ``ours-power``  — the same with ``OPENPROGRAM_DURABILITY=power`` (fsync every step);
+* ``dbos``        — ``@DBOS.step`` inside ``@DBOS.workflow`` with a SQLite system database;
+* ``langgraph``   — ``@task`` inside ``@entrypoint`` with ``SqliteSaver`` (functional API);
+* ``floor``       — a bare ``sqlite3`` insert+commit of one node-shaped row, WAL, NORMAL;
+* ``floor-full``  — the same with synchronous=FULL;
+* ``resume``      — a 10,000-step run whose last step failed is resumed; the time from
+                    ``resume_run()`` to the dispatch of step 10,000 (the first incomplete
+                    one), i.e. loading 9,999 saved results and replaying them.
+
+Figures are medians over rounds of wall-clock µs per step (and CPU µs of the measuring
+process). Targets: ours <= 0.1x LangGraph and <= 0.04x DBOS; ours-power <= 1.5x the
+WAL+FULL floor; resume <= 0.5 s. A missing peer prints a "skipped: pip install ..." line.
+
+Usage::
+
+    .venv/bin/python benchmarks/step_overhead.py [--steps 1000] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+PROGRAM = '''
+import os
+
+from openprogram import step
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def tiny(i: int, last: int) -> dict:
+    """A trivial step (fails at the last index while the file "stop" exists)."""
+    if i == last and os.path.exists(os.path.join(HERE, "stop")):
+        raise RuntimeError("stopped before the last step")
+    return {"i": i, "ok": True}
+
+
+def chain(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += step("s", tiny, i, n - 1)["i"]
+    return total
+
+
+chain.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["chain"]
+'''
+
+PEERS = {
+    "dbos": ("dbos", "pip install dbos"),
+    "langgraph": ("langgraph.checkpoint.sqlite", "pip install langgraph langgraph-checkpoint-sqlite"),
+}
+Clock = tuple[float, float]
+Timing = tuple[float, float]  # (wall s, cpu s)
+
+
+def _clocks() -> Clock:
+    return time.perf_counter(), time.process_time()
+
+
+def _since(start: Clock) -> Timing:
+    w, c = _clocks()
+    return w - start[0], c - start[1]
+
+
+# -- workers (each runs in its own process) -------------------------------------------
+def work_ours(tmp: Path, n: int, power: bool) -> dict[str, Timing]:
+    from openprogram.durable.runner import start_run
+
+    (tmp / "prog.py").write_text(PROGRAM, encoding="utf-8")
+    ref = f"{tmp / 'prog.py'}:chain"
+    mode = "power" if power else "process"
+    out: dict[str, Timing] = {}
+    for label, steps in (("warm", 20), ("zero", 0), ("full", n)):
+        store = tmp / f"store-{label}"
+        t = _clocks()
+        outcome = start_run(ref, {"n": steps}, store=store, durability=mode)
+        out[label] = _since(t)
+        assert outcome.status == "completed", outcome
+        assert outcome.result == sum(range(steps)), outcome
+    return out
+
+
+def work_resume(tmp: Path, n: int) -> dict[str, Timing]:
+    from openprogram.durable.runner import resume_run, start_run
+
+    (tmp / "prog.py").write_text(PROGRAM, encoding="utf-8")
+    (tmp / "stop").touch()
+    store = tmp / "store"
+    first = start_run(f"{tmp / 'prog.py'}:chain", {"n": n}, store=store)
+    assert first.status == "failed", first
+    (tmp / "stop").unlink()
+    reached: list[Timing] = []
+    last_key = f"s#{n - 1}"
+
+    def progress(event: str, key: str) -> None:
+        if event == "start" and key == last_key:
+            reached.append(_since(t))
+
+    t = _clocks()
+    outcome = resume_run(first.run_id, store=store, on_progress=progress)
+    assert outcome.status == "completed" and outcome.result == sum(range(n)), outcome
+    assert len(reached) == 1
+    return {"reach": reached[0]}
+
+
+def work_dbos(tmp: Path, n: int) -> dict[str, Timing]:
+    from dbos import DBOS
+
+    DBOS(config={"name": "op-bench", "system_database_url": f"sqlite:///{tmp / 'dbos.sqlite'}"})
+
+    @DBOS.step()
+    def tiny(i: int) -> dict[str, object]:
+        return {"i": i, "ok": True}
+
+    @DBOS.workflow()
+    def chain(count: int) -> int:
+        total = 0
+        for i in range(count):
+            total += int(tiny(i)["i"])  # type: ignore[call-overload]
+        return total
+
+    DBOS.launch()
+    out: dict[str, Timing] = {}
+    try:
+        for label, steps in (("warm", 20), ("zero", 0), ("full", n)):
+            t = _clocks()
+            result = chain(steps)
+            out[label] = _since(t)
+            assert result == sum(range(steps))
+    finally:
+        DBOS.destroy()
+    return out
+
+
+def work_langgraph(tmp: Path, n: int) -> dict[str, Timing]:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.func import entrypoint, task
+
+    conn = sqlite3.connect(tmp / "langgraph.sqlite", check_same_thread=False)
+    saver = SqliteSaver(conn)
+
+    @task
+    def tiny(i: int) -> dict[str, object]:
+        return {"i": i, "ok": True}
+
+    @entrypoint(checkpointer=saver)
+    def chain(count: int) -> int:
+        total = 0
+        for i in range(count):
+            total += int(tiny(i).result()["i"])  # type: ignore[call-overload]
+        return total
+
+    out: dict[str, Timing] = {}
+    for label, steps in (("warm", 20), ("zero", 0), ("full", n)):
+        t = _clocks()
+        result = chain.invoke(steps, {"configurable": {"thread_id": label}})
+        out[label] = _since(t)
+        assert result == sum(range(steps))
+    conn.close()
+    return out
+
+
+BARE_TABLE = (
+    "CREATE TABLE nodes (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, seq INTEGER NOT "
+    "NULL, kind TEXT NOT NULL, name TEXT NOT NULL, caller_id TEXT, predecessor_id TEXT, "
+    "input TEXT, output TEXT, status TEXT NOT NULL, metadata TEXT NOT NULL, created_at "
+    "REAL NOT NULL, updated_at REAL NOT NULL)"
+)
+
+
+def work_floor(tmp: Path, n: int, sync: str) -> dict[str, Timing]:
+    conn = sqlite3.connect(tmp / "bare.db", isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {sync}")
+    conn.execute(BARE_TABLE)
+    sql = "INSERT INTO nodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    out: dict[str, Timing] = {"zero": (0.0, 0.0)}
+    t = _clocks()
+    for i in range(n):
+        now = time.time()
+        row = (os.urandom(16).hex(), "s", i, "code", "s", None, None, '{"i": 1}', None,
+               "completed", "{}", now, now)  # fmt: skip
+        conn.execute(sql, row)
+    out["full"] = _since(t)
+    conn.close()
+    return out
+
+
+WORKERS: dict[str, Callable[[Path, int], dict[str, Timing]]] = {
+    "ours": lambda tmp, n: work_ours(tmp, n, power=False),
+    "ours-power": lambda tmp, n: work_ours(tmp, n, power=True),
+    "dbos": work_dbos,
+    "langgraph": work_langgraph,
+    "floor": lambda tmp, n: work_floor(tmp, n, "NORMAL"),
+    "floor-full": lambda tmp, n: work_floor(tmp, n, "FULL"),
+    "resume": work_resume,
+}
+
+
+def run_worker(case: str, n: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix=f"op-step-{case}-"))
+    try:
+        result = WORKERS[case](tmp, n)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(result))
+
+
+# -- driver ----------------------------------------------------------------------------
+def _measure(case: str, n: int) -> dict[str, Timing] | str:
+    env = dict(os.environ)
+    env.pop("OPENPROGRAM_DURABILITY", None)
+    env["PYTHONWARNINGS"] = "ignore"
+    proc = subprocess.run(
+        [sys.executable, __file__, "--worker", case, "--steps", str(n)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"failed: {tail}"
+    return {k: (v[0], v[1]) for k, v in json.loads(lines[-1]).items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--steps", type=int, default=1000, help="steps per workflow")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds (medians reported)")
+    parser.add_argument("--resume-steps", type=int, default=10_000)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        run_worker(args.worker, args.steps)
+        return 0
+
+    cases = ["floor", "floor-full", "ours", "ours-power", "dbos", "langgraph"]
+    notes: dict[str, str] = {}
+    for peer, (module, hint) in PEERS.items():
+        if importlib.util.find_spec(module.split(".")[0]) is None or (
+            "." in module and importlib.util.find_spec(module) is None
+        ):
+            notes[peer] = f"skipped: {hint}"
+            cases.remove(peer)
+    wall: dict[str, list[float]] = {c: [] for c in cases}
+    cpu: dict[str, list[float]] = {c: [] for c in cases}
+    reach: list[float] = []
+    for _ in range(args.rounds):
+        for case in cases:  # interleaved so load drift hits every case alike
+            got = _measure(case, args.steps)
+            if isinstance(got, str):
+                notes[case] = got
+                continue
+            wall[case].append((got["full"][0] - got["zero"][0]) / args.steps * 1e6)
+            cpu[case].append((got["full"][1] - got["zero"][1]) / args.steps * 1e6)
+        got = _measure("resume", args.resume_steps)
+        if isinstance(got, str):
+            notes["resume"] = got
+        else:
+            reach.append(got["reach"][0])
+
+    med = statistics.median
+    w = {c: med(v) for c, v in wall.items() if v}
+    c_ = {c: med(v) for c, v in cpu.items() if v}
+    print(
+        f"sqlite {sqlite3.sqlite_version}, python {sys.version.split()[0]}, {os.cpu_count()} "
+        f"cpus; {args.steps} steps x {args.rounds} rounds; median µs per completed step"
+    )
+    labels = {
+        "floor": "bare insert+commit WAL+NORMAL",
+        "floor-full": "bare insert+commit WAL+FULL",
+        "ours": "openprogram step (default)",
+        "ours-power": "openprogram step (power)",
+        "dbos": "DBOS @DBOS.step (SQLite)",
+        "langgraph": "LangGraph @task (SqliteSaver)",
+    }
+    print(f"  {'case':32s} {'wall µs':>9s} {'cpu µs':>9s}")
+    for case, label in labels.items():
+        if case in w:
+            print(f"  {label:32s} {w[case]:9.1f} {c_[case]:9.1f}")
+        else:
+            print(f"  {label:32s} {notes.get(case, 'no result')}")
+    checks: list[tuple[str, float | None, float]] = []
+    ours = w.get("ours")
+    if ours is not None and "langgraph" in w:
+        checks.append(("ours / LangGraph", ours / w["langgraph"], 0.1))
+    if ours is not None and "dbos" in w:
+        checks.append(("ours / DBOS", ours / w["dbos"], 0.04))
+    if "ours-power" in w and "floor-full" in w:
+        checks.append(("ours-power / WAL+FULL floor", w["ours-power"] / w["floor-full"], 1.5))
+    if ours is not None and "floor" in w:
+        print(f"  (ours / WAL+NORMAL floor: {ours / w['floor']:.2f}x, for reference)")
+    if reach:
+        print(
+            f"  resume of a {args.resume_steps}-step run to its first incomplete step: "
+            f"{med(reach):.3f} s"
+        )
+        checks.append((f"resume to step {args.resume_steps}", med(reach), 0.5))
+    for peer in PEERS:
+        if peer in notes:
+            print(f"  {peer}: {notes[peer]}")
+    ok = True
+    for name, value, target in checks:
+        passed = value is not None and value <= target
+        ok = ok and passed
+        unit = " s" if name.startswith("resume") else "x"
+        print(f"  {'PASS' if passed else 'FAIL'}  {name}: {value:.3f}{unit} (target <= {target}{unit})")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""``openprogram-lsp`` / ``python -m openprogram_lsp``: stdio by default, ``--tcp HOST:PORT``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def _host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="openprogram-lsp", description=__doc__)
+    parser.add_argument("--stdio", action="store_true", help="serve over stdin/stdout (default)")
+    parser.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="serve over TCP")
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="stderr log level",
+    )
+    ns = parser.parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr, level=ns.log_level, format="%(levelname)s %(name)s: %(message)s"
+    )
+    from .server import create_server
+
+    server = create_server()
+    if ns.tcp:
+        server.start_tcp(*ns.tcp)
+    else:
+        server.start_io()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

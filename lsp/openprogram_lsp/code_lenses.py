@@ -1,0 +1,99 @@
+"""Code lenses: ``▶ Run`` per entry, ``⟳ Resume (step "name" #n)`` per paused run,
+``Runs (N)`` per function with recorded runs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from .outline import FunctionInfo, Span
+from .positions import to_lsp
+from .run_commands import RESUME, RUN, SHOW_RUNS
+from .run_index import RunInfo, runs_for_file
+
+if TYPE_CHECKING:
+    from .server import OpenProgramLanguageServer
+
+MAX_RESUME_LENSES = 3
+
+
+def _runs_by_function(runs: list[RunInfo], f: FunctionInfo) -> list[RunInfo]:
+    return [r for r in runs if r.function_qualname in (f.qualname, f.name)]
+
+
+def code_lenses(ls: OpenProgramLanguageServer, uri: str) -> list[types.CodeLens]:
+    doc = ls.open_document(uri)
+    outline = ls.outline(uri)
+    if doc is None or outline is None:
+        return []
+    lines, codec = doc.lines, doc.position_codec
+
+    def at(span: Span) -> types.Range:
+        p = to_lsp(lines, codec, span.line, span.col)
+        return types.Range(p, to_lsp(lines, codec, span.end_line, span.end_col))
+
+    lenses: list[types.CodeLens] = []
+    runnable = uri.startswith("file:")  # an untitled buffer has no file to run
+    for entry in outline.entries if runnable else []:
+        span = entry.target.name_span if entry.target else entry.span
+        lenses.append(
+            types.CodeLens(
+                range=at(span),
+                command=types.Command(title="▶ Run", command=RUN, arguments=[uri, entry.label]),
+            )
+        )
+    runs: list[RunInfo] = []
+    if uri.startswith("file:") and doc.path:
+        runs = runs_for_file(ls.settings.store_dir(), doc.path)
+    if not runs:
+        return lenses
+    for f in outline.all_functions():
+        mine = _runs_by_function(runs, f)
+        if not mine:
+            continue
+        rng = at(f.name_span)
+        resumable = [r for r in mine if r.resumable]
+        for r in resumable[:MAX_RESUME_LENSES]:
+            if r.status == "paused" and r.paused_step:
+                where = f' (step "{r.paused_step}" #{r.paused_occurrence or 0})'
+            elif r.current_step:
+                name, _, occ = r.current_step.rpartition("#")
+                where = f' (step "{name}" #{occ}, interrupted)'
+            else:
+                where = ""
+            lenses.append(
+                types.CodeLens(
+                    range=rng,
+                    command=types.Command(
+                        title=f"⟳ Resume{where}", command=RESUME, arguments=[r.id]
+                    ),
+                )
+            )
+            if r.status == "paused" and r.pause_reason == "uncertain" and r.paused_step:
+                # explicit user choice: run the step whose effect is unknown again
+                lenses.append(
+                    types.CodeLens(
+                        range=rng,
+                        command=types.Command(
+                            title=f'⟳ Re-run uncertain step "{r.paused_step}"',
+                            command=RESUME,
+                            arguments=[r.id, {"rerunUncertain": True}],
+                        ),
+                    )
+                )
+        lenses.append(
+            types.CodeLens(
+                range=rng,
+                command=types.Command(
+                    title=f"Runs ({len(mine)})", command=SHOW_RUNS, arguments=[uri, f.qualname]
+                ),
+            )
+        )
+    return lenses
+
+
+def register(server: OpenProgramLanguageServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    def lenses(ls: OpenProgramLanguageServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+        return code_lenses(ls, params.text_document.uri)

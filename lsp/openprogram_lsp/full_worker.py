@@ -1,0 +1,144 @@
+"""Whole-file analysis in a separate process, so it never competes with the server's
+event loop and incremental passes for the GIL.
+
+Protocol (JSON lines on stdin/stdout, no pickling): request
+``{"id", "source", "path", "config": {LintConfig fields} | null, "recorded": {...} | null}``,
+response ``{"id", "findings": [Finding.to_json()...]}`` or ``{"id", "error": "..."}``.
+The worker only parses source text; it never imports or runs user code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import sys
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+MAX_LINE = 256 * 1024 * 1024
+
+
+def config_to_json(config: Any) -> dict[str, Any] | None:
+    if config is None:
+        return None
+    data = dataclasses.asdict(config)
+    data["per_file_ignores"] = {k: list(v) for k, v in dict(config.per_file_ignores).items()}
+    return data
+
+
+def config_from_json(data: dict[str, Any] | None) -> Any:
+    if data is None:
+        return None
+    from openprogram_analyzers import LintConfig
+
+    fields = {f.name for f in dataclasses.fields(LintConfig)}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in fields:
+            continue
+        if key == "per_file_ignores":
+            kwargs[key] = {k: tuple(v) for k, v in value.items()}
+        elif isinstance(value, list):
+            kwargs[key] = tuple(value)
+        else:
+            kwargs[key] = value
+    return LintConfig(**kwargs)
+
+
+def handle(request: dict[str, Any]) -> dict[str, Any]:
+    from openprogram_analyzers import analyze_source
+
+    recorded = request.get("recorded")
+    if recorded:
+        recorded = {
+            k: [[(str(n), int(o)) for n, o in run] for run in runs] for k, runs in recorded.items()
+        }
+    try:
+        findings = analyze_source(
+            request["source"],
+            request["path"],
+            config=config_from_json(request.get("config")),
+            recorded_steps=recorded or None,
+        )
+        return {"id": request.get("id"), "findings": [f.to_json() for f in findings]}
+    except Exception as exc:
+        return {"id": request.get("id"), "error": f"{type(exc).__name__}: {exc}"[:500]}
+
+
+def main() -> int:
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+        except json.JSONDecodeError as exc:
+            response: dict[str, Any] = {"id": None, "error": f"bad request: {exc}"}
+        else:
+            response = handle(request)
+        try:
+            sys.stdout.write(json.dumps(response) + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:  # the server went away
+            return 0
+    return 0
+
+
+class FullAnalysisWorker:
+    """Client side: one worker subprocess, one request at a time, restarted on failure."""
+
+    def __init__(self) -> None:
+        self._proc: asyncio.subprocess.Process | None = None
+        self._lock = asyncio.Lock()
+        self._next_id = 0
+
+    async def _ensure(self) -> asyncio.subprocess.Process:
+        if self._proc is None or self._proc.returncode is not None:
+            self._proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "openprogram_lsp.full_worker",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                limit=MAX_LINE,
+            )
+        return self._proc
+
+    async def analyze(self, source: str, path: str, config: Any, recorded: Any) -> tuple[Any, ...]:
+        """Findings of ``analyze_source`` computed in the worker (raises on failure)."""
+        from openprogram_analyzers import Finding
+
+        async with self._lock:
+            proc = await self._ensure()
+            assert proc.stdin is not None and proc.stdout is not None
+            self._next_id += 1
+            request = {
+                "id": self._next_id,
+                "source": source,
+                "path": path,
+                "config": config_to_json(config),
+                "recorded": recorded,
+            }
+            try:
+                proc.stdin.write((json.dumps(request) + "\n").encode("utf-8", "surrogatepass"))
+                await proc.stdin.drain()
+                line = await proc.stdout.readline()
+            except (OSError, asyncio.LimitOverrunError, ValueError) as exc:
+                self.close()
+                raise RuntimeError(f"analysis worker failed: {exc}") from None
+            if not line:
+                self.close()
+                raise RuntimeError("analysis worker exited")
+            response = json.loads(line)
+            if "error" in response:
+                raise RuntimeError(response["error"])
+            return tuple(Finding.from_json(f) for f in response["findings"])
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.returncode is None:
+            proc.kill()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,226 @@
+"""Incremental analysis: re-check only the top-level statements an edit touched.
+
+A document is split lexically into top-level chunks (a statement with its decorators and
+trailing comments/blank lines). The *base* is the last full analysis
+(``analyze_source`` on the whole file): its findings are attributed to the chunk holding
+their first line. For a new version, a chunk whose text is unchanged reuses its base
+findings (shifted to its new line); a changed chunk is analysed alone, with the module's
+import statements prepended as context (module-level facts), and the result is cached by
+chunk text. Cross-statement rules (helpers in other statements, entries naming other
+definitions, globals mutated elsewhere) are refreshed by the next full analysis, which the
+server runs once the document has been quiet for the debounce delay.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+_TOKEN = re.compile(r"\"\"\"|'''|\"|'|#|[()\[\]{}]|\\\r?\n|\r\n|\n|\r")
+_STR_END = {
+    '"""': re.compile(r'\\.|"""', re.S),
+    "'''": re.compile(r"\\.|'''", re.S),
+    '"': re.compile(r'\\.|"|\r|\n', re.S),
+    "'": re.compile(r"\\.|'|\r|\n", re.S),
+}
+_NEWLINE = re.compile(r"\r\n|\n|\r")
+_CONTINUATION = re.compile(r"(else|elif|except|finally)\b")
+_IMPORT = re.compile(r"(import|from)\s")
+_FILE_NOQA = re.compile(r"#\s*openprogram\s*:\s*noqa\b(?!\s*\[)", re.IGNORECASE)
+CACHE_SIZE = 4096
+# Codes whose findings are unsound for a statement checked alone (they would be false
+# positives without the rest of the module); the full analysis reports them.
+ISOLATION_UNSOUND = frozenset({"OP402", "OP900"})
+
+
+@dataclass(frozen=True)
+class Chunk:
+    start_line: int  # 0-based
+    text: str
+
+    @property
+    def n_lines(self) -> int:
+        return len(_NEWLINE.findall(self.text)) + (0 if _ends_newline(self.text) else 1)
+
+
+def _ends_newline(text: str) -> bool:
+    return text.endswith(("\n", "\r"))
+
+
+def split_chunks(text: str) -> list[Chunk]:
+    """Split ``text`` at the starts of top-level statements (lexically, never fails)."""
+    starts = [0]  # character offsets of chunk starts
+    depth = 0
+    pos = 0
+    n = len(text)
+    decorator = text.startswith("@")
+    while pos < n:
+        m = _TOKEN.search(text, pos)
+        if m is None:
+            break
+        tok = m.group()
+        pos = m.end()
+        if tok in _STR_END:
+            end_re = _STR_END[tok]
+            while True:
+                e = end_re.search(text, pos)
+                if e is None:
+                    pos = n
+                    break
+                pos = e.end()
+                g = e.group()
+                if g == tok:
+                    break
+                if g in ("\n", "\r"):  # unterminated single-quoted string
+                    pos = e.start()
+                    break
+            continue
+        if tok == "#":
+            nl = _NEWLINE.search(text, pos)
+            pos = nl.start() if nl else n
+            continue
+        if tok in "([{":
+            depth += 1
+            continue
+        if tok in ")]}":
+            depth = max(0, depth - 1)
+            continue
+        if tok.startswith("\\"):
+            continue  # explicit line continuation
+        # a newline
+        if depth or pos >= n:
+            continue
+        c = text[pos]
+        if c in " \t\r\n#\f" or _CONTINUATION.match(text, pos):
+            continue
+        if decorator:
+            decorator = c == "@"
+            continue
+        decorator = c == "@"
+        starts.append(pos)
+    chunks: list[Chunk] = []
+    line = 0
+    for i, begin in enumerate(starts):
+        stop = starts[i + 1] if i + 1 < len(starts) else n
+        piece = text[begin:stop]
+        if piece or not chunks:
+            chunks.append(Chunk(line, piece))
+        line += len(_NEWLINE.findall(piece))
+    return chunks
+
+
+def shift_finding(f: Any, dl: int) -> Any:
+    """``f`` moved by ``dl`` lines (fix edits and related locations in the same file too)."""
+    if dl == 0:
+        return f
+    fix = f.fix
+    if fix is not None:
+        fix = dataclasses.replace(
+            fix,
+            edits=tuple(
+                dataclasses.replace(e, line=e.line + dl, end_line=e.end_line + dl)
+                for e in fix.edits
+            ),
+        )
+    related = tuple(
+        dataclasses.replace(r, line=r.line + dl, end_line=r.end_line + dl)
+        if r.path == f.path
+        else r
+        for r in f.related
+    )
+    return dataclasses.replace(
+        f, line=f.line + dl, end_line=f.end_line + dl, fix=fix, related=related
+    )
+
+
+@dataclass(frozen=True)
+class Base:
+    """A full analysis: findings grouped by the text of the chunk they start in."""
+
+    by_chunk: Mapping[str, tuple[Any, ...]]  # chunk text -> findings relative to the chunk
+
+    @staticmethod
+    def build(text: str, findings: tuple[Any, ...]) -> Base:
+        chunks = split_chunks(text)
+        starts = [c.start_line for c in chunks]
+        grouped: dict[str, list[Any]] = {c.text: [] for c in chunks}
+        import bisect
+
+        for f in findings:
+            i = max(0, bisect.bisect_right(starts, f.line - 1) - 1)
+            grouped[chunks[i].text].append(shift_finding(f, -chunks[i].start_line))
+        return Base({k: tuple(v) for k, v in grouped.items()})
+
+
+class IncrementalAnalyzer:
+    """Per-document incremental state (used from one worker thread at a time)."""
+
+    def __init__(self) -> None:
+        self.base: Base | None = None
+        self._cache: OrderedDict[tuple[str, str], tuple[Any, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.last_reanalysed = 0  # chunks analysed by the last fast pass (for tests/benchmarks)
+
+    def set_base(self, text: str, findings: tuple[Any, ...]) -> None:
+        base = Base.build(text, findings)
+        with self._lock:
+            self.base = base
+
+    def fast(
+        self,
+        text: str,
+        path: str,
+        config: Any,
+        recorded_steps: Mapping[str, Any] | None,
+    ) -> tuple[Any, ...]:
+        """Findings for ``text`` re-checking only chunks unknown to the base."""
+        from openprogram_analyzers import analyze_source
+
+        if _FILE_NOQA.search(text):
+            return ()
+        with self._lock:
+            base = self.base
+        chunks = split_chunks(text)
+        imports = [c for c in chunks if _IMPORT.match(c.text)]
+        context = "".join(c.text if _ends_newline(c.text) else c.text + "\n" for c in imports)
+        ctx_lines = len(_NEWLINE.findall(context))
+        out: list[Any] = []
+        analysed = 0
+        for chunk in chunks:
+            if base is not None and chunk.text in base.by_chunk:
+                out.extend(shift_finding(f, chunk.start_line) for f in base.by_chunk[chunk.text])
+                continue
+            is_import = _IMPORT.match(chunk.text) is not None
+            key = ("" if is_import else context, chunk.text)
+            cached = self._cache.get(key)
+            if cached is None:
+                analysed += 1
+                src = chunk.text if is_import else context + chunk.text
+                offset = 0 if is_import else ctx_lines
+                found = analyze_source(src, path, config=config, recorded_steps=recorded_steps)
+                cached = tuple(
+                    shift_finding(_drop_context_related(f, offset), -offset)
+                    for f in found
+                    if f.line > offset and f.code not in ISOLATION_UNSOUND
+                )
+                self._cache[key] = cached
+                if len(self._cache) > CACHE_SIZE:
+                    self._cache.popitem(last=False)
+            else:
+                self._cache.move_to_end(key)
+            out.extend(shift_finding(f, chunk.start_line) for f in cached)
+        self.last_reanalysed = analysed
+        out.sort(key=lambda f: (f.line, f.column, f.code))
+        return tuple(out)
+
+
+def _drop_context_related(f: Any, ctx_lines: int) -> Any:
+    if not ctx_lines or not f.related:
+        return f
+    kept = tuple(r for r in f.related if r.path != f.path or r.line > ctx_lines)
+    return f if len(kept) == len(f.related) else dataclasses.replace(f, related=kept)

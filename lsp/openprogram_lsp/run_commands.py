@@ -1,0 +1,294 @@
+"""``openprogram.run`` / ``openprogram.resume`` / ``openprogram.showRuns`` commands.
+
+Runs execute ``python -m openprogram.cli run|resume ... --json`` in a subprocess of the
+workspace interpreter (never inside the server, never through a shell). Stderr lines are
+streamed to the client log and as ``$/progress`` reports; the final JSON object from
+stdout is shown with ``window/showMessage`` and returned; code lenses are refreshed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from .run_index import runs_for_file
+
+if TYPE_CHECKING:
+    from .server import OpenProgramLanguageServer
+
+RUN = "openprogram.run"
+RESUME = "openprogram.resume"
+SHOW_RUNS = "openprogram.showRuns"
+EXIT_STATUS = {0: "completed", 1: "failed", 2: "usage error", 3: "paused"}
+_ENTRY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
+MAX_STDOUT = 16 * 1024 * 1024
+
+
+class CommandError(Exception):
+    """Bad command arguments; reported to the user as one line."""
+
+
+def resolve_program(ls: OpenProgramLanguageServer, target: Any) -> Path:
+    """URI or path of the Program file; must exist inside the workspace root."""
+    if not isinstance(target, str) or not target:
+        raise CommandError("first argument must be the Program's URI or path")
+    root = ls.root
+    if root is None:
+        raise CommandError("no workspace folder is open: cannot run entries")
+    raw = to_fs_path(target) if "://" in target or target.startswith("file:") else target
+    if raw is None:
+        raise CommandError(f"not a file URI: {target}")
+    path = Path(raw)
+    if not path.is_absolute():
+        path = root / path
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise CommandError(f"Program file not found: {path}") from None
+    try:
+        real.relative_to(root.resolve())
+    except ValueError:
+        raise CommandError(f"{real} is outside the workspace {root}: refusing to run it") from None
+    if not real.is_file() or real.suffix != ".py":
+        raise CommandError(f"not a Python file: {real}")
+    return real
+
+
+def parse_args_json(value: Any) -> str:
+    """The entry's keyword arguments as a JSON object string (default ``{}``)."""
+    if value is None or value == "":
+        return "{}"
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise CommandError(
+                f"--args is not valid JSON: {exc.msg} at column {exc.colno}"
+            ) from None
+    if not isinstance(value, dict):
+        raise CommandError("entry arguments must be a JSON object of keyword arguments")
+    return json.dumps(value)
+
+
+async def _progress_begin(ls: OpenProgramLanguageServer, title: str) -> str | None:
+    caps = ls.client_capabilities
+    window = caps.window if caps else None
+    if window is None or not window.work_done_progress:
+        return None
+    token = f"openprogram-{uuid.uuid4().hex}"
+    try:
+        await asyncio.wait_for(ls.work_done_progress.create_async(token), timeout=5.0)
+    except Exception as exc:
+        ls.log(f"progress unavailable: {exc}")
+        return None
+    ls.work_done_progress.begin(
+        token, types.WorkDoneProgressBegin(title=title, cancellable=True, message="starting")
+    )
+    return token
+
+
+async def run_cli(ls: OpenProgramLanguageServer, argv: list[str], title: str) -> dict[str, Any]:
+    """Run the CLI subprocess, stream stderr, parse the JSON result, notify the client."""
+    root = ls.root
+    token = await _progress_begin(ls, title)
+    ls.log(f"$ {' '.join(argv)}")
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=str(root) if root else None,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    except OSError as exc:
+        msg = f"{title}: cannot start {argv[0]}: {exc.strerror or exc}"
+        if token:
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=msg))
+        ls.show(msg, error=True)
+        return {"status": "error", "error": msg}
+    if token:
+        fut = ls.work_done_progress.tokens.get(token)
+        if fut is not None:
+            fut.add_done_callback(lambda f: _kill(proc) if f.cancelled() else None)
+
+    async def pump_stderr() -> None:
+        assert proc.stderr is not None
+        while True:
+            raw = await proc.stderr.readline()
+            if not raw:
+                return
+            line = raw.decode("utf-8", errors="replace").rstrip()
+            if not line:
+                continue
+            ls.log(line)
+            if token:
+                ls.work_done_progress.report(
+                    token, types.WorkDoneProgressReport(message=line[:200])
+                )
+
+    async def read_stdout() -> bytes:
+        assert proc.stdout is not None
+        data = await proc.stdout.read(MAX_STDOUT)
+        while await proc.stdout.read(65536):  # drain anything beyond the limit
+            pass
+        return data
+
+    out, _ = await asyncio.gather(read_stdout(), pump_stderr())
+    code = await proc.wait()
+    result = _parse_result(out.decode("utf-8", errors="replace"), code)
+    summary = _summary(title, result)
+    if token:
+        ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=summary))
+    ls.show(summary, error=result.get("status") not in ("completed", "paused"))
+    _refresh_lenses(ls)
+    return result
+
+
+def _kill(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        proc.kill()
+
+
+def _parse_result(stdout: str, code: int) -> dict[str, Any]:
+    text = stdout.strip()
+    candidates = [text] + [ln for ln in reversed(text.splitlines()) if ln.strip()]
+    for cand in candidates:
+        try:
+            obj = json.loads(cand)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            obj.setdefault("exit_code", code)
+            return obj
+    status = EXIT_STATUS.get(code, "failed") if code >= 0 else "killed"
+    return {
+        "status": status if status != "completed" else "failed",
+        "error": f"exit code {code}; no JSON result on stdout"
+        + (f": {text[:200]}" if text else ""),
+        "exit_code": code,
+    }
+
+
+def _summary(title: str, result: dict[str, Any]) -> str:
+    status = result.get("status", "?")
+    run_id = result.get("run_id")
+    head = f"{title}: {status}" + (f" (run {run_id})" if run_id else "")
+    if status == "completed":
+        return f"{head} → {json.dumps(result.get('result'), default=str)[:500]}"
+    if status == "paused":
+        step = result.get("paused_step")
+        return f"{head} at step {step!r}" + (f": {result['error']}" if result.get("error") else "")
+    return f"{head}: {result.get('error', '')}"[:1000]
+
+
+def _refresh_lenses(ls: OpenProgramLanguageServer) -> None:
+    caps = ls.client_capabilities
+    ws = caps.workspace if caps else None
+    if ws is not None and ws.code_lens is not None and ws.code_lens.refresh_support:
+        ls.workspace_code_lens_refresh(None)
+
+
+def register(server: OpenProgramLanguageServer) -> None:
+    @server.command(RUN)
+    async def run(server_: LanguageServer, *args: Any) -> dict[str, Any]:
+        """``openprogram.run(uri_or_path, entry, args_json_or_object?)``."""
+        ls = cast("OpenProgramLanguageServer", server_)
+        try:
+            if len(args) < 2:
+                raise CommandError("usage: openprogram.run(uri, entry, args?)")
+            path = resolve_program(ls, args[0])
+            entry = args[1]
+            if not isinstance(entry, str) or not _ENTRY.match(entry):
+                raise CommandError(f"invalid entry name: {entry!r}")
+            kwargs = parse_args_json(args[2] if len(args) > 2 else None)
+        except CommandError as exc:
+            ls.show(f"openprogram.run: {exc}", error=True)
+            return {"status": "error", "error": str(exc)}
+        settings = ls.settings
+        argv = [
+            settings.interpreter(),
+            "-m",
+            "openprogram.cli",
+            "run",
+            f"{path}:{entry}",
+            "--args",
+            kwargs,
+            "--json",
+            "--store",
+            str(settings.store_dir()),
+        ]
+        return await run_cli(ls, argv, f"Run {entry}")
+
+    @server.command(RESUME)
+    async def resume(server_: LanguageServer, *args: Any) -> dict[str, Any]:
+        """``openprogram.resume(run_id, {"rerunUncertain": bool, "policy": str}?)``."""
+        ls = cast("OpenProgramLanguageServer", server_)
+        run_id = args[0] if args else None
+        if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
+            msg = f"invalid run id: {run_id!r}"
+            ls.show(f"openprogram.resume: {msg}", error=True)
+            return {"status": "error", "error": msg}
+        if ls.root is None:
+            msg = "no workspace folder is open: cannot resume runs"
+            ls.show(f"openprogram.resume: {msg}", error=True)
+            return {"status": "error", "error": msg}
+        opts = args[1] if len(args) > 1 else {}
+        policy = opts.get("policy") if isinstance(opts, dict) else None
+        if not isinstance(opts, dict) or policy not in (None, "keep_original", "use_latest"):
+            msg = "options must be an object {rerunUncertain?: bool, policy?: keep_original|use_latest}"
+            ls.show(f"openprogram.resume: {msg}", error=True)
+            return {"status": "error", "error": msg}
+        settings = ls.settings
+        argv = [
+            settings.interpreter(),
+            "-m",
+            "openprogram.cli",
+            "resume",
+            run_id,
+            "--json",
+            "--store",
+            str(settings.store_dir()),
+        ]
+        if opts.get("rerunUncertain") is True:
+            argv.append("--rerun-uncertain")
+        if policy:
+            argv += ["--policy", policy]
+        return await run_cli(ls, argv, f"Resume {run_id}")
+
+    @server.command(SHOW_RUNS)
+    def show_runs(server_: LanguageServer, *args: Any) -> list[dict[str, Any]]:
+        """``openprogram.showRuns(uri, qualname)``: the function's runs, newest first."""
+        ls = cast("OpenProgramLanguageServer", server_)
+        if len(args) < 2 or not isinstance(args[0], str) or not isinstance(args[1], str):
+            ls.show("openprogram.showRuns: usage: (uri, function)", error=True)
+            return []
+        path = to_fs_path(args[0]) if args[0].startswith("file:") else args[0]
+        if not path:
+            return []
+        runs = [
+            r
+            for r in runs_for_file(ls.settings.store_dir(), path)
+            if r.function_qualname == args[1]
+        ]
+        rows = [
+            {"run_id": r.id, "status": r.status, "paused_step": r.paused_step, "error": r.error}
+            for r in runs
+        ]
+        text = "\n".join(
+            f"{r['run_id']}  {r['status']}"
+            + (f"  at {r['paused_step']}" if r["paused_step"] else "")
+            for r in rows
+        )
+        ls.show(f"Runs of {args[1]} ({len(rows)}):\n{text}" if rows else f"No runs of {args[1]}")
+        return rows

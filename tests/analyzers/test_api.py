@@ -1,0 +1,227 @@
+"""Analyzer API: shared option checks, determinism entry points, OP209 store adapter,
+suppressions and import weight."""
+
+from __future__ import annotations
+
+import inspect
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from openprogram.options import OPTIONS, check_method_options
+from openprogram_analyzers import (
+    LintConfig,
+    analyze_source,
+    check_planner_code,
+    check_resumable,
+    suppression_fix,
+)
+from openprogram_analyzers.fixes import apply_edits
+from openprogram_analyzers.store_adapter import recorded_steps
+
+AGENT = textwrap.dedent(
+    """\
+    from openprogram import Agent
+
+
+    class A(Agent):
+        method_options = {"f": {"expsoe": "io", "cache": True, "timeout": "x"}}
+
+        def f(self, x: str) -> None:
+            pass
+    """
+)
+
+
+def test_runtime_check_and_lint_share_codes_and_messages() -> None:
+    def f(self: object, x: str) -> None: ...
+
+    runtime = check_method_options(
+        {"f": {"expsoe": "io", "cache": True, "timeout": "x"}}, {"f": inspect.signature(f)}
+    )
+    lint = analyze_source(AGENT, "a.py")
+    assert [(p.code, p.message) for p in runtime] == [(f.code, f.message) for f in lint]
+    # timeout is tool-only *and* of the wrong type: both are reported
+    assert sorted(p.code for p in runtime) == ["OP102", "OP103", "OP106", "OP106"]
+
+
+def test_option_table_covers_spec_keys() -> None:
+    for key in (
+        "expose",
+        "render_range",
+        "input",
+        "system",
+        "resumable",
+        "tool",
+        "as_tool",
+        "name",
+        "description",
+        "parameters",
+        "label",
+        "toolset",
+        "unsafe_in",
+        "check_fn",
+        "can_use",
+        "available_if",
+        "requires_env",
+        "max_result_chars",
+        "persist_full",
+        "head_ratio",
+        "requires_approval",
+        "cache",
+        "cache_ttl",
+        "timeout",
+        "defer",
+        "register_globally",
+    ):
+        assert key in OPTIONS, key
+    assert OPTIONS["cache"].tool_only and not OPTIONS["expose"].tool_only
+    assert OPTIONS["max_result_chars"].default == 30_000
+
+
+def test_parse_error_is_a_finding_never_a_crash() -> None:
+    for src in ("def f(:\n", "x = (\n", "\t  if\n", "class A(:\n  pass", "@\n"):
+        found = analyze_source(src + "\nimport openprogram\n", "bad.py")
+        assert [f.code for f in found] == ["OP001"]
+        assert found[0].line >= 1 and found[0].column >= 1
+
+
+def test_check_resumable_reports_helpers_with_call_chain() -> None:
+    src = textwrap.dedent(
+        """\
+        import random
+        from openprogram import step
+
+
+        def jitter() -> float:
+            return random.random()
+
+
+        def report() -> float:
+            return step("s", float, jitter())
+        """
+    )
+    found = check_resumable(src, "prog.py", "report")
+    assert [(f.code, f.line) for f in found] == [("OP205", 6)]
+    assert found[0].related and found[0].related[0].line == 10
+    assert "calls 'jitter'" in found[0].related[0].message
+    assert check_resumable("def f(:\n", "p.py", "f")[0].code == "OP001"
+    assert check_resumable(src, "prog.py", "missing")[0].message.startswith(
+        "resumable function 'missing' not found"
+    )
+
+
+def test_planner_check() -> None:
+    ok = "def workflow():\n    plan = llm('plan')\n    return route(plan, ['a', 'b'])\n"
+    assert check_planner_code(ok, ["llm", "route"]) == []
+    bad = "import os\n\ndef workflow():\n    return os.getcwd()\n\ndef workflow():\n    pass\n"
+    codes = sorted({f.code for f in check_planner_code(bad, ["llm"])})
+    assert codes == ["OP202", "OP210"]
+    assert check_planner_code("def workflow(:\n", [])[0].code == "OP001"
+
+
+def _store(tmp_path: Path, steps: list[tuple[str, int]], status: str = "paused") -> Path:
+    from openprogram.durable.schema import MIGRATION_SQL
+
+    db = sqlite3.connect(tmp_path / "openprogram.db")
+    db.executescript(MIGRATION_SQL)
+    db.execute(
+        "INSERT INTO runs (id, entry, function_qualname, status, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, 0, 0)",
+        ("run1", "p.py:report", "Reporter.report", status),
+    )
+    for pos, (name, occ) in enumerate(steps):
+        db.execute(
+            "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
+            "input_hash, status, started_at) VALUES (?, ?, '', ?, 'step', ?, ?, 'h', 'completed', 0)",
+            ("run1", f"{name}#{occ}", pos, name, occ),
+        )
+    db.commit()
+    db.close()
+    return tmp_path
+
+
+PROGRAM = textwrap.dedent(
+    """\
+    from openprogram import Agent, step
+
+
+    class Reporter(Agent):
+        method_options = {"report": {"resumable": True}}
+
+        def report(self, topic: str) -> str:
+            a = step("fetch", str.upper, topic)
+            b = step("summarize", str.lower, a)
+            return step("write", str.title, b)
+    """
+)
+
+
+def test_op209_against_a_real_store(tmp_path: Path) -> None:
+    store = _store(tmp_path, [("fetch", 0), ("summarize", 0)])
+    rec = recorded_steps(str(store))
+    assert rec == {"Reporter.report": [[("fetch", 0), ("summarize", 0)]]}
+    assert analyze_source(PROGRAM, "p.py", recorded_steps=rec) == []
+    renamed = PROGRAM.replace('"fetch"', '"download"')
+    found = analyze_source(renamed, "p.py", recorded_steps=rec)
+    assert [f.code for f in found] == ["OP209"] and "'fetch'" in found[0].message
+    reordered = (
+        PROGRAM.replace('step("fetch"', 'step("tmp"')
+        .replace('step("summarize"', 'step("fetch"')
+        .replace('step("tmp"', 'step("summarize"')
+    )
+    assert [f.code for f in analyze_source(reordered, "p.py", recorded_steps=rec)] == ["OP209"]
+
+
+def test_store_adapter_tolerates_missing_tables(tmp_path: Path) -> None:
+    assert recorded_steps(str(tmp_path)) == {}
+    sqlite3.connect(tmp_path / "openprogram.db").close()
+    assert recorded_steps(str(tmp_path)) == {}
+    other = tmp_path / "completed"
+    other.mkdir()
+    assert recorded_steps(str(_store(other, [("a", 0)], "completed"))) == {}
+
+
+def test_suppressions_and_fix() -> None:
+    src = AGENT.replace('"timeout": "x"}}', '"timeout": "x"}}  # noqa: OP102')
+    codes = [f.code for f in analyze_source(src, "a.py")]
+    assert "OP102" not in codes and "OP106" in codes
+    other = AGENT.replace(
+        '"timeout": "x"}}', '"timeout": "x"}}  # openprogram: ignore[OP106, OP203]'
+    )
+    found = analyze_source(other, "a.py")
+    assert "OP106" not in [f.code for f in found]
+    assert [f.message for f in found if f.code == "OP900"] == [
+        "unused suppression of OP203: no OP203 finding on this line"
+    ]
+    assert analyze_source("# openprogram: noqa\n" + AGENT, "a.py") == []
+    first = analyze_source(AGENT, "a.py")[0]
+    fixed = apply_edits(AGENT, suppression_fix(AGENT, first).edits)
+    assert first.code not in [f.code for f in analyze_source(fixed, "a.py")]
+
+
+def test_config_selection() -> None:
+    cfg = LintConfig(select=("OP1",), ignore=("OP106",))
+    codes = {f.code for f in analyze_source(AGENT, "a.py", config=cfg)}
+    assert codes == {"OP102", "OP103"}
+    cfg2 = LintConfig(per_file_ignores={"a.py": ("OP1",)})
+    assert analyze_source(AGENT, "a.py", config=cfg2) == []
+
+
+def test_import_is_light() -> None:
+    code = (
+        "import sys, openprogram_analyzers as oa; from openprogram_analyzers import LintConfig; "
+        "bad = [m for m in ('httpx', 'pydantic', 'libcst', 'openprogram.store', 'openprogram.runtime', 'sqlite3') "
+        "if m in sys.modules]; print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+    code2 = (
+        "import sys; from openprogram_analyzers import analyze_source, RULES; "
+        "analyze_source('import openprogram\\n'); "
+        "print(','.join(m for m in ('httpx', 'pydantic', 'openprogram.store', 'openprogram.runtime') if m in sys.modules))"
+    )
+    out2 = subprocess.run([sys.executable, "-c", code2], capture_output=True, text=True, check=True)
+    assert out2.stdout.strip() == ""

@@ -1,0 +1,52 @@
+"""No internal error on real code: the standard library and a sample of site-packages."""
+
+from __future__ import annotations
+
+import random
+import sysconfig
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pytest
+
+SITE_SAMPLE = 300
+
+
+def _lint(paths: list[str]) -> list[str]:
+    """Analyze every file with the pre-filter off; return internal errors."""
+    from openprogram_analyzers.analysis import analyze_source
+
+    errors = []
+    for p in paths:
+        try:
+            source = Path(p).read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        try:
+            for f in analyze_source(source, p, prefilter=False):
+                assert f.line >= 1 and f.column >= 1, f
+        except Exception as exc:  # the test is about exactly this
+            errors.append(f"{p}: {type(exc).__name__}: {exc}")
+    return errors
+
+
+def _files() -> list[str]:
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    site = Path(sysconfig.get_paths()["purelib"])
+    std = sorted(
+        str(p) for p in stdlib.rglob("*.py") if "site-packages" not in p.parts and p.is_file()
+    )
+    site_files = sorted(str(p) for p in site.rglob("*.py") if p.is_file())
+    sample = random.Random(6).sample(site_files, min(SITE_SAMPLE, len(site_files)))
+    return std + sample
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_stdlib_and_site_packages_without_internal_errors() -> None:
+    files = _files()
+    assert len(files) > 1000
+    chunks = [files[i::16] for i in range(16)]
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        errors = [e for result in pool.map(_lint, chunks) for e in result]
+    assert errors == []

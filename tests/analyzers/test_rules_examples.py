@@ -1,0 +1,69 @@
+"""Per-rule tests generated from each rule's embedded VALID / INVALID examples."""
+
+from __future__ import annotations
+
+import pytest
+
+from openprogram_analyzers import RULES, analyze_source, check_planner_code
+from openprogram_analyzers.findings import Finding
+from openprogram_analyzers.fixes import apply_edits
+from openprogram_analyzers.rule import Invalid
+
+CASES_VALID = [
+    (code, i, src) for code, rule in sorted(RULES.items()) for i, src in enumerate(rule.VALID)
+]
+CASES_INVALID = [
+    (code, i, src, inv)
+    for code, rule in sorted(RULES.items())
+    for i, (src, inv) in enumerate(rule.INVALID)
+]
+
+
+def _analyze(code: str, src: str) -> list[Finding]:
+    if code == "OP210":
+        return check_planner_code(src, ["llm"])
+    return analyze_source(src, "example.py", recorded_steps=getattr(RULES[code], "RECORDED", None))
+
+
+def test_every_code_has_examples() -> None:
+    from openprogram_analyzers.codes import ALL_CODES
+
+    assert sorted(RULES) == sorted(ALL_CODES)
+    for code, rule in RULES.items():
+        assert rule.VALID and rule.INVALID, code
+        assert rule.__doc__ and code in rule.explain()
+
+
+@pytest.mark.parametrize(("code", "index", "src"), CASES_VALID)
+def test_valid_example_has_no_finding(code: str, index: int, src: str) -> None:
+    assert _analyze(code, src) == []
+
+
+@pytest.mark.parametrize(("code", "index", "src", "inv"), CASES_INVALID)
+def test_invalid_example(code: str, index: int, src: str, inv: Invalid) -> None:
+    findings = [f for f in _analyze(code, src) if f.code == inv.code]
+    assert len(findings) == 1, findings
+    f = findings[0]
+    assert (f.line, f.column, f.end_line, f.end_column) == (
+        inv.line,
+        inv.column,
+        inv.end_line,
+        inv.end_column,
+    )
+    assert inv.message in f.message
+    assert f.severity == RULES[code].severity
+    if code in ("OP001", "OP210"):  # parse errors and Planner code: nothing to suppress
+        assert f.fix is None
+        return
+    assert f.fix is not None  # every finding offers at least the suppression fix
+    if inv.fixed is not None:
+        assert f.fix.safe
+        fixed = apply_edits(src, f.fix.edits)
+        assert fixed == inv.fixed
+        assert not [g for g in _analyze(code, fixed) if g.code == code]
+    elif code != "OP900":
+        # the suppression fix silences exactly this finding
+        assert not f.fix.safe and "suppress" in f.fix.description
+        suppressed = apply_edits(src, f.fix.edits)
+        assert not [g for g in _analyze(code, suppressed) if g.code == code]
+        assert not [g for g in _analyze(code, suppressed) if g.code == "OP900"]

@@ -1,0 +1,32 @@
+"""Program sources used by the language-server tests."""
+
+AGENT_PROGRAM = """\
+from openprogram import Agent, step
+
+
+def fetch(url):
+    return url
+
+
+class Reporter(Agent):
+    method_options = {
+        "report": {"resumable": True, "expose": "io"},
+        "helper": {"system": "be brief"},
+    }
+
+    def report(self, topic):
+        a = step("fetch", fetch, topic)
+        b = step("fetch", fetch, a)
+        return step("write", fetch, b)
+
+    def helper(self):
+        return 1
+
+
+def summarize(text):
+    return step("sum", fetch, text)
+
+
+reporter = Reporter()
+PROGRAM_ENTRIES = [summarize, reporter.report]
+"""

@@ -1,0 +1,261 @@
+"""Diagnostics over a real LSP connection: push/pull, edits, fixes, config, OP209."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from lsp_harness import (
+    change_range,
+    diags_for,
+    edit_doc,
+    execute,
+    open_doc,
+    rec_of,
+    wait_for,
+)
+from lsp_programs import AGENT_PROGRAM
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+BAD_EXPOSE = AGENT_PROGRAM.replace('"expose": "io"', '"expose": "iox"')
+LLM_HELPER = (
+    AGENT_PROGRAM.replace("return 1", 'return llm("x")')
+    .replace("import Agent, step", "import Agent, llm, step")
+    .replace('b = step("fetch", fetch, a)', "b = self.helper()")
+)
+
+
+def _line_of(text: str, needle: str) -> int:
+    return text[: text.index(needle)].count("\n")
+
+
+async def test_push_diagnostics_follow_incremental_edits(
+    client: LanguageClient, workspace: Path
+) -> None:
+    uri = (workspace / "prog.py").as_uri()
+    open_doc(client, uri, AGENT_PROGRAM)
+    assert await diags_for(client, uri, 1) == []
+
+    line = _line_of(AGENT_PROGRAM, '"io"')
+    col = AGENT_PROGRAM.splitlines()[line].index('"io"') + 3
+    v = change_range(client, uri, (line, col), (line, col), "x")  # "io" -> "iox"
+    diags = await diags_for(client, uri, v)
+    assert len(diags) == 1
+    d = diags[0]
+    assert d.code == "OP104" and d.source == "openprogram"
+    assert d.severity == types.DiagnosticSeverity.Error
+    assert "'iox'" in d.message and "did you mean 'io'" in d.message
+    assert d.range.start == types.Position(line, col - 3)
+    assert d.range.end == types.Position(line, col + 2)
+    assert d.code_description is not None and "op104" in d.code_description.href.lower()
+
+    # delete the "x" again: the diagnostic goes away
+    v = change_range(client, uri, (line, col), (line, col + 1), "")
+    assert await diags_for(client, uri, v) == []
+
+    # a syntax error is one OP001 diagnostic, never a crash
+    v = change_range(client, uri, (0, 0), (0, 0), "def broken(:\n")
+    diags = await diags_for(client, uri, v)
+    assert [d.code for d in diags] == ["OP001"]
+
+    # closing clears the diagnostics
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_for(
+        lambda: (
+            rec_of(client).published[-1].uri == uri and not rec_of(client).published[-1].diagnostics
+        ),
+        "cleared diagnostics",
+    )
+
+
+async def test_related_information_and_untitled(client: LanguageClient, workspace: Path) -> None:
+    uri = "untitled:Untitled-1"
+    open_doc(client, uri, LLM_HELPER)
+    diags = await diags_for(client, uri, 1)
+    assert [d.code for d in diags] == ["OP206"]
+    related = diags[0].related_information or []
+    assert len(related) == 1
+    assert related[0].location.uri == uri
+    assert related[0].location.range.start.line == _line_of(LLM_HELPER, "b = self.helper()")
+    assert "calls 'Reporter.helper'" in related[0].message
+
+
+async def test_quick_fix_round_trip_through_apply_edit(
+    client: LanguageClient, workspace: Path
+) -> None:
+    uri = (workspace / "prog.py").as_uri()
+    open_doc(client, uri, BAD_EXPOSE)
+    diags = await diags_for(client, uri, 1)
+    assert [d.code for d in diags] == ["OP104"]
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=diags[0].range,
+            context=types.CodeActionContext(diagnostics=diags),
+        )
+    )
+    assert actions is not None
+    titles = [a.title for a in actions if isinstance(a, types.CodeAction)]
+    assert titles == ["replace 'iox' by 'io' (OP104)", "Suppress OP104 on this line"]
+    fix = actions[0]
+    assert isinstance(fix, types.CodeAction) and fix.is_preferred and fix.edit is not None
+
+    # the server applies the fix through workspace/applyEdit; the client edits and syncs
+    res = await execute(
+        client, "openprogram.applyFix", uri, "OP104", diags[0].range.start.line, "fix"
+    )
+    assert res == {"applied": True}
+    version, text = rec_of(client).docs[uri]
+    assert text == AGENT_PROGRAM
+    assert await diags_for(client, uri, version) == []
+
+    # suppression through the same round trip
+    edit_doc(client, uri, BAD_EXPOSE)
+    version, _ = rec_of(client).docs[uri]
+    diags = await diags_for(client, uri, version)
+    res = await execute(
+        client, "openprogram.applyFix", uri, "OP104", diags[0].range.start.line, "suppress"
+    )
+    assert res == {"applied": True}
+    version, text = rec_of(client).docs[uri]
+    assert "# noqa: OP104" in text
+    assert await diags_for(client, uri, version) == []
+
+    bad = await execute(client, "openprogram.applyFix", uri, "OP104")
+    assert bad["applied"] is False and "usage" in bad["error"]
+
+
+@pytest.mark.lsp_init(pull=True)
+async def test_pull_diagnostics(client: LanguageClient, workspace: Path) -> None:
+    uri = (workspace / "prog.py").as_uri()
+    open_doc(client, uri, BAD_EXPOSE)
+    report = await client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert isinstance(report, types.RelatedFullDocumentDiagnosticReport)
+    assert [d.code for d in report.items] == ["OP104"]
+    again = await client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            previous_result_id=report.result_id,
+        )
+    )
+    assert isinstance(again, types.RelatedUnchangedDocumentDiagnosticReport)
+    edit_doc(client, uri, AGENT_PROGRAM)
+    fixed = await client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            previous_result_id=report.result_id,
+        )
+    )
+    assert isinstance(fixed, types.RelatedFullDocumentDiagnosticReport) and list(fixed.items) == []
+    # a pulling client gets no pushed diagnostics (no duplicates)
+    assert not [p for p in rec_of(client).published if p.uri == uri and p.diagnostics]
+
+
+@pytest.mark.lsp_init(options={"lint": {"ignore": ["OP104"]}})
+async def test_initialization_options_select_rules(client: LanguageClient, workspace: Path) -> None:
+    uri = (workspace / "prog.py").as_uri()
+    open_doc(client, uri, BAD_EXPOSE)
+    assert await diags_for(client, uri, 1) == []
+
+
+async def test_workspace_configuration_and_pyproject_reload(
+    client: LanguageClient, workspace: Path
+) -> None:
+    uri = (workspace / "prog.py").as_uri()
+    open_doc(client, uri, BAD_EXPOSE)
+    assert [d.code for d in await diags_for(client, uri, 1)] == ["OP104"]
+    assert any(
+        r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES for r in rec_of(client).registrations
+    )
+
+    # [tool.openprogram.lint] in the workspace pyproject, reloaded on the watched-file event
+    pyproject = workspace / "pyproject.toml"
+    pyproject.write_text('[tool.openprogram.lint]\nignore = ["OP104"]\n')
+    n = len(rec_of(client).published)
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=pyproject.as_uri(), type=types.FileChangeType.Changed)]
+        )
+    )
+    await wait_for(
+        lambda: any(p.uri == uri and not p.diagnostics for p in rec_of(client).published[n:]),
+        "diagnostics without OP104",
+    )
+
+    # workspace/configuration (pulled on didChangeConfiguration) selects OP104 back
+    pyproject.write_text("[tool.openprogram.lint]\n")
+    client.set_configuration({"lint": {"select": ["OP1"]}}, section="openprogram")
+    n = len(rec_of(client).published)
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await wait_for(
+        lambda: any(
+            p.uri == uri and [d.code for d in p.diagnostics] == ["OP104"]
+            for p in rec_of(client).published[n:]
+        ),
+        "OP104 back",
+    )
+    # a broken pyproject is reported in the log, the server keeps going
+    pyproject.write_text("[tool.openprogram.lint\n")
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=pyproject.as_uri())
+        )
+    )
+    await wait_for(
+        lambda: any(
+            "pyproject.toml" in m.message and m.type == types.MessageType.Error
+            for m in client.log_messages
+        ),
+        "config error logged",
+    )
+
+
+@pytest.mark.lsp_init(options={"store": "store"})
+async def test_op209_after_edit_breaking_a_paused_run(
+    client: LanguageClient, workspace: Path
+) -> None:
+    from openprogram.durable.schema import MIGRATION_SQL
+
+    program = workspace / "prog.py"
+    program.write_text(AGENT_PROGRAM)
+    (workspace / "store").mkdir()
+    db = sqlite3.connect(workspace / "store" / "openprogram.db")
+    with db:
+        db.executescript(MIGRATION_SQL)
+        now = time.time()
+        db.execute(
+            "INSERT INTO runs (id, entry, program_path, function_qualname, status, paused_step,"
+            " paused_occurrence, created_at, updated_at) VALUES"
+            " ('r1', ?, ?, 'Reporter.report', 'paused', 'write', 0, ?, ?)",
+            (f"{program}:reporter.report", str(program), now, now),
+        )
+        for pos, (name, occ) in enumerate([("fetch", 0), ("fetch", 1), ("write", 0)]):
+            db.execute(
+                "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence,"
+                " input_hash, status, started_at) VALUES ('r1', ?, '', ?, 'step', ?, ?, 'h', ?, ?)",
+                (
+                    f"{name}#{occ}",
+                    pos,
+                    name,
+                    occ,
+                    "completed" if name == "fetch" else "dispatched",
+                    now,
+                ),
+            )
+    db.close()
+    uri = program.as_uri()
+    open_doc(client, uri, AGENT_PROGRAM)
+    assert await diags_for(client, uri, 1) == []
+    line = _line_of(AGENT_PROGRAM, 'step("write"')
+    col = AGENT_PROGRAM.splitlines()[line].index('"write"') + 6
+    v = change_range(client, uri, (line, col), (line, col), "2")  # "write" -> "write2"
+    diags = await diags_for(client, uri, v)
+    assert [d.code for d in diags] == ["OP209"]
+    assert "'write'" in diags[0].message and "Reporter.report" in diags[0].message
