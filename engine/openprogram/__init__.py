@@ -50,5 +50,28 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
-    from openprogram.runtime import Runtime, create_runtime
+if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
+    from openprogram import agentic_programming as agentic_programming
+    from openprogram import decision as decision
+    from openprogram import programs as programs
+    from openprogram import store as store
+    from openprogram.agentic_programming.calls import agent as agent
+    from openprogram.agentic_programming.calls import agent_async as agent_async
+    from openprogram.agentic_programming.calls import llm as llm
+    from openprogram.agentic_programming.control_flow import conditional as conditional
+    from openprogram.agentic_programming.control_flow import repeat_until as repeat_until
+    from openprogram.agentic_programming.control_flow import route as route
+    from openprogram.agentic_programming.control_flow import (
+        validate_and_retry as validate_and_retry,
+    )
+    from openprogram.agents import Agent as Agent
+    from openprogram.context import Context as Context
+    from openprogram.decision import DecisionError as DecisionError
+    from openprogram.durable import parallel as parallel
+    from openprogram.durable import step as step
+    from openprogram.durable import workflow as workflow
+    from openprogram.runtime import Runtime as Runtime
+    from openprogram.runtime import create_runtime as create_runtime
+    from openprogram.turns import ChatAgent as ChatAgent
+    from openprogram.turns import TurnRequest as TurnRequest
+    from openprogram.turns import TurnResult as TurnResult

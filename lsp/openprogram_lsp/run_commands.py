@@ -1,9 +1,19 @@
 """``openprogram.run`` / ``openprogram.resume`` / ``openprogram.showRuns`` commands.
 
+Signatures (``workspace/executeCommand`` arguments, positional):
+
+* ``openprogram.run(uri, entry, args?)`` — ``args``: JSON object (or its text) of keyword
+  arguments, default ``{}``.
+* ``openprogram.resume(run_id, options?)`` — ``options``: ``{"policy"?: "keep_original" |
+  "use_latest", "rerunUncertain"?: bool}``; unknown keys are an error.
+* ``openprogram.showRuns(uri?, function?)`` — both optional (``null`` allowed): runs of
+  the file (of one function of it), or of the whole workspace; newest first.
+
 Runs execute ``python -m openprogram.cli run|resume ... --json`` in a subprocess of the
 workspace interpreter (never inside the server, never through a shell). Stderr lines are
 streamed to the client log and as ``$/progress`` reports; the final JSON object from
 stdout is shown with ``window/showMessage`` and returned; code lenses are refreshed.
+``showRuns`` only reads the store (read-only SQLite via ``run_index``), never user code.
 """
 
 from __future__ import annotations
@@ -12,6 +22,7 @@ import asyncio
 import json
 import os
 import re
+import sqlite3
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -20,7 +31,8 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from .run_index import runs_for_file
+from . import run_index
+from .run_index import RunInfo, runs_for_file
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
@@ -32,6 +44,9 @@ EXIT_STATUS = {0: "completed", 1: "failed", 2: "usage error", 3: "paused"}
 _ENTRY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 MAX_STDOUT = 16 * 1024 * 1024
+POLICIES = ("keep_original", "use_latest")
+RESUME_OPTIONS = ("policy", "rerunUncertain")
+MAX_SHOWN_RUNS = 20
 
 
 class CommandError(Exception):
@@ -78,6 +93,114 @@ def parse_args_json(value: Any) -> str:
     if not isinstance(value, dict):
         raise CommandError("entry arguments must be a JSON object of keyword arguments")
     return json.dumps(value)
+
+
+def parse_resume_options(value: Any) -> tuple[str | None, bool]:
+    """``(policy, rerun_uncertain)`` from ``{"policy"?, "rerunUncertain"?}`` (or null)."""
+    shape = 'options must be an object {"policy"?: "keep_original"|"use_latest", "rerunUncertain"?: bool}'
+    if value is None:
+        return None, False
+    if not isinstance(value, dict):
+        raise CommandError(f"{shape}, got {type(value).__name__}")
+    unknown = sorted(str(k) for k in value if k not in RESUME_OPTIONS)
+    if unknown:
+        raise CommandError(f"unknown option(s) {', '.join(unknown)}: {shape}")
+    policy = value.get("policy")
+    if policy is not None and policy not in POLICIES:
+        raise CommandError(f"unknown policy {policy!r}: use keep_original or use_latest")
+    rerun = value.get("rerunUncertain")
+    if rerun is not None and not isinstance(rerun, bool):
+        raise CommandError(f"rerunUncertain must be true or false, got {rerun!r}")
+    return policy, bool(rerun)
+
+
+def resume_argv(
+    interpreter: str, store: Path, run_id: str, policy: str | None, rerun_uncertain: bool
+) -> list[str]:
+    """Command line of ``openprogram resume`` for the workspace interpreter."""
+    argv = [interpreter, "-m", "openprogram.cli", "resume", run_id, "--json"]
+    argv += ["--store", str(store)]
+    if policy:
+        argv += ["--policy", policy]
+    if rerun_uncertain:
+        argv.append("--rerun-uncertain")
+    return argv
+
+
+def _optional_str(value: Any, what: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise CommandError(f"{what} must be a string or null, got {type(value).__name__}")
+    return value
+
+
+def _within(path: str, root: Path) -> bool:
+    try:
+        Path(os.path.realpath(path)).relative_to(os.path.realpath(root))
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+def store_program_paths(store: Path) -> list[str]:
+    """Distinct Program files with runs in the store (read-only; [] if unavailable)."""
+    conn = run_index._connect(store)
+    if conn is None:
+        return []
+    try:
+        rows = conn.execute("SELECT DISTINCT program_path, entry FROM runs").fetchall()
+    except sqlite3.Error as exc:  # no runs table (older store), locked, corrupt
+        run_index.log.info("no runs from %s: %s", store, exc)
+        return []
+    finally:
+        conn.close()
+    paths = {str(p) if p else str(e).rpartition(":")[0] for p, e in rows}
+    return sorted(p for p in paths if p)
+
+
+def select_runs(
+    store: Path, root: Path | None, program: str | None, function: str | None
+) -> list[RunInfo]:
+    """Runs of ``program`` (else of every Program inside ``root``), of ``function`` if
+    given; newest first."""
+    if program is not None:
+        runs = runs_for_file(store, program)
+    else:
+        seen: dict[str, RunInfo] = {}
+        for path in store_program_paths(store):
+            if root is None or _within(path, root):
+                for r in runs_for_file(store, path):
+                    seen.setdefault(r.id, r)
+        runs = sorted(seen.values(), key=lambda r: r.updated_at, reverse=True)
+    if function is not None:
+        short = function.rpartition(".")[2]
+        runs = [r for r in runs if r.function_qualname in (function, short)]
+    return runs
+
+
+def run_row(r: RunInfo) -> dict[str, Any]:
+    """JSON row of ``openprogram.showRuns``."""
+    return {
+        "run_id": r.id,
+        "function": r.function_qualname,
+        "entry": r.entry,
+        "status": r.status,
+        "paused_step": r.paused_step,
+        "pause_reason": r.pause_reason,
+        "error": r.error,
+        "updated_at": r.updated_at,
+        "resumable": r.resumable,
+    }
+
+
+def _run_line(row: dict[str, Any]) -> str:
+    line = f"{row['run_id']}  {row['status']}  {row['function']}"
+    if row["paused_step"]:
+        line += f"  at {row['paused_step']}"
+    if row["error"]:
+        line += f"  {str(row['error'])[:120]}"
+    return line
 
 
 async def _progress_begin(ls: OpenProgramLanguageServer, title: str) -> str | None:
@@ -232,7 +355,7 @@ def register(server: OpenProgramLanguageServer) -> None:
 
     @server.command(RESUME)
     async def resume(server_: LanguageServer, *args: Any) -> dict[str, Any]:
-        """``openprogram.resume(run_id, {"rerunUncertain": bool, "policy": str}?)``."""
+        """``openprogram.resume(run_id, {"policy"?: str, "rerunUncertain"?: bool}?)``."""
         ls = cast("OpenProgramLanguageServer", server_)
         run_id = args[0] if args else None
         if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
@@ -243,52 +366,45 @@ def register(server: OpenProgramLanguageServer) -> None:
             msg = "no workspace folder is open: cannot resume runs"
             ls.show(f"openprogram.resume: {msg}", error=True)
             return {"status": "error", "error": msg}
-        opts = args[1] if len(args) > 1 else {}
-        policy = opts.get("policy") if isinstance(opts, dict) else None
-        if not isinstance(opts, dict) or policy not in (None, "keep_original", "use_latest"):
-            msg = "options must be an object {rerunUncertain?: bool, policy?: keep_original|use_latest}"
-            ls.show(f"openprogram.resume: {msg}", error=True)
-            return {"status": "error", "error": msg}
+        try:
+            if len(args) > 2:
+                raise CommandError("usage: openprogram.resume(run_id, options?)")
+            policy, rerun = parse_resume_options(args[1] if len(args) > 1 else None)
+        except CommandError as exc:
+            ls.show(f"openprogram.resume: {exc}", error=True)
+            return {"status": "error", "error": str(exc)}
         settings = ls.settings
-        argv = [
-            settings.interpreter(),
-            "-m",
-            "openprogram.cli",
-            "resume",
-            run_id,
-            "--json",
-            "--store",
-            str(settings.store_dir()),
-        ]
-        if opts.get("rerunUncertain") is True:
-            argv.append("--rerun-uncertain")
-        if policy:
-            argv += ["--policy", policy]
+        argv = resume_argv(settings.interpreter(), settings.store_dir(), run_id, policy, rerun)
         return await run_cli(ls, argv, f"Resume {run_id}")
 
     @server.command(SHOW_RUNS)
     def show_runs(server_: LanguageServer, *args: Any) -> list[dict[str, Any]]:
-        """``openprogram.showRuns(uri, qualname)``: the function's runs, newest first."""
+        """``openprogram.showRuns(uri?, function?)``: matching runs, newest first."""
         ls = cast("OpenProgramLanguageServer", server_)
-        if len(args) < 2 or not isinstance(args[0], str) or not isinstance(args[1], str):
-            ls.show("openprogram.showRuns: usage: (uri, function)", error=True)
+        try:
+            if len(args) > 2:
+                raise CommandError("usage: openprogram.showRuns(uri?, function?)")
+            target = _optional_str(args[0] if args else None, "uri")
+            function = _optional_str(args[1] if len(args) > 1 else None, "function")
+            program: str | None = None
+            if target is not None:
+                program = to_fs_path(target) if target.startswith("file:") else target
+                if not program:
+                    raise CommandError(f"not a file URI: {target}")
+        except CommandError as exc:
+            ls.show(f"openprogram.showRuns: {exc}", error=True)
             return []
-        path = to_fs_path(args[0]) if args[0].startswith("file:") else args[0]
-        if not path:
-            return []
-        runs = [
-            r
-            for r in runs_for_file(ls.settings.store_dir(), path)
-            if r.function_qualname == args[1]
-        ]
-        rows = [
-            {"run_id": r.id, "status": r.status, "paused_step": r.paused_step, "error": r.error}
-            for r in runs
-        ]
-        text = "\n".join(
-            f"{r['run_id']}  {r['status']}"
-            + (f"  at {r['paused_step']}" if r["paused_step"] else "")
-            for r in rows
-        )
-        ls.show(f"Runs of {args[1]} ({len(rows)}):\n{text}" if rows else f"No runs of {args[1]}")
+        runs = select_runs(ls.settings.store_dir(), ls.root, program, function)
+        rows = [run_row(r) for r in runs]
+        where = function or (Path(program).name if program else "this workspace")
+        paused = sum(1 for r in runs if r.resumable)
+        if not rows:
+            ls.show(f"No runs of {where}")
+            return rows
+        head = f"Runs of {where}: {len(rows)}" + (f" ({paused} resumable)" if paused else "")
+        lines = [_run_line(row) for row in rows[:MAX_SHOWN_RUNS]]
+        if len(rows) > MAX_SHOWN_RUNS:
+            lines.append(f"… and {len(rows) - MAX_SHOWN_RUNS} more")
+        ls.log("\n".join([head, *lines]))
+        ls.show("\n".join([head, *lines[:5]]) + ("\n…" if len(lines) > 5 else ""))
         return rows

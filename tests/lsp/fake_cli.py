@@ -3,7 +3,7 @@
 Invoked as an executable "interpreter": argv = [-m, openprogram.cli, run|resume, ...].
 Prints progress lines on stderr and one JSON object on stdout, with the CLI's exit codes.
 Appends its argv to ``calls.jsonl`` next to the store, and for ``resume`` marks the run
-completed in the store's ``runs`` table (a real SQLite file).
+completed in the store's ``runs`` table (a real SQLite file) when there is one.
 """
 
 from __future__ import annotations
@@ -54,10 +54,14 @@ def main(argv: list[str]) -> int:
     if cmd == "resume":
         run_id = rest[0]
         db = sqlite3.connect(store / "openprogram.db")
-        with db:
-            db.execute(
-                "UPDATE runs SET status = 'completed', paused_step = NULL WHERE id = ?", (run_id,)
-            )
+        try:
+            with db:
+                db.execute(
+                    "UPDATE runs SET status = 'completed', paused_step = NULL WHERE id = ?",
+                    (run_id,),
+                )
+        except sqlite3.OperationalError:  # a store without runs: only argv is of interest
+            pass
         db.close()
         print("resuming", run_id, file=sys.stderr, flush=True)
         print(json.dumps({"run_id": run_id, "status": "completed", "result": 42}))

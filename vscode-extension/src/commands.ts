@@ -103,32 +103,136 @@ export function validateRunId(text: string): string | undefined {
   return /\s/.test(id) ? 'A run id contains no spaces' : undefined;
 }
 
-/** Arguments of `openprogram.resume`: run id, then the optional policy and rerun flag. */
-export function buildResumeArguments(
-  runId: string,
-  policy?: ResumePolicy,
-  rerunUncertain?: boolean,
-): unknown[] {
+/** Options object of `openprogram.resume` (second argument; omitted when empty). */
+export interface ResumeOptions {
+  policy?: ResumePolicy;
+  rerunUncertain?: boolean;
+}
+
+/**
+ * Arguments of `openprogram.resume(run_id, options?)`: the run id, then an options object
+ * `{policy?, rerunUncertain?}` with only the keys that are set.
+ */
+export function buildResumeArguments(runId: string, options: ResumeOptions = {}): unknown[] {
   const error = validateRunId(runId);
   if (error !== undefined) {
     throw new Error(error);
   }
+  const { policy, rerunUncertain } = options;
   if (policy !== undefined && !(RESUME_POLICIES as readonly string[]).includes(policy)) {
     throw new Error(`Unknown resume policy "${String(policy)}": use ${RESUME_POLICIES.join(' or ')}`);
   }
-  const args: unknown[] = [runId.trim()];
-  if (policy !== undefined || rerunUncertain !== undefined) {
-    args.push(policy ?? null);
+  const sent: { policy?: ResumePolicy; rerunUncertain?: boolean } = {};
+  if (policy !== undefined) {
+    sent.policy = policy;
   }
   if (rerunUncertain !== undefined) {
-    args.push(rerunUncertain);
+    sent.rerunUncertain = rerunUncertain;
   }
-  return args;
+  return Object.keys(sent).length === 0 ? [runId.trim()] : [runId.trim(), sent];
 }
 
-/** Arguments of `openprogram.showRuns`: the document URI when there is one. */
-export function buildShowRunsArguments(uri?: string): unknown[] {
-  return uri === undefined || uri === '' ? [] : [uri];
+/**
+ * Arguments of `openprogram.showRuns(uri?, function?)`: nothing lists every run of the
+ * workspace, a URI the runs of that file, a URI and a function the runs of that function.
+ */
+export function buildShowRunsArguments(uri?: string, fn?: string): unknown[] {
+  const file = uri === undefined || uri === '' ? null : uri;
+  const func = fn === undefined || fn === '' ? null : fn;
+  if (func !== null) {
+    return [file, func];
+  }
+  return file === null ? [] : [file];
+}
+
+/**
+ * Final arguments of a server command invoked from a lens or the palette, or undefined when
+ * the user cancelled. A `▶ Run` lens carries `[uri, entry]` only: the keyword arguments are
+ * asked for with `promptArgs` and appended, so the server always gets `[uri, entry, {...}]`.
+ */
+export async function prepareServerCommand(
+  command: string,
+  args: readonly unknown[],
+  promptArgs: (entry: string) => Promise<JsonObject | undefined>,
+): Promise<unknown[] | undefined> {
+  if (command !== SERVER_COMMANDS.run || !runNeedsArguments(args)) {
+    return [...args];
+  }
+  const [uri, entry] = args;
+  if (typeof uri !== 'string' || typeof entry !== 'string') {
+    return [...args]; // malformed: let the server answer with its usage error
+  }
+  const typed = await promptArgs(entry);
+  return typed === undefined ? undefined : [uri, entry, typed];
+}
+
+/** One row of the `openprogram.showRuns` result. */
+export interface RunRow {
+  run_id: string;
+  function?: string;
+  status: string;
+  paused_step?: string | null;
+  error?: string | null;
+  resumable?: boolean;
+}
+
+export interface RunPickItem {
+  label: string;
+  description: string;
+  detail?: string;
+  runId: string;
+  resumable: boolean;
+}
+
+/** The server's showRuns rows (anything else in the result is ignored). */
+export function runRows(result: unknown): RunRow[] {
+  if (!Array.isArray(result)) {
+    return [];
+  }
+  return result.filter(
+    (row): row is RunRow =>
+      row !== null && typeof row === 'object' && typeof (row as RunRow).run_id === 'string' && typeof (row as RunRow).status === 'string',
+  );
+}
+
+/** Quick-pick items for a list of runs: resumable ones say so. */
+export function runPickItems(rows: readonly RunRow[]): RunPickItem[] {
+  return rows.map((row) => {
+    const resumable = row.resumable === true;
+    const where = typeof row.paused_step === 'string' && row.paused_step !== '' ? ` at step "${row.paused_step}"` : '';
+    const detail = typeof row.error === 'string' && row.error !== '' ? row.error : resumable ? 'Select to resume' : undefined;
+    const item: RunPickItem = {
+      label: `${resumable ? '$(debug-pause) ' : ''}${row.run_id}`,
+      description: `${row.status}${where}${row.function ? ` — ${row.function}` : ''}`,
+      runId: row.run_id,
+      resumable,
+    };
+    if (detail !== undefined) {
+      item.detail = detail;
+    }
+    return item;
+  });
+}
+
+export interface ShowRunsScope {
+  label: string;
+  args: unknown[];
+}
+
+/**
+ * What "Show Runs" from the palette can list: with a Python file open, its runs, those of
+ * each function with a `Runs (N)` lens, and all runs of the workspace; else the workspace.
+ */
+export function showRunsScopes(uri: string | undefined, fileName: string | undefined, lenses: readonly LensLike[] | null | undefined): ShowRunsScope[] {
+  const scopes: ShowRunsScope[] = [];
+  if (uri !== undefined && uri !== '') {
+    scopes.push({ label: `Runs of ${fileName ?? uri}`, args: buildShowRunsArguments(uri) });
+    for (const choice of runsFromLenses(lenses)) {
+      scopes.push({ label: choice.title, args: choice.args });
+    }
+  }
+  scopes.push({ label: 'All runs in the workspace', args: buildShowRunsArguments() });
+  return scopes;
 }
 
 /** Minimal shape of an LSP code lens, as returned by `textDocument/codeLens`. */

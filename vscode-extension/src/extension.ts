@@ -22,20 +22,21 @@ import {
   SERVER_COMMANDS,
   buildResumeArguments,
   buildRunArguments,
-  buildShowRunsArguments,
   entriesFromLenses,
   formatCommandResult,
   parseEntryArgs,
+  prepareServerCommand,
   resumesFromLenses,
-  runNeedsArguments,
-  runsFromLenses,
+  runPickItems,
+  runRows,
+  showRunsScopes,
   summarizeResult,
   validateEntryArgs,
   validateEntryName,
   validateRunId,
   type JsonObject,
   type LensLike,
-  type ResumePolicy,
+  type ResumeOptions,
 } from './commands';
 import { describeInterpreter, resolveInterpreter, type ResolvedInterpreter } from './interpreter';
 import { RestartPolicy } from './restartPolicy';
@@ -320,17 +321,18 @@ class ServerController implements vscode.Disposable {
         workspace: {
           configuration: (params) => answerConfiguration(params.items, this.serverConfiguration()),
         },
+        // Lenses carry the server's command ids; the client registers them and routes every
+        // invocation through here: a `▶ Run` lens gets its keyword arguments typed first.
         executeCommand: async (command, args, next) => {
-          let finalArgs = args;
-          if (command === SERVER_COMMANDS.run && runNeedsArguments(args)) {
-            const typed = await this.promptEntryArgs(String(args[1] ?? 'entry'));
-            if (typed === undefined) {
-              return undefined;
-            }
-            finalArgs = [args[0], args[1], typed];
+          const finalArgs = await prepareServerCommand(command, args, (entry) => this.promptEntryArgs(entry));
+          if (finalArgs === undefined) {
+            return undefined;
           }
           const result: unknown = await next(command, finalArgs);
           this.reportResult(command, result);
+          if (command === SERVER_COMMANDS.showRuns) {
+            void this.pickRun(result);
+          }
           return result;
         },
       },
@@ -391,15 +393,15 @@ class ServerController implements vscode.Disposable {
       }
       this.clientDisposables.push(
         vscode.commands.registerCommand(id, async (...args: unknown[]) => {
-          let finalArgs = args;
-          if (id === SERVER_COMMANDS.run && runNeedsArguments(args)) {
-            const typed = await this.promptEntryArgs(String(args[1] ?? 'entry'));
-            if (typed === undefined) {
-              return undefined;
-            }
-            finalArgs = [args[0], args[1], typed];
+          const finalArgs = await prepareServerCommand(id, args, (entry) => this.promptEntryArgs(entry));
+          if (finalArgs === undefined) {
+            return undefined;
           }
-          return this.executeServerCommand(id, finalArgs);
+          const result = await this.executeServerCommand(id, finalArgs);
+          if (id === SERVER_COMMANDS.showRuns) {
+            void this.pickRun(result);
+          }
+          return result;
         }),
       );
     }
@@ -607,16 +609,37 @@ class ServerController implements vscode.Disposable {
     if (runId === undefined) {
       return;
     }
-    const modes: Array<{ label: string; policy: ResumePolicy; rerun: boolean }> = [
-      { label: 'Resume with the original code (keep_original)', policy: 'keep_original', rerun: false },
-      { label: 'Resume with the latest code (use_latest)', policy: 'use_latest', rerun: false },
-      { label: 'Resume and re-run the uncertain step', policy: 'keep_original', rerun: true },
+    await this.resumeWithMode(runId);
+  }
+
+  /** Ask how to resume `runId`, then send `openprogram.resume(runId, {policy, rerunUncertain})`. */
+  private async resumeWithMode(runId: string): Promise<void> {
+    const modes: Array<{ label: string; options: ResumeOptions }> = [
+      { label: 'Resume with the original code (keep_original)', options: { policy: 'keep_original' } },
+      { label: 'Resume with the latest code (use_latest)', options: { policy: 'use_latest' } },
+      { label: 'Resume and re-run the uncertain step', options: { rerunUncertain: true } },
     ];
     const mode = await vscode.window.showQuickPick(modes, { title: `Resume ${runId}` });
     if (mode === undefined) {
       return;
     }
-    await this.executeServerCommand(SERVER_COMMANDS.resume, buildResumeArguments(runId, mode.policy, mode.rerun));
+    await this.executeServerCommand(SERVER_COMMANDS.resume, buildResumeArguments(runId, mode.options));
+  }
+
+  /** Let the user pick one of the listed runs; a resumable one is then resumed. */
+  private async pickRun(result: unknown): Promise<void> {
+    const items = runPickItems(runRows(result));
+    if (items.length === 0) {
+      return;
+    }
+    const picked = await vscode.window.showQuickPick(items, {
+      title: `Runs (${items.length})`,
+      placeHolder: 'Select a paused run to resume it; all runs are listed in the output',
+      matchOnDescription: true,
+    });
+    if (picked?.resumable === true) {
+      await this.resumeWithMode(picked.runId);
+    }
   }
 
   private async showRuns(): Promise<void> {
@@ -625,24 +648,20 @@ class ServerController implements vscode.Disposable {
       return;
     }
     const document = vscode.window.activeTextEditor?.document;
-    const isPython = document?.languageId === 'python';
-    const uri = isPython ? client.code2ProtocolConverter.asUri(document.uri) : undefined;
-    const choices = isPython ? runsFromLenses(await this.lensesFor(client, document)) : [];
-    let args = buildShowRunsArguments(uri);
-    if (choices.length === 1) {
-      args = choices[0]?.args ?? args;
-    } else if (choices.length > 1) {
-      const picked = await vscode.window.showQuickPick(
-        choices.map((choice) => ({ label: choice.title, args: choice.args })),
-        { title: 'Show runs', placeHolder: 'Function whose runs to show' },
-      );
+    const isFile = document?.languageId === 'python' && document.uri.scheme === 'file';
+    const uri = isFile ? client.code2ProtocolConverter.asUri(document.uri) : undefined;
+    const lenses = isFile ? await this.lensesFor(client, document) : [];
+    const scopes = showRunsScopes(uri, isFile ? vscode.workspace.asRelativePath(document.uri) : undefined, lenses);
+    let args = scopes[0]?.args ?? [];
+    if (scopes.length > 1) {
+      const picked = await vscode.window.showQuickPick(scopes, { title: 'Show runs', placeHolder: 'Which runs to list' });
       if (picked === undefined) {
         return;
       }
       args = picked.args;
     }
-    await this.executeServerCommand(SERVER_COMMANDS.showRuns, args);
-    this.output.show(true);
+    const result = await this.executeServerCommand(SERVER_COMMANDS.showRuns, args);
+    await this.pickRun(result);
   }
 
   private async executeServerCommand(command: string, args: unknown[]): Promise<unknown> {

@@ -8,7 +8,6 @@ text = rt.exec("Say hi", tools=[my_function])
 from __future__ import annotations
 
 import os
-
 from typing import Any
 
 from openprogram.errors import ConfigError, ProviderError, ReplayMismatch

@@ -22,6 +22,7 @@ import {
 import { resolveInterpreter } from '../../src/interpreter';
 import { buildServerLaunch, probeInterpreter, spawnServer } from '../../src/serverLaunch';
 import { answerConfiguration, readSettings, toInitializationOptions, toServerConfiguration } from '../../src/settings';
+import { SERVER_COMMANDS, buildResumeArguments, buildShowRunsArguments, entriesFromLenses, prepareServerCommand, type LensLike } from '../../src/commands';
 
 /** vscode-extension/ (this file runs from vscode-extension/out/test/integration/). */
 const EXTENSION_ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -109,10 +110,18 @@ function codes(diags: Diagnostic[]): string[] {
   return diags.map((d) => String(d.code ?? '')).sort();
 }
 
-async function startSession(workspace: string, rawSettings: Record<string, unknown>): Promise<Session> {
+/**
+ * `runInterpreter`: the interpreter the server is told to run Programs with (default: the
+ * one that runs the server), e.g. a fake that records its command line.
+ */
+async function startSession(workspace: string, rawSettings: Record<string, unknown>, runInterpreter?: string): Promise<Session> {
   const { settings, problems } = readSettings((key) => rawSettings[key]);
   assert.deepEqual(problems, []);
   const interpreter = resolveInterpreter({ setting: testInterpreter(), workspaceFolder: workspace });
+  const serverConfiguration = () => ({
+    ...toServerConfiguration(settings, interpreter.command, workspace),
+    ...(runInterpreter !== undefined ? { interpreter: runInterpreter } : {}),
+  });
   const launch = buildServerLaunch({
     interpreter: interpreter.command,
     baseEnv: process.env,
@@ -147,7 +156,7 @@ async function startSession(workspace: string, rawSettings: Record<string, unkno
   connection.onNotification('window/showMessage', () => undefined);
   connection.onRequest('workspace/configuration', (params: { items: Array<{ section?: string }> }) => {
     configurationRequests.push(params);
-    return answerConfiguration(params.items, toServerConfiguration(settings, interpreter.command, workspace));
+    return answerConfiguration(params.items, serverConfiguration());
   });
   connection.onRequest('client/registerCapability', () => null);
   connection.onRequest('client/unregisterCapability', () => null);
@@ -195,7 +204,7 @@ async function startSession(workspace: string, rawSettings: Record<string, unkno
     clientInfo: { name: 'openprogram-vscode-integration-test' },
     rootUri,
     workspaceFolders: [{ uri: rootUri, name: path.basename(workspace) }],
-    initializationOptions: toInitializationOptions(settings, interpreter.command, workspace),
+    initializationOptions: { ...toInitializationOptions(settings, interpreter.command, workspace), ...serverConfiguration() },
     capabilities: {
       workspace: { configuration: true, workspaceFolders: true },
       textDocument: {
@@ -257,6 +266,85 @@ test('lint settings from the extension reach the server (ignore OP102)', { timeo
   const uri = await openDocument(session, path.join(workspace, 'writer.py'));
   const diags = await session.diagnostics(uri, (d) => d.some((x) => x.code === 'OP402'));
   assert.equal(codes(diags).includes('OP102'), false, `OP102 is ignored: ${codes(diags).join(',')}`);
+
+  assert.equal(await shutdown(session), 0, `server exit code; stderr:\n${session.stderr()}`);
+});
+
+const RUNNABLE_PROGRAM = `def summarize(text: str) -> str:
+    return text.upper()
+
+
+PROGRAM_ENTRIES = [summarize]
+`;
+
+/** An executable "interpreter" running tests/lsp/fake_cli.py, which records its argv. */
+function fakeInterpreter(dir: string): string {
+  const fakeCli = path.resolve(EXTENSION_ROOT, '..', 'tests', 'lsp', 'fake_cli.py');
+  const python = testInterpreter();
+  const resolved = path.isAbsolute(python) ? python : '/usr/bin/env python3';
+  const exe = path.join(dir, 'fake-python');
+  fs.writeFileSync(
+    exe,
+    `#!${resolved}\nimport runpy, sys\nsys.argv[0] = ${JSON.stringify(fakeCli)}\nrunpy.run_path(${JSON.stringify(fakeCli)}, run_name='__main__')\n`,
+    { mode: 0o755 },
+  );
+  return exe;
+}
+
+function recordedCalls(store: string): string[][] {
+  const file = path.join(store, 'calls.jsonl');
+  if (!fs.existsSync(file)) {
+    return [];
+  }
+  return fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as string[]);
+}
+
+test('lens and palette command arguments built by the extension are what the server runs', { timeout: 120_000 }, async () => {
+  const workspace = makeWorkspace({ 'prog.py': RUNNABLE_PROGRAM });
+  const store = path.join(workspace, '.op-store');
+  const session = await startSession(workspace, { store }, fakeInterpreter(workspace));
+  const uri = await openDocument(session, path.join(workspace, 'prog.py'));
+
+  // ▶ Run lens: [uri, entry] from the server; the extension asks for the keyword arguments
+  const lenses = await session.connection.sendRequest<LensLike[] | null>('textDocument/codeLens', { textDocument: { uri } });
+  const run = (lenses ?? []).find((lens) => lens.command?.command === SERVER_COMMANDS.run)?.command;
+  assert.ok(run !== undefined && run !== null, `a ▶ Run lens: ${JSON.stringify(lenses)}`);
+  assert.deepEqual(run.arguments, [uri, 'summarize']);
+  assert.deepEqual(entriesFromLenses(lenses).map((e) => e.entry), ['summarize']);
+  const args = await prepareServerCommand(run.command, run.arguments ?? [], async () => ({ text: 'hi' }));
+  assert.deepEqual(args, [uri, 'summarize', { text: 'hi' }]);
+  const ran = await session.connection.sendRequest<Record<string, unknown>>('workspace/executeCommand', { command: run.command, arguments: args });
+  assert.equal(ran.status, 'completed', JSON.stringify(ran));
+  assert.equal(ran.result, 'HI');
+  const runArgv = recordedCalls(store).at(-1) ?? [];
+  assert.deepEqual(runArgv.slice(0, 4), ['-m', 'openprogram.cli', 'run', `${path.join(workspace, 'prog.py')}:summarize`]);
+  assert.equal(runArgv[runArgv.indexOf('--args') + 1], '{"text": "hi"}');
+
+  // Resume…: the options object reaches the CLI as --policy / --rerun-uncertain
+  const resumed = await session.connection.sendRequest<Record<string, unknown>>('workspace/executeCommand', {
+    command: SERVER_COMMANDS.resume,
+    arguments: buildResumeArguments('run-7', { policy: 'use_latest', rerunUncertain: true }),
+  });
+  assert.equal(resumed.status, 'completed', JSON.stringify(resumed));
+  assert.deepEqual(recordedCalls(store).at(-1), [
+    '-m', 'openprogram.cli', 'resume', 'run-7', '--json', '--store', store, '--policy', 'use_latest', '--rerun-uncertain',
+  ]);
+
+  // Show Runs from the palette, no document: a list (empty here), not a usage error
+  const rows = await session.connection.sendRequest<unknown>('workspace/executeCommand', {
+    command: SERVER_COMMANDS.showRuns,
+    arguments: buildShowRunsArguments(),
+  });
+  assert.deepEqual(rows, []);
+  const fileRows = await session.connection.sendRequest<unknown>('workspace/executeCommand', {
+    command: SERVER_COMMANDS.showRuns,
+    arguments: buildShowRunsArguments(uri, 'summarize'),
+  });
+  assert.deepEqual(fileRows, []);
 
   assert.equal(await shutdown(session), 0, `server exit code; stderr:\n${session.stderr()}`);
 });

@@ -9,9 +9,13 @@ import {
   entriesFromLenses,
   formatCommandResult,
   parseEntryArgs,
+  prepareServerCommand,
   resumesFromLenses,
   runNeedsArguments,
+  runPickItems,
+  runRows,
   runsFromLenses,
+  showRunsScopes,
   summarizeResult,
   validateEntryArgs,
   validateEntryName,
@@ -65,20 +69,100 @@ test('run arguments are [uri, entry, args] and reject bad names', () => {
   assert.match(validateEntryName('') ?? '', /PROGRAM_ENTRIES/);
 });
 
-test('resume arguments: run id, then optional policy and rerun flag', () => {
+test('resume arguments: run id, then an options object {policy?, rerunUncertain?}', () => {
   assert.deepEqual(buildResumeArguments(' r-1 '), ['r-1']);
-  assert.deepEqual(buildResumeArguments('r-1', 'use_latest'), ['r-1', 'use_latest']);
-  assert.deepEqual(buildResumeArguments('r-1', 'keep_original', true), ['r-1', 'keep_original', true]);
-  assert.deepEqual(buildResumeArguments('r-1', undefined, true), ['r-1', null, true]);
-  assert.throws(() => buildResumeArguments('', 'use_latest'), /id of a paused run/);
-  assert.throws(() => buildResumeArguments('r-1', 'newest' as ResumePolicy), /Unknown resume policy "newest"/);
+  assert.deepEqual(buildResumeArguments('r-1', {}), ['r-1']);
+  assert.deepEqual(buildResumeArguments('r-1', { policy: 'use_latest' }), ['r-1', { policy: 'use_latest' }]);
+  assert.deepEqual(buildResumeArguments('r-1', { policy: 'keep_original', rerunUncertain: true }), [
+    'r-1',
+    { policy: 'keep_original', rerunUncertain: true },
+  ]);
+  assert.deepEqual(buildResumeArguments('r-1', { rerunUncertain: true }), ['r-1', { rerunUncertain: true }]);
+  assert.deepEqual(buildResumeArguments('r-1', { rerunUncertain: false }), ['r-1', { rerunUncertain: false }]);
+  // exactly the shape of the server's "Re-run uncertain" lens
+  assert.deepEqual(
+    buildResumeArguments('run-9', { rerunUncertain: true }),
+    ['run-9', { rerunUncertain: true }],
+  );
+  assert.throws(() => buildResumeArguments('', { policy: 'use_latest' }), /id of a paused run/);
+  assert.throws(() => buildResumeArguments('r-1', { policy: 'newest' as ResumePolicy }), /Unknown resume policy "newest"/);
   assert.match(validateRunId('a b') ?? '', /no spaces/);
 });
 
-test('show-runs arguments carry the document only when there is one', () => {
+test('show-runs arguments: (uri?, function?), nothing for the whole workspace', () => {
   assert.deepEqual(buildShowRunsArguments(), []);
   assert.deepEqual(buildShowRunsArguments(''), []);
   assert.deepEqual(buildShowRunsArguments('file:///w/p.py'), ['file:///w/p.py']);
+  assert.deepEqual(buildShowRunsArguments('file:///w/p.py', 'Reporter.report'), ['file:///w/p.py', 'Reporter.report']);
+  assert.deepEqual(buildShowRunsArguments(undefined, 'main'), [null, 'main']);
+  assert.deepEqual(buildShowRunsArguments('file:///w/p.py', ''), ['file:///w/p.py']);
+});
+
+test('show-runs scopes: the file, its functions with runs, then the workspace', () => {
+  const lenses = [
+    { command: { title: '▶ Run', command: SERVER_COMMANDS.run, arguments: ['file:///w/p.py', 'main'] } },
+    { command: { title: 'Runs (2)', command: SERVER_COMMANDS.showRuns, arguments: ['file:///w/p.py', 'report'] } },
+  ];
+  assert.deepEqual(showRunsScopes('file:///w/p.py', 'p.py', lenses), [
+    { label: 'Runs of p.py', args: ['file:///w/p.py'] },
+    { label: 'Runs (2) — report', args: ['file:///w/p.py', 'report'] },
+    { label: 'All runs in the workspace', args: [] },
+  ]);
+  assert.deepEqual(showRunsScopes(undefined, undefined, []), [{ label: 'All runs in the workspace', args: [] }]);
+});
+
+test('a ▶ Run lens (uri + entry) gets the typed arguments object before reaching the server', async () => {
+  const asked: string[] = [];
+  const prompt = async (entry: string) => {
+    asked.push(entry);
+    return { text: 'hi' };
+  };
+  // the server's lens command: [uri, entry]
+  assert.deepEqual(await prepareServerCommand(SERVER_COMMANDS.run, ['file:///w/p.py', 'summarize'], prompt), [
+    'file:///w/p.py',
+    'summarize',
+    { text: 'hi' },
+  ]);
+  assert.deepEqual(asked, ['summarize']);
+  // cancelled input box: nothing is sent
+  assert.equal(await prepareServerCommand(SERVER_COMMANDS.run, ['file:///w/p.py', 'main'], async () => undefined), undefined);
+  // arguments already there (palette Run Entry…), other commands: passed through untouched
+  const never = async (): Promise<undefined> => {
+    throw new Error('must not prompt');
+  };
+  assert.deepEqual(await prepareServerCommand(SERVER_COMMANDS.run, ['file:///w/p.py', 'main', { n: 1 }], never), [
+    'file:///w/p.py',
+    'main',
+    { n: 1 },
+  ]);
+  assert.deepEqual(await prepareServerCommand(SERVER_COMMANDS.resume, ['r-1', { rerunUncertain: true }], never), [
+    'r-1',
+    { rerunUncertain: true },
+  ]);
+  assert.deepEqual(await prepareServerCommand(SERVER_COMMANDS.showRuns, [], never), []);
+  // malformed lens: left for the server's usage error
+  assert.deepEqual(await prepareServerCommand(SERVER_COMMANDS.run, [42], never), [42]);
+});
+
+test('runs returned by showRuns become quick-pick items; resumable ones are marked', () => {
+  const rows = runRows([
+    { run_id: 'run-a', function: 'Reporter.report', status: 'paused', paused_step: 'fetch', error: null, resumable: true },
+    { run_id: 'run-b', function: 'main', status: 'failed', paused_step: null, error: 'boom', resumable: false },
+    { status: 'broken' },
+    null,
+  ]);
+  assert.deepEqual(rows.map((r) => r.run_id), ['run-a', 'run-b']);
+  assert.deepEqual(runPickItems(rows), [
+    {
+      label: '$(debug-pause) run-a',
+      description: 'paused at step "fetch" — Reporter.report',
+      detail: 'Select to resume',
+      runId: 'run-a',
+      resumable: true,
+    },
+    { label: 'run-b', description: 'failed — main', detail: 'boom', runId: 'run-b', resumable: false },
+  ]);
+  assert.deepEqual(runRows({ status: 'error' }), []);
 });
 
 test('entries and paused runs are read from the server lenses', () => {
@@ -86,7 +170,7 @@ test('entries and paused runs are read from the server lenses', () => {
     { command: { title: '▶ Run', command: SERVER_COMMANDS.run, arguments: ['file:///w/p.py', 'main'] } },
     { command: { title: '▶ Run', command: SERVER_COMMANDS.run, arguments: ['file:///w/p.py', 'main'] } },
     { command: { title: '▶ Run', command: SERVER_COMMANDS.run, arguments: ['file:///w/p.py', 'other', {}] } },
-    { command: { title: '⟳ Resume (fetch)', command: SERVER_COMMANDS.resume, arguments: ['run-7', 'keep_original'] } },
+    { command: { title: '⟳ Resume (fetch)', command: SERVER_COMMANDS.resume, arguments: ['run-7', { rerunUncertain: true }] } },
     { command: { title: 'Runs (3)', command: SERVER_COMMANDS.showRuns, arguments: ['file:///w/p.py'] } },
     { command: { title: 'broken', command: SERVER_COMMANDS.run, arguments: [42] } },
     { command: null },
@@ -96,7 +180,7 @@ test('entries and paused runs are read from the server lenses', () => {
     { entry: 'main', uri: 'file:///w/p.py', title: '▶ Run' },
     { entry: 'other', uri: 'file:///w/p.py', title: '▶ Run' },
   ]);
-  assert.deepEqual(resumesFromLenses(lenses), [{ runId: 'run-7', title: '⟳ Resume (fetch)', args: ['run-7', 'keep_original'] }]);
+  assert.deepEqual(resumesFromLenses(lenses), [{ runId: 'run-7', title: '⟳ Resume (fetch)', args: ['run-7', { rerunUncertain: true }] }]);
   assert.deepEqual(runsFromLenses(lenses), [{ title: 'Runs (3)', args: ['file:///w/p.py'] }]);
   assert.deepEqual(
     runsFromLenses([{ command: { title: 'Runs (2)', command: SERVER_COMMANDS.showRuns, arguments: ['file:///w/p.py', 'report'] } }]),

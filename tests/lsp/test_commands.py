@@ -1,0 +1,233 @@
+"""Command signatures shared with the VS Code extension: ``openprogram.showRuns(uri?,
+function?)`` and ``openprogram.resume(run_id, {policy?, rerunUncertain?}?)``.
+
+Real server over stdio, a real SQLite store, and a fake interpreter subprocess
+(``fake_cli.py``) that records the command line the server builds.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsp_harness import execute, open_doc
+from lsp_programs import AGENT_PROGRAM
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+FAKE_CLI = Path(__file__).with_name("fake_cli.py")
+STORE = ".op-store"
+
+
+@pytest.fixture
+def fake_interpreter(workspace: Path) -> Path:
+    exe = workspace.parent / "fake-python"
+    exe.write_text(
+        f"#!{sys.executable}\nimport runpy, sys\nsys.argv[0] = {str(FAKE_CLI)!r}\n"
+        f"runpy.run_path({str(FAKE_CLI)!r}, run_name='__main__')\n"
+    )
+    exe.chmod(0o755)
+    return exe
+
+
+def _add_run(
+    workspace: Path,
+    program: Path,
+    run_id: str,
+    qualname: str,
+    status: str,
+    updated_at: float,
+    *,
+    step: str | None = None,
+) -> None:
+    from openprogram.durable.schema import MIGRATION_SQL
+
+    store = workspace / STORE
+    store.mkdir(exist_ok=True)
+    db = sqlite3.connect(store / "openprogram.db")
+    with db:
+        db.executescript(MIGRATION_SQL)
+        db.execute(
+            "INSERT INTO runs (id, entry, program_path, function_qualname, status, paused_step,"
+            " paused_occurrence, pause_reason, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+            (
+                run_id,
+                f"{program}:{qualname}",
+                str(program),
+                qualname,
+                status,
+                step,
+                "uncertain" if step else None,
+                updated_at,
+                updated_at,
+            ),
+        )
+    db.close()
+
+
+def _configure(client: LanguageClient, fake: Path) -> None:
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"openprogram": {"interpreter": str(fake), "store": STORE}}
+        )
+    )
+
+
+def _calls(workspace: Path) -> list[list[str]]:
+    path = workspace / STORE / "calls.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _ids(rows: Any) -> list[str]:
+    return [r["run_id"] for r in rows]
+
+
+async def test_show_runs_with_and_without_function(
+    client: LanguageClient, workspace: Path, fake_interpreter: Path, tmp_path: Path
+) -> None:
+    prog = workspace / "prog.py"
+    prog.write_text(AGENT_PROGRAM)
+    other = workspace / "pkg" / "other.py"
+    other.parent.mkdir()
+    other.write_text("def main():\n    return 1\n")
+    outside = tmp_path / "outside.py"
+    outside.write_text("def main():\n    return 2\n")
+    _add_run(workspace, prog, "run-a", "Reporter.report", "paused", 300.0, step="fetch")
+    _add_run(workspace, prog, "run-b", "summarize", "completed", 100.0)
+    _add_run(workspace, other, "run-c", "main", "failed", 200.0)
+    _add_run(workspace, outside, "run-x", "main", "completed", 400.0)
+    _configure(client, fake_interpreter)
+
+    # palette, no document: every run of a Program inside the workspace, newest first
+    rows = await execute(client, "openprogram.showRuns")
+    assert _ids(rows) == ["run-a", "run-c", "run-b"]
+    assert rows[0] == {
+        "run_id": "run-a",
+        "function": "Reporter.report",
+        "entry": f"{prog}:Reporter.report",
+        "status": "paused",
+        "paused_step": "fetch",
+        "pause_reason": "uncertain",
+        "error": None,
+        "updated_at": 300.0,
+        "resumable": True,
+    }
+    assert rows[1]["resumable"] is False
+    assert any(
+        m.message.startswith("Runs of this workspace: 3 (1 resumable)") for m in client.messages
+    )
+    assert _ids(await execute(client, "openprogram.showRuns", None, None)) == _ids(rows)
+
+    # the current file, every function of it; then one function (the Runs (N) lens)
+    uri = prog.as_uri()
+    assert _ids(await execute(client, "openprogram.showRuns", uri)) == ["run-a", "run-b"]
+    assert _ids(await execute(client, "openprogram.showRuns", uri, None)) == ["run-a", "run-b"]
+    assert _ids(await execute(client, "openprogram.showRuns", uri, "Reporter.report")) == ["run-a"]
+    # a function name alone: across the workspace (the outside Program is not listed)
+    assert _ids(await execute(client, "openprogram.showRuns", None, "main")) == ["run-c"]
+    assert await execute(client, "openprogram.showRuns", other.as_uri(), "nope") == []
+    assert any(m.message == "No runs of nope" for m in client.messages)
+
+    # the lens and the command agree
+    open_doc(client, uri, AGENT_PROGRAM)
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    runs_lens = [
+        lens.command
+        for lens in lenses or []
+        if lens.command and lens.command.title.startswith("Runs")
+    ]
+    assert sorted((c.title, c.command, c.arguments) for c in runs_lens) == [
+        ("Runs (1)", "openprogram.showRuns", (uri, "Reporter.report")),
+        ("Runs (1)", "openprogram.showRuns", (uri, "summarize")),
+    ]
+
+    # bad arguments: one-line error, empty result, no crash
+    for bad in [(42,), (uri, 7), (uri, "f", "extra")]:
+        assert await execute(client, "openprogram.showRuns", *bad) == []
+    errors = [m.message for m in client.messages if m.type == types.MessageType.Error]
+    assert any("uri must be a string or null" in m for m in errors)
+    assert any("function must be a string or null" in m for m in errors)
+    assert any("usage: openprogram.showRuns(uri?, function?)" in m for m in errors)
+    assert all("\n" not in m for m in errors)
+
+
+async def test_show_runs_without_a_store(client: LanguageClient, workspace: Path) -> None:
+    assert await execute(client, "openprogram.showRuns") == []
+    assert any(m.message == "No runs of this workspace" for m in client.messages)
+
+
+async def test_resume_options_reach_the_cli(
+    client: LanguageClient, workspace: Path, fake_interpreter: Path
+) -> None:
+    prog = workspace / "prog.py"
+    prog.write_text(AGENT_PROGRAM)
+    _add_run(workspace, prog, "run-7", "Reporter.report", "paused", 100.0, step="fetch")
+    _configure(client, fake_interpreter)
+    store = str(workspace / STORE)
+    base = ["-m", "openprogram.cli", "resume", "run-7", "--json", "--store", store]
+
+    cases: list[tuple[tuple[Any, ...], list[str]]] = [
+        ((), []),
+        ((None,), []),
+        (({},), []),
+        (({"policy": "use_latest"},), ["--policy", "use_latest"]),
+        (({"rerunUncertain": True},), ["--rerun-uncertain"]),
+        (({"rerunUncertain": False, "policy": None},), []),
+        (
+            ({"policy": "keep_original", "rerunUncertain": True},),
+            ["--policy", "keep_original", "--rerun-uncertain"],
+        ),
+    ]
+    for options, extra in cases:
+        result = await execute(client, "openprogram.resume", "run-7", *options)
+        assert result["status"] == "completed", (options, result)
+        assert _calls(workspace)[-1] == base + extra, options
+
+
+async def test_resume_rejects_other_option_shapes(
+    client: LanguageClient, workspace: Path, fake_interpreter: Path
+) -> None:
+    _configure(client, fake_interpreter)
+    bad: list[tuple[tuple[Any, ...], str]] = [
+        (("use_latest", True), "usage: openprogram.resume(run_id, options?)"),
+        (("use_latest",), "options must be an object"),
+        (({"policy": "newest"},), "unknown policy 'newest'"),
+        (({"rerun_uncertain": True},), "unknown option(s) rerun_uncertain"),
+        (({"rerunUncertain": "yes"},), "rerunUncertain must be true or false"),
+    ]
+    for options, message in bad:
+        result = await execute(client, "openprogram.resume", "run-7", *options)
+        assert result["status"] == "error" and message in result["error"], (options, result)
+    assert _calls(workspace) == []  # nothing was started
+
+
+async def test_rerun_uncertain_lens_sends_the_options_object(
+    client: LanguageClient, workspace: Path, fake_interpreter: Path
+) -> None:
+    prog = workspace / "prog.py"
+    prog.write_text(AGENT_PROGRAM)
+    _add_run(workspace, prog, "run-9", "Reporter.report", "paused", 100.0, step="fetch")
+    _configure(client, fake_interpreter)
+    uri = prog.as_uri()
+    open_doc(client, uri, AGENT_PROGRAM)
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    rerun = next(
+        lens.command
+        for lens in lenses or []
+        if lens.command and lens.command.title.startswith("⟳ Re-run uncertain")
+    )
+    assert rerun.arguments == ("run-9", {"rerunUncertain": True})
+    result = await execute(client, rerun.command, *(rerun.arguments or ()))
+    assert result["status"] == "completed"
+    assert _calls(workspace)[-1][-1] == "--rerun-uncertain"
