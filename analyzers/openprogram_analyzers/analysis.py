@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -15,7 +14,7 @@ from openprogram_analyzers.config import LintConfig
 from openprogram_analyzers.findings import Finding, Fix, Related, TextEdit
 from openprogram_analyzers.index import build_index
 from openprogram_analyzers.rule import Context, Pending
-from openprogram_analyzers.suppressions import apply_suppressions, suppression_fix
+from openprogram_analyzers.suppressions import SourceText, apply_suppressions, suppression_fix
 
 # A file can only trigger a rule when it mentions one of these (sound pre-filter: every
 # rule needs an openprogram import, a method_options / PROGRAM_ENTRIES /
@@ -48,7 +47,7 @@ def analyze_source(
     except cst.ParserSyntaxError as exc:
         if "OP001" not in enabled:
             return []
-        return [_parse_error(exc, path)]
+        return [parse_error(exc, path)]
     except (RecursionError, MemoryError, ValueError) as exc:
         if "OP001" not in enabled:
             return []
@@ -73,10 +72,11 @@ def analyze_source(
                 1,
             )
         ]
-    findings = [
-        f if f.fix is not None else replace(f, fix=suppression_fix(source, f)) for f in findings
-    ]
-    return apply_suppressions(source, path, findings, enabled)
+    # One SourceText per file: lines split and comments tokenized once, not per finding;
+    # suppression fixes only for the findings that survive the suppressions.
+    text = SourceText(source)
+    kept = apply_suppressions(source, path, findings, enabled, text)
+    return [f if f.fix is not None else replace(f, fix=suppression_fix(text, f)) for f in kept]
 
 
 def _run(
@@ -130,7 +130,7 @@ def resolve(module: cst.Module, path: str, pending: list[Pending]) -> list[Findi
     return out
 
 
-def _parse_error(exc: cst.ParserSyntaxError, path: str) -> Finding:
+def parse_error(exc: cst.ParserSyntaxError, path: str) -> Finding:
     message = str(getattr(exc, "message", "") or str(exc).splitlines()[0])
     line = max(exc.editor_line, 1)
     column = max(exc.editor_column, 1)
@@ -163,7 +163,7 @@ def analyze_for_engine(source: str, path: str, *, resumable: str) -> list[Findin
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        return [_parse_error(exc, path)]
+        return [parse_error(exc, path)]
     index = build_index(module)
     ctx = Context(source, path, index, frozenset())
     fn = index.functions.get(resumable)
@@ -183,87 +183,3 @@ def analyze_for_engine(source: str, path: str, *, resumable: str) -> list[Findin
     for f in determinism.compute_for(index, [fn]):
         ctx.report(f.code, f.node, f.message, related=f.chain)
     return resolve(module, path, ctx.pending)
-
-
-_BUILTIN_NAMES = frozenset(dir(builtins)) - {"exec", "eval", "compile", "__import__", "open"}
-
-
-def analyze_planner(source: str, path: str, injected: frozenset[str]) -> list[Finding]:
-    """Planner code check (SPEC §2.9): names, imports, one zero-argument ``workflow``."""
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError as exc:
-        return [_parse_error(exc, path)]
-    index = build_index(module)
-    ctx = Context(source, path, index, frozenset())
-    workflows = [
-        s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == "workflow"
-    ]
-    if len(workflows) != 1:
-        ctx.report(
-            "OP210",
-            workflows[1].name if len(workflows) > 1 else module,
-            f"Planner code must define exactly one top-level 'def workflow():', found {len(workflows)}",
-        )
-    else:
-        params = workflows[0].params
-        if (
-            params.params
-            or params.posonly_params
-            or params.kwonly_params
-            or isinstance(params.star_arg, cst.Param)
-            or params.star_kwarg is not None
-        ):
-            ctx.report("OP210", workflows[0].params, "'workflow' must take no arguments")
-        if workflows[0].asynchronous is not None:
-            ctx.report(
-                "OP210", workflows[0].name, "'workflow' must be a plain (not async) function"
-            )
-    for stmt_node in _imports(module):
-        ctx.report(
-            "OP202", stmt_node, "Planner code must not import anything: use the injected names"
-        )
-    allowed = injected | _BUILTIN_NAMES | index.defined
-    for site in index.calls:
-        if site.target in ("exec", "eval", "compile", "__import__", "open"):
-            ctx.report("OP201", site.node.func, f"Planner code must not call {site.target}()")
-    for fn in index.functions.values():
-        local = fn.locals()
-        parent = index.functions.get(fn.parent) if fn.parent else None
-        while parent is not None:
-            local |= parent.locals()
-            parent = index.functions.get(parent.parent) if parent.parent else None
-        for name in fn.loads:
-            if name.value not in allowed and name.value not in local:
-                ctx.report(
-                    "OP210",
-                    name,
-                    f"name {name.value!r} is not available to Planner code "
-                    f"(injected: {', '.join(sorted(injected)) or 'none'})",
-                )
-    for stmt in module.body:
-        if not isinstance(stmt, (cst.FunctionDef, cst.SimpleStatementLine)) or (
-            isinstance(stmt, cst.SimpleStatementLine)
-            and not all(
-                isinstance(s, (cst.Expr, cst.Assign, cst.AnnAssign, cst.Import, cst.ImportFrom))
-                for s in stmt.body
-            )
-        ):
-            ctx.report(
-                "OP210", stmt, "Planner code may only contain function definitions and constants"
-            )
-    return resolve(module, path, ctx.pending)
-
-
-def _imports(module: cst.Module) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-
-    class _V(cst.CSTVisitor):
-        def visit_Import(self, node: cst.Import) -> None:
-            found.append(node)
-
-        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-            found.append(node)
-
-    module.visit(_V())
-    return found

@@ -7,6 +7,7 @@ ALL_CODES: tuple[str, ...] = (
     *(f"OP10{i}" for i in range(1, 9)),
     *(f"OP20{i}" for i in range(1, 10)),
     "OP210",
+    "OP211",
     *(f"OP30{i}" for i in range(1, 7)),
     *(f"OP40{i}" for i in range(1, 6)),
     "OP900",

@@ -600,50 +600,98 @@ def static_step_sequence(index: ModuleIndex, fn: FunctionInfo) -> list[tuple[str
     return out
 
 
+def _runs(n: int) -> str:
+    return f"{n} paused/running run" + ("" if n == 1 else "s")
+
+
+def _first_new_step(
+    static: Sequence[tuple[str, cst.CSTNode]],
+    recorded_names: set[str],
+    after: int,
+    before: int,
+) -> int | None:
+    """Index of the first static step in ``(after, before)`` no run recorded (a rename)."""
+    for i in range(after + 1, before):
+        if static[i][0] not in recorded_names:
+            return i
+    return None
+
+
 def compare_recorded(
     index: ModuleIndex,
     fn: FunctionInfo,
     recorded: Sequence[Sequence[StepIdentity]],
 ) -> list[DetFinding]:
-    """OP209: recorded step identities that the current source no longer produces."""
+    """OP209: recorded step identities that the current source no longer produces.
+
+    One finding per change, at the changed ``step(...)`` call (a renamed step, or the step
+    that now runs too early) or, for a deleted step, on the function name; the message
+    names how many of the recorded runs (one sequence per run) the change breaks.
+    """
     static = static_step_sequence(index, fn)
-    names = [n for n, _ in static]
     first_pos: dict[str, int] = {}
-    for i, n in enumerate(names):
+    last_pos: dict[str, int] = {}
+    for i, (n, _node) in enumerate(static):
         first_pos.setdefault(n, i)
-    out: list[DetFinding] = []
-    for run in recorded:
-        rec_names: list[str] = []
-        for name, _occ in run:
-            if name not in rec_names:
-                rec_names.append(name)
+        last_pos[n] = i
+    runs_names = [list(dict.fromkeys(name for name, _occ in run)) for run in recorded]
+    all_recorded = {n for names in runs_names for n in names}
+    # (node, kind, recorded name, current name) -> number of runs broken that way
+    broken: dict[tuple[int, str, str, str], int] = {}
+    nodes: dict[int, cst.CSTNode] = {}
+
+    def count(node: cst.CSTNode, kind: str, old: str, new: str) -> None:
+        key = (id(node), kind, old, new)
+        nodes[id(node)] = node
+        broken[key] = broken.get(key, 0) + 1
+
+    for rec_names in runs_names:
         missing = [n for n in rec_names if n not in first_pos]
         if missing:
-            out.append(
-                DetFinding(
-                    "OP209",
-                    f"step {missing[0]!r} recorded by a paused/running run of "
-                    f"'{fn.qualname}' no longer exists: resuming that run would fail",
-                    fn.node.name,
-                )
+            gone = missing[0]
+            # where the step used to be: after the steps any run recorded before it and
+            # before those recorded after it; a step there that no run knows is its rename
+            before = {
+                n for names in runs_names if gone in names for n in names[: names.index(gone)]
+            }
+            after = {
+                n for names in runs_names if gone in names for n in names[names.index(gone) + 1 :]
+            }
+            lo = max((last_pos[n] for n in before if n in last_pos), default=-1)
+            hi = min(
+                (first_pos[n] for n in after if n in first_pos and first_pos[n] > lo),
+                default=len(static),
             )
+            new_at = _first_new_step(static, all_recorded, lo, hi)
+            if new_at is None:
+                count(fn.node.name, "deleted", gone, "")
+            else:
+                count(static[new_at][1], "renamed", gone, static[new_at][0])
             continue
         order = [first_pos[n] for n in rec_names]
         for a, b, name in zip(order, order[1:], rec_names[1:], strict=False):
             if b < a:
-                out.append(
-                    DetFinding(
-                        "OP209",
-                        f"step {name!r} now runs before steps recorded earlier by a "
-                        f"paused/running run of '{fn.qualname}': resuming that run would fail",
-                        static[b][1],
-                    )
-                )
+                count(static[b][1], "moved", name, name)
                 break
-    unique: dict[str, DetFinding] = {}
-    for f in out:
-        unique.setdefault(f.message, f)
-    return list(unique.values())
+    out: list[DetFinding] = []
+    for (node_id, kind, old, new), runs in broken.items():
+        if kind == "deleted":
+            message = (
+                f"step {old!r} recorded for '{fn.qualname}' no longer exists: "
+                f"this edit breaks {_runs(runs)}"
+            )
+        elif kind == "renamed":
+            message = (
+                f"step {new!r} replaces step {old!r} recorded for '{fn.qualname}': "
+                f"this edit breaks {_runs(runs)}"
+            )
+        else:
+            message = (
+                f"step {old!r} now runs before steps recorded earlier for '{fn.qualname}': "
+                f"this edit breaks {_runs(runs)}"
+            )
+        out.append(DetFinding("OP209", message, nodes[node_id]))
+    return out
 
 
 # ------------------------------------------------------------------ engine entry points
@@ -659,12 +707,13 @@ def check_resumable(source: str, path: str, function_qualname: str) -> list[Find
 def check_planner_code(
     source: str, injected_names: Iterable[str] = (), path: str = "<planner>"
 ) -> list[Finding]:
-    """Static check of Planner-written code (SPEC §2.9).
+    """Static check of Planner-written code (SPEC §2.9); see :mod:`openprogram_analyzers.planner`.
 
-    Only the ``injected_names`` (plus builtins) may be used, no imports, and exactly one
-    zero-argument ``def workflow()``. Findings use code ``OP001`` for parse errors and
-    ``OP201``/``OP202`` for dynamic code and imports; other problems are ``OP201``.
+    Only the ``injected_names`` and :data:`~openprogram_analyzers.planner.WORKFLOW_BUILTINS`
+    may be used, nothing imported, and exactly one zero-argument ``def workflow()``
+    defined: findings ``OP001`` (parse error), ``OP201`` (dynamic code), ``OP202``
+    (import), ``OP210`` (names, shape) and ``OP211`` (dunder names and attributes).
     """
-    from openprogram_analyzers.analysis import analyze_planner
+    from openprogram_analyzers.planner import analyze_planner
 
-    return analyze_planner(source, path, frozenset(injected_names))
+    return analyze_planner(source, path, injected_names)

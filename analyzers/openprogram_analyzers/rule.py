@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -108,7 +109,7 @@ class Rule:
     @classmethod
     def explain(cls) -> str:
         """The ``--explain`` text: docstring plus the embedded examples."""
-        doc = textwrap.dedent(cls.__doc__ or "").strip()
+        doc = inspect.cleandoc(cls.__doc__ or "")
         parts = [f"{cls.code} ({cls.name}): {cls.summary}", "", doc]
         if cls.INVALID:
             parts += ["", "Flagged:"]

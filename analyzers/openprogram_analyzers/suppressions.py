@@ -21,13 +21,15 @@ class Suppression:
     line: int
     column: int  # 1-based column of the comment
     end_column: int
-    codes: tuple[str, ...]  # empty: all codes (bare "# noqa")
+    codes: tuple[str, ...]  # empty: all codes (a bare noqa comment)
     used: set[str] = field(default_factory=set)
 
 
 def _comments(source: str) -> list[tuple[int, int, str]]:
-    """``(line, column0, text)`` of every comment (tokenize; falls back to a line scan)."""
+    """``(line, column0, text)`` of every comment (tokenize; stops at a tokenize error)."""
     out: list[tuple[int, int, str]] = []
+    if "#" not in source:
+        return out
     try:
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
             if tok.type == tokenize.COMMENT:
@@ -37,13 +39,46 @@ def _comments(source: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def parse_suppressions(source: str) -> tuple[bool, list[Suppression]]:
+class SourceText:
+    """Lines and comments of one source, each computed at most once per analysis."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._lines: list[str] | None = None
+        self._comments: list[tuple[int, int, str]] | None = None
+        self._by_line: dict[int, list[tuple[int, str]]] | None = None
+
+    def line(self, number: int) -> str:
+        """Text of 1-based line ``number`` ('' outside the source)."""
+        if self._lines is None:
+            self._lines = self.source.splitlines()
+        idx = number - 1
+        return self._lines[idx] if 0 <= idx < len(self._lines) else ""
+
+    def comments(self) -> list[tuple[int, int, str]]:
+        """``(line, column0, text)`` of every comment (tokenized once)."""
+        if self._comments is None:
+            self._comments = _comments(self.source)
+        return self._comments
+
+    def comments_on(self, line: int) -> list[tuple[int, str]]:
+        """``(column0, text)`` of the comments starting on ``line``."""
+        if self._by_line is None:
+            self._by_line = {}
+            for ln, col, text in self.comments():
+                self._by_line.setdefault(ln, []).append((col, text))
+        return self._by_line.get(line, [])
+
+
+def parse_suppressions(
+    source: str, source_text: SourceText | None = None
+) -> tuple[bool, list[Suppression]]:
     """File-level flag and line suppressions of ``source``."""
     if "noqa" not in source and "openprogram:" not in source:
         return False, []
     file_level = False
     sups: list[Suppression] = []
-    for line, col, text in _comments(source):
+    for line, col, text in (source_text or SourceText(source)).comments():
         if _FILE.search(text):
             file_level = True
             continue
@@ -56,10 +91,15 @@ def parse_suppressions(source: str) -> tuple[bool, list[Suppression]]:
 
 
 def apply_suppressions(
-    source: str, path: str, findings: list[Finding], enabled: frozenset[str]
+    source: str,
+    path: str,
+    findings: list[Finding],
+    enabled: frozenset[str],
+    source_text: SourceText | None = None,
 ) -> list[Finding]:
     """Drop suppressed findings and add OP900 for unused OP suppressions."""
-    file_level, sups = parse_suppressions(source)
+    text = source_text or SourceText(source)
+    file_level, sups = parse_suppressions(source, text)
     if file_level:
         return []
     if not sups:
@@ -91,16 +131,15 @@ def apply_suppressions(
                             s.column,
                             s.line,
                             s.end_column,
-                            fix=_remove_code_fix(source, s, code),
+                            fix=_remove_code_fix(text, s, code),
                         )
                     )
     kept.sort(key=Finding.sort_key)
     return kept
 
 
-def _remove_code_fix(source: str, s: Suppression, code: str) -> Fix:
-    lines = source.splitlines()
-    text = lines[s.line - 1] if s.line - 1 < len(lines) else ""
+def _remove_code_fix(source: SourceText, s: Suppression, code: str) -> Fix:
+    text = source.line(s.line)
     comment = text[s.column - 1 : s.end_column - 1]
     remaining = [c for c in s.codes if c != code]
     if remaining:
@@ -117,14 +156,14 @@ def _remove_code_fix(source: str, s: Suppression, code: str) -> Fix:
     return Fix(f"remove unused suppression of {code}", (edit,), safe=True)
 
 
-def suppression_fix(source: str, finding: Finding) -> Fix:
-    """A fix adding ``# noqa: CODE`` at the end of the finding's line (merging codes)."""
-    lines = source.splitlines()
-    idx = finding.line - 1
-    text = lines[idx] if 0 <= idx < len(lines) else ""
-    for line, col, comment in _comments(source):
-        if line != finding.line:
-            continue
+def suppression_fix(source: str | SourceText, finding: Finding) -> Fix:
+    """A fix adding ``# noqa: CODE`` at the end of the finding's line (merging codes).
+
+    Pass one :class:`SourceText` for many findings of a file: it tokenizes only once.
+    """
+    src = source if isinstance(source, SourceText) else SourceText(source)
+    text = src.line(finding.line)
+    for col, comment in src.comments_on(finding.line):
         m = _NOQA.search(comment)
         if m and m.group("codes"):
             start = col + m.start() + 1

@@ -165,14 +165,41 @@ def test_op209_against_a_real_store(tmp_path: Path) -> None:
     assert rec == {"Reporter.report": [[("fetch", 0), ("summarize", 0)]]}
     assert analyze_source(PROGRAM, "p.py", recorded_steps=rec) == []
     renamed = PROGRAM.replace('"fetch"', '"download"')
-    found = analyze_source(renamed, "p.py", recorded_steps=rec)
-    assert [f.code for f in found] == ["OP209"] and "'fetch'" in found[0].message
+    (found,) = analyze_source(renamed, "p.py", recorded_steps=rec)
+    assert found.code == "OP209"
+    assert found.message == (
+        "step 'download' replaces step 'fetch' recorded for 'Reporter.report': "
+        "this edit breaks 1 paused/running run"
+    )
+    # at the renamed step(...) call, not on the function
+    assert (found.line, found.column, found.end_line) == (8, 13, 8)
     reordered = (
         PROGRAM.replace('step("fetch"', 'step("tmp"')
         .replace('step("summarize"', 'step("fetch"')
         .replace('step("tmp"', 'step("summarize"')
     )
-    assert [f.code for f in analyze_source(reordered, "p.py", recorded_steps=rec)] == ["OP209"]
+    (moved,) = analyze_source(reordered, "p.py", recorded_steps=rec)
+    assert (
+        moved.code == "OP209" and moved.line == 8 and "'summarize' now runs before" in moved.message
+    )
+
+
+def test_op209_counts_the_runs_each_change_breaks() -> None:
+    runs = [[("fetch", 0), ("summarize", 0)], [("fetch", 0)], [("fetch", 0), ("summarize", 0)]]
+    recorded = {"Reporter.report": runs}
+    renamed = PROGRAM.replace('step("summarize"', 'step("digest"')
+    (found,) = analyze_source(renamed, "p.py", recorded_steps=recorded)
+    assert (found.line, found.column) == (9, 13)  # the renamed step(...) call
+    assert found.message.endswith(
+        "this edit breaks 2 paused/running runs"
+    )  # not the fetch-only run
+    deleted_src = PROGRAM.replace('step("fetch", str.upper, topic)', "topic")
+    (deleted,) = analyze_source(deleted_src, "p.py", recorded_steps=recorded)
+    assert (deleted.line, deleted.column, deleted.end_column) == (7, 9, 15)  # def report
+    assert deleted.message == (
+        "step 'fetch' recorded for 'Reporter.report' no longer exists: "
+        "this edit breaks 3 paused/running runs"
+    )
 
 
 def test_store_adapter_tolerates_missing_tables(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from openprogram.runtime import Runtime, ScriptedProvider
 from openprogram.runtime.types import ModelRequest
 from openprogram.scope import use_writer
 from openprogram.store import SessionNodeWriter, SessionStore
-from openprogram_analyzers.workflow_check import check_workflow_source
+from openprogram_analyzers import check_planner_code
 
 
 def last_user_text(request: ModelRequest) -> str:
@@ -76,35 +76,71 @@ def runtime_for(model: FakeModel) -> tuple[Runtime, ScriptedProvider]:
 NAMES = injected_names()
 
 
+NOT_AVAILABLE = "is not available to Planner code"
+TOP_LEVEL = "only `def workflow():` may appear at top level"
+
+
 @pytest.mark.parametrize(
-    ("code", "codes"),
+    ("code", "expected"),
     [
         ("def workflow():\n    return llm('x')\n", []),
-        ("import os\ndef workflow():\n    return 1\n", ["OP502"]),
-        ("def workflow():\n    from os import path\n    return path\n", ["OP502"]),
-        ("def workflow():\n    return open('f').read()\n", ["OP503"]),
-        ("def workflow(task):\n    return task\n", ["OP504"]),
-        ("def workflow():\n    return 1\ndef workflow():\n    return 2\n", ["OP504"]),
-        ("x = 1\ndef workflow():\n    return x\n", ["OP504"]),
-        ("def main():\n    return 1\n", ["OP504", "OP504"]),
-        ("def workflow():\n    return ().__class__\n", ["OP505"]),
-        ("def workflow(:\n", ["OP501"]),
-        ("def workflow():\n    return agnet('x')\n", ["OP503"]),
+        ("import os\ndef workflow():\n    return 1\n", [("OP202", 1, "imports are not allowed")]),
+        (
+            "def workflow():\n    from os import path\n    return path\n",
+            [("OP202", 2, "imports are not allowed")],
+        ),
+        (
+            "def workflow():\n    return open('f').read()\n",
+            [("OP210", 2, "'open' " + NOT_AVAILABLE)],
+        ),
+        ("def workflow(task):\n    return task\n", [("OP210", 1, "must take no arguments")]),
+        (
+            "def workflow():\n    return 1\ndef workflow():\n    return 2\n",
+            [("OP210", 3, "defined more than once")],
+        ),
+        ("x = 1\ndef workflow():\n    return x\n", [("OP210", 1, TOP_LEVEL)]),
+        (
+            "def main():\n    return 1\n",
+            [("OP210", 1, "no `def workflow():` found"), ("OP210", 1, TOP_LEVEL)],
+        ),
+        (
+            "def workflow():\n    return ().__class__\n",
+            [("OP211", 2, "dunder attribute '__class__'")],
+        ),
+        ("def workflow(:\n", [("OP001", 2, "does not parse")]),  # at the end of input
+        ("def workflow():\n    return agnet('x')\n", [("OP210", 2, "'agnet' " + NOT_AVAILABLE)]),
+        ("def workflow():\n    return exec('1')\n", [("OP201", 2, "must not use exec()")]),
+        ("async def workflow():\n    return 1\n", [("OP210", 1, "not async")]),
+        ("@llm\ndef workflow():\n    return 1\n", [("OP210", 1, "must not be decorated")]),
     ],
 )
-def test_static_check(code: str, codes: list[str]) -> None:
-    assert [p.code for p in check_workflow_source(code, NAMES)] == codes
+def test_static_check(code: str, expected: list[tuple[str, int, str]]) -> None:
+    found = check_planner_code(code, NAMES)
+    assert [(f.code, f.line) for f in found] == [(c, line) for c, line, _ in expected]
+    for f, (_, _, fragment) in zip(found, expected, strict=True):
+        assert fragment in f.message, f.message
+        assert f.column >= 1 and (f.end_line, f.end_column) > (f.line, f.column)
 
 
 def test_static_check_suggests_the_injected_name() -> None:
-    (problem,) = check_workflow_source("def workflow():\n    return agnet('x')\n", NAMES)
+    (problem,) = check_planner_code("def workflow():\n    return agnet('x')\n", NAMES)
     assert "did you mean 'agent'" in problem.message
-    assert (problem.line, problem.column) == (2, 12)
+    assert (problem.line, problem.column, problem.end_line, problem.end_column) == (2, 12, 2, 17)
+
+
+def test_namespace_builtins_are_the_checked_builtins() -> None:
+    from openprogram.programs.workflow import Checkpoint, _build_namespace
+    from openprogram_analyzers.planner import WORKFLOW_BUILTINS
+
+    ns = _build_namespace(Checkpoint())
+    assert set(ns["__builtins__"]) == WORKFLOW_BUILTINS
+    assert set(NAMES) <= set(ns)
+    assert check_planner_code("def workflow():\n    return sorted(zip([1], [2]))\n", NAMES) == []
 
 
 def test_rejected_code_never_runs() -> None:
     rt = Runtime(provider=ScriptedProvider.block())
-    with pytest.raises(WorkflowCheckError, match="OP502"):
+    with pytest.raises(WorkflowCheckError, match="OP202"):
         run_workflow_code("import os\ndef workflow():\n    return llm('x')\n", runtime=rt)
 
 
@@ -265,7 +301,7 @@ def test_planner_revises_after_check_and_runtime_failures(tmp_path: Path) -> Non
     # the grep tool result reached the planner
     tool_msgs = [m for r in provider.requests for m in r.messages if m.role == "tool"]
     assert "auth/oauth.py:1:def login():" in tool_msgs[0].content
-    assert "OP502" in model.planner_prompts[2] and "import os" in model.planner_prompts[2]
+    assert "OP202" in model.planner_prompts[2] and "import os" in model.planner_prompts[2]
     assert (
         "ValueError" in model.planner_prompts[3] and "workflow line 3" in model.planner_prompts[3]
     )
@@ -278,7 +314,7 @@ def test_planner_gives_up_after_max_revisions() -> None:
     rt, _ = runtime_for(model)
     with pytest.raises(WorkflowFailed, match="after 1 revision") as err:
         plan_and_run("task", runtime=rt, max_revisions=1)
-    assert "OP502" in err.value.feedback
+    assert "OP202 imports are not allowed" in err.value.feedback
 
 
 def test_workspace_tools_stay_inside_the_root(tmp_path: Path) -> None:
@@ -325,4 +361,4 @@ def test_migrate_auth_example_runs_the_seed_flow() -> None:
         "Analyse the dependencies and interfaces of these files: auth/login.py\nauth/oauth.py"
         in ("\n".join(model.prompts))
     )
-    assert check_workflow_source(module.MIGRATE_AUTH_WORKFLOW, NAMES) == []
+    assert check_planner_code(module.MIGRATE_AUTH_WORKFLOW, NAMES) == []

@@ -259,3 +259,6 @@ async def test_op209_after_edit_breaking_a_paused_run(
     diags = await diags_for(client, uri, v)
     assert [d.code for d in diags] == ["OP209"]
     assert "'write'" in diags[0].message and "Reporter.report" in diags[0].message
+    # at the changed step(...) call, naming how many recorded runs the edit breaks
+    assert diags[0].range.start.line == line
+    assert diags[0].message.endswith("this edit breaks 1 paused/running run")

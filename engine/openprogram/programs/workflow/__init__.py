@@ -1,8 +1,9 @@
 """Planner workflows (SPEC §2.9): a model writes ``def workflow():``, we check and run it.
 
 :func:`plan_and_run` asks a Planner (a model turn with read-only workspace tools) for
-workflow code, checks it statically (:mod:`openprogram_analyzers.workflow_check`: no
-imports, only injected names, exactly one zero-argument ``workflow``), runs it with
+workflow code, checks it statically with the analyzer (``check_planner_code``, see
+:mod:`openprogram_analyzers.planner`: no imports, only injected names and
+``WORKFLOW_BUILTINS``, exactly one zero-argument ``workflow``), runs it with
 ``exec`` in a namespace from :func:`_build_namespace`, and feeds any failure back to the
 Planner for a bounded number of revisions. Every injected callable goes through a
 :class:`Checkpoint`, so a revised rerun reuses the model calls that did not change.
@@ -85,12 +86,19 @@ def workflow():
 """
 
 
+def _describe_finding(finding: Any) -> str:
+    """One line for a check finding: ``line L, column C: OPxxx message``."""
+    return f"line {finding.line}, column {finding.column}: {finding.code} {finding.message}"
+
+
 class WorkflowCheckError(OpenProgramError, ValueError):
-    """Workflow code failed the static check; ``problems`` lists the findings."""
+    """Workflow code failed the static check; ``problems`` lists the analyzer findings."""
 
     def __init__(self, problems: list[Any]) -> None:
         self.problems = problems
-        super().__init__("workflow code rejected: " + "; ".join(str(p) for p in problems[:5]))
+        super().__init__(
+            "workflow code rejected: " + "; ".join(_describe_finding(p) for p in problems[:5])
+        )
 
 
 class WorkflowFailed(OpenProgramError, RuntimeError):
@@ -144,7 +152,7 @@ def _build_namespace(
     control-flow primitives are transparent (their inner calls are logged), ``parallel``
     numbers each branch's calls under its own position.
     """
-    from openprogram_analyzers.workflow_check import WORKFLOW_BUILTINS
+    from openprogram_analyzers.planner import WORKFLOW_BUILTINS
 
     ns: dict[str, Any] = {
         "__builtins__": {name: getattr(builtins, name) for name in WORKFLOW_BUILTINS},
@@ -164,9 +172,9 @@ def _build_namespace(
 
 def check_workflow_code(code: str, extra: Mapping[str, Any] | None = None) -> None:
     """Raise :class:`WorkflowCheckError` unless ``code`` passes the static check."""
-    from openprogram_analyzers.workflow_check import check_workflow_source
+    from openprogram_analyzers import check_planner_code
 
-    problems = check_workflow_source(code, injected_names(extra))
+    problems = check_planner_code(code, injected_names(extra), WORKFLOW_FILENAME)
     if problems:
         raise WorkflowCheckError(problems)
 
@@ -274,7 +282,7 @@ def plan_and_run(
                 result = run_workflow_code(code, runtime=rt, checkpoint=ckpt, extra=extra)
             except WorkflowCheckError as exc:
                 feedback = "the code failed the static check:\n" + "\n".join(
-                    str(p) for p in exc.problems
+                    _describe_finding(p) for p in exc.problems
                 )
             except Exception as exc:
                 feedback = _failure_text(exc, code)
