@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "parallel": "openprogram.durable",
     "TurnRequest": "openprogram.turns",
     "TurnResult": "openprogram.turns",
+    "TurnCancelled": "openprogram.turns",
     "validate_and_retry": "openprogram.agentic_programming.control_flow",
     "route": "openprogram.agentic_programming.control_flow",
     "conditional": "openprogram.agentic_programming.control_flow",
@@ -73,5 +74,6 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from openprogram.runtime import Runtime as Runtime
     from openprogram.runtime import create_runtime as create_runtime
     from openprogram.turns import ChatAgent as ChatAgent
+    from openprogram.turns import TurnCancelled as TurnCancelled
     from openprogram.turns import TurnRequest as TurnRequest
     from openprogram.turns import TurnResult as TurnResult

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from openprogram.context import Context
 from openprogram.options import check_method_options
 from openprogram.programs.registry import REGISTRY, Tool, ToolOptions
+from openprogram.safepoints import checkpoint
 from openprogram.scope import call_scope, current_frame, current_runtime, set_output
 
 if TYPE_CHECKING:
@@ -164,6 +165,7 @@ class ScopedMethod:
         for hook in list(_HOOKS):
             hook(invocation)
         self._check_recursion()
+        checkpoint("call.started", name=f"{cls.__name__}.{self.name}")  # turn safe point
         holder = bound if self.kind != "static" else cls
         runtime = getattr(holder, "runtime", None)
         runtime = runtime if _is_runtime(runtime) else current_runtime()

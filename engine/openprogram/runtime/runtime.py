@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from openprogram import safepoints
 from openprogram.errors import ConfigError, OpenProgramError
 from openprogram.runtime.cassette import CassetteWriter
 from openprogram.runtime.config import detect_model
@@ -212,11 +213,16 @@ class Runtime:
         )  # fmt: skip
         while True:
             request = turn.next_request()
+            _before_request(turn, request)
             response = self._call(turn.provider, request)
+            _after_response(turn, response)
             if turn.accept(response):
                 return self._finish(turn)
             for call in response.tool_calls:
-                turn.add_tool_result(call, self._run_tool(turn, call))
+                _before_tool(turn, call)
+                record = self._run_tool(turn, call)
+                _after_tool(record)
+                turn.add_tool_result(call, record)
 
     async def aexec(
         self,
@@ -271,11 +277,16 @@ class Runtime:
         )  # fmt: skip
         while True:
             request = turn.next_request()
+            _before_request(turn, request)
             response = await self._acall(turn.provider, request)
+            _after_response(turn, response)
             if turn.accept(response):
                 return self._finish(turn)
             for call in response.tool_calls:
-                turn.add_tool_result(call, await self._arun_tool(turn, call))
+                _before_tool(turn, call)
+                record = await self._arun_tool(turn, call)
+                _after_tool(record)
+                turn.add_tool_result(call, record)
 
     def close(self) -> None:
         """Close providers this runtime created and the cassette file."""
@@ -563,6 +574,50 @@ class _Turn:
                 is_error=record.is_error,
             )
         )
+
+
+# -- turn safe points (openprogram.safepoints; a ContextVar lookup when no turn runs) --
+
+
+def _before_request(turn: _Turn, request: ModelRequest) -> None:
+    """Safe point before a model request (may raise ``TurnCancelled``)."""
+    if safepoints.current_control() is not None:
+        safepoints.checkpoint(
+            "llm.request",
+            model=f"{turn.provider.name}:{request.model_id}",
+            iteration=len(turn.responses) + 1,
+        )
+
+
+def _after_response(turn: _Turn, response: ModelResponse) -> None:
+    if safepoints.current_control() is not None:
+        safepoints.emit(
+            "llm.response",
+            iteration=len(turn.responses) + 1,
+            usage=response.usage.to_json(),
+            tool_calls=[c.name for c in response.tool_calls],
+            finish_reason=response.finish_reason,
+        )
+
+
+def _before_tool(turn: _Turn, call: ToolCall) -> None:
+    """Safe point before a tool dispatch (may raise ``TurnCancelled``)."""
+    if safepoints.current_control() is not None:
+        safepoints.checkpoint(
+            "tool.started", name=call.name, call_id=call.id, iteration=len(turn.responses)
+        )
+
+
+def _after_tool(record: ToolCallRecord) -> None:
+    if safepoints.current_control() is not None:
+        info: dict[str, Any] = {
+            "name": record.name,
+            "call_id": record.id,
+            "ok": not record.is_error,
+        }
+        if record.is_error:
+            info["error"] = record.result[:300]  # the text the model is shown, no more
+        safepoints.emit("tool.finished", **info)
 
 
 def _log_reply(provider: Provider, response: ModelResponse) -> None:
