@@ -8,7 +8,9 @@ workflow) cancel out. Cases, each in its own process per round, rounds interleav
 * ``ours``        — ``openprogram.step`` in a resumable Program started with
                     ``start_run`` (default durability: WAL, synchronous=NORMAL; the step
                     record and its session-DAG node are written, as in production);
-* ``ours-power``  — the same with ``OPENPROGRAM_DURABILITY=power`` (fsync every step);
+* ``ours-batched`` — ``OPENPROGRAM_DURABILITY=batched``: a step's result is committed with
+                    the next step's identity (one commit per step instead of two);
+* ``ours-power``  — ``OPENPROGRAM_DURABILITY=power``: batched with an fsync every step;
 * ``dbos``        — ``@DBOS.step`` inside ``@DBOS.workflow`` with a SQLite system database;
 * ``langgraph``   — ``@task`` inside ``@entrypoint`` with ``SqliteSaver`` (functional API);
 * ``floor``       — a bare ``sqlite3`` insert+commit of one node-shaped row, WAL, NORMAL;
@@ -70,7 +72,10 @@ PROGRAM_ENTRIES = ["chain"]
 
 PEERS = {
     "dbos": ("dbos", "pip install dbos"),
-    "langgraph": ("langgraph.checkpoint.sqlite", "pip install langgraph langgraph-checkpoint-sqlite"),
+    "langgraph": (
+        "langgraph.checkpoint.sqlite",
+        "pip install langgraph langgraph-checkpoint-sqlite",
+    ),
 }
 Clock = tuple[float, float]
 Timing = tuple[float, float]  # (wall s, cpu s)
@@ -86,12 +91,11 @@ def _since(start: Clock) -> Timing:
 
 
 # -- workers (each runs in its own process) -------------------------------------------
-def work_ours(tmp: Path, n: int, power: bool) -> dict[str, Timing]:
+def work_ours(tmp: Path, n: int, mode: str) -> dict[str, Timing]:
     from openprogram.durable.runner import start_run
 
     (tmp / "prog.py").write_text(PROGRAM, encoding="utf-8")
     ref = f"{tmp / 'prog.py'}:chain"
-    mode = "power" if power else "process"
     out: dict[str, Timing] = {}
     for label, steps in (("warm", 20), ("zero", 0), ("full", n)):
         store = tmp / f"store-{label}"
@@ -210,8 +214,9 @@ def work_floor(tmp: Path, n: int, sync: str) -> dict[str, Timing]:
 
 
 WORKERS: dict[str, Callable[[Path, int], dict[str, Timing]]] = {
-    "ours": lambda tmp, n: work_ours(tmp, n, power=False),
-    "ours-power": lambda tmp, n: work_ours(tmp, n, power=True),
+    "ours": lambda tmp, n: work_ours(tmp, n, "process"),
+    "ours-batched": lambda tmp, n: work_ours(tmp, n, "batched"),
+    "ours-power": lambda tmp, n: work_ours(tmp, n, "power"),
     "dbos": work_dbos,
     "langgraph": work_langgraph,
     "floor": lambda tmp, n: work_floor(tmp, n, "NORMAL"),
@@ -259,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         run_worker(args.worker, args.steps)
         return 0
 
-    cases = ["floor", "floor-full", "ours", "ours-power", "dbos", "langgraph"]
+    cases = ["floor", "floor-full", "ours", "ours-batched", "ours-power", "dbos", "langgraph"]
     notes: dict[str, str] = {}
     for peer, (module, hint) in PEERS.items():
         if importlib.util.find_spec(module.split(".")[0]) is None or (
@@ -295,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         "floor": "bare insert+commit WAL+NORMAL",
         "floor-full": "bare insert+commit WAL+FULL",
         "ours": "openprogram step (default)",
+        "ours-batched": "openprogram step (batched)",
         "ours-power": "openprogram step (power)",
         "dbos": "DBOS @DBOS.step (SQLite)",
         "langgraph": "LangGraph @task (SqliteSaver)",
@@ -311,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
         checks.append(("ours / LangGraph", ours / w["langgraph"], 0.1))
     if ours is not None and "dbos" in w:
         checks.append(("ours / DBOS", ours / w["dbos"], 0.04))
+    batched = w.get("ours-batched")
+    if batched is not None and "langgraph" in w:
+        checks.append(("ours-batched / LangGraph", batched / w["langgraph"], 0.1))
     if "ours-power" in w and "floor-full" in w:
         checks.append(("ours-power / WAL+FULL floor", w["ours-power"] / w["floor-full"], 1.5))
     if ours is not None and "floor" in w:
@@ -329,7 +338,9 @@ def main(argv: list[str] | None = None) -> int:
         passed = value is not None and value <= target
         ok = ok and passed
         unit = " s" if name.startswith("resume") else "x"
-        print(f"  {'PASS' if passed else 'FAIL'}  {name}: {value:.3f}{unit} (target <= {target}{unit})")
+        print(
+            f"  {'PASS' if passed else 'FAIL'}  {name}: {value:.3f}{unit} (target <= {target}{unit})"
+        )
     return 0 if ok else 1
 
 

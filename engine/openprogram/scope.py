@@ -19,8 +19,10 @@ import contextvars
 import json
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager as ContextManager
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -106,8 +108,36 @@ def use_writer(writer: SessionNodeWriter | None) -> Iterator[None]:
         _installed_writer.reset(token)
 
 
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def _plain_json(value: Any, depth: int = 0) -> bool:
+    """True when ``value`` is built only of exact JSON types (so ``json.dumps`` accepts it).
+
+    A fast pre-check for :func:`to_json_value`; ``False`` only means "ask ``json.dumps``".
+    """
+    t = type(value)
+    if t in _SCALARS:
+        return True
+    if depth > 32:
+        return False
+    if t is dict:
+        for k, v in value.items():
+            if type(k) is not str or (type(v) not in _SCALARS and not _plain_json(v, depth + 1)):
+                return False
+        return True
+    if t is list:
+        for v in value:
+            if type(v) not in _SCALARS and not _plain_json(v, depth + 1):
+                return False
+        return True
+    return False
+
+
 def to_json_value(value: Any) -> Any:
     """Best-effort JSON form of an argument or result for the DAG (never raises)."""
+    if _plain_json(value):
+        return value
     try:
         json.dumps(value)
         return value
@@ -120,7 +150,6 @@ def to_json_value(value: Any) -> Any:
     return repr(value)
 
 
-@contextmanager
 def call_scope(
     name: str,
     *,
@@ -130,64 +159,93 @@ def call_scope(
     runtime: Runtime | None = None,
     writer: SessionNodeWriter | None = None,
     kind: str = "code",
-) -> Iterator[Frame]:
+) -> ContextManager[Frame]:
     """Open a frame for one call and record it as a ``code`` node.
 
     The body sets ``frame.extras["output"]`` (via :func:`set_output`) to the call's result;
     on exit the node's ``output`` and ``status`` are filled in. An exception marks the node
     ``error`` (``cancelled`` for ``CancelledError``/``KeyboardInterrupt``) and propagates.
     """
-    parent = _current.get()
-    opts = dict(options or {})
-    frame = Frame(name=name, parent=parent, runtime=runtime, writer=writer, options=opts)
-    w = writer if writer is not None else current_writer()
-    record = w is not None and not frame.hidden
-    started = time.perf_counter()
-    if record:
-        assert w is not None
-        meta: dict[str, Any] = {}
-        if doc:
-            meta["doc"] = doc
-        for key in ("expose", "render_range"):
-            if opts.get(key) is not None:
-                meta[key] = opts[key]
-        node = w.append(
-            kind,
-            name,
-            input=to_json_value(dict(inputs or {})),
-            status="running",
-            caller_id=_nearest_node_id(parent),
-            metadata=meta,
-        )
-        frame.node_id = node.id
-        frame.start_seq = node.seq
-        frame.writer = w
-    token = _current.set(frame)
-    try:
-        yield frame
-    except BaseException as exc:
-        if record and frame.node_id is not None and w is not None:
-            status = "cancelled" if _is_cancel(exc) else "error"
-            w.update(
-                frame.node_id,
-                status=status,
-                output={"error": f"{type(exc).__name__}: {exc}"},
-                metadata={
-                    "error_type": type(exc).__name__,
-                    "duration_s": round(time.perf_counter() - started, 6),
-                },
+    return _CallScope(name, inputs, doc, options, runtime, writer, kind)
+
+
+class _CallScope:
+    """The context manager returned by :func:`call_scope` (a class: it is on hot paths)."""
+
+    __slots__ = ("args", "frame", "started", "token", "w")
+
+    def __init__(
+        self,
+        name: str,
+        inputs: Mapping[str, Any] | None,
+        doc: str | None,
+        options: Mapping[str, Any] | None,
+        runtime: Runtime | None,
+        writer: SessionNodeWriter | None,
+        kind: str,
+    ) -> None:
+        self.args = (name, inputs, doc, options, runtime, writer, kind)
+        self.w: SessionNodeWriter | None = None
+
+    def __enter__(self) -> Frame:
+        name, inputs, doc, options, runtime, writer, kind = self.args
+        parent = _current.get()
+        opts = dict(options) if options else {}
+        frame = Frame(name, parent, runtime, writer, None, opts)
+        self.frame = frame
+        w = writer if writer is not None else current_writer()
+        self.started = time.perf_counter()
+        if w is not None and not frame.hidden:
+            meta: dict[str, Any] = {}
+            if doc:
+                meta["doc"] = doc
+            if opts:
+                for key in ("expose", "render_range"):
+                    if opts.get(key) is not None:
+                        meta[key] = opts[key]
+            node = w.append(
+                kind,
+                name,
+                input=to_json_value(dict(inputs) if inputs else {}),
+                status="running",
+                caller_id=_nearest_node_id(parent),
+                metadata=meta,
             )
-        raise
-    else:
-        if record and frame.node_id is not None and w is not None:
-            w.update(
-                frame.node_id,
-                status=frame.extras.get("status", "completed"),
-                output=to_json_value(frame.extras.get("output")),
-                metadata={"duration_s": round(time.perf_counter() - started, 6)},
-            )
-    finally:
-        _current.reset(token)
+            frame.node_id = node.id
+            frame.start_seq = node.seq
+            frame.writer = w
+            self.w = w
+        self.token = _current.set(frame)
+        return frame
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        frame = self.frame
+        w = self.w
+        try:
+            if w is not None and frame.node_id is not None:
+                duration = round(time.perf_counter() - self.started, 6)
+                if exc is None:
+                    extras = frame.extras
+                    w.update(
+                        frame.node_id,
+                        status=extras.get("status", "completed"),
+                        output=to_json_value(extras.get("output")),
+                        metadata={"duration_s": duration},
+                    )
+                else:
+                    w.update(
+                        frame.node_id,
+                        status="cancelled" if _is_cancel(exc) else "error",
+                        output={"error": f"{type(exc).__name__}: {exc}"},
+                        metadata={"error_type": type(exc).__name__, "duration_s": duration},
+                    )
+        finally:
+            _current.reset(self.token)
 
 
 def set_output(frame: Frame, value: Any) -> Any:

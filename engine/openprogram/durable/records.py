@@ -1,12 +1,19 @@
 """Reading and writing run and step records (tables documented in ``durable.schema``).
 
 ``RunDB`` opens the store (which applies the migrations, including the durable tables)
-and keeps its own ``sqlite3`` connection for the hot path: one small autocommit
-transaction when a step is called and one when it completes.
+and uses the store's per-thread connections, so step records and session-DAG nodes can
+share transactions: per step, one commit before its function runs holds the previous
+step's result and node output, this step's identity and its running node (see
+:func:`openprogram.durable.steps._run_step`).
 
-Durability modes: ``"process"`` (default; WAL with ``synchronous=NORMAL``: every saved
-step survives a killed process) and ``"power"`` (``synchronous=FULL``: every commit is
-fsynced, so saved steps also survive power loss / an OS crash).
+Durability modes:
+
+* ``"process"`` (default): WAL with ``synchronous=NORMAL``. Every commit survives a killed
+  process; after an OS crash or power loss the last commits may be lost.
+* ``"power"``: ``synchronous=FULL`` — every commit is fsynced, i.e. one fsync per step,
+  before its function runs. After power loss no step is ever re-run silently and no
+  saved result is lost; a step whose result was not yet committed is reported uncertain,
+  like one killed mid-way.
 """
 
 from __future__ import annotations
@@ -15,7 +22,6 @@ import json
 import os
 import socket
 import sqlite3
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +29,12 @@ from typing import Any
 from openprogram.errors import StoreError
 
 RUN_STATES = ("running", "paused", "completed", "failed", "cancelled")
-DURABILITY_MODES = ("process", "power")
+# process: WAL + synchronous=NORMAL; a step's result is committed as soon as it returns.
+# batched: as process, but a step's result is committed together with the next step's
+#   identity (one commit per step); a process killed between two steps reports the last
+#   one uncertain instead of resuming past it.
+# power: batched with synchronous=FULL (one fsync per step): survives power loss too.
+DURABILITY_MODES = ("process", "batched", "power")
 
 
 @dataclass(frozen=True)
@@ -114,8 +125,23 @@ def _run_from_row(row: tuple[Any, ...]) -> RunRecord:
     )
 
 
+_DISPATCH_CHECKED_SQL = (
+    "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
+    "input_hash, status, result, started_at, finished_at) "
+    "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'dispatched', NULL, ?9, NULL FROM runs "
+    "WHERE id = ?1 AND status != 'cancelled' AND pause_requested = 0 "
+    "ON CONFLICT(run_id, step_key) DO UPDATE SET status = 'dispatched', result = NULL, "
+    "started_at = excluded.started_at, finished_at = NULL"
+)
+_COMPLETE_SQL = (
+    "UPDATE run_steps SET status = 'completed', result = ?, finished_at = ? "
+    "WHERE run_id = ? AND step_key = ?"
+)
+
+
 class RunDB:
-    """Run/step records of one store root (thread-safe; one connection with a lock)."""
+    """Run/step records of one store root (thread-safe: each thread uses its own connection
+    of the store, so step records and session-DAG nodes can share one transaction)."""
 
     def __init__(
         self,
@@ -125,6 +151,7 @@ class RunDB:
         create: bool = True,
     ) -> None:
         from openprogram.store import SessionStore, resolve_root, store_db_path
+        from openprogram.store.sqlite import SqliteBackend
 
         mode = durability or os.environ.get("OPENPROGRAM_DURABILITY") or "process"
         if mode not in DURABILITY_MODES:
@@ -132,18 +159,19 @@ class RunDB:
                 f"unknown durability mode {mode!r}: use one of {', '.join(DURABILITY_MODES)}"
             )
         self.durability = mode
+        self.power = mode == "power"
+        self.defer_results = mode in ("batched", "power")
         self.root = resolve_root(root)
         self.store = SessionStore(root_path=str(self.root), create=create)  # migrates
         self.db_path = store_db_path(self.root)
-        self._lock = threading.RLock()
+        backend = self.store.backend
+        if not isinstance(backend, SqliteBackend):  # pragma: no cover - only SQLite today
+            self.store.close()
+            raise StoreError(f"{self.store.location}: durable runs need the SQLite store")
+        self.backend = backend
         try:
-            self.conn = sqlite3.connect(
-                str(self.db_path), isolation_level=None, check_same_thread=False, timeout=30.0
-            )
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            sync = "FULL" if mode == "power" else "NORMAL"
-            self.conn.execute(f"PRAGMA synchronous={sync}")
-            self.conn.execute("PRAGMA busy_timeout=30000")
+            if self.power:
+                backend.set_synchronous("FULL")
             have = {
                 r[0]
                 for r in self.conn.execute(
@@ -151,9 +179,9 @@ class RunDB:
                     "('runs','run_steps')"
                 )
             }
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, StoreError) as exc:
             self.store.close()
-            raise StoreError(f"{self.db_path}: cannot open run records: {exc}") from exc
+            raise StoreError(f"{self.db_path}: cannot open run records: {exc}") from None
         if have != {"runs", "run_steps"}:
             self.close()
             raise StoreError(
@@ -161,13 +189,18 @@ class RunDB:
                 "'durable runs and steps' entry)"
             )
 
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection to the store (autocommit unless a transaction is open)."""
+        return self.backend.connection()
+
+    def owns(self, writer: Any) -> bool:
+        """Whether ``writer`` (a ``SessionNodeWriter``) writes through this store's backend,
+        i.e. on the same per-thread connections as the run records."""
+        return getattr(writer, "_backend", None) is self.backend
+
     # -- lifecycle -----------------------------------------------------------------
     def close(self) -> None:
-        with self._lock:
-            try:
-                self.conn.close()
-            except Exception:  # pragma: no cover - closing twice
-                pass
         self.store.close()
 
     def __enter__(self) -> RunDB:
@@ -177,11 +210,10 @@ class RunDB:
         self.close()
 
     def _exec(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
-        with self._lock:
-            try:
-                return self.conn.execute(sql, params)
-            except sqlite3.Error as exc:
-                raise StoreError(f"{self.db_path}: {exc}") from exc
+        try:
+            return self.backend.connection().execute(sql, params)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.db_path}: {exc}") from None
 
     # -- runs ----------------------------------------------------------------------
     def insert_run(
@@ -256,26 +288,25 @@ class RunDB:
 
         A run cancelled meanwhile (by another process) stays ``cancelled``.
         """
-        with self._lock:
-            cur = self._exec(
-                "UPDATE runs SET status = ?, result = ?, error = ?, paused_step = ?, "
-                "paused_occurrence = ?, pause_reason = ?, pause_requested = 0, updated_at = ? "
-                "WHERE id = ? AND status = 'running'",
-                (
-                    status,
-                    json.dumps(result) if status == "completed" else None,
-                    error,
-                    paused_step,
-                    paused_occurrence,
-                    pause_reason,
-                    time.time(),
-                    run_id,
-                ),
-            )
-            if cur.rowcount == 1:
-                return status
-            run = self.get_run(run_id)
-            return run.status if run else status
+        cur = self._exec(
+            "UPDATE runs SET status = ?, result = ?, error = ?, paused_step = ?, "
+            "paused_occurrence = ?, pause_reason = ?, pause_requested = 0, updated_at = ? "
+            "WHERE id = ? AND status = 'running'",
+            (
+                status,
+                json.dumps(result) if status == "completed" else None,
+                error,
+                paused_step,
+                paused_occurrence,
+                pause_reason,
+                time.time(),
+                run_id,
+            ),
+        )
+        if cur.rowcount == 1:
+            return status
+        run = self.get_run(run_id)
+        return run.status if run else status
 
     def set_status(self, run_id: str, status: str, *, error: str | None = None) -> None:
         self._exec(
@@ -349,12 +380,51 @@ class RunDB:
             (run_id, step_key, scope, position, kind, name, occurrence, input_hash, time.time()),
         )
 
+    def try_dispatch_step(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        step_key: str,
+        scope: str,
+        position: int,
+        kind: str,
+        name: str,
+        occurrence: int,
+        input_hash: str,
+    ) -> bool:
+        """Like :meth:`dispatch_step` on ``conn`` (which may be in a transaction), unless
+        the run was cancelled or a pause was requested: then nothing is written and this
+        returns ``False`` (one statement does both the check and the write)."""
+        try:
+            cur = conn.execute(
+                _DISPATCH_CHECKED_SQL,
+                (
+                    run_id,
+                    step_key,
+                    scope,
+                    position,
+                    kind,
+                    name,
+                    occurrence,
+                    input_hash,
+                    time.time(),
+                ),
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.db_path}: {exc}") from None
+        return cur.rowcount == 1
+
+    def complete_step_on(
+        self, conn: sqlite3.Connection, run_id: str, step_key: str, result_json: str
+    ) -> None:
+        """:meth:`complete_step` on ``conn`` (which may be in a transaction)."""
+        try:
+            conn.execute(_COMPLETE_SQL, (result_json, time.time(), run_id, step_key))
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.db_path}: {exc}") from None
+
     def complete_step(self, run_id: str, step_key: str, result_json: str) -> None:
-        self._exec(
-            "UPDATE run_steps SET status = 'completed', result = ?, finished_at = ? "
-            "WHERE run_id = ? AND step_key = ?",
-            (result_json, time.time(), run_id, step_key),
-        )
+        self._exec(_COMPLETE_SQL, (result_json, time.time(), run_id, step_key))
 
     def fail_step(self, run_id: str, step_key: str, error: str) -> None:
         self._exec(

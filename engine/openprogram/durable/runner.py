@@ -29,7 +29,7 @@ from openprogram.durable.errors import (
     StepUsageError,
 )
 from openprogram.durable.records import RunDB, RunRecord
-from openprogram.durable.steps import Executor, Scope, enter, leave
+from openprogram.durable.steps import Executor, Scope, enter, flush, leave
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
 from openprogram.scope import call_scope, set_output, to_json_value, use_writer
 
@@ -146,8 +146,11 @@ def _owner_alive(run: RunRecord) -> bool:
         return True
 
 
-def _writer_for(db: RunDB, session_id: str) -> Any:
+def _writer_for(db: RunDB, session_id: str, *, counting: bool) -> Any:
     from openprogram.store import SessionNodeWriter
+
+    if not counting:
+        return SessionNodeWriter(db.store, session_id)
 
     class CountingWriter(SessionNodeWriter):
         """Counts model calls for the progress display."""
@@ -185,15 +188,19 @@ def _execute(
         else None
     )
     root = Scope("")
-    writer = _writer_for(db, run_id)
-    if on_progress is not None and hasattr(on_progress, "model_calls"):
-        on_progress.model_calls = lambda: writer.model_calls
+    counting = on_progress is not None and hasattr(on_progress, "model_calls")
+    writer = _writer_for(db, run_id, counting=counting)
+    if counting:
+        on_progress.model_calls = lambda: writer.model_calls  # type: ignore[union-attr]
     node_id: str | None = None
     token = enter(executor, root)
     try:
         with use_writer(writer), call_scope(entry.name, inputs=args) as frame:
             node_id = frame.node_id
-            value = fn(**args)
+            try:
+                value = fn(**args)
+            finally:
+                flush(executor, root)  # the last step's result, before the run's state
             if executor is not None:
                 executor.check_scope_end(root)
             value = to_json_value(value)

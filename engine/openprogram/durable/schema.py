@@ -45,6 +45,10 @@ started_at         epoch seconds when dispatched
 finished_at        epoch seconds when completed/failed
 =================  =====================================================================
 
+Indexes: the primary key ``(run_id, step_key)`` (every query is per run). Schema v2 also
+had ``run_steps_order(run_id, scope, position)``; v3 drops it, since writing a third
+B-tree on every step cost more than sorting one run's rows when they are read.
+
 A ``dispatched`` row of kind ``step`` found on resume is *uncertain*: the operation may or
 may not have happened, so the run pauses naming it until it is re-run explicitly.
 """
@@ -94,4 +98,10 @@ CREATE TABLE IF NOT EXISTS run_steps (
     PRIMARY KEY (run_id, step_key)
 );
 CREATE INDEX IF NOT EXISTS run_steps_order ON run_steps(run_id, scope, position);
+"""
+
+MIGRATION_V3_NAME = "durable steps without the order index"
+
+MIGRATION_V3_SQL = """
+DROP INDEX IF EXISTS run_steps_order;
 """

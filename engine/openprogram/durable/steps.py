@@ -4,10 +4,14 @@ Inside a run (started by :mod:`openprogram.durable.runner`) each call gets an id
 when it is **called** — scope path, name, occurrence (how many earlier calls of that name
 in the same scope), position (call order in the scope) and the hash of its JSON input —
 and that identity is committed before the function runs. Its JSON result is committed
-when it returns. On resume, a call whose identity matches a completed record returns the
-saved result without calling the function; a mismatch pauses the run as *incompatible*;
-a record that was dispatched but never completed pauses the run as *uncertain* unless
-the resume asked to re-run uncertain steps.
+before anything else of the run happens: together with the next step's identity (one
+transaction, one commit per step), before a ``workflow``/``parallel`` record, at the end
+of its scope or when the run stops. On resume, a call whose identity matches a completed
+record returns the saved result without calling the function; a mismatch pauses the run
+as *incompatible*; a record that was dispatched but never completed pauses the run as
+*uncertain* unless the resume asked to re-run uncertain steps. (So a process killed
+after a step returned but before the next one started reports that step uncertain too:
+never re-run silently, never lost.)
 
 Outside a run these functions simply call their functions (no recording).
 """
@@ -16,23 +20,46 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextvars
-import hashlib
 import inspect
 import json
+import sqlite3
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from hashlib import sha256
+from typing import TYPE_CHECKING, Any, cast
 
 from openprogram.durable.errors import RunCancelled, RunPaused, StepUsageError
-from openprogram.scope import call_scope, set_output
+from openprogram.errors import StoreError
+from openprogram.scope import call_scope, current_writer, set_output
+from openprogram.store.base import UNSET
+from openprogram.store.jsoncodec import make_dumps
 
 if TYPE_CHECKING:
     from openprogram.durable.records import RunDB, StepRecord
+    from openprogram.store import SessionNodeWriter
 
 __all__ = ["current_run_id", "parallel", "step", "workflow"]
 
 ProgressFn = Callable[[str, str], None]
+
+# json.dumps(..., sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+# allow_nan=False): the text whose sha256 is a step's input hash (must never change).
+_canonical_json = make_dumps(sort_keys=True, compact=True, ensure_ascii=False, allow_nan=False)
+# json.dumps(value, ensure_ascii=False, allow_nan=False): a saved step result.
+_result_dumps = make_dumps(ensure_ascii=False, allow_nan=False)
+_STOP = (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)
+
+
+@dataclass
+class Pending:
+    """A returned step's result and DAG-node exit, to commit with the next record."""
+
+    key: str
+    text: str
+    node_id: str | None = None
+    node_update: dict[str, Any] | None = None
 
 
 @dataclass
@@ -42,6 +69,9 @@ class Scope:
     path: str
     position: int = 0
     occurrences: dict[str, int] = field(default_factory=dict)
+    # The last step of this scope whose function returned but whose "completed" record
+    # is not written yet (see _run_step): written with the next record of the scope.
+    pending: Pending | None = None
 
     def next_identity(self, name: str) -> tuple[int, int, str]:
         pos = self.position
@@ -206,20 +236,14 @@ def _check_fn(kind: str, name: str, fn: object) -> None:
 
 def _input_hash(kind: str, name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
     try:
-        text = json.dumps(
-            {"args": list(args), "kwargs": dict(kwargs)},
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=False,
-            allow_nan=False,
-        )
+        text = _canonical_json({"args": list(args), "kwargs": dict(kwargs)})
     except (TypeError, ValueError) as exc:
         where = _first_non_json(args, kwargs)
         raise StepUsageError(
             f"{kind} '{name}': argument {where} is not JSON ({exc}); step inputs must be "
             "JSON values (str, int, float, bool, None, list, dict with str keys)"
         ) from None
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256(text.encode()).hexdigest()
 
 
 def _first_non_json(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
@@ -238,7 +262,7 @@ def _first_non_json(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
 
 def _result_json(kind: str, name: str, value: Any) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        return _result_dumps(value)
     except (TypeError, ValueError) as exc:
         raise StepUsageError(
             f"{kind} '{name}' returned a {type(value).__name__}, which is not JSON ({exc}); "
@@ -261,9 +285,10 @@ def step(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any
     ex, scope = cur
     input_hash = _input_hash("step", name, args, kwargs)
     pos, occ, key = scope.next_identity(name)
-    ex.check_control(scope, name, occ)
-    rec = ex.match(scope, "step", name, pos, occ, input_hash)
-    if rec is not None:
+    if (scope.path, pos) in ex.recorded:  # a new step checks control as it dispatches
+        ex.check_control(scope, name, occ)
+        rec = ex.match(scope, "step", name, pos, occ, input_hash)
+        assert rec is not None
         if rec.status == "completed":
             ex.progress("skipped", key)
             return json.loads(rec.result) if rec.result is not None else None
@@ -277,35 +302,216 @@ def step(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any
                 name,
                 occ,
             )
+    return _run_step(ex, scope, name, key, pos, occ, input_hash, fn, args, kwargs)
+
+
+def _run_step(
+    ex: Executor,
+    scope: Scope,
+    name: str,
+    key: str,
+    pos: int,
+    occ: int,
+    input_hash: str,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """Dispatch, run and complete one step (the hot path).
+
+    When the step's DAG node goes to this run's store (the usual case), one transaction
+    per step commits, before ``fn`` runs: the previous step's result and node exit
+    (:class:`Pending`), this step's identity (the dispatch statement also checks for
+    cancel/pause) and its running node. This step's own result is committed by the next
+    record of its scope or when the scope ends (:func:`flush`), always before anything
+    else of the run happens. Otherwise the step record is written on its own.
+    """
+    db = ex.db
+    conn = db.conn
+    writer = current_writer()
+    if not db.owns(writer):
+        return _run_step_unjoined(ex, scope, name, key, pos, occ, input_hash, fn, args, kwargs)
+    run_id = ex.run_id
+    unsaved = scope.pending  # restored if the transaction that writes it rolls back
+    _sql(db, conn, "BEGIN IMMEDIATE")
+    try:
+        _write_pending(ex, scope)
+        if not db.try_dispatch_step(
+            conn, run_id, key, scope.path, pos, "step", name, occ, input_hash
+        ):
+            _sql(db, conn, "COMMIT")  # the previous result is saved either way
+            unsaved = None
+            ex.check_control(scope, name, occ)  # raises when cancelled / pause requested
+            _sql(db, conn, "BEGIN IMMEDIATE")  # the state changed back meanwhile
+            _dispatch(ex, scope, key, pos, "step", name, occ, input_hash)
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+            scope.pending = unsaved
+        raise
+    exit_writer = _DeferExit(writer)
+    token = _current.set(None)  # nested step() calls inside a step run plainly
+    rtoken = _run_id.set(run_id)
+    try:
+        with call_scope(
+            name,
+            inputs={"args": list(args), "kwargs": kwargs},
+            writer=cast("SessionNodeWriter", exit_writer),
+        ) as frame:
+            _sql(db, conn, "COMMIT")  # previous result + identity + running node
+            unsaved = None
+            ex.progress("start", key)
+            value = fn(*args, **kwargs)
+            text = _result_json("step", name, value)
+            set_output(frame, value)
+    except BaseException as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+            scope.pending = unsaved
+        if not isinstance(exc, _STOP):
+            db.fail_step(run_id, key, f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        _run_id.reset(rtoken)
+        _current.reset(token)
+    scope.pending = Pending(key, text, exit_writer.node_id, exit_writer.captured)
+    if not db.defer_results:
+        flush(ex, scope)  # the result is saved before the orchestration goes on
+    ex.executed += 1
+    ex.progress("done", key)
+    return json.loads(text)
+
+
+def _run_step_unjoined(
+    ex: Executor,
+    scope: Scope,
+    name: str,
+    key: str,
+    pos: int,
+    occ: int,
+    input_hash: str,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """:func:`_run_step` when the DAG node goes elsewhere: each record commits alone."""
+    db = ex.db
+    flush(ex, scope)
+    if not db.try_dispatch_step(
+        db.conn, ex.run_id, key, scope.path, pos, "step", name, occ, input_hash
+    ):
+        ex.check_control(scope, name, occ)
+        _dispatch(ex, scope, key, pos, "step", name, occ, input_hash)
+    ex.progress("start", key)
+    token = _current.set(None)
+    rtoken = _run_id.set(ex.run_id)
+    try:
+        with call_scope(name, inputs={"args": list(args), "kwargs": kwargs}) as frame:
+            value = fn(*args, **kwargs)
+            text = _result_json("step", name, value)
+            set_output(frame, value)
+    except BaseException as exc:
+        if not isinstance(exc, _STOP):
+            db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        _run_id.reset(rtoken)
+        _current.reset(token)
+    db.complete_step(ex.run_id, key, text)
+    ex.executed += 1
+    ex.progress("done", key)
+    return json.loads(text)
+
+
+class _DeferExit:
+    """The session writer a step's frame uses: passes everything through to ``inner``
+    except the step node's own successful exit, which it keeps (:class:`Pending`)."""
+
+    __slots__ = ("_backend", "captured", "inner", "node_id")
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self._backend = inner._backend
+        self.node_id: str | None = None
+        self.captured: dict[str, Any] | None = None
+
+    def append(self, *args: Any, **kwargs: Any) -> Any:
+        node = self.inner.append(*args, **kwargs)
+        if self.node_id is None:  # the first append is the step's own node
+            self.node_id = node.id
+        return node
+
+    def update(self, node_id: str, **kwargs: Any) -> Any:
+        if node_id == self.node_id and kwargs.get("status") == "completed":
+            self.captured = kwargs
+            return None
+        return self.inner.update(node_id, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _write_pending(ex: Executor, scope: Scope) -> None:
+    """Write ``scope.pending`` on this thread's connection (in the caller's transaction)."""
+    pending = scope.pending
+    if pending is None:
+        return
+    db = ex.db
+    db.complete_step_on(db.conn, ex.run_id, pending.key, pending.text)
+    update = pending.node_update
+    if pending.node_id is not None and update is not None:
+        db.backend.update_node(
+            pending.node_id,
+            output=update.get("output", UNSET),
+            status=update.get("status"),
+            metadata=update.get("metadata"),
+            now=time.time(),
+        )
+    scope.pending = None
+
+
+def flush(ex: Executor | None, scope: Scope | None) -> None:
+    """Commit the scope's pending step result (before a workflow/parallel record, at the
+    end of a scope or a run, and when a run stops)."""
+    if ex is None or scope is None or scope.pending is None:
+        return
+    db = ex.db
+    conn = db.conn
+    if conn.in_transaction:  # pragma: no cover - only inside _run_step's transaction
+        _write_pending(ex, scope)
+        return
+    unsaved = scope.pending
+    _sql(db, conn, "BEGIN IMMEDIATE")
+    try:
+        _write_pending(ex, scope)
+        _sql(db, conn, "COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+            scope.pending = unsaved
+        raise
+
+
+def _sql(db: RunDB, conn: Any, statement: str) -> None:
+    try:
+        conn.execute(statement)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{db.db_path}: {exc}") from None
+
+
+def _dispatch(
+    ex: Executor, scope: Scope, key: str, pos: int, kind: str, name: str, occ: int, h: str
+) -> None:
     ex.db.dispatch_step(
         ex.run_id,
         step_key=key,
         scope=scope.path,
         position=pos,
-        kind="step",
+        kind=kind,
         name=name,
         occurrence=occ,
-        input_hash=input_hash,
+        input_hash=h,
     )
-    ex.progress("start", key)
-    token = _current.set(None)  # nested step() calls inside a step run plainly
-    rtoken = _run_id.set(ex.run_id)
-    try:
-        with call_scope(name, inputs={"args": list(args), "kwargs": dict(kwargs)}) as frame:
-            value = fn(*args, **kwargs)
-            text = _result_json("step", name, value)
-            set_output(frame, value)
-    except BaseException as exc:
-        if not isinstance(exc, (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)):
-            ex.db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}")
-        raise
-    finally:
-        _run_id.reset(rtoken)
-        _current.reset(token)
-    ex.db.complete_step(ex.run_id, key, text)
-    ex.executed += 1
-    ex.progress("done", key)
-    return json.loads(text)
 
 
 # -- workflow --------------------------------------------------------------------------
@@ -315,7 +521,10 @@ def _run_scoped(
     token = _current.set((ex, scope))
     try:
         with call_scope(name, inputs={"args": list(args), "kwargs": dict(kw)}) as frame:
-            value = fn(*args, **kw)
+            try:
+                value = fn(*args, **kw)
+            finally:
+                flush(ex, scope)  # the scope's last step result, before the scope's own
             ex.check_scope_end(scope)
             text = _result_json(kind, name, value)
             set_output(frame, value)
@@ -335,6 +544,7 @@ def workflow(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) ->
     ex, scope = cur
     input_hash = _input_hash("workflow", name, args, kwargs)
     pos, occ, key = scope.next_identity(name)
+    flush(ex, scope)
     ex.check_control(scope, name, occ)
     rec = ex.match(scope, "workflow", name, pos, occ, input_hash)
     if rec is not None and rec.status == "completed":
@@ -403,6 +613,7 @@ def parallel(branches: Any, /, **options: Any) -> Any:
     ex, scope = cur
     input_hash = _input_hash("parallel", "parallel", (sorted(spec),), {})
     pos, occ, key = scope.next_identity("parallel")
+    flush(ex, scope)
     ex.check_control(scope, "parallel", occ)
     rec = ex.match(scope, "parallel", "parallel", pos, occ, input_hash)
     if rec is not None and rec.status == "completed":

@@ -41,3 +41,48 @@ def _make_dumps() -> Callable[[Any], str]:
 
 
 dumps: Callable[[Any], str] = _make_dumps()
+
+
+def make_dumps(
+    *, sort_keys: bool = False, compact: bool = False, ensure_ascii: bool = True,
+    allow_nan: bool = True,
+) -> Callable[[Any], str]:  # fmt: skip
+    """A function equal to ``json.dumps(obj, sort_keys=, separators=(",", ":") if compact,
+    ensure_ascii=, allow_nan=)`` (same text, same ``TypeError``/``ValueError``), built once.
+    """
+    seps = (",", ":") if compact else (", ", ": ")
+
+    def slow(obj: Any) -> str:
+        return json.dumps(
+            obj, sort_keys=sort_keys, separators=seps, ensure_ascii=ensure_ascii,
+            allow_nan=allow_nan,
+        )  # fmt: skip
+
+    try:
+        from json.encoder import (  # type: ignore[attr-defined]
+            c_encode_basestring,
+            c_encode_basestring_ascii,
+            c_make_encoder,
+        )
+
+        if c_make_encoder is None or c_encode_basestring is None:
+            return slow
+        quote = c_encode_basestring_ascii if ensure_ascii else c_encode_basestring
+        encoder = c_make_encoder(
+            None, _not_json, quote, None, seps[1], seps[0], sort_keys, False, allow_nan
+        )
+        sample = {"z": [1, 2.5, None, True, 'é\n"x'], "b": {"c": -0.0}, "a": "s"}
+        if "".join(encoder(sample, 0)) != slow(sample):
+            return slow
+    except Exception:  # no C accelerator or another signature: use the public API
+        return slow
+
+    join = "".join
+
+    def fast(obj: Any) -> str:
+        try:
+            return join(encoder(obj, 0))
+        except RecursionError:  # circular or too deep: let json.dumps say which
+            return slow(obj)
+
+    return fast

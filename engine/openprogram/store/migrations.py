@@ -23,6 +23,9 @@ Schema v1 (sessions and nodes):
 
 Schema v2: the durable-run tables ``runs`` and ``run_steps``, documented in
 :mod:`openprogram.durable.schema` (its SQL is loaded from there when v2 is applied).
+
+Schema v3: drops the index ``run_steps_order`` (one B-tree less to write per step; the
+primary key ``(run_id, step_key)`` already serves every per-run query).
 """
 
 from __future__ import annotations
@@ -81,6 +84,11 @@ MIGRATIONS: list[Migration] = [
         2,
         "durable runs and steps",
         lambda: importlib.import_module("openprogram.durable.schema").MIGRATION_SQL,
+    ),
+    Migration(
+        3,
+        "durable steps without the order index",
+        lambda: importlib.import_module("openprogram.durable.schema").MIGRATION_V3_SQL,
     ),
 ]
 

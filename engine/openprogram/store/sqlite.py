@@ -4,15 +4,23 @@ Connections: one per thread (``threading.local``), opened on first use with WAL,
 ``synchronous=NORMAL`` and a busy timeout, so threads and processes can append to one
 session at the same time.
 
-Hot path (one recorded node = one short transaction):
+Hot path (one recorded node = one autocommit statement, atomic by itself):
 
-* append: ``BEGIN IMMEDIATE``; ``PRAGMA data_version`` tells whether another connection
-  committed since this one last looked; if not, the session's last ``seq``/head cached on
-  this connection are exact and no query is needed; ``INSERT``; ``COMMIT``.
+* append: one ``INSERT``. Each connection remembers the seq and id of the last node it
+  appended to a session; the statement checks inside SQLite that this is still the
+  session's last node and that its head is not pinned (otherwise seq comes out NULL, the
+  NOT NULL constraint refuses the row, and nothing was written). That check is atomic
+  with the insert, so concurrent writers in threads and processes never collide. Rare
+  cases (first append on a connection, another writer appended meanwhile, a pinned head,
+  ``move_head=False``, an existing id, a missing session) take a ``BEGIN IMMEDIATE``
+  transaction that reads the head.
 * update: one ``UPDATE`` statement (its own transaction) merging metadata with
   ``json_set``. The stored row is always merged by SQLite; the returned ``Node`` is built
   from the node this process appended (``RETURNING`` reads back nodes it did not), so a
   field another process changed in between may be missing from that returned object.
+
+Both join a transaction the caller already opened on :meth:`SqliteBackend.connection`
+(``conn.in_transaction``), so another module can commit its own rows and a node together.
 
 Other store-backed modules may use :meth:`SqliteBackend.connection` and
 :meth:`SqliteBackend.transaction` for their own tables (see ``migrations.py``).
@@ -58,6 +66,15 @@ _INSERT_SQL = (
     f"INSERT INTO nodes ({_NODE_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT(id) DO NOTHING"
 )
+# One-statement append (see append_node): the caller's guess of the session's last seq
+# (?3) is checked inside the INSERT; a wrong guess or a pinned head / missing session
+# yields seq NULL, which the NOT NULL constraint refuses, and the general path runs.
+_FAST_APPEND_SQL = (
+    f"INSERT INTO nodes ({_NODE_COLS}) VALUES (?1, ?2, "
+    "CASE WHEN (SELECT MAX(seq) FROM nodes WHERE session_id = ?2) = ?3 "
+    "AND (SELECT head_pinned FROM sessions WHERE id = ?2) = 0 THEN ?3 + 1 END, "
+    "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12) ON CONFLICT(id) DO NOTHING"
+)
 _SESSION_SELECT = (
     "SELECT s.id, s.name, s.agent_id, "
     "CASE WHEN s.head_pinned THEN s.head_id ELSE "
@@ -68,8 +85,6 @@ _SESSION_SELECT = (
     "(SELECT COUNT(*) FROM nodes WHERE session_id = s.id) "
     "FROM sessions s"
 )
-# Per connection: session id -> (last node id, last seq, head pinned, pinned head id).
-_Head = tuple[str | None, int, bool, str | None]
 
 _TERMINAL = frozenset(("completed", "error", "cancelled"))
 _JSON_ERRORS = (TypeError, ValueError, RecursionError)
@@ -171,6 +186,7 @@ class SqliteBackend(StoreBackend):
         self._closed = False
         self._update_sql: dict[tuple[bool, bool, int, bool], str] = {}
         self._open_nodes: dict[str, Node] = {}
+        self._synchronous = "NORMAL"
         self._migrate(self.connection())
 
     # -- connections -------------------------------------------------------------------
@@ -200,7 +216,7 @@ class SqliteBackend(StoreBackend):
             )
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
             conn.execute("PRAGMA journal_mode = WAL").fetchone()
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
@@ -209,24 +225,38 @@ class SqliteBackend(StoreBackend):
             self._conns.append((_fork_generation, conn))
         self._local.conn = conn
         self._local.gen = _fork_generation
-        self._local.heads = {}
-        self._local.data_version = None
+        # session id -> (seq, id) of the last node this connection appended: a guess the
+        # fast append checks in SQL (see append_node).
+        self._local.last = {}
         return conn
 
-    def forget_cached_state(self) -> None:
-        """Drop this thread's cached session heads (after writing ``sessions``/``nodes``
-        with your own SQL on :meth:`connection`; other connections notice by themselves).
+    def set_synchronous(self, level: str) -> None:
+        """``PRAGMA synchronous`` of this thread's connection and of those opened later.
+
+        ``"NORMAL"`` (default; WAL: a commit survives a killed process) or ``"FULL"``
+        (every commit is fsynced: it also survives power loss). Connections other threads
+        opened earlier keep their setting, so call this before sharing the store.
         """
-        heads = getattr(self._local, "heads", None)
-        if heads is not None:
-            heads.clear()
+        level = level.upper()
+        if level not in ("NORMAL", "FULL"):
+            raise StoreError(f"synchronous must be NORMAL or FULL, got {level!r}")
+        self._synchronous = level
+        try:
+            self.connection().execute(f"PRAGMA synchronous = {level}")
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+
+    def forget_cached_state(self) -> None:
+        """Drop nodes remembered for :meth:`update_node` (after writing ``nodes`` with your
+        own SQL on :meth:`connection`)."""
         self._open_nodes.clear()
 
     def transaction(self) -> _Transaction:
         """``with backend.transaction() as conn:`` — one ``BEGIN IMMEDIATE`` transaction.
 
         Commits on success, rolls back on any exception; ``sqlite3`` errors become
-        ``StoreError``.
+        ``StoreError``. Inside a transaction already open on this thread's connection it
+        joins it (the outer owner commits or rolls back).
         """
         return _Transaction(self)
 
@@ -338,7 +368,6 @@ class SqliteBackend(StoreBackend):
                 "UPDATE sessions SET head_id = ?, head_pinned = 1, updated_at = ? WHERE id = ?",
                 (node_id, time.time(), session_id),
             )
-            self._local.heads.pop(session_id, None)
 
     def _no_session(self, session_id: str) -> StoreError:
         return StoreError(
@@ -374,70 +403,51 @@ class SqliteBackend(StoreBackend):
                 f"node {name!r}: input, output and metadata must be JSON values ({exc})"
             ) from None
         conn = self.connection()
-        local = self._local
-        heads: dict[str, _Head] = local.heads
+        last = self._local.last if move_head else None
+        guess = last.get(session_id) if last is not None else None
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                version = conn.execute("PRAGMA data_version").fetchone()[0]
-                if version != local.data_version:  # another connection committed
-                    heads.clear()
-                    local.data_version = version
-                head_state = heads.get(session_id)
-                if head_state is None:
-                    row = conn.execute(_HEAD_SQL, (session_id,)).fetchone()
-                    if row is None:
-                        raise self._no_session(session_id)
-                    head_state = (row[2], row[3] or 0, bool(row[1]), row[0])
-                last_id, last_seq, pinned, pinned_head = head_state
-                head = pinned_head if pinned else last_id
-                pred = head if predecessor_id is UNSET else predecessor_id
-                seq = last_seq + 1
-                cur = conn.execute(
-                    _INSERT_SQL,
-                    (
-                        nid,
-                        session_id,
-                        seq,
-                        kind,
-                        name,
-                        caller_id,
-                        pred,
-                        in_json,
-                        out_json,
-                        status,
-                        meta_json,
-                        now,
-                        now,
-                    ),
-                )
-                if cur.rowcount == 0:  # idempotent: this id is already stored
-                    conn.execute("ROLLBACK")
-                    return self._existing(nid, session_id)
-                if move_head:
-                    if pinned:  # back to "head = latest node", which is this one
+            done = False
+            if guess is not None:
+                seq = guess[0] + 1
+                pred = guess[1] if predecessor_id is UNSET else predecessor_id
+                try:
+                    done = (
                         conn.execute(
-                            "UPDATE sessions SET head_id = NULL, head_pinned = 0, "
-                            "updated_at = ? WHERE id = ?",
-                            (now, session_id),
-                        )
-                        pinned, pinned_head = False, None
-                elif not pinned:  # keep the head where it was
-                    conn.execute(
-                        "UPDATE sessions SET head_id = ?, head_pinned = 1, updated_at = ? "
-                        "WHERE id = ?",
-                        (head, now, session_id),
+                            _FAST_APPEND_SQL,
+                            (
+                                nid,
+                                session_id,
+                                guess[0],
+                                kind,
+                                name,
+                                caller_id,
+                                pred,
+                                in_json,
+                                out_json,
+                                status,
+                                meta_json,
+                                now,
+                            ),
+                        ).rowcount
+                        == 1
                     )
-                    pinned, pinned_head = True, head
-                conn.execute("COMMIT")
-            except BaseException:
-                heads.clear()
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+                except sqlite3.IntegrityError:  # another writer appended: no guess
+                    pass
+            if not done:
+                general = self._append_general(
+                    conn,
+                    (nid, session_id, kind, name, caller_id, in_json, out_json, status, meta_json),
+                    predecessor_id,
+                    move_head,
+                    now,
+                )
+                if isinstance(general, Node):
+                    return general
+                seq, pred = general
         except sqlite3.Error as exc:
             raise self._error(exc) from None
-        heads[session_id] = (nid, seq, pinned, pinned_head)
+        if move_head:
+            self._local.last[session_id] = (seq, nid)
         node = Node(
             nid,
             session_id,
@@ -459,6 +469,74 @@ class SqliteBackend(StoreBackend):
                 open_nodes.clear()
             open_nodes[nid] = node
         return node
+
+    def _append_general(
+        self,
+        conn: sqlite3.Connection,
+        values: tuple[Any, ...],
+        predecessor_id: str | _Unset | None,
+        move_head: bool,
+        now: float,
+    ) -> tuple[int, str | None] | Node:
+        """Append in an explicit transaction (joins the caller's one when open).
+
+        Returns ``(seq, predecessor_id)`` of the new node, or the stored node when its id
+        already exists.
+        """
+        nid, session_id = values[0], values[1]
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute(_HEAD_SQL, (session_id,)).fetchone()
+            if row is None:
+                raise self._no_session(session_id)
+            if conn.execute("SELECT 1 FROM nodes WHERE id = ?", (nid,)).fetchone():
+                if own:
+                    conn.execute("ROLLBACK")
+                return self._existing(nid, session_id)
+            pinned_head, pinned, last_id, last_seq = row
+            head = pinned_head if pinned else last_id
+            pred = head if predecessor_id is UNSET else predecessor_id
+            seq = (last_seq or 0) + 1
+            kind, name, caller_id, in_json, out_json, status, meta_json = values[2:]
+            conn.execute(
+                _INSERT_SQL,
+                (
+                    nid,
+                    session_id,
+                    seq,
+                    kind,
+                    name,
+                    caller_id,
+                    pred,
+                    in_json,
+                    out_json,
+                    status,
+                    meta_json,
+                    now,
+                    now,
+                ),
+            )
+            if move_head:
+                if pinned:  # back to "head = latest node", which is this one
+                    conn.execute(
+                        "UPDATE sessions SET head_id = NULL, head_pinned = 0, "
+                        "updated_at = ? WHERE id = ?",
+                        (now, session_id),
+                    )
+            elif not pinned:  # keep the head where it was
+                conn.execute(
+                    "UPDATE sessions SET head_id = ?, head_pinned = 1, updated_at = ? WHERE id = ?",
+                    (head, now, session_id),
+                )
+            if own:
+                conn.execute("COMMIT")
+        except BaseException:
+            if own and conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return seq, pred
 
     def _existing(self, node_id: str, session_id: str) -> Node:
         node = self.get_node(node_id)
@@ -621,18 +699,21 @@ class SqliteBackend(StoreBackend):
 
 
 class _Transaction:
-    """Context manager of :meth:`SqliteBackend.transaction`."""
+    """Context manager of :meth:`SqliteBackend.transaction` (joins an open transaction)."""
 
     def __init__(self, backend: SqliteBackend) -> None:
         self._backend = backend
         self._conn: sqlite3.Connection | None = None
+        self._own = True
 
     def __enter__(self) -> sqlite3.Connection:
         conn = self._backend.connection()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise self._backend._error(exc) from None
+        self._own = not conn.in_transaction
+        if self._own:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise self._backend._error(exc) from None
         self._conn = conn
         return conn
 
@@ -640,14 +721,15 @@ class _Transaction:
         conn = self._conn
         assert conn is not None
         self._conn = None
-        try:
-            if exc is None:
-                conn.execute("COMMIT")
-            elif conn.in_transaction:
-                conn.execute("ROLLBACK")
-        except sqlite3.Error as err:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise self._backend._error(err) from None
+        if self._own:
+            try:
+                if exc is None:
+                    conn.execute("COMMIT")
+                elif conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            except sqlite3.Error as err:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise self._backend._error(err) from None
         if isinstance(exc, sqlite3.Error):
             raise self._backend._error(exc) from None
