@@ -88,6 +88,17 @@ def current_runtime() -> Runtime | None:
     return None
 
 
+def nearest_option(key: str) -> Any:
+    """The value of ``key`` in the options of the nearest enclosing frame that sets it."""
+    f = _current.get()
+    while f is not None:
+        value = f.options.get(key)
+        if value is not None:
+            return value
+        f = f.parent
+    return None
+
+
 def current_writer() -> SessionNodeWriter | None:
     """The session writer in effect here (nearest frame, else the installed one)."""
     f = _current.get()

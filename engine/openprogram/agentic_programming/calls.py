@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram import history as _history
 from openprogram.context import Context
-from openprogram.scope import current_frame, current_runtime, current_writer, use_writer
+from openprogram.scope import (
+    current_frame,
+    current_runtime,
+    current_writer,
+    nearest_option,
+    use_writer,
+)
 
 if TYPE_CHECKING:
     from openprogram.runtime.runtime import Runtime
@@ -107,15 +113,10 @@ def assemble_prompt(content: Content, context: Context | None) -> Content:
 
 
 def _system_for(system: str | None, instructions: str | None) -> str | None:
+    """The call's ``system``, else the nearest method's ``system`` option, else ``instructions``."""
     if system is not None:
         return system
-    frame = current_frame()
-    while frame is not None:
-        value = frame.options.get("system")
-        if isinstance(value, str):
-            return value
-        frame = frame.parent
-    return instructions
+    return nearest_option("system") or instructions
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from openprogram.runtime.providers.base import Provider
 from openprogram.runtime.providers.openai import INVALID_ARGUMENTS_KEY
 from openprogram.runtime.retry import RetryPolicy
 from openprogram.runtime.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
-from openprogram.scope import current_frame, record_llm_call
+from openprogram.scope import nearest_option, record_llm_call
 
 if TYPE_CHECKING:
     from openprogram.programs.function_tools import Tool
@@ -391,13 +391,7 @@ class Runtime:
     def _system_for(self, system: str | None) -> str | None:
         if system is not None:
             return system
-        frame = current_frame()
-        while frame is not None:
-            value = frame.options.get("system")
-            if isinstance(value, str):
-                return value
-            frame = frame.parent
-        return self.system
+        return nearest_option("system") or self.system
 
     def _prepare_tools(self, tools: Sequence[Any] | None, toolset: Any) -> list[Tool]:
         # imported here: function_tools imports openprogram.runtime.types (no cycle at load)
