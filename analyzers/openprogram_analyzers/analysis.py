@@ -13,18 +13,9 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from openprogram_analyzers.config import LintConfig
 from openprogram_analyzers.findings import Finding, Fix, Related, TextEdit
 from openprogram_analyzers.index import build_index
+from openprogram_analyzers.prefilter import may_trigger
 from openprogram_analyzers.rule import Context, Pending
 from openprogram_analyzers.suppressions import SourceText, apply_suppressions, suppression_fix
-
-# A file can only trigger a rule when it mentions one of these (sound pre-filter: every
-# rule needs an openprogram import, a method_options / PROGRAM_ENTRIES /
-# __agent_options__ assignment, or an OPxxx suppression comment).
-_TRIGGER = re.compile(r"openprogram|method_options|PROGRAM_ENTRIES|__agent_options__|OP\d\d\d")
-
-
-def may_trigger(source: str) -> bool:
-    """Cheap, sound pre-filter: False means no rule can fire on this source."""
-    return _TRIGGER.search(source) is not None
 
 
 def analyze_source(

@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
-from pathlib import Path
-from typing import Any
 
-from openprogram_analyzers.findings import Finding
+TYPE_CHECKING = False  # keep the warm (all cached) CLI run free of typing/tempfile
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    from openprogram_analyzers.findings import Finding
 
 CACHE_DIR = ".openprogram-lint-cache"
 
@@ -33,15 +35,16 @@ def content_hash(data: bytes) -> str:
 
 
 class ResultCache:
-    def __init__(self, root: Path, fingerprint: str) -> None:
-        self.dir = root / CACHE_DIR
+    def __init__(self, root: str | Path, fingerprint: str) -> None:
+        self.dir = os.path.join(root, CACHE_DIR)
         # rules code is part of the version: any analyzer change invalidates the cache
-        self.file = self.dir / f"v{version()}-{_code_hash()}-{fingerprint}.json"
+        self.file = os.path.join(self.dir, f"v{version()}-{_code_hash()}-{fingerprint}.json")
         self.files: dict[str, list[Any]] = {}
         self.results: dict[str, list[dict[str, Any]]] = {}
         self.dirty = False
         try:
-            data = json.loads(self.file.read_text(encoding="utf-8"))
+            with open(self.file, "rb") as fh:
+                data = json.loads(fh.read())
             if isinstance(data, dict):
                 self.files = dict(data.get("files", {}))
                 self.results = dict(data.get("results", {}))
@@ -59,6 +62,10 @@ class ResultCache:
         items = self.results.get(digest)
         if items is None:
             return None
+        if not items:
+            return []
+        from openprogram_analyzers.findings import Finding
+
         return [Finding.from_json({**item, "path": display}) for item in items]
 
     def put(
@@ -73,10 +80,13 @@ class ResultCache:
         if not self.dirty:
             return
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            gi = self.dir / ".gitignore"
-            if not gi.exists():
-                gi.write_text("*\n", encoding="utf-8")
+            os.makedirs(self.dir, exist_ok=True)
+            gi = os.path.join(self.dir, ".gitignore")
+            if not os.path.exists(gi):
+                with open(gi, "w", encoding="utf-8") as fh:
+                    fh.write("*\n")
+            import tempfile
+
             fd, tmp = tempfile.mkstemp(dir=self.dir, suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump({"files": self.files, "results": self.results}, fh)
@@ -93,14 +103,17 @@ def _code_hash() -> str:
     global _CODE_HASH
     if _CODE_HASH is None:
         h = hashlib.sha256()
-        here = Path(__file__).parent
-        engine = Path(str(__import__("openprogram").__file__)).parent
-        files = [*sorted(here.rglob("*.py")), engine / "options.py", engine / "schema_grammar.py"]
-        for f in files:
+        here = os.path.dirname(os.path.abspath(__file__))
+        engine = os.path.dirname(str(__import__("openprogram").__file__))
+        files = [os.path.join(engine, "options.py"), os.path.join(engine, "schema_grammar.py")]
+        for dirpath, dirnames, filenames in os.walk(here):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            files.extend(os.path.join(dirpath, n) for n in filenames if n.endswith(".py"))
+        for f in sorted(files):
             try:
-                st = f.stat()
+                st = os.stat(f)
             except OSError:
                 continue
-            h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns};".encode())
+            h.update(f"{os.path.basename(f)}:{st.st_size}:{st.st_mtime_ns};".encode())
         _CODE_HASH = h.hexdigest()[:12]
     return _CODE_HASH

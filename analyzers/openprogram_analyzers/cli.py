@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import sys
-import tokenize
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from openprogram_analyzers.codes import ALL_CODES
-from openprogram_analyzers.config import LintConfig, LintConfigError, find_pyproject
-from openprogram_analyzers.findings import Finding
+from openprogram_analyzers.config import LintConfig, LintConfigError, find_pyproject_str
+
+TYPE_CHECKING = False  # findings, pathlib, typing load only when a run needs them
+if TYPE_CHECKING:
+    from openprogram_analyzers.findings import Finding
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 PARALLEL_THRESHOLD = 24
@@ -90,6 +89,9 @@ def _decode(data: bytes) -> str | Finding:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         first = exc
+    import io
+    import tokenize
+
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         return data.decode(encoding)
@@ -100,6 +102,8 @@ def _decode(data: bytes) -> str | Finding:
 
 
 def _read_error(display: str, message: str) -> Finding:
+    from openprogram_analyzers.findings import Finding
+
     return Finding("OP001", message, "error", display, 1, 1, 1, 1)
 
 
@@ -114,10 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         sys.stdout.write(RULES[code].explain())
         return 0
-    cwd = Path.cwd()
+    cwd = os.getcwd()
     try:
-        pyproject = Path(args.config) if args.config else find_pyproject(cwd)
-        config = LintConfig.from_pyproject(pyproject) if pyproject else LintConfig(root=str(cwd))
+        pyproject = args.config or find_pyproject_str(cwd)
+        config = LintConfig.from_pyproject(pyproject) if pyproject else LintConfig(root=cwd)
         config = config.with_overrides(
             select=_codes(args.select),
             ignore=_codes(args.ignore),
@@ -160,24 +164,23 @@ def _run_stdin(args: argparse.Namespace, config: LintConfig) -> int:
     return 1 if findings else 0
 
 
-def _run_files(args: argparse.Namespace, config: LintConfig, paths: list[str], cwd: Path) -> int:
+def _run_files(args: argparse.Namespace, config: LintConfig, paths: list[str], cwd: str) -> int:
     from openprogram_analyzers.cache import ResultCache, content_hash
     from openprogram_analyzers.files import discover
 
     use_cache = not args.no_cache and not args.store and not args.fix and not args.diff
-    cache = ResultCache(Path(config.root), config.fingerprint()) if use_cache else None
+    cache = ResultCache(config.root, config.fingerprint()) if use_cache else None
     findings: list[Finding] = []
     internal: list[str] = []
     jobs: list[Job] = []
     pending: list[tuple[Job, str, os.stat_result]] = []
-    from openprogram_analyzers.analysis import may_trigger
+    from openprogram_analyzers.prefilter import may_trigger
 
-    for absolute, display in discover(paths, config, cwd):
-        key = str(absolute)
+    for key, display in discover(paths, config, cwd):
         try:
-            st = absolute.stat()
+            st = os.stat(key)
         except OSError as exc:
-            if not absolute.exists() and not absolute.is_symlink():
+            if not os.path.lexists(key):
                 _err(f"{display}: no such file or directory")
                 internal.append(display)
             else:
@@ -196,7 +199,8 @@ def _run_files(args: argparse.Namespace, config: LintConfig, paths: list[str], c
             )
             continue
         try:
-            data = absolute.read_bytes()
+            with open(key, "rb") as fh:
+                data = fh.read()
         except OSError as exc:
             findings.append(_read_error(display, f"cannot read file: {exc.strerror}"))
             continue
@@ -211,7 +215,7 @@ def _run_files(args: argparse.Namespace, config: LintConfig, paths: list[str], c
             findings.append(_read_error(display, "binary file (contains NUL bytes), skipped"))
             continue
         source_or_error = _decode(data)
-        if isinstance(source_or_error, Finding):
+        if not isinstance(source_or_error, str):
             findings.append(replace(source_or_error, path=display))
             continue
         source = source_or_error
@@ -238,22 +242,50 @@ def _run_files(args: argparse.Namespace, config: LintConfig, paths: list[str], c
     diff_found = False
     if args.fix or args.diff:
         findings, diff_found = _apply_fixes(args, config, findings, pending)
-    findings.sort(key=Finding.sort_key)
+    if findings:
+        from openprogram_analyzers.findings import Finding
+
+        findings.sort(key=Finding.sort_key)
     _emit(args, findings)
     if internal:
         return 2
     return 1 if findings or diff_found else 0
 
 
+def _load_analyzer() -> None:
+    """Import libcst and the rules once, with the cyclic GC paused (its passes over
+    libcst's thousands of new classes are a tenth of the import), then freeze them."""
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        import openprogram_analyzers.analysis
+        import openprogram_analyzers.rules  # noqa: F401
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
 def _analyze_all(jobs: list[Job], config: LintConfig) -> list[tuple[list[Finding], str | None]]:
+    if not jobs:
+        return []
+    _load_analyzer()
     cpus = os.cpu_count() or 1
     if len(jobs) < PARALLEL_THRESHOLD or cpus < 2:
         return [_analyze_job(j, config) for j in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # Forked workers inherit the imported analyzer instead of importing libcst again.
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
     workers = min(cpus, 8)
     # Interleave to balance big and small files between workers.
     chunks = [jobs[i :: workers * 4] for i in range(workers * 4)]
     out: dict[int, tuple[list[Finding], str | None]] = {}
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures = [pool.submit(_analyze_chunk, chunk, config) for chunk in chunks if chunk]
         for ci, fut in enumerate(futures):
             for k, res in enumerate(fut.result()):
@@ -290,7 +322,8 @@ def _apply_fixes(
             sys.stdout.write(unified_diff(display, job.source, fixed))
             result.extend(items)
             continue
-        Path(job.path).write_text(fixed, encoding="utf-8")
+        with open(job.path, "w", encoding="utf-8") as fh:
+            fh.write(fixed)
         print(f"Fixed {count} finding{'s' if count != 1 else ''} in {display}", file=sys.stderr)
         result.extend(analyze_source(fixed, display, config=config))
     if args.fix:

@@ -9,13 +9,11 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+TYPE_CHECKING = False  # typing, pathlib and tomllib load only when needed (CLI startup)
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 
 class LintConfigError(ValueError):
@@ -64,6 +62,8 @@ class LintConfig:
         root = os.path.abspath(self.root)
         if absolute == root or absolute.startswith(root.rstrip(os.sep) + os.sep):
             return os.path.relpath(absolute, root).replace(os.sep, "/")
+        from pathlib import Path
+
         return Path(path).as_posix()
 
     def fingerprint(self) -> str:
@@ -95,6 +95,12 @@ class LintConfig:
     @classmethod
     def from_pyproject(cls, path: str | Path) -> LintConfig:
         """Read ``[tool.openprogram.lint]`` of a pyproject file (defaults if absent)."""
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover
+            import tomli as tomllib
+        from pathlib import Path
+
         p = Path(path)
         try:
             data = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -174,14 +180,27 @@ class LintConfig:
 
 def find_pyproject(start: str | Path) -> Path | None:
     """The nearest ``pyproject.toml`` at or above ``start``."""
-    p = Path(start).resolve()
-    if p.is_file():
-        p = p.parent
-    for d in (p, *p.parents):
-        candidate = d / "pyproject.toml"
-        if candidate.is_file():
+    found = find_pyproject_str(start)
+    if found is None:
+        return None
+    from pathlib import Path
+
+    return Path(found)
+
+
+def find_pyproject_str(start: str | os.PathLike[str]) -> str | None:
+    """:func:`find_pyproject` on plain strings (no ``pathlib`` import on the CLI's path)."""
+    d = os.path.realpath(start)
+    if os.path.isfile(d):
+        d = os.path.dirname(d)
+    while True:
+        candidate = os.path.join(d, "pyproject.toml")
+        if os.path.isfile(candidate):
             return candidate
-    return None
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
 
 
 def _matches(code: str, selectors: Iterable[str]) -> bool:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 from openprogram_analyzers.config import LintConfig
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # The same default excludes as ruff (plus our own cache directory).
 SKIP_DIRS = frozenset(
@@ -44,8 +47,6 @@ SKIP_DIRS = frozenset(
 
 def _gitignore_spec(root: Path) -> object | None:
     """A pathspec of the ``.gitignore`` files under ``root`` (top-level and nested)."""
-    import pathspec
-
     lines: list[str] = []
     for gi in _gitignores(root):
         base = gi.parent.relative_to(root).as_posix()
@@ -66,6 +67,8 @@ def _gitignore_spec(root: Path) -> object | None:
             lines.append(("!" if neg else "") + body)
     if not lines:
         return None
+    import pathspec
+
     return pathspec.PathSpec.from_lines("gitwildmatch", lines)
 
 
@@ -75,23 +78,41 @@ def _gitignores(root: Path) -> Iterator[Path]:
         yield top
 
 
-def discover(paths: list[str], config: LintConfig, cwd: Path) -> Iterator[tuple[Path, str]]:
-    """``(absolute path, display path)`` of every Python file to lint, sorted per root."""
+def _absolute(given: str, cwd: str) -> str:
+    """``cwd / given`` normalised like ``pathlib`` (no ``.``/empty parts; ``..`` kept)."""
+    joined = os.path.join(cwd, given)
+    if os.sep != "/" or os.altsep:  # pragma: no cover - Windows: let pathlib do it
+        from pathlib import Path
+
+        return str(Path(joined))
+    parts = [p for p in joined.split("/") if p not in ("", ".")]
+    return "/" + "/".join(parts)
+
+
+def discover(paths: list[str], config: LintConfig, cwd: str) -> Iterator[tuple[str, str]]:
+    """``(absolute path, display path)`` of every Python file to lint, sorted per root.
+
+    Plain strings and ``os.walk`` (no ``Path`` object per file): on a warm run this walk
+    is most of the work.
+    """
     for given in paths:
-        p = Path(given)
-        absolute = p if p.is_absolute() else cwd / p
-        if absolute.is_file() or not absolute.exists():
+        absolute = _absolute(given, cwd)
+        if os.path.isfile(absolute) or not os.path.exists(absolute):
             yield absolute, given
             continue
-        spec = _gitignore_spec(absolute.resolve())
+        spec = None
+        if os.path.isfile(os.path.join(absolute, ".gitignore")):
+            from pathlib import Path
+
+            spec = _gitignore_spec(Path(absolute).resolve())
         # A directory named explicitly is linted even when the config excludes it.
-        honour_exclude = not config.is_excluded(str(absolute))
+        honour_exclude = not config.is_excluded(absolute)
         seen_dirs: set[tuple[int, int]] = set()
-        found: list[tuple[Path, str]] = []
+        found: list[tuple[str, str]] = []
+        cut = len(absolute.rstrip(os.sep)) + 1
         for dirpath, dirnames, filenames in os.walk(absolute, followlinks=True):
-            d = Path(dirpath)
             try:
-                st = d.stat()
+                st = os.stat(dirpath)
             except OSError:
                 dirnames[:] = []
                 continue
@@ -100,26 +121,26 @@ def discover(paths: list[str], config: LintConfig, cwd: Path) -> Iterator[tuple[
                 dirnames[:] = []
                 continue
             seen_dirs.add(key)
-            rel_dir = d.relative_to(absolute)
+            rel_dir = dirpath[cut:].replace(os.sep, "/")
+            prefix = rel_dir + "/" if rel_dir else ""
             keep = []
             for name in dirnames:
                 if name in SKIP_DIRS:
                     continue
-                rel = (rel_dir / name).as_posix()
-                if spec is not None and spec.match_file(rel + "/"):  # type: ignore[attr-defined]
+                if spec is not None and spec.match_file(prefix + name + "/"):  # type: ignore[attr-defined]
                     continue
-                if honour_exclude and config.is_excluded(str(d / name)):
+                if honour_exclude and config.is_excluded(os.path.join(dirpath, name)):
                     continue
                 keep.append(name)
             dirnames[:] = sorted(keep)
             for name in filenames:
                 if not name.endswith((".py", ".pyi")):
                     continue
-                rel = (rel_dir / name).as_posix()
+                rel = prefix + name
                 if spec is not None and spec.match_file(rel):  # type: ignore[attr-defined]
                     continue
-                full = d / name
-                if honour_exclude and config.is_excluded(str(full)):
+                full = os.path.join(dirpath, name)
+                if honour_exclude and config.is_excluded(full):
                     continue
                 display = os.path.normpath(os.path.join(given, rel))
                 found.append((full, display))
