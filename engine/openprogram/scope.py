@@ -249,12 +249,8 @@ class _CallScope:
                         metadata={"duration_s": duration},
                     )
                 else:
-                    w.update(
-                        frame.node_id,
-                        status="cancelled" if _is_cancel(exc) else "error",
-                        output={"error": f"{type(exc).__name__}: {exc}"},
-                        metadata={"error_type": type(exc).__name__, "duration_s": duration},
-                    )
+                    status, output, meta = exit_record(exc, duration)
+                    w.update(frame.node_id, status=status, output=output, metadata=meta)
         finally:
             _current.reset(self.token)
 
@@ -265,12 +261,36 @@ def set_output(frame: Frame, value: Any) -> Any:
     return value
 
 
-def _nearest_node_id(frame: Frame | None) -> str | None:
+def push_frame(frame: Frame) -> contextvars.Token[Frame | None]:
+    """Make ``frame`` (already recorded by the caller) the innermost one; undo with
+    :func:`pop_frame`. For layers that write a frame's node rows themselves."""
+    return _current.set(frame)
+
+
+def pop_frame(token: contextvars.Token[Frame | None]) -> None:
+    """Undo :func:`push_frame`."""
+    _current.reset(token)
+
+
+def nearest_node_id(frame: Frame | None) -> str | None:
+    """The node id of ``frame`` or its nearest recorded ancestor (a new node's caller)."""
     while frame is not None:
         if frame.node_id is not None:
             return frame.node_id
         frame = frame.parent
     return None
+
+
+_nearest_node_id = nearest_node_id
+
+
+def exit_record(exc: BaseException, duration: float) -> tuple[str, Any, dict[str, Any]]:
+    """``(status, output, metadata)`` :func:`call_scope` records for a call ended by ``exc``."""
+    return (
+        "cancelled" if _is_cancel(exc) else "error",
+        {"error": f"{type(exc).__name__}: {exc}"},
+        {"error_type": type(exc).__name__, "duration_s": duration},
+    )
 
 
 def _is_cancel(exc: BaseException) -> bool:

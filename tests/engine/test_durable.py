@@ -45,7 +45,8 @@ def ref(path: Path) -> str:
 def steps_of(store: str, run_id: str) -> list[tuple[str, str, str]]:
     with sqlite3.connect(Path(store) / "openprogram.db") as c:
         return c.execute(
-            "SELECT step_key, kind, status FROM run_steps WHERE run_id = ? ORDER BY rowid",
+            "SELECT step_key, kind, status FROM run_steps WHERE run_id = ? "
+            "ORDER BY scope, position",
             (run_id,),
         ).fetchall()
 

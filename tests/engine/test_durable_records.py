@@ -13,7 +13,7 @@ from durable_programs import calls, write_program
 from openprogram.durable import start_run
 from openprogram.durable.records import RunDB
 from openprogram.store import SessionStore
-from openprogram.store.migrations import MIGRATIONS
+from openprogram.store.migrations import MIGRATIONS, latest_version
 from openprogram.store.sqlite import SqliteBackend
 
 PROBE = """
@@ -122,10 +122,14 @@ def test_v2_store_is_upgraded_keeping_its_runs(tmp_path: Path) -> None:
     ).fetchone() == (1,)
     old.close()
     with RunDB(tmp_path) as db:
-        assert db.backend.schema_version() == 3
+        assert db.backend.schema_version() == latest_version()
         assert db.conn.execute(
             "SELECT COUNT(*) FROM sqlite_master WHERE name = 'run_steps_order'"
         ).fetchone() == (0,)
+        (table_sql,) = db.conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'run_steps'"
+        ).fetchone()
+        assert "WITHOUT ROWID" in table_sql  # v4: one B-tree written per step
         (rec,) = db.load_steps("r1")
         assert (rec.step_key, rec.status, rec.result) == ("a#0", "completed", "1")
 

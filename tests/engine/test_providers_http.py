@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import SENTINEL_KEY, LoopbackServer, Received, RecordedSleeps, Reply
+from loopback import SENTINEL_KEY, LoopbackServer, Received, RecordedSleeps, Reply
 
 from openprogram.errors import ProviderError
 from openprogram.runtime import Runtime

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SENTINEL_KEY, LoopbackServer, RecordedSleeps
+from loopback import SENTINEL_KEY, LoopbackServer, RecordedSleeps
 
 from openprogram.errors import ConfigError, ProviderError, ReplayMismatch, StoreError
 from openprogram.runtime import BlockedRequestError, ExecResult, Runtime, load_cassette

@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from conftest import SENTINEL_KEY, LoopbackServer, RecordedSleeps
+from loopback import SENTINEL_KEY, LoopbackServer, RecordedSleeps
 
 from openprogram.errors import ProviderError
 from openprogram.runtime import Runtime

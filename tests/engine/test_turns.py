@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SENTINEL_KEY, OpenAIServer
+from loopback import SENTINEL_KEY, OpenAIServer
 
 from openprogram import ChatAgent, Context, TurnRequest, TurnResult
 from openprogram.programs.registry import isolated_registry

@@ -156,6 +156,7 @@ def _writer_for(db: RunDB, session_id: str, *, counting: bool) -> Any:
         """Counts model calls for the progress display."""
 
         model_calls = 0
+        plain_code_nodes = True  # code nodes are recorded as SessionNodeWriter does
 
         def append(self, kind: str, *a: Any, **kw: Any) -> Any:
             if kind == "llm":

@@ -47,7 +47,10 @@ finished_at        epoch seconds when completed/failed
 
 Indexes: the primary key ``(run_id, step_key)`` (every query is per run). Schema v2 also
 had ``run_steps_order(run_id, scope, position)``; v3 drops it, since writing a third
-B-tree on every step cost more than sorting one run's rows when they are read.
+B-tree on every step cost more than sorting one run's rows when they are read. v4
+rebuilds ``run_steps`` ``WITHOUT ROWID``: the rows live in the primary-key B-tree itself,
+so a step writes one B-tree instead of two (there is no ``rowid``: order by ``scope,
+position`` or ``started_at``).
 
 A ``dispatched`` row of kind ``step`` found on resume is *uncertain*: the operation may or
 may not have happened, so the run pauses naming it until it is re-run explicitly.
@@ -104,4 +107,30 @@ MIGRATION_V3_NAME = "durable steps without the order index"
 
 MIGRATION_V3_SQL = """
 DROP INDEX IF EXISTS run_steps_order;
+"""
+
+MIGRATION_V4_NAME = "durable steps without rowid"
+
+MIGRATION_V4_SQL = """
+CREATE TABLE run_steps_v4 (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step_key TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    occurrence INTEGER NOT NULL,
+    input_hash TEXT NOT NULL,
+    status TEXT NOT NULL,
+    result TEXT,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    PRIMARY KEY (run_id, step_key)
+) WITHOUT ROWID;
+INSERT INTO run_steps_v4 (run_id, step_key, scope, position, kind, name, occurrence,
+    input_hash, status, result, started_at, finished_at)
+SELECT run_id, step_key, scope, position, kind, name, occurrence, input_hash, status,
+    result, started_at, finished_at FROM run_steps;
+DROP TABLE run_steps;
+ALTER TABLE run_steps_v4 RENAME TO run_steps;
 """

@@ -28,17 +28,26 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from hashlib import sha256
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from openprogram.durable.errors import RunCancelled, RunPaused, StepUsageError
 from openprogram.errors import StoreError
-from openprogram.scope import call_scope, current_writer, set_output
+from openprogram.scope import (
+    Frame,
+    call_scope,
+    current_frame,
+    current_writer,
+    exit_record,
+    nearest_node_id,
+    pop_frame,
+    push_frame,
+    set_output,
+)
 from openprogram.store.base import UNSET
 from openprogram.store.jsoncodec import make_dumps
 
 if TYPE_CHECKING:
     from openprogram.durable.records import RunDB, StepRecord
-    from openprogram.store import SessionNodeWriter
 
 __all__ = ["current_run_id", "parallel", "step", "workflow"]
 
@@ -54,12 +63,13 @@ _STOP = (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)
 
 @dataclass
 class Pending:
-    """A returned step's result and DAG-node exit, to commit with the next record."""
+    """A returned step's result (JSON text, also its node's output) and its DAG node
+    (``completed`` after ``duration`` seconds), not committed yet."""
 
     key: str
     text: str
     node_id: str | None = None
-    node_update: dict[str, Any] | None = None
+    duration: float = 0.0
 
 
 @dataclass
@@ -217,7 +227,12 @@ def _check_name(kind: str, name: object) -> str:
     return name
 
 
+_CHECKED_FNS: set[object] = set()  # plain functions that passed _check_fn
+
+
 def _check_fn(kind: str, name: str, fn: object) -> None:
+    if fn in _CHECKED_FNS:
+        return
     if not callable(fn):
         raise StepUsageError(f"{kind} '{name}': {fn!r} is not callable")
     target = getattr(fn, "__func__", fn)
@@ -232,18 +247,24 @@ def _check_fn(kind: str, name: str, fn: object) -> None:
             f"{kind} '{name}': {qualname} is a nested function or closure; step functions "
             "must be module-level functions or methods (pass state as JSON arguments)"
         )
+    if inspect.isfunction(fn) and len(_CHECKED_FNS) < 4096:
+        _CHECKED_FNS.add(fn)
 
 
 def _input_hash(kind: str, name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    return sha256(_input_text(kind, name, args, kwargs).encode()).hexdigest()
+
+
+def _input_text(kind: str, name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    """The canonical JSON of a call's input (its sha256 is the input hash)."""
     try:
-        text = _canonical_json({"args": list(args), "kwargs": dict(kwargs)})
+        return _canonical_json({"args": list(args), "kwargs": dict(kwargs)})
     except (TypeError, ValueError) as exc:
         where = _first_non_json(args, kwargs)
         raise StepUsageError(
             f"{kind} '{name}': argument {where} is not JSON ({exc}); step inputs must be "
             "JSON values (str, int, float, bool, None, list, dict with str keys)"
         ) from None
-    return sha256(text.encode()).hexdigest()
 
 
 def _first_non_json(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
@@ -283,7 +304,8 @@ def step(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any
     if cur is None:
         return fn(*args, **kwargs)
     ex, scope = cur
-    input_hash = _input_hash("step", name, args, kwargs)
+    input_json = _input_text("step", name, args, kwargs)
+    input_hash = sha256(input_json.encode()).hexdigest()
     pos, occ, key = scope.next_identity(name)
     if (scope.path, pos) in ex.recorded:  # a new step checks control as it dispatches
         ex.check_control(scope, name, occ)
@@ -302,7 +324,7 @@ def step(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any
                 name,
                 occ,
             )
-    return _run_step(ex, scope, name, key, pos, occ, input_hash, fn, args, kwargs)
+    return _run_step(ex, scope, name, key, pos, occ, input_hash, fn, args, kwargs, input_json)
 
 
 def _run_step(
@@ -316,26 +338,34 @@ def _run_step(
     fn: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
+    input_json: str,
 ) -> Any:
     """Dispatch, run and complete one step (the hot path).
 
-    When the step's DAG node goes to this run's store (the usual case), one transaction
-    per step commits, before ``fn`` runs: the previous step's result and node exit
-    (:class:`Pending`), this step's identity (the dispatch statement also checks for
-    cancel/pause) and its running node. This step's own result is committed by the next
-    record of its scope or when the scope ends (:func:`flush`), always before anything
-    else of the run happens. Otherwise the step record is written on its own.
+    When the step's DAG node goes to this run's store through a plain session writer
+    (the usual case), one transaction commits, before ``fn`` runs: the previous step's
+    result and node exit if deferred (:class:`Pending`), this step's identity (the
+    dispatch statement also checks for cancel/pause) and its running ``code`` node —
+    the rows :func:`~openprogram.scope.call_scope` would write, written here directly
+    (its input JSON is the canonical text the input hash was computed from). The step's
+    own result and node exit are committed as soon as ``fn`` returns (durability
+    ``process``) or with the next record of its scope (``batched``/``power``, see
+    :func:`flush`). Otherwise every record is written on its own.
     """
     db = ex.db
-    conn = db.conn
     writer = current_writer()
-    if not db.owns(writer):
+    if not db.owns(writer) or not _plain_writer(writer):
         return _run_step_unjoined(ex, scope, name, key, pos, occ, input_hash, fn, args, kwargs)
+    backend = db.backend
+    conn = backend.connection()
     run_id = ex.run_id
+    parent = current_frame()
+    record_node = parent is None or not parent.hidden
     unsaved = scope.pending  # restored if the transaction that writes it rolls back
+    node = None
     _sql(db, conn, "BEGIN IMMEDIATE")
     try:
-        _write_pending(ex, scope)
+        _write_pending(ex, scope, conn)
         if not db.try_dispatch_step(
             conn, run_id, key, scope.path, pos, "step", name, occ, input_hash
         ):
@@ -344,42 +374,79 @@ def _run_step(
             ex.check_control(scope, name, occ)  # raises when cancelled / pause requested
             _sql(db, conn, "BEGIN IMMEDIATE")  # the state changed back meanwhile
             _dispatch(ex, scope, key, pos, "step", name, occ, input_hash)
+        if record_node:
+            node = backend.append_node(
+                writer.session_id,  # type: ignore[union-attr]
+                "code",
+                name,
+                node_id=None,
+                input={"args": list(args), "kwargs": kwargs},
+                output=None,
+                status="running",
+                caller_id=nearest_node_id(parent),
+                metadata={},
+                predecessor_id=UNSET,
+                move_head=True,
+                now=time.time(),
+                input_json=input_json,
+            )
+        _sql(db, conn, "COMMIT")  # previous result + identity + running node
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
             scope.pending = unsaved
         raise
-    exit_writer = _DeferExit(writer)
+    frame = Frame(name, parent, None, writer, None if node is None else node.id, {})
+    if node is not None:
+        frame.start_seq = node.seq
     token = _current.set(None)  # nested step() calls inside a step run plainly
     rtoken = _run_id.set(run_id)
+    ftoken = push_frame(frame)
+    started = time.perf_counter()
     try:
-        with call_scope(
-            name,
-            inputs={"args": list(args), "kwargs": kwargs},
-            writer=cast("SessionNodeWriter", exit_writer),
-        ) as frame:
-            _sql(db, conn, "COMMIT")  # previous result + identity + running node
-            unsaved = None
-            ex.progress("start", key)
-            value = fn(*args, **kwargs)
-            text = _result_json("step", name, value)
-            set_output(frame, value)
+        ex.progress("start", key)
+        value = fn(*args, **kwargs)
+        text = _result_json("step", name, value)
     except BaseException as exc:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-            scope.pending = unsaved
-        if not isinstance(exc, _STOP):
-            db.fail_step(run_id, key, f"{type(exc).__name__}: {exc}")
+        try:
+            if node is not None:
+                status, output, meta = exit_record(exc, round(time.perf_counter() - started, 6))
+                backend.update_node(
+                    node.id, output=output, status=status, metadata=meta, now=time.time()
+                )
+        finally:
+            if not isinstance(exc, _STOP):
+                db.fail_step(run_id, key, f"{type(exc).__name__}: {exc}")
         raise
     finally:
+        pop_frame(ftoken)
         _run_id.reset(rtoken)
         _current.reset(token)
-    scope.pending = Pending(key, text, exit_writer.node_id, exit_writer.captured)
+    duration = round(time.perf_counter() - started, 6)
+    scope.pending = Pending(key, text, None if node is None else node.id, duration)
     if not db.defer_results:
         flush(ex, scope)  # the result is saved before the orchestration goes on
     ex.executed += 1
     ex.progress("done", key)
     return json.loads(text)
+
+
+def _plain_writer(writer: Any) -> bool:
+    """Whether ``writer`` records code nodes exactly as ``SessionNodeWriter`` does, so
+    :func:`_run_step` may write its step node's rows itself."""
+    cls = type(writer)
+    plain = _PLAIN_WRITERS.get(cls)
+    if plain is None:
+        from openprogram.store import SessionNodeWriter
+
+        plain = bool(getattr(cls, "plain_code_nodes", False)) or (
+            cls.append is SessionNodeWriter.append and cls.update is SessionNodeWriter.update
+        )
+        _PLAIN_WRITERS[cls] = plain
+    return plain
+
+
+_PLAIN_WRITERS: dict[type, bool] = {}
 
 
 def _run_step_unjoined(
@@ -423,50 +490,16 @@ def _run_step_unjoined(
     return json.loads(text)
 
 
-class _DeferExit:
-    """The session writer a step's frame uses: passes everything through to ``inner``
-    except the step node's own successful exit, which it keeps (:class:`Pending`)."""
-
-    __slots__ = ("_backend", "captured", "inner", "node_id")
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self._backend = inner._backend
-        self.node_id: str | None = None
-        self.captured: dict[str, Any] | None = None
-
-    def append(self, *args: Any, **kwargs: Any) -> Any:
-        node = self.inner.append(*args, **kwargs)
-        if self.node_id is None:  # the first append is the step's own node
-            self.node_id = node.id
-        return node
-
-    def update(self, node_id: str, **kwargs: Any) -> Any:
-        if node_id == self.node_id and kwargs.get("status") == "completed":
-            self.captured = kwargs
-            return None
-        return self.inner.update(node_id, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-def _write_pending(ex: Executor, scope: Scope) -> None:
-    """Write ``scope.pending`` on this thread's connection (in the caller's transaction)."""
+def _write_pending(ex: Executor, scope: Scope, conn: sqlite3.Connection) -> None:
+    """Write ``scope.pending`` on this thread's connection ``conn`` (in the caller's
+    transaction): the step's result and its node's exit."""
     pending = scope.pending
     if pending is None:
         return
     db = ex.db
-    db.complete_step_on(db.conn, ex.run_id, pending.key, pending.text)
-    update = pending.node_update
-    if pending.node_id is not None and update is not None:
-        db.backend.update_node(
-            pending.node_id,
-            output=update.get("output", UNSET),
-            status=update.get("status"),
-            metadata=update.get("metadata"),
-            now=time.time(),
-        )
+    db.complete_step_on(conn, ex.run_id, pending.key, pending.text)
+    if pending.node_id is not None:
+        db.backend.finish_node(conn, pending.node_id, pending.text, pending.duration, time.time())
     scope.pending = None
 
 
@@ -478,12 +511,12 @@ def flush(ex: Executor | None, scope: Scope | None) -> None:
     db = ex.db
     conn = db.conn
     if conn.in_transaction:  # pragma: no cover - only inside _run_step's transaction
-        _write_pending(ex, scope)
+        _write_pending(ex, scope, conn)
         return
     unsaved = scope.pending
     _sql(db, conn, "BEGIN IMMEDIATE")
     try:
-        _write_pending(ex, scope)
+        _write_pending(ex, scope, conn)
         _sql(db, conn, "COMMIT")
     except BaseException:
         if conn.in_transaction:

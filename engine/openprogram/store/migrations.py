@@ -26,6 +26,9 @@ Schema v2: the durable-run tables ``runs`` and ``run_steps``, documented in
 
 Schema v3: drops the index ``run_steps_order`` (one B-tree less to write per step; the
 primary key ``(run_id, step_key)`` already serves every per-run query).
+
+Schema v4: rebuilds ``run_steps`` ``WITHOUT ROWID`` (rows stored in the primary-key
+B-tree: one B-tree written per step instead of two; same columns and data).
 """
 
 from __future__ import annotations
@@ -89,6 +92,11 @@ MIGRATIONS: list[Migration] = [
         3,
         "durable steps without the order index",
         lambda: importlib.import_module("openprogram.durable.schema").MIGRATION_V3_SQL,
+    ),
+    Migration(
+        4,
+        "durable steps without rowid",
+        lambda: importlib.import_module("openprogram.durable.schema").MIGRATION_V4_SQL,
     ),
 ]
 

@@ -75,6 +75,10 @@ _FAST_APPEND_SQL = (
     "AND (SELECT head_pinned FROM sessions WHERE id = ?2) = 0 THEN ?3 + 1 END, "
     "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12) ON CONFLICT(id) DO NOTHING"
 )
+_FINISH_SQL = (
+    "UPDATE nodes SET updated_at = ?, output = ?, status = 'completed', "
+    "metadata = json_set(metadata, '$.\"duration_s\"', json(?)) WHERE id = ?"
+)
 _SESSION_SELECT = (
     "SELECT s.id, s.name, s.agent_id, "
     "CASE WHEN s.head_pinned THEN s.head_id ELSE "
@@ -392,10 +396,16 @@ class SqliteBackend(StoreBackend):
         predecessor_id: str | _Unset | None,
         move_head: bool,
         now: float,
+        input_json: str | None = None,
     ) -> Node:
+        """Append one node (see the module docstring). ``input_json``: the JSON text of
+        ``input`` when the caller already has it (any JSON formatting of that value)."""
         nid = node_id or new_id()
         try:
-            in_json = None if input is None else _dumps(input)
+            if input_json is not None:
+                in_json: str | None = input_json
+            else:
+                in_json = None if input is None else _dumps(input)
             out_json = None if output is None else _dumps(output)
             meta_json = _dumps(metadata) if metadata else "{}"
         except _JSON_ERRORS as exc:
@@ -622,6 +632,30 @@ class SqliteBackend(StoreBackend):
         else:
             self._open_nodes[node_id] = node
         return node
+
+    def finish_node(
+        self,
+        conn: sqlite3.Connection,
+        node_id: str,
+        output_json: str,
+        duration_s: float,
+        now: float,
+    ) -> None:
+        """Mark a running node ``completed`` with ``output_json`` (JSON text) and merge
+        ``duration_s`` into its metadata: one statement on ``conn`` (the caller's
+        transaction, or autocommit). Same row as :meth:`update_node` would write."""
+        self._open_nodes.pop(node_id, None)
+        try:
+            conn.execute(_FINISH_SQL, (now, output_json, _dumps(duration_s), node_id))
+        except sqlite3.OperationalError as exc:
+            if "json" not in str(exc).lower():
+                raise self._error(exc) from None
+            self._update_in_python(
+                node_id, _loads(output_json), output_json, "completed",
+                {"duration_s": duration_s}, now,
+            )  # fmt: skip
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
 
     def _build_update_sql(self, key: tuple[bool, bool, int, bool]) -> str:
         has_output, has_status, n_meta, returning = key
