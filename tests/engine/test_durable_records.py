@@ -160,9 +160,9 @@ def main() -> dict:
 
 
 @pytest.mark.parametrize(
-    ("mode", "arm_status"), [("process", "completed"), ("batched", "dispatched")]
+    ("mode", "arm_status"), [("eager", "completed"), ("process", "dispatched")]
 )
-def test_kill_between_steps_keeps_the_result_unless_batched(
+def test_kill_between_steps_keeps_the_result_only_when_eager(
     tmp_path: Path, mode: str, arm_status: str
 ) -> None:
     import os
@@ -182,6 +182,6 @@ def test_kill_between_steps_keeps_the_result_unless_batched(
     assert out.returncode == -9, out.stderr  # really killed by SIGKILL
     with closing(sqlite3.connect(store / "openprogram.db")) as c:
         rows = dict(c.execute("SELECT step_key, status FROM run_steps").fetchall())
-    # process mode saved the result when the step returned: a resume goes on from "b";
-    # batched mode commits it with the next identity, so "arm" is left uncertain.
+    # eager mode saved the result when the step returned: a resume goes on from "b";
+    # the default commits it with the next identity, so "arm" is left uncertain.
     assert rows == {"arm#0": arm_status}

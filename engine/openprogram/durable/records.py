@@ -29,12 +29,14 @@ from typing import Any
 from openprogram.errors import StoreError
 
 RUN_STATES = ("running", "paused", "completed", "failed", "cancelled")
-# process: WAL + synchronous=NORMAL; a step's result is committed as soon as it returns.
-# batched: as process, but a step's result is committed together with the next step's
-#   identity (one commit per step); a process killed between two steps reports the last
-#   one uncertain instead of resuming past it.
-# power: batched with synchronous=FULL (one fsync per step): survives power loss too.
-DURABILITY_MODES = ("process", "batched", "power")
+# process (default): WAL + synchronous=NORMAL, one commit per step: a step's result is
+#   committed together with the next step's identity (or when its scope/run ends), so a
+#   process killed in the gap between a step's return and the next step reports that
+#   step uncertain instead of resuming past it. Nothing committed is ever lost.
+# eager: as process, but a step's result is committed as soon as it returns (two
+#   commits per step; a kill between steps resumes past the finished step).
+# power: process with synchronous=FULL (one fsync per step): survives power loss too.
+DURABILITY_MODES = ("process", "eager", "power")
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,7 @@ class RunDB:
             )
         self.durability = mode
         self.power = mode == "power"
-        self.defer_results = mode in ("batched", "power")
+        self.defer_results = mode in ("process", "power")
         self.root = resolve_root(root)
         self.store = SessionStore(root_path=str(self.root), create=create)  # migrates
         self.db_path = store_db_path(self.root)

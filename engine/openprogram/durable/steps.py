@@ -349,7 +349,7 @@ def _run_step(
     the rows :func:`~openprogram.scope.call_scope` would write, written here directly
     (its input JSON is the canonical text the input hash was computed from). The step's
     own result and node exit are committed as soon as ``fn`` returns (durability
-    ``process``) or with the next record of its scope (``batched``/``power``, see
+    ``eager``) or with the next record of its scope (``process``/``power``, see
     :func:`flush`). Otherwise every record is written on its own.
     """
     db = ex.db
