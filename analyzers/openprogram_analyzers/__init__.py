@@ -5,15 +5,13 @@ Public API (SPEC §3; used by ``openprogram-lint`` and the language server)::
     from openprogram_analyzers import analyze_source, Finding, Fix, TextEdit, Related
     from openprogram_analyzers import LintConfig, RULES, suppression_fix
 
-Importing this package is cheap: libcst and the rules load on first use, and nothing of
+Importing this package is cheap: everything (even ``dataclasses``) loads on first use, and nothing of
 the engine's runtime (httpx, pydantic, the store) is ever imported.
 """
 
 from __future__ import annotations
 
 import importlib
-
-from openprogram_analyzers.config import LintConfig, LintConfigError
 
 TYPE_CHECKING = False  # not ``typing``: importing it costs a warm CLI run ~5 %
 
@@ -33,6 +31,8 @@ __all__ = [
 ]
 
 _LAZY = {
+    "LintConfig": "openprogram_analyzers.config",
+    "LintConfigError": "openprogram_analyzers.config",
     "Finding": "openprogram_analyzers.findings",
     "Fix": "openprogram_analyzers.findings",
     "Related": "openprogram_analyzers.findings",
@@ -57,6 +57,7 @@ def __getattr__(name: str) -> object:
 
 if TYPE_CHECKING:  # pragma: no cover
     from openprogram_analyzers.analysis import analyze_source
+    from openprogram_analyzers.config import LintConfig, LintConfigError
     from openprogram_analyzers.determinism import check_planner_code, check_resumable
     from openprogram_analyzers.findings import Finding, Fix, Related, Severity, TextEdit
     from openprogram_analyzers.rules import RULES

@@ -7,9 +7,9 @@ to its findings. Corrupt or foreign cache files are ignored.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
+
+from openprogram_analyzers.digest import blake2b_hex
 
 TYPE_CHECKING = False  # keep the warm (all cached) CLI run free of typing/tempfile
 if TYPE_CHECKING:
@@ -31,17 +31,26 @@ def version() -> str:
 
 
 def content_hash(data: bytes) -> str:
+    import hashlib  # only files that are new or changed are hashed
+
     return hashlib.sha256(data).hexdigest()
+
+
+def cache_stem(root: str | Path, fingerprint: str) -> str:
+    """Path without extension of the cache files for this configuration and analyzer."""
+    return os.path.join(root, CACHE_DIR, f"{_code_hash()}-{fingerprint}")
 
 
 class ResultCache:
     def __init__(self, root: str | Path, fingerprint: str) -> None:
         self.dir = os.path.join(root, CACHE_DIR)
-        # rules code is part of the version: any analyzer change invalidates the cache
-        self.file = os.path.join(self.dir, f"v{version()}-{_code_hash()}-{fingerprint}.json")
+        # the code hash covers the analyzer's sources and the engine's version file
+        self.file = cache_stem(root, fingerprint) + ".json"
         self.files: dict[str, list[Any]] = {}
         self.results: dict[str, list[dict[str, Any]]] = {}
         self.dirty = False
+        import json
+
         try:
             with open(self.file, "rb") as fh:
                 data = json.loads(fh.read())
@@ -85,6 +94,7 @@ class ResultCache:
             if not os.path.exists(gi):
                 with open(gi, "w", encoding="utf-8") as fh:
                     fh.write("*\n")
+            import json
             import tempfile
 
             fd, tmp = tempfile.mkstemp(dir=self.dir, suffix=".tmp")
@@ -99,13 +109,23 @@ _CODE_HASH: str | None = None
 
 
 def _code_hash() -> str:
-    """Hash of the analyzer's own sources (mtimes + sizes): edits invalidate the cache."""
+    """Hash of the analyzer's own sources and the engine files it reads (mtimes + sizes,
+    the engine's ``_version.py`` included): edits and upgrades invalidate the cache.
+
+    The engine is located without importing it (its package imports ``typing``).
+    """
     global _CODE_HASH
     if _CODE_HASH is None:
-        h = hashlib.sha256()
+        from importlib.machinery import PathFinder
+
+        parts: list[str] = []
         here = os.path.dirname(os.path.abspath(__file__))
-        engine = os.path.dirname(str(__import__("openprogram").__file__))
-        files = [os.path.join(engine, "options.py"), os.path.join(engine, "schema_grammar.py")]
+        spec = PathFinder.find_spec("openprogram")
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        engine = locations[0] if locations else os.path.join(here, "missing-openprogram")
+        files = [
+            os.path.join(engine, n) for n in ("options.py", "schema_grammar.py", "_version.py")
+        ]
         for dirpath, dirnames, filenames in os.walk(here):
             dirnames[:] = [d for d in dirnames if d != "__pycache__"]
             files.extend(os.path.join(dirpath, n) for n in filenames if n.endswith(".py"))
@@ -114,6 +134,6 @@ def _code_hash() -> str:
                 st = os.stat(f)
             except OSError:
                 continue
-            h.update(f"{os.path.basename(f)}:{st.st_size}:{st.st_mtime_ns};".encode())
-        _CODE_HASH = h.hexdigest()[:12]
+            parts.append(f"{os.path.basename(f)}:{st.st_size}:{st.st_mtime_ns};")
+        _CODE_HASH = blake2b_hex("".join(parts).encode(), 6)
     return _CODE_HASH

@@ -5,26 +5,31 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
 
 from openprogram_analyzers.codes import ALL_CODES
-from openprogram_analyzers.config import LintConfig, LintConfigError, find_pyproject_str
 
-TYPE_CHECKING = False  # findings, pathlib, typing load only when a run needs them
+TYPE_CHECKING = False  # config (dataclasses), findings, typing load only when a run needs them
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from openprogram_analyzers.config import LintConfig
     from openprogram_analyzers.findings import Finding
+    from openprogram_analyzers.memo import RunMemo
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 PARALLEL_THRESHOLD = 24
 
 
-@dataclass(frozen=True)
 class Job:
-    path: str  # absolute
-    display: str
-    source: str
-    store: str | None
+    """One file to analyze (a plain class: ``dataclasses`` stays off the warm path)."""
+
+    __slots__ = ("display", "path", "source", "store")
+
+    def __init__(self, path: str, display: str, source: str, store: str | None) -> None:
+        self.path = path  # absolute
+        self.display = display
+        self.source = source
+        self.store = store
 
 
 def _codes(values: Sequence[str] | None) -> list[str] | None:
@@ -119,6 +124,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(RULES[code].explain())
         return 0
     cwd = os.getcwd()
+    paths = args.paths or ["."]
+    if "-" not in paths and _cacheable(args):
+        from openprogram_analyzers.fastpath import try_replay
+
+        last = try_replay(args, paths, cwd)
+        if last is not None:
+            sys.stdout.write(last[1])
+            return last[0]
+    from openprogram_analyzers.config import LintConfig, LintConfigError
+    from openprogram_analyzers.paths import find_pyproject_str
+
     try:
         pyproject = args.config or find_pyproject_str(cwd)
         config = LintConfig.from_pyproject(pyproject) if pyproject else LintConfig(root=cwd)
@@ -131,10 +147,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LintConfigError as exc:
         _err(str(exc))
         return 2
-    paths = args.paths or ["."]
     if "-" in paths:
         return _run_stdin(args, config)
     return _run_files(args, config, paths, cwd)
+
+
+def _cacheable(args: argparse.Namespace) -> bool:
+    """Whether results may come from (and go to) the cache."""
+    return not args.no_cache and not args.store and not args.fix and not args.diff
 
 
 def _run_stdin(args: argparse.Namespace, config: LintConfig) -> int:
@@ -165,27 +185,54 @@ def _run_stdin(args: argparse.Namespace, config: LintConfig) -> int:
 
 
 def _run_files(args: argparse.Namespace, config: LintConfig, paths: list[str], cwd: str) -> int:
-    from openprogram_analyzers.cache import ResultCache, content_hash
     from openprogram_analyzers.files import discover
 
-    use_cache = not args.no_cache and not args.store and not args.fix and not args.diff
-    cache = ResultCache(config.root, config.fingerprint()) if use_cache else None
+    use_cache = _cacheable(args)
     findings: list[Finding] = []
     internal: list[str] = []
-    jobs: list[Job] = []
-    pending: list[tuple[Job, str, os.stat_result]] = []
-    from openprogram_analyzers.prefilter import may_trigger
-
+    entries: list[tuple[str, str, os.stat_result]] = []
+    replayable = use_cache  # every output line comes from analysis or the result cache
     for key, display in discover(paths, config, cwd):
         try:
-            st = os.stat(key)
+            entries.append((key, display, os.stat(key)))
         except OSError as exc:
+            replayable = False
             if not os.path.lexists(key):
                 _err(f"{display}: no such file or directory")
                 internal.append(display)
             else:
                 findings.append(_read_error(display, f"cannot read file: {exc.strerror}"))
-            continue
+
+    memo = None
+    if replayable:
+        from openprogram_analyzers.fastpath import run_memo, save_settings
+
+        save_settings(args, cwd, config)
+        memo = run_memo(args, str(config.root), config.fingerprint(), entries)
+        last = memo.replay()
+        if last is not None:
+            sys.stdout.write(last[1])
+            return last[0]
+    return _lint_entries(args, config, entries, findings, internal, memo)
+
+
+def _lint_entries(
+    args: argparse.Namespace,
+    config: LintConfig,
+    entries: list[tuple[str, str, os.stat_result]],
+    findings: list[Finding],
+    internal: list[str],
+    memo: RunMemo | None,
+) -> int:
+    from openprogram_analyzers.cache import ResultCache, content_hash
+    from openprogram_analyzers.prefilter import may_trigger
+
+    use_cache = _cacheable(args)
+    cache = ResultCache(config.root, config.fingerprint()) if use_cache else None
+    jobs: list[Job] = []
+    pending: list[tuple[Job, str, os.stat_result]] = []
+    uncached = False  # findings the result cache does not hold (a memo could not replay)
+    for key, display, st in entries:
         if cache is not None:
             digest = cache.lookup_stat(key, st)
             if digest is not None:
@@ -194,6 +241,7 @@ def _run_files(args: argparse.Namespace, config: LintConfig, paths: list[str], c
                     findings.extend(hit)
                     continue
         if st.st_size > MAX_FILE_BYTES:
+            uncached = True
             findings.append(
                 _read_error(display, f"file too large to analyze ({st.st_size} bytes), skipped")
             )
@@ -202,6 +250,7 @@ def _run_files(args: argparse.Namespace, config: LintConfig, paths: list[str], c
             with open(key, "rb") as fh:
                 data = fh.read()
         except OSError as exc:
+            uncached = True
             findings.append(_read_error(display, f"cannot read file: {exc.strerror}"))
             continue
         digest = content_hash(data)
@@ -211,12 +260,19 @@ def _run_files(args: argparse.Namespace, config: LintConfig, paths: list[str], c
                 cache.put(key, st, digest, hit)
                 findings.extend(hit)
                 continue
+        # Binary and undecodable files depend on their content only: cached like results.
+        source_or_error: str | Finding
         if b"\0" in data:
-            findings.append(_read_error(display, "binary file (contains NUL bytes), skipped"))
-            continue
-        source_or_error = _decode(data)
+            source_or_error = _read_error(display, "binary file (contains NUL bytes), skipped")
+        else:
+            source_or_error = _decode(data)
         if not isinstance(source_or_error, str):
-            findings.append(replace(source_or_error, path=display))
+            from dataclasses import replace
+
+            unreadable = [replace(source_or_error, path=display)]
+            findings.extend(unreadable)
+            if cache is not None:
+                cache.put(key, st, digest, unreadable)
             continue
         source = source_or_error
         if not may_trigger(source) and not args.store:
@@ -246,10 +302,14 @@ def _run_files(args: argparse.Namespace, config: LintConfig, paths: list[str], c
         from openprogram_analyzers.findings import Finding
 
         findings.sort(key=Finding.sort_key)
-    _emit(args, findings)
+    output = _render(args, findings)
+    sys.stdout.write(output)
     if internal:
         return 2
-    return 1 if findings or diff_found else 0
+    code = 1 if findings or diff_found else 0
+    if memo is not None and not uncached:
+        memo.save(code, output)
+    return code
 
 
 def _load_analyzer() -> None:
@@ -332,23 +392,25 @@ def _apply_fixes(
 
 
 def _emit(args: argparse.Namespace, findings: list[Finding]) -> None:
+    sys.stdout.write(_render(args, findings))
+
+
+def _render(args: argparse.Namespace, findings: list[Finding]) -> str:
     from openprogram_analyzers import formats
 
     if args.diff and args.fmt == "text":
-        return
+        return ""
     if args.statistics:
-        sys.stdout.write(formats.statistics(findings))
-        return
+        return formats.statistics(findings)
     if args.fmt == "json":
-        sys.stdout.write(formats.as_json(findings))
-    elif args.fmt == "sarif":
+        return formats.as_json(findings)
+    if args.fmt == "sarif":
         from openprogram_analyzers.cache import version
 
-        sys.stdout.write(formats.sarif(findings, version()))
-    elif args.fmt == "github":
-        sys.stdout.write(formats.github(findings))
-    else:
-        sys.stdout.write(formats.text(findings))
+        return formats.sarif(findings, version())
+    if args.fmt == "github":
+        return formats.github(findings)
+    return formats.text(findings)
 
 
 __all__ = ["ALL_CODES", "main"]

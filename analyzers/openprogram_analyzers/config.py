@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import fnmatch
-import hashlib
-import json
-import os
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+
+from openprogram_analyzers.paths import excluded, find_pyproject_str, path_matches, relative_to_root
 
 TYPE_CHECKING = False  # typing, pathlib and tomllib load only when needed (CLI startup)
 if TYPE_CHECKING:
@@ -43,7 +41,7 @@ class LintConfig:
         if path is not None and self.per_file_ignores:
             rel = self.relative(path)
             for pattern, codes in self.per_file_ignores.items():
-                if _path_matches(rel, pattern) and _matches(code, codes):
+                if path_matches(rel, pattern) and _matches(code, codes):
                     return False
         return True
 
@@ -51,30 +49,26 @@ class LintConfig:
         return frozenset(c for c in codes if self.enabled(c, path))
 
     def is_excluded(self, path: str) -> bool:
-        if not self.exclude:
-            return False
-        rel = self.relative(path)
-        return any(_path_matches(rel, p) for p in self.exclude)
+        return excluded(path, self.root, self.exclude)
 
     def relative(self, path: str) -> str:
         """``path`` relative to the config root, '/'-separated (no symlink resolution)."""
-        absolute = os.path.abspath(path)
-        root = os.path.abspath(self.root)
-        if absolute == root or absolute.startswith(root.rstrip(os.sep) + os.sep):
-            return os.path.relpath(absolute, root).replace(os.sep, "/")
-        from pathlib import Path
-
-        return Path(path).as_posix()
+        return relative_to_root(path, self.root)
 
     def fingerprint(self) -> str:
         """Stable hash of everything that changes results (for the cache)."""
-        data = {
-            "select": self.select,
-            "ignore": self.ignore,
-            "extend_select": self.extend_select,
-            "per_file_ignores": {k: list(v) for k, v in sorted(self.per_file_ignores.items())},
-        }
-        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+        data = (
+            ("select", tuple(self.select)),
+            ("ignore", tuple(self.ignore)),
+            ("extend_select", tuple(self.extend_select)),
+            (
+                "per_file_ignores",
+                tuple((k, tuple(v)) for k, v in sorted(self.per_file_ignores.items())),
+            ),
+        )
+        from openprogram_analyzers.digest import blake2b_hex
+
+        return blake2b_hex(repr(data).encode("utf-8", "surrogateescape"), 8)
 
     def with_overrides(
         self,
@@ -188,21 +182,6 @@ def find_pyproject(start: str | Path) -> Path | None:
     return Path(found)
 
 
-def find_pyproject_str(start: str | os.PathLike[str]) -> str | None:
-    """:func:`find_pyproject` on plain strings (no ``pathlib`` import on the CLI's path)."""
-    d = os.path.realpath(start)
-    if os.path.isfile(d):
-        d = os.path.dirname(d)
-    while True:
-        candidate = os.path.join(d, "pyproject.toml")
-        if os.path.isfile(candidate):
-            return candidate
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
-
-
 def _matches(code: str, selectors: Iterable[str]) -> bool:
     return _match_len(code, selectors) >= 0
 
@@ -215,16 +194,3 @@ def _match_len(code: str, selectors: Iterable[str]) -> int:
         elif code.startswith(s):
             best = max(best, len(s))
     return best
-
-
-def _path_matches(rel: str, pattern: str) -> bool:
-    pattern = pattern.rstrip("/")
-    if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel, pattern + "/*"):
-        return True
-    if pattern.endswith("/**"):
-        base = pattern[:-3]
-        return rel == base or rel.startswith(base + "/")
-    # A bare pattern without "/" matches the file name or any directory component.
-    if "/" not in pattern:
-        return any(fnmatch.fnmatch(part, pattern) for part in rel.split("/"))
-    return False

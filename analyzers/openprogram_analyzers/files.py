@@ -5,11 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from openprogram_analyzers.config import LintConfig
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Protocol
+
+    class Excluder(Protocol):
+        """What discovery needs of a configuration (``LintConfig`` or a warm-run snapshot)."""
+
+        def is_excluded(self, path: str) -> bool: ...
+
 
 # The same default excludes as ruff (plus our own cache directory).
 SKIP_DIRS = frozenset(
@@ -89,7 +94,7 @@ def _absolute(given: str, cwd: str) -> str:
     return "/" + "/".join(parts)
 
 
-def discover(paths: list[str], config: LintConfig, cwd: str) -> Iterator[tuple[str, str]]:
+def discover(paths: list[str], config: Excluder, cwd: str) -> Iterator[tuple[str, str]]:
     """``(absolute path, display path)`` of every Python file to lint, sorted per root.
 
     Plain strings and ``os.walk`` (no ``Path`` object per file): on a warm run this walk

@@ -227,6 +227,40 @@ def test_cache_hit_and_miss(project: Path) -> None:
     assert not cache_dir.exists()
 
 
+def test_replayed_output_follows_every_input(project: Path) -> None:
+    """The warm path replays the last output only when nothing it depends on changed."""
+    cache_dir = project / ".openprogram-lint-cache"
+    first = run(cwd=project)
+    assert first.returncode == 1 and "OP102" in first.stdout
+    assert len(list(cache_dir.glob("*.last"))) == 1
+    assert len(list(cache_dir.glob("settings-*"))) == 1
+    # identical run: identical output and exit code (replayed)
+    again = run(cwd=project)
+    assert (again.returncode, again.stdout) == (first.returncode, first.stdout)
+    # another output format is not served the text output
+    r = run("--format", "json", cwd=project)
+    assert [d["code"] for d in json.loads(r.stdout)] == ["OP102"]
+    assert run("--statistics", cwd=project).stdout.split()[:2] == ["1", "OP102"]
+    assert run(cwd=project).stdout == first.stdout  # the memo is the text run's again
+    # an edit that keeps the size (only mtime/ctime change) is seen
+    (project / "bad.py").write_text(BAD_SRC.replace("expsoe", "exposs"))
+    r = run(cwd=project)
+    assert r.returncode == 1 and "'exposs'" in r.stdout
+    # a new file is seen
+    (project / "more.py").write_text(BAD_SRC.replace("expsoe", "exspoe"))
+    assert "more.py" in run(cwd=project).stdout
+    # an exclude in the config changes discovery
+    (project / "pyproject.toml").write_text("[tool.openprogram.lint]\nexclude = ['more.py']\n")
+    r = run(cwd=project)
+    assert "more.py" not in r.stdout and "bad.py" in r.stdout
+    # a selection on the command line changes results
+    assert run("--ignore", "OP1", cwd=project).returncode == 0
+    assert run(cwd=project).returncode == 1
+    # a broken config is reported even after warm runs
+    (project / "pyproject.toml").write_text("[tool.openprogram.lint]\nselect = ['OP999']\n")
+    assert run(cwd=project).returncode == 2
+
+
 def test_store_option_reports_op209(project: Path, tmp_path: Path) -> None:
     import sqlite3
 
