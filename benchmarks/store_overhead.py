@@ -9,7 +9,9 @@ Measures, in the same run and on the same disk (a fresh temp directory per run):
     table with the same columns (WAL, ``synchronous=NORMAL``, autocommit).
 
 and, to show where the time goes, (d) ``SessionNodeWriter.append`` alone with a small
-input (the store's own cost per node, without ``openprogram.scope``'s serialization).
+input (the store's own cost per node, without ``openprogram.scope``'s serialization) and
+(e) the floor loop on a table that also has the store's unique ``(session_id, seq)``
+index (reference only; the ratios are always to the plain floor (c)).
 
 Every timing includes closing the connection/store, so work a case defers to its final
 checkpoint is counted. Each run times every case back to back; the reported figures are
@@ -56,13 +58,14 @@ def _clocks() -> tuple[float, float]:
     return time.perf_counter(), time.process_time()
 
 
-def bare_floor(root: Path, n: int) -> tuple[float, float]:
+def bare_floor(root: Path, n: int, *, create: bool = True) -> tuple[float, float]:
     """(wall, cpu) seconds for ``n`` single-row insert+commit transactions, plain sqlite3,
     and closing the connection (its final checkpoint)."""
     conn = sqlite3.connect(root / "bare.db", isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute(BARE_TABLE)
+    if create:
+        conn.execute(BARE_TABLE)
     sql = "INSERT INTO nodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
     inp = json.dumps({"i": 0})
     w0, c0 = _clocks()
@@ -89,6 +92,16 @@ def bare_floor(root: Path, n: int) -> tuple[float, float]:
     conn.close()
     w1, c1 = _clocks()
     return w1 - w0, c1 - c0
+
+
+def indexed_floor(root: Path, n: int) -> tuple[float, float]:
+    """The floor loop on a table that also has the store's unique ``(session_id, seq)``
+    index (a third B-tree to write per row): what any node store keyed by seq pays."""
+    conn = sqlite3.connect(root / "bare.db", isolation_level=None)
+    conn.execute(BARE_TABLE)
+    conn.execute("CREATE UNIQUE INDEX nodes_session_seq ON nodes(session_id, seq)")
+    conn.close()
+    return bare_floor(root, n, create=False)
 
 
 def code_nodes(root: Path, n: int) -> tuple[float, float]:
@@ -153,6 +166,7 @@ def store_appends(root: Path, n: int) -> tuple[float, float]:
 FLOOR = "bare sqlite3 insert+commit"
 CASES: dict[str, Callable[[Path, int], tuple[float, float]]] = {
     FLOOR: bare_floor,
+    "floor + (session_id, seq) index": indexed_floor,
     "code node (call_scope)": code_nodes,
     "llm node (record_llm_call)": llm_nodes,
     "store append alone": store_appends,

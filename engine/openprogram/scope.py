@@ -18,12 +18,14 @@ from __future__ import annotations
 import contextvars
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager as ContextManager
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
+
+from openprogram.errors import StoreError
 
 if TYPE_CHECKING:
     from openprogram.runtime.runtime import Runtime
@@ -208,22 +210,37 @@ class _CallScope:
         self.started = time.perf_counter()
         if w is not None and not frame.hidden:
             meta: dict[str, Any] = {}
-            if doc:
-                meta["doc"] = doc
-            if opts:
+            if doc or opts:
+                if doc:
+                    meta["doc"] = doc
                 for key in ("expose", "render_range"):
                     if opts.get(key) is not None:
                         meta[key] = opts[key]
-            node = w.append(
-                kind,
-                name,
-                input=to_json_value(dict(inputs) if inputs else {}),
-                status="running",
-                caller_id=_nearest_node_id(parent),
-                metadata=meta,
-            )
-            frame.node_id = node.id
-            frame.start_seq = node.seq
+            lean = getattr(w, "_lean", None)
+            meta_json = "{}"
+            if meta:
+                try:
+                    meta_json = _dumps(meta)
+                except _JSON_ERRORS:
+                    lean = None  # the general path reports it
+            if lean is not None and kind.__class__ is str and kind:
+                # Hot path: encode once, one INSERT, no Node object.
+                node_id, seq = lean.append_json(
+                    w.session_id, kind, name, _nearest_node_id(parent),
+                    _inputs_json(inputs), None, "running", meta_json, time.time(),
+                )  # fmt: skip
+            else:
+                node = w.append(
+                    kind,
+                    name,
+                    input=to_json_value(dict(inputs) if inputs else {}),
+                    status="running",
+                    caller_id=_nearest_node_id(parent),
+                    metadata=meta,
+                )
+                node_id, seq = node.id, node.seq
+            frame.node_id = node_id
+            frame.start_seq = seq
             frame.writer = w
             self.w = w
         self.token = _current.set(frame)
@@ -242,17 +259,65 @@ class _CallScope:
                 duration = round(time.perf_counter() - self.started, 6)
                 if exc is None:
                     extras = frame.extras
-                    w.update(
-                        frame.node_id,
-                        status=extras.get("status", "completed"),
-                        output=to_json_value(extras.get("output")),
-                        metadata={"duration_s": duration},
-                    )
+                    status = extras.get("status", "completed")
+                    lean = getattr(w, "_lean", None)
+                    if lean is not None and status in _TERMINAL:
+                        output = extras.get("output")
+                        lean.close_node(
+                            frame.node_id, status,
+                            None if output is None else _value_json(output),
+                            duration, time.time(),
+                        )  # fmt: skip
+                    else:
+                        w.update(
+                            frame.node_id,
+                            status=status,
+                            output=to_json_value(extras.get("output")),
+                            metadata={"duration_s": duration},
+                        )
                 else:
                     status, output, meta = exit_record(exc, duration)
                     w.update(frame.node_id, status=status, output=output, metadata=meta)
         finally:
             _current.reset(self.token)
+
+
+_TERMINAL = frozenset(("completed", "error", "cancelled"))
+
+
+def _first_dumps(obj: Any) -> str:
+    """The store's JSON encoder, imported on first use (keeps this module light)."""
+    global _dumps
+    from openprogram.store.jsoncodec import dumps
+
+    _dumps = dumps
+    return dumps(obj)
+
+
+_dumps: Callable[[Any], str] = _first_dumps
+# The string encoder of the store's JSON encoder (``json.dumps``'s, ensure_ascii).
+_quote: Callable[[str], str] = json.encoder.encode_basestring_ascii
+_JSON_ERRORS = (TypeError, ValueError, RecursionError)
+
+
+def _value_json(value: Any) -> str:
+    """JSON text of ``to_json_value(value)`` (encoded directly when it already is JSON)."""
+    try:
+        return _dumps(value)
+    except _JSON_ERRORS:
+        return _dumps(to_json_value(value))
+
+
+def _inputs_json(inputs: Mapping[str, Any] | None) -> str:
+    """JSON text of a call's inputs as :func:`call_scope` records them."""
+    if not inputs:
+        return "{}"
+    if inputs.__class__ is dict:
+        try:
+            return _dumps(inputs)
+        except _JSON_ERRORS:
+            pass
+    return _dumps(to_json_value(dict(inputs)))
 
 
 def set_output(frame: Frame, value: Any) -> Any:
@@ -302,6 +367,21 @@ def _is_cancel(exc: BaseException) -> bool:
     )
 
 
+def _calls(calls: Any) -> list[dict[str, Any]]:
+    return [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+
+
+def _message_dict(m: Any) -> dict[str, Any]:
+    return {
+        "role": m.role,
+        "content": m.content,
+        "tool_calls": _calls(m.tool_calls),
+        "tool_call_id": m.tool_call_id,
+        "name": m.name,
+        "is_error": m.is_error,
+    }
+
+
 def request_to_json(request: ModelRequest, provider: str) -> dict[str, Any]:
     """The JSON form of a model request stored as an ``llm`` node's input.
 
@@ -312,19 +392,7 @@ def request_to_json(request: ModelRequest, provider: str) -> dict[str, Any]:
         "provider": provider,
         "model": request.model_id,
         "system": request.system,
-        "messages": [
-            {
-                "role": m.role,
-                "content": m.content,
-                "tool_calls": [
-                    {"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls
-                ],
-                "tool_call_id": m.tool_call_id,
-                "name": m.name,
-                "is_error": m.is_error,
-            }
-            for m in request.messages
-        ],
+        "messages": [_message_dict(m) for m in request.messages],
         "tools": [
             {"name": t.name, "description": t.description, "parameters": t.parameters}
             for t in request.tools
@@ -338,9 +406,7 @@ def response_to_json(response: ModelResponse) -> dict[str, Any]:
     """The JSON form of a model reply stored as an ``llm`` node's output."""
     return {
         "text": response.text,
-        "tool_calls": [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls
-        ],
+        "tool_calls": _calls(response.tool_calls),
         "finish_reason": response.finish_reason,
     }
 
@@ -361,6 +427,43 @@ def record_llm_call(
     frame = _current.get()
     if w is None or (frame is not None and frame.hidden):
         return None
+    lean = getattr(w, "_lean", None)
+    status = "completed" if error is None else "error"
+    if lean is None:
+        node = w.append(
+            "llm",
+            request.model_id,
+            input=request_to_json(request, provider),
+            output=response_to_json(response) if response is not None else {"error": str(error)},
+            status=status,
+            caller_id=_nearest_node_id(frame),
+            metadata=_llm_meta(provider, response, error, duration_s),
+        )
+        return node.id
+    try:  # the same JSON text as encoding the dicts above, built without them
+        in_json = request_json(request, provider)
+        out_json = (
+            response_json(response) if response is not None else _dumps({"error": str(error)})
+        )
+        meta_json = _llm_meta_json(provider, response, error, duration_s)
+    except _JSON_ERRORS as exc:
+        raise StoreError(
+            f"node {request.model_id!r}: input, output and metadata must be JSON values ({exc})"
+        ) from None
+    node_id: str
+    node_id, _ = lean.append_json(
+        w.session_id, "llm", request.model_id, _nearest_node_id(frame), in_json, out_json,
+        status, meta_json, time.time(),
+    )  # fmt: skip
+    return node_id
+
+
+def _llm_meta(
+    provider: str,
+    response: ModelResponse | None,
+    error: BaseException | None,
+    duration_s: float,
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"duration_s": round(duration_s, 6), "provider": provider}
     if response is not None:
         meta["usage"] = response.usage.to_json()
@@ -370,13 +473,81 @@ def record_llm_call(
             meta["response_model"] = response.model
     if error is not None:
         meta["error_type"] = type(error).__name__
-    node = w.append(
-        "llm",
-        request.model_id,
-        input=request_to_json(request, provider),
-        output=response_to_json(response) if response is not None else {"error": str(error)},
-        status="completed" if error is None else "error",
-        caller_id=_nearest_node_id(frame),
-        metadata=meta,
+    return meta
+
+
+def _llm_meta_json(
+    provider: str,
+    response: ModelResponse | None,
+    error: BaseException | None,
+    duration_s: float,
+) -> str:
+    """``dumps(_llm_meta(...))`` without the dict."""
+    d = round(duration_s, 6)
+    d_json = repr(d) if d.__class__ is float and d - d == 0 else _dumps(d)  # finite: repr
+    text = f'{{"duration_s": {d_json}, "provider": {_j(provider)}'
+    if response is not None:
+        u = response.usage
+        i, o = u.input_tokens, u.output_tokens
+        if i.__class__ is int and o.__class__ is int and u.__class__.__module__ == _TYPES:
+            text += f', "usage": {{"input_tokens": {i}, "output_tokens": {o}}}'
+        else:
+            text += f', "usage": {_dumps(u.to_json())}'
+        if response.request_id:
+            text += f', "request_id": {_j(response.request_id)}'
+        if response.model:
+            text += f', "response_model": {_j(response.model)}'
+    if error is not None:
+        text += f', "error_type": {_j(type(error).__name__)}'
+    return text + "}"
+
+
+_TYPES = "openprogram.runtime.types"  # where ``Usage`` (and its ``to_json``) lives
+
+
+def _j(value: Any) -> str:
+    """JSON text of ``value``, as the store's encoder writes it (strings and None fast)."""
+    if value.__class__ is str:
+        return _quote(value)
+    if value is None:
+        return "null"
+    return _dumps(value)
+
+
+def _message_json(m: Any) -> str:
+    if m.tool_calls or m.is_error is not False:
+        return _dumps(_message_dict(m))
+    role, content, call_id, name = m.role, m.content, m.tool_call_id, m.name
+    return (
+        f'{{"role": {_quote(role) if role.__class__ is str else _j(role)}, '
+        f'"content": {_quote(content) if content.__class__ is str else _j(content)}, '
+        f'"tool_calls": [], "tool_call_id": {"null" if call_id is None else _j(call_id)}, '
+        f'"name": {"null" if name is None else _j(name)}, "is_error": false}}'
     )
-    return node.id
+
+
+def _tool_json(t: Any) -> str:
+    return (
+        f'{{"name": {_j(t.name)}, "description": {_j(t.description)}, '
+        f'"parameters": {_j(t.parameters)}}}'
+    )
+
+
+def request_json(request: ModelRequest, provider: str) -> str:
+    """``request_to_json(request, provider)`` as JSON text (the store's encoding)."""
+    messages = ", ".join([_message_json(m) for m in request.messages])
+    tools = ", ".join([_tool_json(t) for t in request.tools])
+    return (
+        f'{{"provider": {_j(provider)}, "model": {_j(request.model_id)}, '
+        f'"system": {_j(request.system)}, "messages": [{messages}], "tools": [{tools}], '
+        f'"response_format": {_j(request.response_format)}, "effort": {_j(request.effort)}}}'
+    )
+
+
+def response_json(response: ModelResponse) -> str:
+    """``response_to_json(response)`` as JSON text (the store's encoding)."""
+    calls = "[]" if not response.tool_calls else _dumps(_calls(response.tool_calls))
+    return (
+        f'{{"text": {_j(response.text)}, "tool_calls": {calls}, '
+        f'"finish_reason": {_j(response.finish_reason)}}}'
+    )

@@ -147,12 +147,15 @@ class SessionNodeWriter:
     Raises ``StoreError`` when the session does not exist.
     """
 
-    __slots__ = ("_backend", "session_id", "store")
+    __slots__ = ("_backend", "_lean", "session_id", "store")
 
     def __init__(self, store: SessionStore, session_id: str) -> None:
         self.store = store
         self.session_id = session_id
         self._backend = store.backend
+        # The backend's lean recording methods (``append_json``/``close_node``, SQLite)
+        # used by ``openprogram.scope``; ``None`` when the backend has none.
+        self._lean: Any = store.backend if hasattr(store.backend, "close_node") else None
         if self._backend.get_session(session_id) is None:
             raise StoreError(
                 f"session {session_id!r} does not exist in {store.location}; create it with "

@@ -19,7 +19,10 @@ Hot path (one recorded node = one autocommit statement, atomic by itself):
   from the node this process appended (``RETURNING`` reads back nodes it did not), so a
   field another process changed in between may be missing from that returned object.
 
-Both join a transaction the caller already opened on :meth:`SqliteBackend.connection`
+``append_json``/``close_node`` are the same two writes for callers that already hold
+the JSON text (``openprogram.scope``'s recording): no ``Node`` is built or cached.
+
+All of them join a transaction the caller already opened on :meth:`SqliteBackend.connection`
 (``conn.in_transaction``), so another module can commit its own rows and a node together.
 
 Other store-backed modules may use :meth:`SqliteBackend.connection` and
@@ -77,6 +80,11 @@ _FAST_APPEND_SQL = (
 )
 _FINISH_SQL = (
     "UPDATE nodes SET updated_at = ?, output = ?, status = 'completed', "
+    "metadata = json_set(metadata, '$.\"duration_s\"', json(?)) WHERE id = ?"
+)
+# close_node: the same row update_node writes for (output, status, {"duration_s": d}).
+_CLOSE_SQL = (
+    "UPDATE nodes SET updated_at = ?, output = ?, status = ?, "
     "metadata = json_set(metadata, '$.\"duration_s\"', json(?)) WHERE id = ?"
 )
 _SESSION_SELECT = (
@@ -479,6 +487,92 @@ class SqliteBackend(StoreBackend):
                 open_nodes.clear()
             open_nodes[nid] = node
         return node
+
+    def append_json(
+        self,
+        session_id: str,
+        kind: str,
+        name: str,
+        caller_id: str | None,
+        in_json: str | None,
+        out_json: str | None,
+        status: str,
+        meta_json: str,
+        now: float,
+    ) -> tuple[str, int]:
+        """Append a node whose JSON columns the caller already encoded; ``(id, seq)``.
+
+        The lean form of :meth:`append_node` for recording hot paths: a fresh id, the
+        head as predecessor, the head moved; no :class:`Node` is built (so a later
+        :meth:`update_node` of it reads the row back).
+        """
+        nid = new_id()
+        local = self._local
+        conn: sqlite3.Connection | None = getattr(local, "conn", None)
+        if conn is None or local.gen != _fork_generation or self._closed:
+            conn = self._open()
+        last = local.last
+        guess = last.get(session_id)
+        try:
+            if guess is not None:
+                try:
+                    if (
+                        conn.execute(
+                            _FAST_APPEND_SQL,
+                            (
+                                nid, session_id, guess[0], kind, name, caller_id, guess[1],
+                                in_json, out_json, status, meta_json, now,
+                            ),
+                        ).rowcount
+                        == 1
+                    ):  # fmt: skip
+                        seq = guess[0] + 1
+                        last[session_id] = (seq, nid)
+                        return nid, seq
+                except sqlite3.IntegrityError:  # another writer appended: no guess
+                    pass
+            general = self._append_general(
+                conn,
+                (nid, session_id, kind, name, caller_id, in_json, out_json, status, meta_json),
+                UNSET,
+                True,
+                now,
+            )
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        if isinstance(general, Node):  # pragma: no cover - a fresh random id exists
+            return general.id, general.seq
+        last[session_id] = (general[0], nid)
+        return nid, general[0]
+
+    def close_node(
+        self, node_id: str, status: str, output_json: str | None, duration_s: float, now: float
+    ) -> None:
+        """Set a node's ``output`` (JSON text or ``None``) and ``status`` and merge
+        ``{"duration_s": duration_s}`` into its metadata: one autocommit statement (or
+        the caller's open transaction). The same row :meth:`update_node` would write."""
+        if self._open_nodes:
+            self._open_nodes.pop(node_id, None)
+        local = self._local
+        conn: sqlite3.Connection | None = getattr(local, "conn", None)
+        if conn is None or local.gen != _fork_generation or self._closed:
+            conn = self._open()
+        d = duration_s
+        d_json = repr(d) if d.__class__ is float and d - d == 0 else _dumps(d)  # finite: repr
+        try:
+            cur = conn.execute(_CLOSE_SQL, (now, output_json, status, d_json, node_id))
+        except sqlite3.OperationalError as exc:
+            if "json" not in str(exc).lower():
+                raise self._error(exc) from None
+            self._update_in_python(
+                node_id, None if output_json is None else _loads(output_json), output_json,
+                status, {"duration_s": duration_s}, now,
+            )  # fmt: skip
+            return
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        if cur.rowcount == 0:
+            raise self._no_node(node_id)
 
     def _append_general(
         self,
