@@ -15,13 +15,19 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 
+def text_lines(finding: Finding) -> list[str]:
+    """The lines ``openprogram-lint`` prints for one finding (the runtime's
+    pre-run determinism check prints exactly these too)."""
+    f = finding
+    fixable = " [*]" if f.fix is not None and f.fix.safe else ""
+    lines = [f"{f.path}:{f.line}:{f.column}: {f.code}{fixable} {f.message}"]
+    for r in f.related:
+        lines.append(f"    {r.path}:{r.line}:{r.column}: note: {r.message}")
+    return lines
+
+
 def text(findings: Sequence[Finding]) -> str:
-    lines = []
-    for f in findings:
-        fixable = " [*]" if f.fix is not None and f.fix.safe else ""
-        lines.append(f"{f.path}:{f.line}:{f.column}: {f.code}{fixable} {f.message}")
-        for r in f.related:
-            lines.append(f"    {r.path}:{r.line}:{r.column}: note: {r.message}")
+    lines = [line for f in findings for line in text_lines(f)]
     if findings:
         n = len(findings)
         fixable_n = sum(1 for f in findings if f.fix is not None and f.fix.safe)

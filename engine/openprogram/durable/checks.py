@@ -21,12 +21,6 @@ def display_path(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def format_finding(finding: Any, path: str) -> str:
-    """``path:line:col: CODE message`` — the text ``openprogram-lint`` prints."""
-    col = getattr(finding, "column", 1) or 1
-    return f"{display_path(path)}:{finding.line}:{col}: {finding.code} {finding.message}"
-
-
 def check_resumable(source: str, path: str, qualname: str) -> None:
     """Raise :class:`DeterminismError` listing every error finding for ``qualname``."""
     import importlib
@@ -45,7 +39,15 @@ def check_resumable(source: str, path: str, qualname: str) -> None:
         ) from None
     errors = [f for f in findings if getattr(f, "severity", "error") == "error"]
     if errors:
-        lines = [format_finding(f, path) for f in errors]
+        import dataclasses
+
+        from openprogram_analyzers.formats import text_lines
+
+        def shown(f: Any) -> Any:  # paths as lint prints them (relative to the cwd)
+            related = tuple(dataclasses.replace(r, path=display_path(r.path)) for r in f.related)
+            return dataclasses.replace(f, path=display_path(f.path), related=related)
+
+        lines = [line for f in errors for line in text_lines(shown(f))]
         raise DeterminismError(
             f"{qualname} cannot run as a resumable function:\n" + "\n".join(lines)
         )
