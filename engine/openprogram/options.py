@@ -22,6 +22,7 @@ __all__ = [
     "EXPOSE_VALUES",
     "INPUT_FIELDS",
     "OPTIONS",
+    "RENDER_RANGE_DOCS",
     "RENDER_RANGE_KEYS",
     "TOOL_FLAG_KEYS",
     "TOOL_ONLY_KEYS",
@@ -99,6 +100,11 @@ _KIND_LABELS = {
 
 EXPOSE_VALUES: tuple[str, ...] = ("full", "io", "llm", "hidden")
 RENDER_RANGE_KEYS: tuple[str, ...] = ("callers", "subcalls")
+RENDER_RANGE_DOCS: dict[str, str] = {
+    "callers": "`int >= 0 | None` — how many nodes before this call are rendered "
+    "(None = all, 0 = none).",
+    "subcalls": "`int >= -1` — how many nodes inside this call are rendered (-1 = all).",
+}
 INPUT_FIELDS: dict[str, str] = {
     "description": "str",
     "placeholder": "str",

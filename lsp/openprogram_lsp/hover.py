@@ -72,11 +72,8 @@ def sub_key_markdown(path: tuple[str | None, ...], key: str) -> str | None:
     if table is None or len(path) < 2:
         return None
     if path[1] == "render_range" and len(path) == 2:
-        docs = {
-            "callers": "`callers`: `int >= 0 | None` — how many nodes before this call are rendered (None = all, 0 = none).",
-            "subcalls": "`subcalls`: `int >= -1` — how many nodes inside this call are rendered (-1 = all).",
-        }
-        return docs.get(key)
+        doc = table.RENDER_RANGE_DOCS.get(key)
+        return f"`{key}`: {doc}" if doc else None
     if path[1] == "input" and len(path) == 3:
         kind = table.INPUT_FIELDS.get(key)
         if kind is None:
