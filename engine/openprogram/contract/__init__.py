@@ -1,0 +1,13 @@
+"""Facts shared by every layer (runtime, store, analyzer, server, CLI), stdlib only.
+
+Each fact lives in exactly one submodule here and is imported wherever it is needed:
+
+* :mod:`openprogram.contract.runs` — run states, pause reasons, code-change policies,
+  durability modes.
+* :mod:`openprogram.contract.steps` — step-name and step-function rules (``(code, message)``).
+* :mod:`openprogram.contract.store_root` — the DB file name and store-root resolution.
+* :mod:`openprogram.contract.nodes` — node kinds and node states.
+* :mod:`openprogram.contract.suppressions` — noqa comment patterns.
+
+Importing this package must stay cheap: no third-party imports, no engine imports.
+"""

@@ -1,0 +1,66 @@
+"""Run states, pause reasons, code-change policies and durability modes.
+
+``StrEnum``-style enums (``str`` subclasses) so a member compares equal to the text the
+store holds and serialises as that text in JSON.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class RunStatus(str, enum.Enum):
+    """The state of a run, as stored and printed."""
+
+    RUNNING = "running"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the run can no longer be resumed."""
+        return self in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+
+
+class PauseReason(str, enum.Enum):
+    """Why a paused run stopped."""
+
+    REQUESTED = "requested"
+    UNCERTAIN = "uncertain"
+    INCOMPATIBLE = "incompatible"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Policy(str, enum.Enum):
+    """What a resumed run executes when its code changed since it started."""
+
+    KEEP_ORIGINAL = "keep_original"
+    USE_LATEST = "use_latest"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Durability(str, enum.Enum):
+    """When a step's result is committed (see ``openprogram.durable``)."""
+
+    PROCESS = "process"
+    EAGER = "eager"
+    POWER = "power"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+RUN_STATES: tuple[str, ...] = tuple(s.value for s in RunStatus)
+PAUSE_REASONS: tuple[str, ...] = tuple(r.value for r in PauseReason)
+POLICIES: tuple[str, ...] = tuple(p.value for p in Policy)
+DURABILITY_MODES: tuple[str, ...] = tuple(d.value for d in Durability)
+DEFAULT_POLICY = Policy.KEEP_ORIGINAL
