@@ -33,18 +33,9 @@ def analyze_source(
     enabled = cfg.enabled_codes(RULES, path)
     if not enabled or (prefilter and not may_trigger(source)):
         return []
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError as exc:
-        if "OP001" not in enabled:
-            return []
-        return [parse_error(exc, path)]
-    except (RecursionError, MemoryError, ValueError) as exc:
-        if "OP001" not in enabled:
-            return []
-        return [
-            Finding("OP001", f"cannot parse file: {type(exc).__name__}", "error", path, 1, 1, 1, 1)
-        ]
+    module = parse_checked(source, path)
+    if not isinstance(module, cst.Module):
+        return [module] if "OP001" in enabled else []
     rules = [RULES[c]() for c in sorted(enabled) if c not in ("OP001", "OP900")]
     try:
         findings = _run(module, source, path, rules, enabled, recorded_steps)
@@ -54,7 +45,7 @@ def analyze_source(
         return [
             Finding(
                 "OP001",
-                "file is too deeply nested to analyze (recursion limit)",
+                "file is too deeply nested to analyse (recursion limit)",
                 "error",
                 path,
                 1,
@@ -121,6 +112,51 @@ def resolve(module: cst.Module, path: str, pending: list[Pending]) -> list[Findi
     return out
 
 
+def parse_checked(source: str, path: str) -> cst.Module | Finding:
+    """The libcst module of ``source``, or the OP001 finding saying why there is none.
+
+    Python's own parser decides first (``guard.check``): libcst never sees a source that
+    is invalid, nested too deeply or too large, so it cannot crash the process. Valid
+    Python that libcst still rejects is an info finding ("cannot analyse"), not an error.
+    """
+    from openprogram_analyzers.guard import check
+
+    refusal = check(source)
+    if refusal is not None:
+        return Finding(
+            "OP001",
+            refusal.message,
+            "error",
+            path,
+            refusal.line,
+            refusal.column,
+            refusal.line,
+            refusal.column + 1,
+        )
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        found = parse_error(exc, path)
+        message = found.message.replace("file does not parse: ", "")
+        return replace(
+            found,
+            severity="info",
+            message=f"cannot analyse this valid Python (the analyzer's parser rejects it: "
+            f"{message})",
+        )
+    except (RecursionError, MemoryError, ValueError) as exc:
+        return Finding(
+            "OP001",
+            f"cannot analyse this file ({type(exc).__name__} in the parser)",
+            "info",
+            path,
+            1,
+            1,
+            1,
+            1,
+        )
+
+
 def parse_error(exc: cst.ParserSyntaxError, path: str) -> Finding:
     message = str(getattr(exc, "message", "") or str(exc).splitlines()[0])
     line = max(exc.editor_line, 1)
@@ -151,10 +187,9 @@ def analyze_for_engine(source: str, path: str, *, resumable: str) -> list[Findin
     """Determinism findings (OP001, OP201–OP208) for one named resumable function."""
     from openprogram_analyzers import determinism
 
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError as exc:
-        return [parse_error(exc, path)]
+    module = parse_checked(source, path)
+    if not isinstance(module, cst.Module):
+        return [module]
     index = build_index(module)
     ctx = Context(source, path, index, frozenset())
     fn = index.functions.get(resumable)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 PARALLEL_THRESHOLD = 24
+DEFAULT_TIME_LIMIT = 60.0
 
 
 class Job:
@@ -62,6 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     p.add_argument("--store", metavar="DIR", help="store root for OP209 (recorded runs)")
     p.add_argument("--config", metavar="PYPROJECT", help="use this pyproject.toml")
+    p.add_argument(
+        "--file-time-limit",
+        type=float,
+        default=DEFAULT_TIME_LIMIT,
+        metavar="SECONDS",
+        help=f"report a file not analysed after this long (default {DEFAULT_TIME_LIMIT:g}; 0: none)",
+    )
     return p
 
 
@@ -82,10 +90,6 @@ def _analyze_job(job: Job, config: LintConfig) -> tuple[list[Finding], str | Non
         return analyze_source(job.source, job.display, config=config, recorded_steps=recorded), None
     except Exception as exc:  # pragma: no cover - reported, run continues
         return [], f"{job.display}: internal error: {type(exc).__name__}: {exc}"
-
-
-def _analyze_chunk(jobs: list[Job], config: LintConfig) -> list[tuple[list[Finding], str | None]]:
-    return [_analyze_job(j, config) for j in jobs]
 
 
 def _decode(data: bytes) -> str | Finding:
@@ -283,7 +287,7 @@ def _lint_entries(
         jobs.append(job)
         pending.append((job, digest, st))
 
-    results = _analyze_all(jobs, config)
+    results = _analyze_all(jobs, config, args.file_time_limit or None)
     for (job, digest, st), (found, error) in zip(pending, results, strict=True):
         if error is not None:
             internal.append(error)
@@ -328,29 +332,34 @@ def _load_analyzer() -> None:
             gc.enable()
 
 
-def _analyze_all(jobs: list[Job], config: LintConfig) -> list[tuple[list[Finding], str | None]]:
+def _analyze_all(
+    jobs: list[Job], config: LintConfig, time_limit: float | None
+) -> list[tuple[list[Finding], str | None]]:
+    """Every job's result; each file runs in a forked worker (a crash or an overrun
+    costs that file only, see ``workers.py``)."""
     if not jobs:
         return []
     _load_analyzer()
-    cpus = os.cpu_count() or 1
-    if len(jobs) < PARALLEL_THRESHOLD or cpus < 2:
-        return [_analyze_job(j, config) for j in jobs]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from openprogram_analyzers.workers import Pool, cpu_count
 
-    # Forked workers inherit the imported analyzer instead of importing libcst again.
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    workers = min(cpus, 8)
-    # Interleave to balance big and small files between workers.
-    chunks = [jobs[i :: workers * 4] for i in range(workers * 4)]
-    out: dict[int, tuple[list[Finding], str | None]] = {}
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = [pool.submit(_analyze_chunk, chunk, config) for chunk in chunks if chunk]
-        for ci, fut in enumerate(futures):
-            for k, res in enumerate(fut.result()):
-                out[ci + k * workers * 4] = res
-    return [out[i] for i in range(len(jobs))]
+    workers = 1 if len(jobs) < PARALLEL_THRESHOLD else min(cpu_count(), 8)
+    pool: Pool[Job, tuple[list[Finding], str | None]] = Pool(
+        lambda job: _analyze_job(job, config),
+        _crashed,
+        _timed_out,
+        workers=workers,
+        time_limit=time_limit,
+    )
+    return pool.run(jobs)
+
+
+def _crashed(job: Job, how: str) -> tuple[list[Finding], str | None]:
+    return [], f"{job.display}: internal error: {how}"
+
+
+def _timed_out(job: Job, limit: float) -> tuple[list[Finding], str | None]:
+    message = f"not analysed: the analysis took longer than the time limit of {limit:g} s"
+    return [_read_error(job.display, message + " (--file-time-limit)")], None
 
 
 def _apply_fixes(
