@@ -58,7 +58,17 @@ def analyze_source(
     # suppression fixes only for the findings that survive the suppressions.
     text = SourceText(source)
     kept = apply_suppressions(source, path, findings, enabled, text)
-    return [f if f.fix is not None else replace(f, fix=suppression_fix(text, f)) for f in kept]
+    return [_with_fix(source, text, f) for f in kept]
+
+
+def _with_fix(source: str, text: SourceText, finding: Finding) -> Finding:
+    """The finding with its rule's fix, or the suppression fix when it has none or when
+    its fix would create a duplicate dict key (that silently changes behaviour)."""
+    from openprogram_analyzers.fixes import creates_duplicate_key
+
+    if finding.fix is not None and not creates_duplicate_key(source, finding.fix):
+        return finding
+    return replace(finding, fix=suppression_fix(text, finding))
 
 
 def _run(
@@ -103,7 +113,7 @@ def resolve(module: cst.Module, path: str, pending: list[Pending]) -> list[Findi
         fix = None
         if p.fix_description is not None:
             edits = tuple(TextEdit(*rng(n), new_text=text) for n, text in p.fix_edits)
-            fix = Fix(p.fix_description, edits, safe=True)
+            fix = Fix(p.fix_description, edits, safe=p.fix_safe)
         related = tuple(Related(msg, path, *rng(n)) for msg, n in p.related)
         out.append(
             Finding(p.code, p.message, p.severity, path, line, col, eline, ecol, fix, related)

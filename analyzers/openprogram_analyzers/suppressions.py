@@ -1,19 +1,21 @@
 """Suppression comments (``# noqa: OP203``, ``# openprogram: ignore[OP203]``, file-level
-``# openprogram: noqa``), unused-suppression findings (OP900) and the suppress fix."""
+``# openprogram: noqa[: CODES]``; patterns in ``openprogram.contract.suppressions``),
+unused-suppression findings (OP900) and the suppress fix."""
 
 from __future__ import annotations
 
 import io
-import re
 import tokenize
 from dataclasses import dataclass, field
 
+from openprogram.contract.suppressions import CODE as _CODE
+from openprogram.contract.suppressions import LINE_IGNORE as _IGNORE
+from openprogram.contract.suppressions import LINE_NOQA as _NOQA
+from openprogram.contract.suppressions import file_noqa_codes
 from openprogram_analyzers.findings import Finding, Fix, TextEdit
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
-_IGNORE = re.compile(r"#\s*openprogram:\s*ignore\[(?P<codes>[^\]]*)\]")
-_FILE = re.compile(r"#\s*openprogram:\s*noqa\b")
-_CODE = re.compile(r"[A-Z]+[0-9]+")
+SUPPRESS_PREFIX = "suppress "
+"""How the description of every suppression fix starts (``--fix`` never applies them)."""
 
 
 @dataclass
@@ -72,15 +74,20 @@ class SourceText:
 
 def parse_suppressions(
     source: str, source_text: SourceText | None = None
-) -> tuple[bool, list[Suppression]]:
-    """File-level flag and line suppressions of ``source``."""
+) -> tuple[frozenset[str] | None, list[Suppression]]:
+    """File-level codes (None: no file-level comment; empty: every code) and the line
+    suppressions of ``source``."""
     if "noqa" not in source and "openprogram:" not in source:
-        return False, []
-    file_level = False
+        return None, []
+    file_level: frozenset[str] | None = None
     sups: list[Suppression] = []
     for line, col, text in (source_text or SourceText(source)).comments():
-        if _FILE.search(text):
-            file_level = True
+        codes_for_file = file_noqa_codes(text)
+        if codes_for_file is not None:
+            if file_level is None or not codes_for_file:
+                file_level = codes_for_file
+            elif file_level:
+                file_level = file_level | codes_for_file
             continue
         for rx in (_IGNORE, _NOQA):
             m = rx.search(text)
@@ -100,8 +107,10 @@ def apply_suppressions(
     """Drop suppressed findings and add OP900 for unused OP suppressions."""
     text = source_text or SourceText(source)
     file_level, sups = parse_suppressions(source, text)
-    if file_level:
-        return []
+    if file_level is not None:
+        if not file_level:
+            return []  # a bare file-level noqa: every finding
+        findings = [f for f in findings if f.code not in file_level]
     if not sups:
         return findings
     by_line: dict[int, list[Suppression]] = {}
@@ -171,7 +180,7 @@ def suppression_fix(source: str | SourceText, finding: Finding) -> Fix:
             codes = [*_CODE.findall(m.group("codes")), finding.code]
             new = "# noqa: " + ", ".join(dict.fromkeys(codes))
             edit = TextEdit(finding.line, start, finding.line, end, new)
-            return Fix(f"suppress {finding.code} on this line", (edit,), safe=False)
+            return Fix(f"{SUPPRESS_PREFIX}{finding.code} on this line", (edit,), safe=False)
     end = len(text) + 1
     edit = TextEdit(finding.line, end, finding.line, end, f"  # noqa: {finding.code}")
-    return Fix(f"suppress {finding.code} on this line", (edit,), safe=False)
+    return Fix(f"{SUPPRESS_PREFIX}{finding.code} on this line", (edit,), safe=False)
