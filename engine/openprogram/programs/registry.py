@@ -338,7 +338,9 @@ class Tool:
         view: dict[str, Any] = {}
         try:
             for p in inspect.signature(self._src).parameters.values():
-                if p.default is not p.empty and p.name not in INJECTED_PARAMS:
+                if p.name in kwargs:
+                    view[p.name] = kwargs[p.name]
+                elif p.default is not p.empty and p.name not in INJECTED_PARAMS:
                     view[p.name] = p.default
         except (TypeError, ValueError):
             pass
