@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from openprogram.errors import ConfigError
 from openprogram.decision import DECISION_FINISH_INSTRUCTION
+from openprogram.errors import ConfigError
 from openprogram.runtime import (
     BlockedRequestError,
     ModelRequest,

@@ -285,7 +285,7 @@ def test_method_configuration_usage(configured: ChatServer) -> None:
 
     class ExampleAgent(Agent):
         method_options = {
-            'f': {'tool': True},
+            "f": {"tool": True},
         }
 
         def f(self, x: str) -> str:

@@ -44,7 +44,9 @@ CHOICES = {"refund": refund, "close": {"status": "closed"}}
 
 
 def test_exec_choices_runs_the_turn_with_tools_then_resolves(chat: ChatServer, rt: Runtime) -> None:
-    chat.reply(tool_call("lookup", {"order_id": "A1"}), decide({"call": "refund", "order_id": "A1"}))
+    chat.reply(
+        tool_call("lookup", {"order_id": "A1"}), decide({"call": "refund", "order_id": "A1"})
+    )
     result = rt.exec("Handle ticket A1", tools=[lookup], choices=CHOICES)
     assert result == {"refunded": "A1"}
     prompt = chat.user_texts(0)[0]
@@ -228,11 +230,15 @@ def test_gates_take_the_tool_arguments_by_name_and_fail_closed(
 
         function(rm, name=name, check_fn=gate)
 
-    assert run_one(chat, rt, "rm", {"path": "/"}) == "ToolError: tool 'rm' was blocked by its check_fn"
+    assert (
+        run_one(chat, rt, "rm", {"path": "/"}) == "ToolError: tool 'rm' was blocked by its check_fn"
+    )
     assert run_one(chat, rt, "rm", {"path": "/tmp/x"}) == "removed"
     mismatch = run_one(chat, rt, "rm_any", {"path": "/"})
     assert "blocked: its check_fn wrong_shape does not fit the tool's arguments" in mismatch
-    assert "parameter 'args' is not an argument of the tool (arguments: path, recursive)" in mismatch
+    assert (
+        "parameter 'args' is not an argument of the tool (arguments: path, recursive)" in mismatch
+    )
     raised = run_one(chat, rt, "rm_broken", {"path": "/"})
     assert "blocked: its check_fn broken raised KeyError" in raised
     assert removed == ["/tmp/x"]
@@ -282,7 +288,7 @@ def test_optional_none_accepts_null_and_schemas_are_closed(chat: ChatServer, rt:
 def test_required_runtime_parameter_is_injected_and_hidden(chat: ChatServer, rt: Runtime) -> None:
     seen: list[Any] = []
 
-    def legacy(query: str, runtime) -> str:  # type: ignore[no-untyped-def]  # noqa: ANN001
+    def legacy(query: str, runtime) -> str:  # type: ignore[no-untyped-def]
         """A legacy tool that needs the runtime."""
         seen.append(runtime)
         return "found"
@@ -290,7 +296,7 @@ def test_required_runtime_parameter_is_injected_and_hidden(chat: ChatServer, rt:
     class Legacy(Agent):
         method_options = {"search": {"tool": True}}
 
-        def search(self, query: str, runtime) -> str:  # type: ignore[no-untyped-def]  # noqa: ANN001
+        def search(self, query: str, runtime) -> str:  # type: ignore[no-untyped-def]
             """Search with the runtime."""
             seen.append(runtime)
             return "searched"

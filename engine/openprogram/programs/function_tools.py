@@ -161,12 +161,12 @@ def type_schema(annotation: Any) -> dict[str, Any]:
         return {"enum": list(args)}
     if origin is Union or (hasattr(types, "UnionType") and origin is types.UnionType):
         options = [a for a in args if a is not type(None)]
-        schema = (
+        union: dict[str, Any] = (
             type_schema(options[0])
             if len(options) == 1
             else {"anyOf": [type_schema(a) for a in options]}
         )
-        return nullable(schema) if len(options) < len(args) else schema
+        return nullable(union) if len(options) < len(args) else union
     if annotation in (list, set, frozenset, tuple) or origin in (list, set, frozenset, tuple):
         item = args[0] if args and (origin is not tuple or len(args) == 2) else None
         schema: dict[str, Any] = {"type": "array"}

@@ -192,8 +192,7 @@ def _run_gate(tool: Tool, kind: str, gate: Callable[..., Any], arguments: Mappin
         return gate(**kwargs)
     except Exception as exc:
         raise ToolError(
-            f"tool {tool.name!r} was blocked: its {kind} {name} raised "
-            f"{type(exc).__name__}: {exc}"
+            f"tool {tool.name!r} was blocked: its {kind} {name} raised {type(exc).__name__}: {exc}"
         ) from exc
 
 
@@ -614,7 +613,6 @@ class ToolRegistry:
         if deferred:
             offered.append(_DeferredTool(deferred))
         return offered
-
 
     def toolsets(self) -> list[str]:
         """Names of the toolsets registered tools belong to (plus ``"default"``)."""
