@@ -4,7 +4,9 @@ A *frame* is one active call of a scoped function (an ``Agent`` method, an entry
 durable step). Frames form a stack through a ``ContextVar`` so threads and asyncio tasks
 each see their own chain. Each frame knows:
 
-* the ``Runtime`` model requests inside it run on (inherited from the caller),
+* the ``Runtime`` model requests inside it run on (inherited from the caller; the
+  outermost call holds a :class:`RuntimeSlot` that creates one on first need and closes
+  it when the call returns, see :func:`runtime_for_call`),
 * the session writer it records into (``None`` = recording is a no-op),
 * its DAG node id and its options (``expose``, ``render_range``, ``system``).
 

@@ -3,9 +3,11 @@
 A :class:`Tool` wraps a callable with its registration options and is what the model
 sees (``tool.spec``) and what the tool loop dispatches (``tool.execute(**kwargs)``).
 Dispatch applies, in order: argument validation against the schema, the approval
-requirement, ``check_fn``, the result cache, the wall-clock ``timeout``, then
-head/tail truncation of the text fed back to the model. Every refusal or failure is
-raised as :class:`ToolError`, which the tool loop returns to the model as an error result.
+requirement, ``check_fn``, the result cache, the wall-clock ``timeout`` (an async tool
+is awaited under it), then head/tail truncation of the text fed back to the model.
+Gates (``check_fn``, a callable ``requires_approval``) take the tool's arguments as
+named parameters and fail closed. Every refusal or failure is raised as
+:class:`ToolError`, which the tool loop returns to the model as an error result.
 """
 
 from __future__ import annotations
