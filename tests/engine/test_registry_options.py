@@ -106,6 +106,7 @@ def test_schema_from_signature_and_input_metadata() -> None:
             "limit": {"type": "integer", "default": 3, "description": "How many results."},
         },
         "required": ["query"],
+        "additionalProperties": False,
     }
     assert REGISTRY.get("search") is not None
 

@@ -85,25 +85,24 @@ async def test_aexec_choices_resolves(chat: ChatServer, rt: Runtime) -> None:
 # ------------------------------------------------------------------ item 4
 
 
-class Helper(Agent):
-    tools = None
-    method_options = {"whoami": {"tool": True}}
-
-    def __init__(self, label: str, **settings: Any) -> None:
-        super().__init__(**settings)
-        self.label = label
-
-    def whoami(self) -> str:
-        """Say which helper answers."""
-        return self.label
-
-    def ask(self) -> str:
-        return self("Who are you?")
-
-
 def test_a_tool_method_is_served_by_the_instance_that_offered_it(
     chat: ChatServer, rt: Runtime
 ) -> None:
+    class Helper(Agent):
+        tools = None
+        method_options = {"whoami": {"tool": True}}
+
+        def __init__(self, label: str, **settings: Any) -> None:
+            super().__init__(**settings)
+            self.label = label
+
+        def whoami(self) -> str:
+            """Say which helper answers."""
+            return self.label
+
+        def ask(self) -> str:
+            return self("Who are you?")
+
     h1 = Helper("h1", runtime=rt)
     second = Helper("second", runtime=rt)
     chat.reply(tool_call("whoami", {}), "ok", tool_call("whoami", {}), "ok")
