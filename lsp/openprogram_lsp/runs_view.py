@@ -5,6 +5,7 @@ Requests (JSON params and results, camelCase keys):
 * ``openprogram/runs`` ``{folder?}`` → ``{"folders": [{"name", "uri", "store", "runs": [run...]}]}``
   — the runs of each workspace folder's store, newest first;
 * ``openprogram/runSteps`` ``{runId, folder?}`` → ``{"run": run, "steps": [step...]}``;
+* ``openprogram/cancelRun`` ``{runId}`` → ``{"status"}`` or ``{"error"}`` (``durable.cancel_run``);
 * ``openprogram/entrySignature`` ``{uri, entry}`` → ``{"entry", "params", "template"}``.
 
 The store is read through the engine's read-only query API (``openprogram.durable.queries``):
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 RUNS = "openprogram/runs"
 RUN_STEPS = "openprogram/runSteps"
+CANCEL_RUN = "openprogram/cancelRun"
 ENTRY_SIGNATURE = "openprogram/entrySignature"
 RUNS_CHANGED = "openprogram/runsChanged"
 POLL_S = 0.5
@@ -267,6 +269,21 @@ def register(server: OpenProgramLanguageServer) -> None:
         if not isinstance(run_id, str) or not run_id:
             raise ValueError("openprogram/runSteps needs {runId: string}")
         return steps_payload(ls, run_id)
+
+    @server.feature(CANCEL_RUN)
+    def cancel(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
+        from openprogram.durable import cancel_run
+
+        run_id = param(params, "runId")
+        found = find_run(ls, run_id) if isinstance(run_id, str) and run_id else None
+        if found is None:
+            return {"error": f"no run {run_id!r} in the workspace stores"}
+        try:
+            cancel_run(found[1].id, store=found[0].store)
+        except Exception as exc:  # RunStateError: already finished
+            return {"error": str(exc)}
+        run = queries.get_run(found[0].db, found[1].id)
+        return {"status": run.status if run else "cancelled"}
 
     @server.feature(ENTRY_SIGNATURE)
     def signature(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any] | None:

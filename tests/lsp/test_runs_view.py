@@ -280,3 +280,19 @@ async def test_entry_signature_prefills_arguments(client: LanguageClient, worksp
     assert (
         await request(client, "openprogram/entrySignature", {"uri": uri, "entry": "nope"})
     ) is None
+
+
+async def test_cancel_a_paused_run_from_the_view(client: LanguageClient, workspace: Path) -> None:
+    (workspace / "pauser.py").write_text(PAUSER)
+    paused = cli(workspace, "run", "pauser.py:pipeline")
+    assert paused["status"] == "paused"
+    got = as_dict(await request(client, "openprogram/cancelRun", {"runId": paused["run_id"]}))
+    assert got == {"status": "cancelled"}
+    runs = as_dict(await request(client, "openprogram/runs", {}))
+    assert [(r["id"], r["status"], r["resumable"]) for r in runs["folders"][0]["runs"]] == [
+        (paused["run_id"], "cancelled", False)
+    ]
+    again = as_dict(await request(client, "openprogram/cancelRun", {"runId": paused["run_id"]}))
+    assert "cancelled" in again["error"]
+    unknown = as_dict(await request(client, "openprogram/cancelRun", {"runId": "nope"}))
+    assert unknown == {"error": "no run 'nope' in the workspace stores"}
