@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -26,7 +26,9 @@ from playwright.sync_api import Frame, Page, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("OPENPROGRAM_E2E_CACHE", Path.home() / ".cache" / "openprogram-e2e"))
-VSIX = Path(os.environ.get("OPENPROGRAM_E2E_VSIX", ROOT / "vscode-extension" / "openprogram-0.1.0.vsix"))
+VSIX = Path(
+    os.environ.get("OPENPROGRAM_E2E_VSIX", ROOT / "vscode-extension" / "openprogram-0.1.0.vsix")
+)
 ARTIFACTS = Path(os.environ.get("OPENPROGRAM_E2E_ARTIFACTS", ROOT / ".e2e-artifacts"))
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -172,7 +174,9 @@ class Editor:
         self.page.keyboard.press("Enter")
 
     def editor_text(self) -> str:
-        return self.page.locator(".monaco-editor .view-lines").first.inner_text()
+        """The text of the visible editors (inlay hints are injected text: they are in it)."""
+        texts = self.page.locator(".monaco-editor .view-lines").all_inner_texts()
+        return "\n".join(texts).replace("\u00a0", " ")  # the editor renders spaces as NBSP
 
     def toast(self, pattern: str) -> str:
         toast = self.page.locator(".notification-toast", has_text=re.compile(pattern))
@@ -213,7 +217,9 @@ def editor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Editor]:
     (user_data / "User" / "settings.json").write_text(json.dumps(USER_SETTINGS))
     (workspace / ".vscode").mkdir(parents=True)
     (workspace / ".vscode" / "settings.json").write_text(
-        json.dumps({"openprogram.interpreter": sys.executable})
+        json.dumps(
+            {"openprogram.interpreter": sys.executable, "openprogram.trace.server": "messages"}
+        )
     )
     (workspace / "triage.py").write_text(TRIAGE)
     (workspace / "pipeline.py").write_text(PIPELINE)
@@ -266,7 +272,11 @@ def editor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Editor]:
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
         log.close()
-        print(f"code-server log: {shlex.quote(str(base / 'code-server.log'))}")
+        # Keep the logs beside the screenshots: code-server's and the extension's output channel.
+        shutil.copy(base / "code-server.log", ARTIFACTS / "code-server.log")
+        for channel in user_data.glob("logs/**/*OpenProgram*.log"):
+            shutil.copy(channel, ARTIFACTS / "openprogram-output.log")
+        print(f"logs in {ARTIFACTS}")
 
 
 def test_problems_panel_lists_findings_with_codes(editor: Editor) -> None:
@@ -294,14 +304,17 @@ def test_hover_explains_an_option_key(editor: Editor) -> None:
 def test_quick_fix_is_applied(editor: Editor) -> None:
     editor.go_to(8, 24)  # on "exposse"
     editor.page.keyboard.press("Control+.")
-    fix = editor.page.locator(".action-widget .monaco-list-row", has_text="replace 'exposse' by 'expose'")
+    fix = editor.page.locator(
+        ".action-widget .monaco-list-row", has_text="replace 'exposse' by 'expose'"
+    )
     fix.first.wait_for(timeout=WAIT_MS)
     editor.shot("quick-fix-menu")
     fix.first.click()
     editor.page.wait_for_function(
-        "() => !document.querySelector('.monaco-editor .view-lines').innerText.includes('exposse')"
+        "() => ![...document.querySelectorAll('.monaco-editor .view-lines')]"
+        ".some((lines) => lines.innerText.includes('exposse'))"
     )
-    assert '"classify": {"expose": "io"}' in editor.editor_text().replace("\u00a0", " ")
+    assert '"classify": {"expose": "io"}' in editor.editor_text()
     panel = editor.page.locator(".markers-panel")
     panel.locator(".monaco-list-row", has_text="OP102").wait_for(state="detached", timeout=WAIT_MS)
     editor.shot("quick-fix-applied")
@@ -344,10 +357,16 @@ def test_resume_lens_resumes_the_paused_run(editor: Editor) -> None:
 
 
 def test_inlay_hints_show_step_results(editor: Editor) -> None:
-    editor.page.wait_for_function(
-        "() => document.querySelector('.monaco-editor .view-lines').innerText.includes('→ 20')",
-        timeout=WAIT_MS,
-    )
+    try:
+        editor.page.wait_for_function(
+            "() => [...document.querySelectorAll('.monaco-editor .view-lines')]"
+            ".some((lines) => lines.innerText.replace(/\\u00a0/g, ' ').includes('→ 20'))",
+            timeout=WAIT_MS,
+        )
+    except Exception:
+        editor.shot("inlay-hints-missing")
+        (ARTIFACTS / "inlay-hints-missing.txt").write_text(editor.editor_text())
+        raise
     text = editor.editor_text()
     assert "→ 2" in text and "→ 42" in text
     editor.shot("inlay-hints")
