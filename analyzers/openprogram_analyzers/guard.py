@@ -52,7 +52,8 @@ def check(source: str) -> Refusal | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarnings are not ours to print
-            tree = ast.parse(source)
+            # a UTF-8 BOM kept in the text (written back by --fix) is not code
+            tree = ast.parse(source[1:] if source.startswith("\ufeff") else source)
     except SyntaxError as exc:
         if "too many nested" in str(exc.msg):
             return Refusal(TOO_DEEP.format(MAX_DEPTH), exc.lineno or 1, exc.offset or 1)

@@ -137,3 +137,11 @@ def test_too_deep_is_importable_for_the_server() -> None:
         check=True,
     )
     assert r.stdout.strip() == "False"
+
+
+def test_a_utf8_bom_is_not_a_syntax_error(tmp_path: Path) -> None:
+    bad = BAD.encode()
+    (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbf" + bad)
+    r = lint("bom.py", "--fix", "--unsafe-fixes", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "bom.py").read_bytes() == b"\xef\xbb\xbf" + bad.replace(b"expsoe", b"expose")
