@@ -147,9 +147,7 @@ _AT = re.compile(r"(?:parser error: )?error at (\d+):(\d+): ")
 # ------------------------------------------------------------------ engine entry points
 
 
-ENGINE_CODES = frozenset(
-    {"OP001", *(f"OP20{i}" for i in range(1, 9)), "OP212", "OP213", "OP900"}
-)
+ENGINE_CODES = frozenset({"OP001", *(f"OP20{i}" for i in range(1, 9)), "OP212", "OP213", "OP900"})
 """What the pre-run check reports: parse errors and the determinism rules of one entry."""
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from openprogram.contract.suppressions import CODE, LINE_IGNORE, LINE_NOQA, comments, is_file_noqa
+from openprogram.contract.suppressions import (
+    CODE,
+    LINE_IGNORE,
+    LINE_NOQA,
+    MAY_SUPPRESS,
+    comments,
+    is_file_noqa,
+)
 from openprogram_analyzers.findings import Finding, Fix, TextEdit
 
 
@@ -53,7 +60,7 @@ def parse_suppressions(
     source: str, source_text: SourceText | None = None
 ) -> tuple[bool, list[Suppression]]:
     """File-level flag and line suppressions of ``source``."""
-    if "noqa" not in source and "openprogram:" not in source:
+    if MAY_SUPPRESS.search(source) is None:
         return False, []
     file_level = False
     sups: list[Suppression] = []

@@ -15,6 +15,7 @@ LINE_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-
 LINE_IGNORE = re.compile(r"#\s*openprogram:\s*ignore\[(?P<codes>[^\]]*)\]")
 FILE_NOQA = re.compile(r"#\s*openprogram\s*:\s*noqa\b(?!\s*\[)", re.I)
 CODE = re.compile(r"[A-Z]+[0-9]+")
+MAY_SUPPRESS = re.compile(r"noqa|openprogram\s*:", re.I)  # cheap pre-check of a whole file
 
 
 def comments(source: str) -> list[tuple[int, int, str]]:
