@@ -115,6 +115,7 @@ class Scope:
     root: FunctionInfo
     orchestration: dict[str, list[tuple[str, cst.CSTNode]]] = field(default_factory=dict)
     dependencies: dict[str, list[tuple[str, cst.CSTNode]]] = field(default_factory=dict)
+    workflow_bodies: set[str] = field(default_factory=set)  # reached through workflow(...)
 
 
 def step_kind(site: CallSite) -> str | None:
@@ -267,18 +268,27 @@ def _step_callables(site: CallSite) -> list[cst.BaseExpression]:
 
 
 def build_scope(index: ModuleIndex, root: FunctionInfo) -> Scope:
+    """Functions reached from ``root``: its orchestration body (helpers it calls) and its
+    step dependencies (functions passed to ``step``/``workflow``/``parallel`` and their
+    helpers); those reached through a ``workflow(...)`` body are marked, since a model
+    call there is asked again when an interrupted workflow resumes."""
     scope = Scope(root=root)
-    todo: list[tuple[FunctionInfo, list[tuple[str, cst.CSTNode]], bool]] = [(root, [], True)]
+    Todo = tuple[FunctionInfo, list[tuple[str, cst.CSTNode]], bool, bool]
+    todo: list[Todo] = [(root, [], True, False)]
     while todo:
-        fn, chain, orch = todo.pop(0)
+        fn, chain, orch, in_workflow = todo.pop(0)
         table = scope.orchestration if orch else scope.dependencies
-        if fn.qualname in scope.orchestration or fn.qualname in table:
+        if fn.qualname in scope.orchestration or (
+            fn.qualname in table and (not in_workflow or fn.qualname in scope.workflow_bodies)
+        ):
             continue
         table[fn.qualname] = chain
+        if in_workflow:
+            scope.workflow_bodies.add(fn.qualname)
         # nested functions belong to the same scope as their parent
         for info in index.functions.values():
             if info.parent == fn.qualname:
-                todo.append((info, chain, orch))
+                todo.append((info, chain, orch, in_workflow))
         for site in fn.calls:
             callee = _callee(index, fn, site.node.func)
             if callee is not None and callee is not fn:
@@ -286,14 +296,14 @@ def build_scope(index: ModuleIndex, root: FunctionInfo) -> Scope:
                     f"'{fn.qualname}' calls '{callee.qualname}' here",
                     site.node,
                 )
-                todo.append((callee, [*chain, link], orch))
-            nested = step_kind(site) == "workflow"  # a nested orchestration
+                todo.append((callee, [*chain, link], orch, in_workflow))
+            nested = step_kind(site) == "workflow"
             for expr in _step_callables(site):
                 dep = _callee(index, fn, expr)
                 if dep is not None:
                     what = "a workflow" if nested else "a step"
                     link = (f"'{fn.qualname}' passes '{dep.qualname}' to {what} here", expr)
-                    todo.append((dep, [*chain, link], orch and nested))
+                    todo.append((dep, [*chain, link], False, nested))
     for q in list(scope.dependencies):
         if q in scope.orchestration:
             del scope.dependencies[q]
@@ -443,6 +453,33 @@ def _check_function(
         )
     if orch:
         _check_orchestration(index, fn, where, out, chain, shadowed)
+
+
+def _check_workflow_body(
+    index: ModuleIndex,
+    fn: FunctionInfo,
+    out: list[DetFinding],
+    chain: list[tuple[str, cst.CSTNode]],
+) -> None:
+    """OP206 on model calls in a ``workflow(...)`` body: an interrupted workflow runs its
+    body again on resume, so a model call there (not in a step) is asked twice."""
+    where = f"workflow body '{fn.qualname}'"
+    shadowed = fn.locals()
+    for site in fn.calls:
+        if site.deferred:
+            continue
+        imported = index.resolve_imported(site.node.func, shadowed) or ""
+        if _side_effect(index, fn, site, imported, shadowed) == "model call":
+            target = site.target or _code(index, site.node.func)
+            out.append(
+                DetFinding(
+                    "OP206",
+                    f"model call ({target}) directly in {where}: side effects outside a step "
+                    "run again on resume; wrap it in step('name', fn, ...)",
+                    site.node,
+                    chain,
+                )
+            )
 
 
 def _lambda_captures(lam: cst.Lambda, names: set[str]) -> bool:
@@ -671,7 +708,10 @@ def compute_for(index: ModuleIndex, roots: Iterable[FunctionInfo]) -> list[DetFi
                 if (qual, orch) in done:
                     continue
                 done.add((qual, orch))
-                _check_function(index, index.functions[qual], orch, mutated, out, chain)
+                fn = index.functions[qual]
+                _check_function(index, fn, orch, mutated, out, chain)
+                if not orch and qual in scope.workflow_bodies:
+                    _check_workflow_body(index, fn, out, chain)
     seen: set[tuple[str, int]] = set()
     unique: list[DetFinding] = []
     for f in out:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from openprogram.durable import DeterminismError, StepUsageError, start_run
 
+from openprogram.durable import DeterminismError, StepUsageError, start_run
 from openprogram_analyzers import analyze_source
 
 PRE_RUN = {f"OP20{i}" for i in range(1, 9)}
@@ -237,3 +237,87 @@ def test_file_level_noqa_same_in_analyzer_and_incremental_pass(line: str, suppre
     inc.set_base(src.replace("expsoe", "expose"), ())
     fast = inc.fast(src, "p.py", None, None)
     assert [f.code for f in full] == [f.code for f in fast] == ([] if suppresses else ["OP102"])
+
+
+def test_duplicate_key_in_a_dict_literal_menu() -> None:
+    src = """\
+    from openprogram import decision
+
+
+    def pick() -> object:
+        return decision.make("Pick", {"yes": "agree", "no": "disagree", "yes": "again"})
+    """
+    assert _codes_of(src) == [("OP306", 5)]
+    assert _codes_of(src.replace(', "yes": "again"', "")) == []
+
+
+def test_agent_options_checked_with_the_method_options_table() -> None:
+    src = """\
+    def main(n: int = 1) -> int:
+        return n
+
+
+    main.__agent_options__ = {"resumable": True, "exposee": "io", "label": 3}
+    PROGRAM_ENTRIES = ["main"]
+    """
+    found = analyze_source(textwrap.dedent(src), "prog.py")
+    assert [(f.code, f.line) for f in found] == [("OP405", 5), ("OP405", 5)]
+    assert "did you mean 'expose'" in found[0].message
+    assert "['label'] must be str or None" in found[1].message
+    fixed = src.replace('"exposee"', '"expose"').replace('"label": 3', '"label": "Main"')
+    assert _codes_of(fixed) == []
+
+
+def test_entry_naming_a_constant() -> None:
+    src = """\
+    def main() -> int:
+        return 1
+
+
+    LIMIT = 3
+    PROGRAM_ENTRIES = ["main", "LIMIT"]
+    """
+    (found,) = analyze_source(textwrap.dedent(src), "prog.py")
+    assert (found.code, found.line) == ("OP403", 6)
+    assert found.message == "entry 'LIMIT' is a int, not a function or bound Agent method"
+
+
+PAUSING = """\
+from openprogram import step
+
+
+def main() -> str:
+    a = step("fetch", str.upper, "x")
+    return step("write", str.lower, a)
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+@pytest.mark.parametrize(("policy", "broken"), [("keep_original", False), ("use_latest", True)])
+def test_op209_reads_each_runs_policy(tmp_path: Path, policy: str, broken: bool) -> None:
+    from openprogram.durable import pause_run, resume_run
+    from openprogram_analyzers.store_adapter import recorded_steps
+
+    program = tmp_path / "prog.py"
+    program.write_text(PAUSING, encoding="utf-8")
+    store = tmp_path / "store"
+
+    def pause_after_fetch(event: str, key: str) -> None:
+        if event == "done" and key.startswith("fetch"):
+            pause_run("r1", store=store)
+
+    first = start_run(
+        f"{program}:main", store=store, policy=policy, run_id="r1", on_progress=pause_after_fetch
+    )
+    assert first.status == "paused"
+    renamed = PAUSING.replace('"fetch"', '"download"')
+    rec = recorded_steps(str(store), str(program))
+    codes = [f.code for f in analyze_source(renamed, str(program), recorded_steps=rec)]
+    assert codes == (["OP209"] if broken else [])
+    # resume agrees: the keep_original run resumes its saved source after the rename
+    program.write_text(renamed, encoding="utf-8")
+    outcome = resume_run("r1", store=store)
+    assert outcome.status == ("paused" if broken else "completed"), outcome
