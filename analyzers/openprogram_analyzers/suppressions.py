@@ -1,17 +1,18 @@
 """Suppression comments (``# noqa: OP203``, ``# openprogram: ignore[OP203]``, file-level
-``# openprogram: noqa[: CODES]``; patterns in ``openprogram.contract.suppressions``),
-unused-suppression findings (OP900) and the suppress fix."""
+``# openprogram: noqa[: CODES]``), unused-suppression findings (OP900) and the suppress fix."""
 
 from __future__ import annotations
 
-import io
-import tokenize
 from dataclasses import dataclass, field
 
-from openprogram.contract.suppressions import CODE as _CODE
-from openprogram.contract.suppressions import LINE_IGNORE as _IGNORE
-from openprogram.contract.suppressions import LINE_NOQA as _NOQA
-from openprogram.contract.suppressions import file_noqa_codes
+from openprogram.contract.suppressions import (
+    CODE,
+    LINE_IGNORE,
+    LINE_NOQA,
+    MAY_SUPPRESS,
+    comments,
+    file_noqa_codes,
+)
 from openprogram_analyzers.findings import Finding, Fix, TextEdit
 
 SUPPRESS_PREFIX = "suppress "
@@ -25,20 +26,6 @@ class Suppression:
     end_column: int
     codes: tuple[str, ...]  # empty: all codes (a bare noqa comment)
     used: set[str] = field(default_factory=set)
-
-
-def _comments(source: str) -> list[tuple[int, int, str]]:
-    """``(line, column0, text)`` of every comment (tokenize; stops at a tokenize error)."""
-    out: list[tuple[int, int, str]] = []
-    if "#" not in source:
-        return out
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type == tokenize.COMMENT:
-                out.append((tok.start[0], tok.start[1], tok.string))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        pass
-    return out
 
 
 class SourceText:
@@ -60,7 +47,7 @@ class SourceText:
     def comments(self) -> list[tuple[int, int, str]]:
         """``(line, column0, text)`` of every comment (tokenized once)."""
         if self._comments is None:
-            self._comments = _comments(self.source)
+            self._comments = comments(self.source)
         return self._comments
 
     def comments_on(self, line: int) -> list[tuple[int, str]]:
@@ -77,7 +64,7 @@ def parse_suppressions(
 ) -> tuple[frozenset[str] | None, list[Suppression]]:
     """File-level codes (None: no file-level comment; empty: every code) and the line
     suppressions of ``source``."""
-    if "noqa" not in source and "openprogram:" not in source:
+    if MAY_SUPPRESS.search(source) is None:
         return None, []
     file_level: frozenset[str] | None = None
     sups: list[Suppression] = []
@@ -89,10 +76,10 @@ def parse_suppressions(
             elif file_level:
                 file_level = file_level | codes_for_file
             continue
-        for rx in (_IGNORE, _NOQA):
+        for rx in (LINE_IGNORE, LINE_NOQA):
             m = rx.search(text)
             if m:
-                codes = tuple(_CODE.findall(m.group("codes") or ""))
+                codes = tuple(CODE.findall(m.group("codes") or ""))
                 sups.append(Suppression(line, col + m.start() + 1, col + m.end() + 1, codes))
     return file_level, sups
 
@@ -173,11 +160,11 @@ def suppression_fix(source: str | SourceText, finding: Finding) -> Fix:
     src = source if isinstance(source, SourceText) else SourceText(source)
     text = src.line(finding.line)
     for col, comment in src.comments_on(finding.line):
-        m = _NOQA.search(comment)
+        m = LINE_NOQA.search(comment)
         if m and m.group("codes"):
             start = col + m.start() + 1
             end = col + m.end() + 1
-            codes = [*_CODE.findall(m.group("codes")), finding.code]
+            codes = [*CODE.findall(m.group("codes")), finding.code]
             new = "# noqa: " + ", ".join(dict.fromkeys(codes))
             edit = TextEdit(finding.line, start, finding.line, end, new)
             return Fix(f"{SUPPRESS_PREFIX}{finding.code} on this line", (edit,), safe=False)
