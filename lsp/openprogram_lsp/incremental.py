@@ -34,9 +34,6 @@ _NEWLINE = re.compile(r"\r\n|\n|\r")
 _CONTINUATION = re.compile(r"(else|elif|except|finally)\b")
 _IMPORT = re.compile(r"(import|from)\s")
 CACHE_SIZE = 4096
-# Codes whose findings are unsound for a statement checked alone (they would be false
-# positives without the rest of the module); the full analysis reports them.
-ISOLATION_UNSOUND = frozenset({"OP402", "OP900"})
 
 
 @dataclass(frozen=True)
@@ -182,6 +179,10 @@ class IncrementalAnalyzer:
         """Findings for ``text`` re-checking only chunks unknown to the base."""
         from openprogram_analyzers import analyze_source
 
+        # findings unsound for a statement checked alone (``Rule.whole_module``): the
+        # full analysis reports them
+        from openprogram_analyzers.rules import WHOLE_MODULE_CODES
+
         if has_file_noqa(text):
             return ()
         with self._lock:
@@ -207,7 +208,7 @@ class IncrementalAnalyzer:
                 cached = tuple(
                     shift_finding(_drop_context_related(f, offset), -offset)
                     for f in found
-                    if f.line > offset and f.code not in ISOLATION_UNSOUND
+                    if f.line > offset and f.code not in WHOLE_MODULE_CODES
                 )
                 self._cache[key] = cached
                 if len(self._cache) > CACHE_SIZE:

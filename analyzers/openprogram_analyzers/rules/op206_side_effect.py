@@ -4,24 +4,52 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from openprogram_analyzers.rule import FamilyRule, Invalid
+from openprogram_analyzers import determinism
+from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 
 class RuleOP206(FamilyRule):
-    """Side effects in the orchestration body run again on every resume. Put model calls,
+    """Why: Side effects in the orchestration body run again on every resume. Put model calls,
     network, file and subprocess work into ``step('name', fn, ...)``.
+
+    Fix safety: No fix: the change needs the author's decision; ``# noqa: OP206`` suppresses it.
     """
 
     code = "OP206"
     name = "side-effect-outside-step"
     summary = "side effect outside a step: model call, network, file or subprocess I/O"
-    family = "determinism"
-    VALID: ClassVar[list[str]] = [
-        'from openprogram import llm\n\nfrom openprogram import Agent, step\n\n\nclass Reporter(Agent):\n    method_options = {"report": {"resumable": True}}\n\n    def report(self, topic: str) -> str:\n        return step("draft", llm, topic)\n',
+    family = determinism.findings_for
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            from openprogram import llm
+
+            from openprogram import Agent, step
+
+
+            class Reporter(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def report(self, topic: str) -> str:
+                    return step("draft", llm, topic)
+            """
+        ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            'from openprogram import llm\n\nfrom openprogram import Agent, step\n\n\nclass Reporter(Agent):\n    method_options = {"report": {"resumable": True}}\n\n    def report(self, topic: str) -> str:\n        return llm(topic)\n',
-            Invalid("OP206", 10, 16, 10, 26, "model call (openprogram.llm)", fixed=None),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            from openprogram import llm
+
+            from openprogram import Agent, step
+
+
+            class Reporter(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def report(self, topic: str) -> str:
+                    return llm(topic)
+            """,
+            range=(10, 16, 10, 26),
+            message="model call (openprogram.llm)",
         ),
     ]
