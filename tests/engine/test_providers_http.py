@@ -211,7 +211,8 @@ def test_429_with_retry_after_then_success(server: LoopbackServer, sleeps: Recor
 
 
 def test_retry_after_is_capped(server: LoopbackServer, sleeps: RecordedSleeps) -> None:
-    server.reply_error(529 if server.wire == "anthropic" else 503, "busy", {"retry-after": "3600"})
+    # 100 s is within the call's deadline (4 x 60 s + backoff) but above the 60 s cap
+    server.reply_error(529 if server.wire == "anthropic" else 503, "busy", {"retry-after": "100"})
     server.reply_text("ok")
     with make_runtime(server, sleeps) as rt:
         assert rt.exec("hi") == "ok"

@@ -24,7 +24,8 @@ from openprogram.runtime.cassette import (
     request_diff,
     request_record,
 )
-from openprogram.runtime.types import ModelRequest, ModelResponse, ToolCall, Usage
+from openprogram.runtime.providers.usage import usage_from
+from openprogram.runtime.types import ModelRequest, ModelResponse, ToolCall
 
 if TYPE_CHECKING:
     from openprogram.store import SessionStore
@@ -125,7 +126,6 @@ def _response(recording: Recording) -> ModelResponse:
             provider="replay",
         )
     data: dict[str, Any] = recording.response
-    usage = data.get("usage") or {}
     return ModelResponse(
         text=str(data.get("text") or ""),
         tool_calls=[
@@ -134,10 +134,7 @@ def _response(recording: Recording) -> ModelResponse:
             )
             for c in data.get("tool_calls") or []
         ],
-        usage=Usage(
-            input_tokens=int(usage.get("input_tokens") or 0),
-            output_tokens=int(usage.get("output_tokens") or 0),
-        ),
+        usage=usage_from(data.get("usage"), "input_tokens", "output_tokens"),
         model="replay",
         request_id=None,
         finish_reason=data.get("finish_reason"),
