@@ -23,6 +23,7 @@ from openprogram.runtime.http import (
     is_loopback,
     validate_base_url,
 )
+from openprogram.runtime.providers.tool_arguments import tool_call_from_value
 from openprogram.runtime.providers.usage import usage_from
 from openprogram.runtime.retry import RetryPolicy
 from openprogram.runtime.secret import Secret
@@ -163,6 +164,7 @@ def _wire_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     )
     if message.role == "assistant":
         blocks.extend(
+            # (unusable arguments go back as {}: the Messages API takes only an object)
             {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
             for c in message.tool_calls
         )
@@ -189,14 +191,10 @@ def parse_reply(reply: JsonReply, transport: JsonTransport, request: ModelReques
             if block.get("type") == "text":
                 texts.append(str(block.get("text", "")))
             elif block.get("type") == "tool_use":
-                arguments = block.get("input") or {}
-                calls.append(
-                    ToolCall(
-                        id=str(block["id"]),
-                        name=str(block["name"]),
-                        arguments=arguments if isinstance(arguments, dict) else {},
-                    )
+                call = tool_call_from_value(
+                    str(block["id"]), str(block["name"]), block.get("input")
                 )
+                calls.append(call)
     except (KeyError, AttributeError):
         raise transport.shape_error(reply, "malformed content block") from None
     text = "".join(texts)

@@ -20,6 +20,7 @@ from openprogram.runtime.http import (
     is_loopback,
     validate_base_url,
 )
+from openprogram.runtime.providers.tool_arguments import tool_call_from_text, tool_call_from_value
 from openprogram.runtime.providers.usage import usage_from
 from openprogram.runtime.retry import RetryPolicy
 from openprogram.runtime.secret import Secret
@@ -27,7 +28,6 @@ from openprogram.runtime.types import Message, ModelRequest, ModelResponse, Tool
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4.1-mini"
-INVALID_ARGUMENTS_KEY = "_invalid_arguments"
 
 
 class OpenAIProvider:
@@ -139,13 +139,18 @@ def _wire_message(message: Message) -> dict[str, Any]:
             {
                 "id": c.id,
                 "type": "function",
-                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                "function": {"name": c.name, "arguments": _arguments_text(c)},
             }
             for c in message.tool_calls
         ]
     if message.name and message.role == "user":
         out["name"] = message.name
     return out
+
+
+def _arguments_text(call: ToolCall) -> str:
+    """The arguments as the model wrote them (its own text when it was unusable)."""
+    return call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
 
 
 def _text_of(content: str | list[dict[str, Any]]) -> str:
@@ -178,14 +183,8 @@ def parse_reply(reply: JsonReply, transport: JsonTransport) -> ModelResponse:
 
 def _tool_call(raw: dict[str, Any]) -> ToolCall:
     function = raw["function"]
-    arguments = function.get("arguments") or "{}"
+    call_id, name = str(raw.get("id") or ""), str(function["name"])
+    arguments = function.get("arguments")
     if isinstance(arguments, str):
-        try:
-            parsed = json.loads(arguments)
-        except ValueError:
-            parsed = {INVALID_ARGUMENTS_KEY: arguments}
-    else:
-        parsed = arguments
-    if not isinstance(parsed, dict):
-        parsed = {INVALID_ARGUMENTS_KEY: arguments}
-    return ToolCall(id=str(raw.get("id") or ""), name=str(function["name"]), arguments=parsed)
+        return tool_call_from_text(call_id, name, arguments)
+    return tool_call_from_value(call_id, name, arguments)  # a server that sent an object

@@ -130,7 +130,11 @@ def _response(recording: Recording) -> ModelResponse:
         text=str(data.get("text") or ""),
         tool_calls=[
             ToolCall(
-                id=str(c.get("id", "")), name=str(c["name"]), arguments=c.get("arguments") or {}
+                id=str(c.get("id", "")),
+                name=str(c["name"]),
+                arguments=c.get("arguments") or {},
+                raw_arguments=c.get("raw_arguments"),
+                arguments_error=c.get("arguments_error"),
             )
             for c in data.get("tool_calls") or []
         ],
