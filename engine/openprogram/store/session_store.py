@@ -61,7 +61,8 @@ class SessionStore:
     ``SessionStore(root_path=None)``: ``None`` uses ``$OPENPROGRAM_STORE`` or
     ``./.openprogram`` (created on demand; ``create=False`` refuses to create it). The
     database is ``<root>/openprogram.db``. Callers own an explicit store and close it
-    (``close()`` or ``with SessionStore(...) as store:``). ``backend=`` plugs in another
+    (``close()`` or ``with SessionStore(...) as store:``); ``read_only=True`` only reads
+    (never creates or migrates). ``backend=`` plugs in another
     :class:`~openprogram.store.base.StoreBackend` (the root is then ignored).
     """
 
@@ -71,12 +72,14 @@ class SessionStore:
         *,
         create: bool = True,
         backend: StoreBackend | None = None,
+        read_only: bool = False,
     ) -> None:
         self.root_path = resolve_root(root_path)
         if backend is None:
             from openprogram.store.sqlite import SqliteBackend
 
-            backend = SqliteBackend(_prepare_root(self.root_path, create=create))
+            db = _prepare_root(self.root_path, create=create and not read_only)
+            backend = SqliteBackend(db, read_only=read_only)
         self.backend = backend
 
     @property
