@@ -281,7 +281,7 @@ def test_a_read_only_store_can_be_listed_and_shown(
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
-def test_a_read_only_store_that_needs_a_migration_says_so(
+def test_a_read_only_store_that_needs_a_migration_says_so_a_writable_one_migrates(
     work: Path, read_only_store: tuple[Path, str]
 ) -> None:
     store, _ = read_only_store
@@ -297,6 +297,9 @@ def test_a_read_only_store_that_needs_a_migration_says_so(
         assert proc.returncode == 2, (args, proc.stderr)
         [line] = proc.stderr.strip().splitlines()
         assert "needs a migration" in line and "read-only" in line
+    # the same store through a writable path is migrated and listed
+    proc = cli("runs", "--json", "--store", "st", cwd=work)
+    assert proc.returncode == 0 and len(json.loads(proc.stdout)) == 1, proc.stderr
 
 
 # -- item 16: one exit code and message for the same fault in every command -------------

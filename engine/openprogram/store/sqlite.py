@@ -29,7 +29,8 @@ Other store-backed modules may use :meth:`SqliteBackend.connection` and
 :meth:`SqliteBackend.transaction` for their own tables (see ``migrations.py``).
 
 ``read_only=True`` (the listing commands) opens with ``mode=ro`` and never migrates, so a
-store on a read-only disk or directory can be read; one that needs a migration says so.
+store on a read-only disk or directory can be read; one that needs a migration raises
+:class:`MigrationNeeded` (``SessionStore`` then migrates it if it is writable).
 """
 
 from __future__ import annotations
@@ -117,6 +118,10 @@ def _after_fork() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
+
+
+class MigrationNeeded(StoreError):
+    """A store opened read-only has an older schema and must be migrated first."""
 
 
 def new_id() -> str:
@@ -336,7 +341,8 @@ class SqliteBackend(StoreBackend):
         if current == target:
             return
         if self.read_only:
-            raise StoreError(
+            self.close()
+            raise MigrationNeeded(
                 f"the store {self.location} has schema version {current} and needs a "
                 f"migration to {target}, which cannot happen while it is opened read-only; "
                 "run a writing command (e.g. openprogram run) on it once with write access"
