@@ -62,8 +62,8 @@ def test_a_trickling_body_hits_the_attempt_deadline(
     with runtime(server, sleeps, timeout_s=1.0) as rt, pytest.raises(ProviderError) as info:
         rt.exec("hi")
     message = str(info.value)
-    assert "timed out after 1 s" in message and "2 attempts" in message
-    assert len(server.requests) == 2 and len(sleeps.delays) == 1
+    assert "timed out after 1 s" in message and "2 attempts" in message, message
+    assert len(server.requests) == 2 and len(sleeps.delays) == 1, (server.requests, sleeps)
 
 
 @pytest.mark.timeout(60)

@@ -164,16 +164,15 @@ class JsonTransport:
         last: _Retry | None = None
         for attempt in range(1, self.retry.attempts + 1):
             self._log_attempt(url, attempt)
-            limit = min(timeout, call_deadline - time.monotonic())
             try:
-                with attempt_deadline(time.monotonic() + limit):
-                    return self._send(client, url, payload, limit, attempt)
+                with attempt_deadline(time.monotonic() + timeout):
+                    return self._send(client, url, payload, timeout, attempt)
             except _Retry as retry:
                 last = retry
             except httpx.HTTPError as exc:
-                last = self._transport_retry(exc, url, limit)
+                last = self._transport_retry(exc, url, timeout)
             if attempt < self.retry.attempts:
-                self.retry.sleep(self._next_delay(last, attempt, call_deadline))
+                self.retry.sleep(self._next_delay(last, attempt, call_deadline, timeout))
         assert last is not None
         raise self._final_error(last, self.retry.attempts)
 
@@ -188,19 +187,18 @@ class JsonTransport:
         last: _Retry | None = None
         for attempt in range(1, self.retry.attempts + 1):
             self._log_attempt(url, attempt)
-            limit = min(timeout, call_deadline - time.monotonic())
             try:
                 return await asyncio.wait_for(
-                    self._asend(client, url, payload, limit, attempt), max(limit, 0.0)
+                    self._asend(client, url, payload, timeout, attempt), timeout
                 )
             except _Retry as retry:
                 last = retry
             except asyncio.TimeoutError:
-                last = _Retry(_timed_out(limit), None, None, -1.0)
+                last = _Retry(_timed_out(timeout), None, None, -1.0)
             except httpx.HTTPError as exc:
-                last = self._transport_retry(exc, url, limit)
+                last = self._transport_retry(exc, url, timeout)
             if attempt < self.retry.attempts:
-                await self.retry.asleep(self._next_delay(last, attempt, call_deadline))
+                await self.retry.asleep(self._next_delay(last, attempt, call_deadline, timeout))
         assert last is not None
         raise self._final_error(last, self.retry.attempts)
 
@@ -259,10 +257,15 @@ class JsonTransport:
         return self._aclient
 
     def _send(
-        self, client: httpx.Client, url: str, payload: Mapping[str, Any], limit: float, attempt: int
+        self,
+        client: httpx.Client,
+        url: str,
+        payload: Mapping[str, Any],
+        timeout: float,
+        attempt: int,
     ) -> JsonReply:
         headers = self._request_headers()
-        with client.stream("POST", url, json=payload, headers=headers, timeout=limit) as response:
+        with client.stream("POST", url, json=payload, headers=headers, timeout=timeout) as response:
             cap = self._cap(response)
             parts: list[bytes] = []
             size = 0
@@ -278,11 +281,11 @@ class JsonTransport:
         client: httpx.AsyncClient,
         url: str,
         payload: Mapping[str, Any],
-        limit: float,
+        timeout: float,
         attempt: int,
     ) -> JsonReply:
         headers = self._request_headers()
-        request = client.stream("POST", url, json=payload, headers=headers, timeout=limit)
+        request = client.stream("POST", url, json=payload, headers=headers, timeout=timeout)
         async with request as response:
             cap = self._cap(response)
             parts: list[bytes] = []
@@ -383,30 +386,34 @@ class JsonTransport:
             )
         return body
 
-    def _next_delay(self, last: _Retry, attempt: int, call_deadline: float) -> float:
-        """The wait before the next attempt; fails fast when it would pass the call deadline."""
+    def _next_delay(
+        self, last: _Retry, attempt: int, call_deadline: float, timeout: float
+    ) -> float:
+        """The wait before the next attempt; fails fast when the remaining attempts could
+        then no longer finish by the call's deadline (each keeps its full ``timeout``)."""
         delay = last.delay if last.delay >= 0 else self.retry.backoff(attempt)
         wanted = max(delay, last.asked or 0.0)
-        left = call_deadline - time.monotonic()
-        if wanted >= left:
-            asked = "the server asked to wait" if last.asked is not None else "the next try is"
+        attempts_left = self.retry.attempts - attempt
+        left = call_deadline - time.monotonic() - attempts_left * timeout
+        if wanted > left:
+            asked = "the server asked to wait" if last.asked is not None else "the next try is in"
             raise self._final_error(
                 last,
                 attempt,
-                f"not retried: {asked} {wanted:g} s but the call's deadline is "
-                f"{max(left, 0.0):.1f} s away",
+                f"not retried: {asked} {wanted:g} s, but only {max(left, 0.0):.1f} s of the "
+                "call's deadline are left for waiting",
             )
         self._log_retry(last, delay, attempt)
         return delay
 
-    def _transport_retry(self, exc: httpx.HTTPError, url: str, limit: float) -> _Retry:
+    def _transport_retry(self, exc: httpx.HTTPError, url: str, timeout: float) -> _Retry:
         if isinstance(exc, (httpx.InvalidURL, httpx.UnsupportedProtocol)):
             raise ConfigError(
                 f"invalid {self._base_url_env} {display_url(self.base_url)!r}: "
                 f"{redact(str(exc), self._secret, self._url_secret)}"
             ) from None
         if isinstance(exc, httpx.TimeoutException):
-            reason = _timed_out(limit)
+            reason = _timed_out(timeout)
         elif isinstance(exc, httpx.ConnectError):
             reason = (
                 f"cannot connect to {display_url(url)} ({_short(str(exc))}); "
@@ -477,8 +484,8 @@ class JsonTransport:
         )
 
 
-def _timed_out(limit: float) -> str:
-    return f"request timed out after {limit:.3g} s (no complete response by the deadline)"
+def _timed_out(timeout: float) -> str:
+    return f"request timed out after {timeout:g} s (no complete response by the deadline)"
 
 
 def _reason(status: int) -> str:
