@@ -9,8 +9,13 @@ Signatures (``workspace/executeCommand`` arguments, positional):
 * ``openprogram.showRuns(uri?, function?)`` — both optional (``null`` allowed): runs of
   the file (of one function of it), or of the whole workspace; newest first.
 
-Runs execute ``python -m openprogram.cli run|resume ... --json`` in a subprocess of the
-workspace interpreter (never inside the server, never through a shell). Stderr lines are
+Runs execute ``python -m openprogram.cli run|resume [options] -- POSITIONAL`` in a
+subprocess of the workspace interpreter (never inside the server, never through a shell;
+``--`` before every positional, so no argument is read as an option). Arguments are
+checked before spawning: a run id must have the exact shape the store generates
+(``openprogram.contract.runs.is_run_id``), and a run's entry and keyword arguments must
+match the Program's ``PROGRAM_ENTRIES`` and the entry's signature, read statically
+(``entry_check``): a rejected command never imports the Program. Stderr lines are
 streamed to the client log and as ``$/progress`` reports; the final JSON object from
 stdout is shown with ``window/showMessage`` and returned; code lenses are refreshed.
 ``showRuns`` only reads the store (read-only SQLite via ``run_index``), never user code.
@@ -31,7 +36,10 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
+from openprogram.contract.runs import RUN_ID_LENGTH, is_run_id
+
 from . import run_index
+from .entry_check import EntryCheckError, check_run
 from .run_index import RunInfo, runs_for_file
 
 if TYPE_CHECKING:
@@ -41,8 +49,7 @@ RUN = "openprogram.run"
 RESUME = "openprogram.resume"
 SHOW_RUNS = "openprogram.showRuns"
 EXIT_STATUS = {0: "completed", 1: "failed", 2: "usage error", 3: "paused"}
-_ENTRY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
+_ENTRY = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?\Z")
 MAX_STDOUT = 16 * 1024 * 1024
 POLICIES = ("keep_original", "use_latest")
 RESUME_OPTIONS = ("policy", "rerunUncertain")
@@ -79,10 +86,10 @@ def resolve_program(ls: OpenProgramLanguageServer, target: Any) -> Path:
     return real
 
 
-def parse_args_json(value: Any) -> str:
-    """The entry's keyword arguments as a JSON object string (default ``{}``)."""
+def parse_args_json(value: Any) -> dict[str, Any]:
+    """The entry's keyword arguments as a JSON object (default ``{}``)."""
     if value is None or value == "":
-        return "{}"
+        return {}
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -92,7 +99,7 @@ def parse_args_json(value: Any) -> str:
             ) from None
     if not isinstance(value, dict):
         raise CommandError("entry arguments must be a JSON object of keyword arguments")
-    return json.dumps(value)
+    return value
 
 
 def parse_resume_options(value: Any) -> tuple[str | None, bool]:
@@ -118,13 +125,34 @@ def resume_argv(
     interpreter: str, store: Path, run_id: str, policy: str | None, rerun_uncertain: bool
 ) -> list[str]:
     """Command line of ``openprogram resume`` for the workspace interpreter."""
-    argv = [interpreter, "-m", "openprogram.cli", "resume", run_id, "--json"]
-    argv += ["--store", str(store)]
+    if not is_run_id(run_id):
+        raise CommandError(f"invalid run id: {run_id!r}")
+    argv = [interpreter, "-m", "openprogram.cli", "resume", "--json", "--store", str(store)]
     if policy:
         argv += ["--policy", policy]
     if rerun_uncertain:
         argv.append("--rerun-uncertain")
-    return argv
+    return [*argv, "--", run_id]
+
+
+def run_argv(interpreter: str, store: Path, program: Path, entry: str, kwargs: str) -> list[str]:
+    """Command line of ``openprogram run`` for the workspace interpreter."""
+    if not _ENTRY.match(entry) or not program.is_absolute():
+        raise CommandError(f"invalid entry {program}:{entry}")
+    argv = [interpreter, "-m", "openprogram.cli", "run", "--args", kwargs, "--json"]
+    return [*argv, "--store", str(store), "--", f"{program}:{entry}"]
+
+
+def check_entry(program: Path, entry: str, kwargs: dict[str, Any]) -> str:
+    """The CLI name of ``entry`` after the static check (``CommandError`` if it cannot run)."""
+    try:
+        source = program.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise CommandError(f"cannot read {program}: {exc.strerror or exc}") from None
+    try:
+        return check_run(source, entry, kwargs)
+    except EntryCheckError as exc:
+        raise CommandError(f"{program.name}: {exc}") from None
 
 
 def _optional_str(value: Any, what: str) -> str | None:
@@ -330,27 +358,21 @@ def register(server: OpenProgramLanguageServer) -> None:
         try:
             if len(args) < 2:
                 raise CommandError("usage: openprogram.run(uri, entry, args?)")
+            if len(args) > 3:
+                raise CommandError("usage: openprogram.run(uri, entry, args?)")
             path = resolve_program(ls, args[0])
             entry = args[1]
             if not isinstance(entry, str) or not _ENTRY.match(entry):
                 raise CommandError(f"invalid entry name: {entry!r}")
             kwargs = parse_args_json(args[2] if len(args) > 2 else None)
+            name = check_entry(path, entry, kwargs)
+            settings = ls.settings
+            argv = run_argv(
+                settings.interpreter(), settings.store_dir(), path, name, json.dumps(kwargs)
+            )
         except CommandError as exc:
             ls.show(f"openprogram.run: {exc}", error=True)
             return {"status": "error", "error": str(exc)}
-        settings = ls.settings
-        argv = [
-            settings.interpreter(),
-            "-m",
-            "openprogram.cli",
-            "run",
-            f"{path}:{entry}",
-            "--args",
-            kwargs,
-            "--json",
-            "--store",
-            str(settings.store_dir()),
-        ]
         return await run_cli(ls, argv, f"Run {entry}")
 
     @server.command(RESUME)
@@ -358,8 +380,8 @@ def register(server: OpenProgramLanguageServer) -> None:
         """``openprogram.resume(run_id, {"policy"?: str, "rerunUncertain"?: bool}?)``."""
         ls = cast("OpenProgramLanguageServer", server_)
         run_id = args[0] if args else None
-        if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
-            msg = f"invalid run id: {run_id!r}"
+        if not is_run_id(run_id):
+            msg = f"invalid run id: {run_id!r} (a run id is {RUN_ID_LENGTH} lowercase hex digits)"
             ls.show(f"openprogram.resume: {msg}", error=True)
             return {"status": "error", "error": msg}
         if ls.root is None:
@@ -370,11 +392,11 @@ def register(server: OpenProgramLanguageServer) -> None:
             if len(args) > 2:
                 raise CommandError("usage: openprogram.resume(run_id, options?)")
             policy, rerun = parse_resume_options(args[1] if len(args) > 1 else None)
+            settings = ls.settings
+            argv = resume_argv(settings.interpreter(), settings.store_dir(), run_id, policy, rerun)
         except CommandError as exc:
             ls.show(f"openprogram.resume: {exc}", error=True)
             return {"status": "error", "error": str(exc)}
-        settings = ls.settings
-        argv = resume_argv(settings.interpreter(), settings.store_dir(), run_id, policy, rerun)
         return await run_cli(ls, argv, f"Resume {run_id}")
 
     @server.command(SHOW_RUNS)
