@@ -21,7 +21,7 @@ from lsprotocol import types
 from pygls.workspace import TextDocument
 
 from .analysis import AnalysisResult, analyze
-from .full_worker import FullAnalysisWorker
+from .full_worker import FullAnalysisWorker, WorkerCrashed
 from .incremental import IncrementalAnalyzer
 from .positions import finding_range
 
@@ -234,7 +234,9 @@ class DiagnosticsEngine:
             and (cached.complete or not full)
         ):
             return cached
-        text = doc.source
+        # the version read together with the text: a change landing during an await
+        # below must not make this text's findings pass for the new version's
+        text, version = doc.source, doc.version
         settings = self.server.settings
         full = full or len(text) < settings.incremental_min_chars
         recorded = self.server.recorded_steps(uri)
@@ -245,7 +247,14 @@ class DiagnosticsEngine:
         if full and self.worker is not None:
             try:
                 found = await self.worker.analyze(text, path, config, recorded)
-                result = AnalysisResult(uri, doc.version, text, found)
+                result = AnalysisResult(uri, version, text, found)
+            except WorkerCrashed as exc:
+                # never retried in this process: whatever killed the worker would kill
+                # the server; the worker restarts for the next request
+                self.server.log(f"analysis worker crashed on {uri}: {exc}", error=True)
+                kept = cached.findings if cached is not None and cached.version == version else ()
+                msg = f"{exc}; cross-statement checks skipped for this version"
+                result = AnalysisResult(uri, version, text, kept, internal_error=msg)
             except Exception as exc:
                 self.server.log(f"analysis worker: {exc}; analysing in-process", error=True)
         if result is None:
@@ -254,7 +263,7 @@ class DiagnosticsEngine:
                 self.full_pool if full else self.fast_pool,
                 analyze,
                 uri,
-                doc.version,
+                version,
                 text,
                 path,
                 config,
