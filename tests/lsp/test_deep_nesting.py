@@ -13,18 +13,9 @@ from pathlib import Path
 
 import pytest
 from lsp_harness import diags_for, edit_doc, open_doc
-from lsp_programs import AGENT_PROGRAM
+from lsp_programs import AGENT_PROGRAM, DEEP_PROGRAM
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-
-DEEP = 2_000
-DEEP_PROGRAM = (
-    "from openprogram import step\n\n\ndef f():\n    return "
-    + "(" * DEEP
-    + "1"
-    + ")" * DEEP
-    + "\n\n\nPROGRAM_ENTRIES = [f]\n"
-)
 
 
 def _server_pid(client: LanguageClient) -> int:
