@@ -66,7 +66,7 @@ def make_client() -> LanguageClient:
     features = {
         k: v
         for k, v in DEFAULT_CLIENT_FEATURES.items()
-        if k != types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+        if k not in (types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, types.WORKSPACE_DIAGNOSTIC_REFRESH)
     }
     register_lsp_features(client, features)
     rec = Recorder()
