@@ -21,6 +21,19 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 MAX_LINE = 256 * 1024 * 1024
+MAX_WORKER_RSS_MB = 400  # the worker is replaced after a request that left it bigger
+
+
+def _rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` in MB (0 where /proc is unavailable)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return 0.0
 
 
 def config_to_json(config: Any) -> dict[str, Any] | None:
@@ -147,6 +160,8 @@ class FullAnalysisWorker:
                 self._proc = None  # the next request starts a new worker
                 raise WorkerCrashed(f"analysis worker exited with code {code}")
             response = json.loads(line)
+            if _rss_mb(proc.pid) > MAX_WORKER_RSS_MB:
+                self.close()  # fragmentation or a huge file: a fresh worker next time
             if "error" in response:
                 raise RuntimeError(response["error"])
             return tuple(Finding.from_json(f) for f in response["findings"])

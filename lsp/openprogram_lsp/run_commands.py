@@ -61,10 +61,10 @@ class CommandError(Exception):
 
 
 def resolve_program(ls: OpenProgramLanguageServer, target: Any) -> Path:
-    """URI or path of the Program file; must exist inside the workspace root."""
+    """URI or path of the Program file; must exist inside a workspace folder."""
     if not isinstance(target, str) or not target:
         raise CommandError("first argument must be the Program's URI or path")
-    root = ls.root
+    root = ls.root or next(iter(ls.folders()), None)
     if root is None:
         raise CommandError("no workspace folder is open: cannot run entries")
     raw = to_fs_path(target) if "://" in target or target.startswith("file:") else target
@@ -77,10 +77,8 @@ def resolve_program(ls: OpenProgramLanguageServer, target: Any) -> Path:
         real = path.resolve(strict=True)
     except (OSError, RuntimeError):
         raise CommandError(f"Program file not found: {path}") from None
-    try:
-        real.relative_to(root.resolve())
-    except ValueError:
-        raise CommandError(f"{real} is outside the workspace {root}: refusing to run it") from None
+    if ls.folder_of(real) is None:
+        raise CommandError(f"{real} is outside the workspace {root}: refusing to run it")
     if not real.is_file() or real.suffix != ".py":
         raise CommandError(f"not a Python file: {real}")
     return real
@@ -248,9 +246,21 @@ async def _progress_begin(ls: OpenProgramLanguageServer, title: str) -> str | No
     return token
 
 
-async def run_cli(ls: OpenProgramLanguageServer, argv: list[str], title: str) -> dict[str, Any]:
+def folder_with_run(ls: OpenProgramLanguageServer, run_id: str) -> Path | None:
+    """The workspace folder whose store holds ``run_id`` (the first folder if none)."""
+    folders = ls.folders()
+    for folder in folders:
+        store = ls.settings_for(folder).store_dir()
+        if any(r.id == run_id for r in select_runs(store, None, None, None)):
+            return folder
+    return folders[0] if folders else None
+
+
+async def run_cli(
+    ls: OpenProgramLanguageServer, argv: list[str], title: str, cwd: Path | None = None
+) -> dict[str, Any]:
     """Run the CLI subprocess, stream stderr, parse the JSON result, notify the client."""
-    root = ls.root
+    root = cwd or ls.root
     token = await _progress_begin(ls, title)
     ls.log(f"$ {' '.join(argv)}")
     try:
@@ -366,14 +376,14 @@ def register(server: OpenProgramLanguageServer) -> None:
                 raise CommandError(f"invalid entry name: {entry!r}")
             kwargs = parse_args_json(args[2] if len(args) > 2 else None)
             name = check_entry(path, entry, kwargs)
-            settings = ls.settings
+            settings = ls.settings_for(path)  # the Program's folder: its store, interpreter
             argv = run_argv(
                 settings.interpreter(), settings.store_dir(), path, name, json.dumps(kwargs)
             )
         except CommandError as exc:
             ls.show(f"openprogram.run: {exc}", error=True)
             return {"status": "error", "error": str(exc)}
-        return await run_cli(ls, argv, f"Run {entry}")
+        return await run_cli(ls, argv, f"Run {entry}", ls.folder_of(path))
 
     @server.command(RESUME)
     async def resume(server_: LanguageServer, *args: Any) -> dict[str, Any]:
@@ -384,7 +394,8 @@ def register(server: OpenProgramLanguageServer) -> None:
             msg = f"invalid run id: {run_id!r} (a run id is {RUN_ID_LENGTH} lowercase hex digits)"
             ls.show(f"openprogram.resume: {msg}", error=True)
             return {"status": "error", "error": msg}
-        if ls.root is None:
+        folder = folder_with_run(ls, run_id)
+        if folder is None:
             msg = "no workspace folder is open: cannot resume runs"
             ls.show(f"openprogram.resume: {msg}", error=True)
             return {"status": "error", "error": msg}
@@ -392,12 +403,12 @@ def register(server: OpenProgramLanguageServer) -> None:
             if len(args) > 2:
                 raise CommandError("usage: openprogram.resume(run_id, options?)")
             policy, rerun = parse_resume_options(args[1] if len(args) > 1 else None)
-            settings = ls.settings
+            settings = ls.settings_for(folder)
             argv = resume_argv(settings.interpreter(), settings.store_dir(), run_id, policy, rerun)
         except CommandError as exc:
             ls.show(f"openprogram.resume: {exc}", error=True)
             return {"status": "error", "error": str(exc)}
-        return await run_cli(ls, argv, f"Resume {run_id}")
+        return await run_cli(ls, argv, f"Resume {run_id}", folder)
 
     @server.command(SHOW_RUNS)
     def show_runs(server_: LanguageServer, *args: Any) -> list[dict[str, Any]]:
@@ -416,7 +427,16 @@ def register(server: OpenProgramLanguageServer) -> None:
         except CommandError as exc:
             ls.show(f"openprogram.showRuns: {exc}", error=True)
             return []
-        runs = select_runs(ls.settings.store_dir(), ls.root, program, function)
+        if program is not None:
+            runs = select_runs(ls.settings_for(program).store_dir(), None, program, function)
+        else:  # every folder's runs, each from its own store
+            seen: dict[str, RunInfo] = {}
+            folders: list[Path | None] = [*ls.folders()] or [None]
+            for folder in folders:
+                store = ls.settings_for(folder).store_dir()
+                for r in select_runs(store, folder, None, function):
+                    seen.setdefault(r.id, r)
+            runs = sorted(seen.values(), key=lambda r: r.updated_at, reverse=True)
         rows = [run_row(r) for r in runs]
         where = function or (Path(program).name if program else "this workspace")
         paused = sum(1 for r in runs if r.resumable)
