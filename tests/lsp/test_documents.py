@@ -156,8 +156,7 @@ async def test_reopened_document_starts_from_fresh_state(
     client.text_document_did_close(types.DidCloseTextDocumentParams(_ident(uri)))
     await wait_for(
         lambda: (
-            rec_of(client).published[-1].uri == uri
-            and not rec_of(client).published[-1].diagnostics
+            rec_of(client).published[-1].uri == uri and not rec_of(client).published[-1].diagnostics
         ),
         "diagnostics cleared on close",
     )
