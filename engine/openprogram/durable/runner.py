@@ -31,7 +31,7 @@ from openprogram.durable.errors import (
 from openprogram.durable.records import RunDB, RunRecord
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
-from openprogram.scope import call_scope, set_output, to_json_value, use_writer
+from openprogram.scope import ENTRY_EXTRA, call_scope, set_output, to_json_value, use_writer
 
 __all__ = [
     "INTERRUPTED_MAX_AGE_S",
@@ -198,6 +198,7 @@ def _execute(
     try:
         with use_writer(writer), call_scope(entry.name, inputs=args) as frame:
             node_id = frame.node_id
+            frame.extras[ENTRY_EXTRA] = fn  # an Agent-method entry records no second node
             try:
                 value = fn(**args)
             finally:
