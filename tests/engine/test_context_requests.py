@@ -93,3 +93,17 @@ def test_providers_run_at_every_request_of_a_tool_loop(chat: ChatServer, rt: Run
     assert [m["role"] for m in chat.messages(2)] == [
         "user", "assistant", "tool", "assistant", "tool",
     ]  # fmt: skip
+
+
+def test_blocks_changed_by_a_tool_show_in_the_next_request(chat: ChatServer, rt: Runtime) -> None:
+    context = Context({"stage": "planning"})
+
+    def advance(stage: str) -> str:
+        """Move to another stage."""
+        context["stage"] = stage
+        return "moved"
+
+    chat.reply(tool_call("advance", {"stage": "building"}), "done")
+    assert Agent(context=context, runtime=rt)("Work", tools=[advance]) == "done"
+    assert contexts(chat.user_texts(0)) == ['<context name="stage">\nplanning\n</context>']
+    assert contexts(chat.user_texts(1)) == ['<context name="stage">\nbuilding\n</context>']

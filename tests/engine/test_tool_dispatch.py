@@ -312,3 +312,26 @@ def test_required_runtime_parameter_is_injected_and_hidden(chat: ChatServer, rt:
         assert tool["function"]["parameters"]["required"] == ["query"]
     assert Legacy(runtime=rt).search("direct") == "searched"  # a direct call injects it too
     assert seen[-1] is rt
+
+
+def test_an_inherited_tool_method_is_served_by_the_subclass_instance(
+    chat: ChatServer, rt: Runtime
+) -> None:
+    import openprogram as op
+
+    class Base(op.Agent):
+        method_options = {"state": {"tool": True}}
+
+        def state(self) -> str:
+            """Report this agent's state."""
+            return f"{type(self).__name__}:{self.note}"
+
+    class Child(Base):
+        def run(self) -> str:
+            return self("What is your state?")
+
+    first, other = Child(runtime=rt), Child(runtime=rt)
+    first.note, other.note = "first", "other"
+    chat.reply(tool_call("state", {}), "fine")
+    assert first.run() == "fine"
+    assert chat.tool_results(1) == ["Child:first"]

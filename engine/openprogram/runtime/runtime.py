@@ -634,8 +634,9 @@ class _Prompt:
         return self._compose()
 
     def refresh(self) -> Content | None:
-        """The prompt again with fresh provider values (``None`` when it cannot change)."""
-        if self.context is None or not self.context.providers:
+        """The prompt again with current blocks and fresh provider values (``None`` when
+        there is no Context, so it cannot change)."""
+        if self.context is None:
             return None
         return self._compose()
 
