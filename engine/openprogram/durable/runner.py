@@ -11,13 +11,13 @@ import json
 import os
 import socket
 import time
-import uuid
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from openprogram.contract.runs import new_run_id
 from openprogram.durable import checks, snapshot
 from openprogram.durable.errors import (
     DeterminismError,
@@ -306,7 +306,7 @@ def start_run(
     if entry.resumable:
         reached = _determinism(entry)
         snap = snapshot.capture(entry.function, entry.module, entry.qualname, reached)
-    rid = run_id or uuid.uuid4().hex[:16]
+    rid = run_id or new_run_id()
     with RunDB(store, durability=durability) as db:
         db.store.create_session(rid, metadata={"run_id": rid, "entry": ref})
         db.insert_run(
