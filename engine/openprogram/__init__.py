@@ -16,6 +16,8 @@ _EXPORTS: dict[str, str] = {
     "Agent": "openprogram.agents",
     "ChatAgent": "openprogram.turns",
     "agent": "openprogram.agentic_programming.calls",
+    "agentic_function": "openprogram.scoped_function",
+    "RunPaused": "openprogram.durable",
     "agent_async": "openprogram.agentic_programming.calls",
     "llm": "openprogram.agentic_programming.calls",
     "Context": "openprogram.context",
@@ -68,11 +70,13 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from openprogram.agents import Agent as Agent
     from openprogram.context import Context as Context
     from openprogram.decision import DecisionError as DecisionError
+    from openprogram.durable import RunPaused as RunPaused
     from openprogram.durable import parallel as parallel
     from openprogram.durable import step as step
     from openprogram.durable import workflow as workflow
     from openprogram.runtime import Runtime as Runtime
     from openprogram.runtime import create_runtime as create_runtime
+    from openprogram.scoped_function import agentic_function as agentic_function
     from openprogram.turns import ChatAgent as ChatAgent
     from openprogram.turns import TurnCancelled as TurnCancelled
     from openprogram.turns import TurnRequest as TurnRequest

@@ -26,6 +26,7 @@ from openprogram.errors import OpenProgramError
 __all__ = [
     "EntryError",
     "ProgramEntry",
+    "entry_for",
     "list_entries",
     "load_entry",
     "load_program",
@@ -163,6 +164,12 @@ def _entry(name: str, obj: Any, module: types.ModuleType) -> ProgramEntry:
         instance=instance,
         options=options,
     )
+
+
+def entry_for(name: str, obj: Any, module: types.ModuleType) -> ProgramEntry:
+    """``obj`` (a function or bound method of ``module``) as an entry named ``name``,
+    whether or not ``PROGRAM_ENTRIES`` lists it (direct durable calls use this)."""
+    return _entry(name, obj, module)
 
 
 def list_entries(module: types.ModuleType) -> dict[str, ProgramEntry]:

@@ -91,3 +91,18 @@ def _openprogram_table(path: Path) -> dict[str, Any] | None:
     tool = data.get("tool")
     table = tool.get("openprogram") if isinstance(tool, dict) else None
     return table if isinstance(table, dict) else None
+
+
+def nearest_openprogram_table(start: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The nearest ``pyproject.toml`` at or above ``start`` with a ``[tool.openprogram]``
+    table, and that table (``None`` when there is none, or no TOML parser)."""
+    if _toml is None:
+        return None
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        path = directory / "pyproject.toml"
+        if path.is_file():
+            table = _openprogram_table(path)
+            if table is not None:
+                return path, table
+    return None

@@ -11,6 +11,8 @@ import json
 import os
 from typing import Any
 
+from openprogram.contract.runs import POLICIES
+
 NAME = "resume"
 HELP = "resume a paused, failed or interrupted run"
 
@@ -19,9 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", nargs="?", metavar="RUN_ID", help="run to resume")
     parser.add_argument(
         "--policy",
-        choices=("keep_original", "use_latest"),
+        choices=POLICIES,
         default=None,
-        help="code-change policy for this resume (default: the run's)",
+        help="code-change policy for this resume (default: [tool.openprogram.execution] "
+        "code_change_policy in pyproject.toml, else the run's)",
     )
     parser.add_argument(
         "--rerun-uncertain",
