@@ -43,7 +43,8 @@ def _entry(name: str, call: cst.Call) -> tuple[Any, Locations]:
         value, inner = rebuild(arg.value, UNKNOWN)
         entry[key] = value
         for path, (key_node, value_node) in inner.items():
-            locs[(name, key, *path)] = (key_node if path else arg.keyword, value_node)
+            full_path = (name, key, *path)
+            locs[full_path] = (key_node if path else arg.keyword, value_node)
     return entry, locs
 
 

@@ -95,13 +95,13 @@ def _wrap(fn: Callable[..., Any], options: dict[str, Any]) -> Callable[..., Any]
         "as_tool": lambda: scoped.build_tool(owner, None),
         "execute": lambda **kw: scoped.build_tool(owner, None).execute(**kw),
     }
-    for name, value in attrs.items():
-        setattr(wrapper, name, value)
     if options.get("tool") or options.get("as_tool"):
         tool: Tool = scoped.build_tool(owner, None)
-        wrapper.spec = tool.spec  # type: ignore[attr-defined]
+        attrs["spec"] = tool.spec
         if options.get("register_globally", True):
             REGISTRY.register(tool)
+    for name, value in attrs.items():
+        setattr(wrapper, name, value)
     return wrapper
 
 

@@ -139,7 +139,9 @@ def call_durably(
             run_id=outcome.run_id,
         )
     if failure:
-        failure[0].add_note(f"(durable run {outcome.run_id} failed; see: openprogram runs)")
+        add_note = getattr(failure[0], "add_note", None)  # Python >= 3.11
+        if add_note is not None:
+            add_note(f"(durable run {outcome.run_id} failed; see: openprogram runs)")
         raise failure[0]
     if outcome.status == RunStatus.CANCELLED:
         raise RunStateError(f"run {outcome.run_id} was cancelled")
