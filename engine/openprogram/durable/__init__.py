@@ -52,6 +52,8 @@ def resumable(fn: F) -> F:
 def __getattr__(name: str) -> Any:
     import importlib
 
+    if name in ("approve_run", "deny_run"):
+        return getattr(importlib.import_module("openprogram.durable.approvals"), name)
     runner = importlib.import_module("openprogram.durable.runner")
     if name in runner.__all__:
         return getattr(runner, name)
@@ -66,8 +68,10 @@ __all__ = [
     "RunPaused",
     "RunStateError",
     "StepUsageError",
+    "approve_run",
     "cancel_run",
     "current_run_id",
+    "deny_run",
     "list_runs",
     "parallel",
     "pause_run",

@@ -39,6 +39,18 @@ def stdout_to_stderr(enabled: bool) -> Iterator[None]:
         os.close(saved)
 
 
+def use_run_model(store: str | None, run_id: str) -> None:
+    """Without ``OPENPROGRAM_MODEL`` set, use the model the run was started with."""
+    if os.environ.get("OPENPROGRAM_MODEL"):
+        return
+    from openprogram.durable.records import RunDB
+
+    with RunDB(store, create=False) as db:
+        run = db.get_run(run_id)
+    if run is not None and run.model:
+        os.environ["OPENPROGRAM_MODEL"] = run.model
+
+
 def usage_error(command: str, message: str, as_json: bool) -> int:
     """Report a usage error (exit 2); with ``--json`` also as the one JSON object."""
     print(f"openprogram {command}: error: {message}", file=sys.stderr)
@@ -65,7 +77,10 @@ def report_outcome(outcome: Any, as_json: bool) -> int:
         hint = " --rerun-uncertain" if outcome.pause_reason == "uncertain" else ""
         if outcome.pause_reason == "incompatible":
             hint = " --policy keep_original  (or restore the recorded steps)"
-        print(f"resume with: openprogram resume {rid}{hint}")
+        if outcome.pause_reason == "awaiting_approval":
+            print(f"approve with: openprogram approve {rid}   (or: openprogram deny {rid})")
+        else:
+            print(f"resume with: openprogram resume {rid}{hint}")
     else:
         print(f"run {rid} {outcome.status}: {outcome.error}", file=sys.stderr)
     return exit_code(outcome.status)

@@ -20,6 +20,7 @@ from typing import Any
 
 from openprogram.contract.runs import POLICIES, Policy
 from openprogram.durable import checks, snapshot
+from openprogram.durable.approvals import refuse_undecided, run_database
 from openprogram.durable.errors import (
     DeterminismError,
     ProgramLoadError,
@@ -192,7 +193,11 @@ def _execute(
     node_id: str | None = None
     token = enter(executor, root)
     try:
-        with use_writer(writer), call_scope(entry.name, inputs=args) as frame:
+        with (
+            use_writer(writer),
+            run_database(db),
+            call_scope(entry.name, inputs=args) as frame,
+        ):
             node_id = frame.node_id
             try:
                 value = fn(**args)
@@ -369,6 +374,7 @@ def _resumable_run(db: RunDB, run_id: str) -> RunRecord:
         raise RunStateError(
             f"run {run_id} is running in process {run.owner_pid} on {run.owner_host}"
         )
+    refuse_undecided(db, run_id, run.pause_reason)  # awaiting approval: decide first
     return run
 
 

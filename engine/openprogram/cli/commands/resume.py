@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 
 from openprogram.contract.runs import POLICIES
@@ -42,7 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def execute(ns: argparse.Namespace) -> int:
     from openprogram.durable import cli_support as cs
-    from openprogram.durable.records import RunDB
     from openprogram.durable.runner import resume_interrupted, resume_run
     from openprogram.errors import OpenProgramError
 
@@ -54,11 +52,7 @@ def execute(ns: argparse.Namespace) -> int:
             if ns.all_interrupted:
                 outcomes = resume_interrupted(store=ns.store, on_progress=progress)
             else:
-                if not os.environ.get("OPENPROGRAM_MODEL"):
-                    with RunDB(ns.store, create=False) as db:
-                        run = db.get_run(ns.run_id)
-                    if run is not None and run.model:
-                        os.environ["OPENPROGRAM_MODEL"] = run.model
+                cs.use_run_model(ns.store, ns.run_id)
                 outcomes = [
                     resume_run(
                         ns.run_id,
