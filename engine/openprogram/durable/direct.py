@@ -13,11 +13,15 @@ new default-constructed instance of its class.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
+import json
 import os
 import sys
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +37,19 @@ from openprogram.programs.loader import (
     parse_entry_ref,
 )
 
-__all__ = ["call_durably", "in_run", "load_direct_entry"]
+__all__ = [
+    "adopted_runs",
+    "adopting_runs",
+    "call_durably",
+    "call_identity",
+    "in_run",
+    "load_direct_entry",
+]
+
+# call identity -> run id: runs a resumed turn hands back to the same tool call
+_adopted: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
+    "openprogram_adopted_runs", default=None
+)
 
 _INJECTED = ("runtime", "exec_runtime", "review_runtime")
 
@@ -95,6 +111,40 @@ def _keyword_arguments(
     return out
 
 
+def call_identity(qualname: str, arguments: Mapping[str, Any]) -> str:
+    """``qualname:hash`` of a direct durable call (its function and JSON arguments)."""
+    text = json.dumps(dict(arguments), sort_keys=True, separators=(",", ":"), default=repr)
+    return f"{qualname}:{sha256(text.encode()).hexdigest()[:24]}"
+
+
+@contextmanager
+def adopting_runs(runs: Mapping[str, str] | None) -> Iterator[None]:
+    """Inside the block a direct call with one of these identities continues its recorded
+    run (resuming it, or returning its saved result) instead of starting a new one."""
+    token = _adopted.set(dict(runs or {}))
+    try:
+        yield
+    finally:
+        _adopted.reset(token)
+
+
+def adopted_runs() -> dict[str, str]:
+    """The identities -> run ids adopted in this context (see :func:`adopting_runs`)."""
+    return dict(_adopted.get() or {})
+
+
+def _continue_adopted(run_id: str) -> Any:
+    """The outcome of an adopted run: its saved result, or it resumed now."""
+    from openprogram.durable.records import RunDB
+    from openprogram.durable.runner import RunOutcome, resume_run
+
+    with RunDB(None, create=False) as db:
+        run = db.get_run(run_id)
+    if run is not None and run.status == RunStatus.COMPLETED:
+        return RunOutcome(run_id, run.status, result=run.result)
+    return resume_run(run_id)
+
+
 def call_durably(
     public: Callable[..., Any],
     fn: Callable[..., Any],
@@ -125,19 +175,26 @@ def call_durably(
             failure.append(exc)
             raise
 
-    outcome = start_entry(
-        entry, ref, arguments, model=os.environ.get("OPENPROGRAM_MODEL") or None, call=call
-    )
+    identity = call_identity(qualname, arguments)
+    adopted = (_adopted.get() or {}).get(identity)
+    if adopted is not None:
+        outcome = _continue_adopted(adopted)
+    else:
+        outcome = start_entry(
+            entry, ref, arguments, model=os.environ.get("OPENPROGRAM_MODEL") or None, call=call
+        )
     if outcome.status == RunStatus.COMPLETED:
         return outcome.result
     if outcome.status == RunStatus.PAUSED:
-        raise RunPaused(
+        paused = RunPaused(
             outcome.pause_reason or "requested",
             outcome.error or "paused",
             outcome.paused_step,
             outcome.paused_occurrence,
             run_id=outcome.run_id,
         )
+        paused.call_identity = identity  # a turn that pauses on it saves this
+        raise paused
     if failure:
         add_note = getattr(failure[0], "add_note", None)  # Python >= 3.11
         if add_note is not None:

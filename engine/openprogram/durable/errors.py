@@ -53,6 +53,7 @@ class RunPaused(BaseException):
         self.step = step
         self.occurrence = occurrence
         self.run_id = run_id
+        self.call_identity: str | None = None  # set for a direct call (see durable.direct)
 
     def __str__(self) -> str:
         if self.run_id is None:
