@@ -36,7 +36,13 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram.agents import Agent
 from openprogram.durable.errors import RunPaused
-from openprogram.safepoints import TurnCancelled, TurnControl, turn_control
+from openprogram.safepoints import (
+    TurnCancelled,
+    TurnControl,
+    TurnPaused,
+    append_input,
+    turn_control,
+)
 from openprogram.scope import call_scope, set_output, to_json_value
 
 if TYPE_CHECKING:
@@ -46,8 +52,10 @@ if TYPE_CHECKING:
 __all__ = [
     "ChatAgent",
     "TurnCancelled",
+    "TurnPaused",
     "TurnRequest",
     "TurnResult",
+    "append_input",
     "aresume_turn",
     "arun_turn",
     "resume_turn",
@@ -140,6 +148,7 @@ def run_turn(
     on_event: EventFn | None = None,
     cancel_event: threading.Event | None = None,
     execution_context: Mapping[str, Any] | None = None,
+    pause_event: threading.Event | None = None,
 ) -> TurnResult:
     """Run one turn of ``agent`` (see the module docstring)."""
     return _run(
@@ -150,6 +159,7 @@ def run_turn(
         cancel_event=cancel_event,
         execution_context=execution_context,
         resumed_from=None,
+        pause_event=pause_event,
     )
 
 
@@ -162,6 +172,8 @@ def _run(
     cancel_event: threading.Event | None,
     execution_context: Mapping[str, Any] | None,
     resumed_from: str | None,
+    pause_event: threading.Event | None = None,
+    pending_input: list[Any] | None = None,
 ) -> TurnResult:
     if not isinstance(request, TurnRequest):
         raise TypeError(f"run_turn expects a TurnRequest, got {type(request).__name__}")
@@ -176,7 +188,11 @@ def _run(
         "request": {**request.to_json(), "session_id": sid, "head_id": start_head},
         "execution_context": dict(execution_context or {}),
     }
-    control = TurnControl(request.request_id, cancel_event=cancel_event, on_event=on_event)
+    control = TurnControl(
+        request.request_id, cancel_event=cancel_event, on_event=on_event, pause_event=pause_event
+    )
+    for content in pending_input or ():  # appended before the turn paused, not yet delivered
+        control.append_input(content)
     pending_runs = _pending_runs()  # runs of resumable tools this turn hands back
     if pending_runs:
         continuation["pending_runs"] = pending_runs
@@ -232,6 +248,12 @@ def _run(
                         meta["resumed_from"] = resumed_from
                     frame.writer.update(node_id, metadata=meta)
                 output = set_output(frame, agent(request.content))
+        except TurnPaused as exc:  # paused at a safe point: persisted, resumable
+            continuation["stopped_at"] = exc.where
+            undelivered = control.take_input()
+            if undelivered:
+                continuation["pending_input"] = undelivered
+            return finish("paused", error=str(exc))
         except TurnCancelled as exc:
             continuation["stopped_at"] = exc.where
             return finish("cancelled", error=str(exc))
@@ -344,6 +366,8 @@ def resume_turn(
             cancel_event=options.get("cancel_event"),
             execution_context=options.get("execution_context"),
             resumed_from=resumed_from,
+            pause_event=options.get("pause_event"),
+            pending_input=list(data.get("pending_input") or ()),
         )
 
 
