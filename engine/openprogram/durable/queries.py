@@ -10,8 +10,18 @@ from __future__ import annotations
 import os
 import sqlite3
 from contextlib import closing
+from dataclasses import dataclass
 
-__all__ = ["paused_runs_by_function", "recorded_step_sequences"]
+__all__ = [
+    "RunRow",
+    "StepRow",
+    "get_run",
+    "list_runs",
+    "paused_runs_by_function",
+    "recorded_step_sequences",
+    "run_steps",
+    "store_version",
+]
 
 StepId = tuple[str, int]
 
@@ -92,3 +102,147 @@ def recorded_step_sequences(
         except sqlite3.Error:
             return {}
     return out
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One run as the editor shows it (JSON columns left as text: decode on demand)."""
+
+    id: str
+    entry: str
+    program_path: str | None
+    function_qualname: str
+    status: str
+    args_json: str
+    result_json: str | None
+    error: str | None
+    paused_step: str | None
+    paused_occurrence: int | None
+    pause_reason: str | None
+    session_id: str | None
+    owner_pid: int | None
+    owner_host: str | None
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One step identity of a run (``run_steps``), result as JSON text or error text."""
+
+    step_key: str
+    scope: str
+    position: int
+    kind: str
+    name: str
+    occurrence: int
+    status: str
+    result: str | None
+    started_at: float
+    finished_at: float | None
+
+
+_RUN_COLUMNS = (
+    "id, entry, program_path, function_qualname, status, args, result, error, paused_step,"
+    " paused_occurrence, pause_reason, session_id, owner_pid, owner_host, created_at, updated_at"
+)
+
+
+def _run_row(r: tuple[object, ...]) -> RunRow:
+    return RunRow(
+        id=str(r[0]),
+        entry=str(r[1]),
+        program_path=r[2] if isinstance(r[2], str) else None,
+        function_qualname=str(r[3]),
+        status=str(r[4]),
+        args_json=str(r[5] or "{}"),
+        result_json=r[6] if isinstance(r[6], str) else None,
+        error=r[7] if isinstance(r[7], str) else None,
+        paused_step=r[8] if isinstance(r[8], str) else None,
+        paused_occurrence=r[9] if isinstance(r[9], int) else None,
+        pause_reason=r[10] if isinstance(r[10], str) else None,
+        session_id=r[11] if isinstance(r[11], str) else None,
+        owner_pid=r[12] if isinstance(r[12], int) else None,
+        owner_host=r[13] if isinstance(r[13], str) else None,
+        created_at=float(r[14] or 0.0),  # type: ignore[arg-type]
+        updated_at=float(r[15] or 0.0),  # type: ignore[arg-type]
+    )
+
+
+def list_runs(
+    db_path: str | os.PathLike[str], program_path: str | None = None, limit: int = 200
+) -> list[RunRow]:
+    """Runs newest first (at most ``limit``); ``program_path`` keeps one Program's runs."""
+    conn = _connect(db_path)
+    if conn is None:
+        return []
+    extra, params = _path_filter(program_path)
+    where = f"WHERE 1=1{extra}" if extra else ""
+    with closing(conn):
+        try:
+            rows = conn.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC LIMIT ?",
+                (*params, int(limit)),
+            ).fetchall()
+        except sqlite3.Error:
+            return []
+    return [_run_row(r) for r in rows]
+
+
+def get_run(db_path: str | os.PathLike[str], run_id: str) -> RunRow | None:
+    """One run, or None (no store, no such run)."""
+    conn = _connect(db_path)
+    if conn is None:
+        return None
+    with closing(conn):
+        try:
+            row = conn.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+        except sqlite3.Error:
+            return None
+    return _run_row(row) if row is not None else None
+
+
+def run_steps(db_path: str | os.PathLike[str], run_id: str) -> list[StepRow]:
+    """The run's step identities in call order (by start time; scopes interleaved)."""
+    conn = _connect(db_path)
+    if conn is None:
+        return []
+    with closing(conn):
+        try:
+            rows = conn.execute(
+                "SELECT step_key, scope, position, kind, name, occurrence, status, result,"
+                " started_at, finished_at FROM run_steps WHERE run_id = ?"
+                " ORDER BY started_at, scope, position",
+                (run_id,),
+            ).fetchall()
+        except sqlite3.Error:
+            return []
+    return [
+        StepRow(
+            step_key=str(r[0]),
+            scope=str(r[1]),
+            position=int(r[2]),
+            kind=str(r[3]),
+            name=str(r[4]),
+            occurrence=int(r[5]),
+            status=str(r[6]),
+            result=r[7] if isinstance(r[7], str) else None,
+            started_at=float(r[8] or 0.0),
+            finished_at=float(r[9]) if r[9] is not None else None,
+        )
+        for r in rows
+    ]
+
+
+def store_version(db_path: str | os.PathLike[str]) -> tuple[int, int, int, int]:
+    """A cheap fingerprint that changes when anything is committed (file and WAL stats)."""
+    out: list[int] = []
+    for suffix in ("", "-wal"):
+        try:
+            st = os.stat(f"{os.fspath(db_path)}{suffix}")
+            out += [st.st_mtime_ns, st.st_size]
+        except OSError:
+            out += [0, 0]
+    return (out[0], out[1], out[2], out[3])
