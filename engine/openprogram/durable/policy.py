@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from openprogram.contract.pyproject import nearest_openprogram_table
 from openprogram.contract.runs import DEFAULT_POLICY, POLICIES, Policy
 from openprogram.errors import ConfigError
-from openprogram.runtime.config import nearest_openprogram_table
 
 __all__ = ["configured_policy", "parse_policy", "policy_for_resume", "policy_for_start"]
 
