@@ -92,7 +92,7 @@ def test_same_option_errors_as_method_options() -> None:
 
     with pytest.raises(ValueError) as function_error:
 
-        @agentic_function(expose="everything")
+        @agentic_function(expose="everything")  # noqa: OP104 (the error under test)
         def f() -> None:
             pass
 
@@ -101,7 +101,7 @@ def test_same_option_errors_as_method_options() -> None:
     assert str(function_error.value).startswith(f"{code} {message} (in function ")
     with pytest.raises(ValueError, match=r"^OP106 'timeout' is a tool-only option"):
 
-        @agentic_function(timeout=3)
+        @agentic_function(timeout=3)  # noqa: OP106 (the error under test)
         def g() -> None:
             pass
 
