@@ -34,7 +34,7 @@ from openprogram.durable.policy import policy_for_resume, policy_for_start
 from openprogram.durable.records import RunDB, RunRecord
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
-from openprogram.scope import call_scope, set_output, to_json_value, use_writer
+from openprogram.scope import ENTRY_EXTRA, call_scope, set_output, to_json_value, use_writer
 
 __all__ = [
     "INTERRUPTED_MAX_AGE_S",
@@ -104,15 +104,16 @@ def _bind_args(entry: ProgramEntry, args: Any) -> dict[str, Any]:
     return args
 
 
-def _determinism(entry: ProgramEntry) -> None:
+def _determinism(entry: ProgramEntry) -> list[str]:
+    """Run the pre-run check; the qualnames it reached (what ``keep_original`` saves)."""
     if entry.path is None:
-        return
+        return []
     try:
         source = Path(entry.path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ProgramLoadError(f"{entry.path}: cannot read the Program: {exc}") from None
     try:
-        checks.check_resumable(source, entry.path, entry.qualname)
+        return checks.check_resumable(source, entry.path, entry.qualname)
     except ModuleNotFoundError:  # analyzer not installed: run without the static pre-check
         warnings.warn(
             "openprogram_analyzers.determinism is not available; the pre-run determinism "
@@ -120,6 +121,7 @@ def _determinism(entry: ProgramEntry) -> None:
             RuntimeWarning,
             stacklevel=3,
         )
+        return []
 
 
 def _owner_alive(run: RunRecord) -> bool:
@@ -199,6 +201,7 @@ def _execute(
             call_scope(entry.name, inputs=args) as frame,
         ):
             node_id = frame.node_id
+            frame.extras[ENTRY_EXTRA] = fn  # an Agent-method entry records no second node
             try:
                 value = fn(**args)
             finally:
@@ -317,8 +320,8 @@ def start_entry(
     bound = _bind_args(entry, args or {})
     snap: dict[str, Any] | None = None
     if entry.resumable:
-        _determinism(entry)
-        snap = snapshot.capture(entry.function, entry.module, entry.qualname)
+        reached = _determinism(entry)
+        snap = snapshot.capture(entry.function, entry.module, entry.qualname, reached)
     rid = run_id or uuid.uuid4().hex[:16]
     with RunDB(store, durability=durability) as db:
         db.store.create_session(rid, metadata={"run_id": rid, "entry": ref})
@@ -407,8 +410,8 @@ def resume_run(
         if pol is Policy.KEEP_ORIGINAL and run.source_snapshot:
             fn = snapshot.restore(run.source_snapshot, entry.module, entry.instance)
         else:
-            _determinism(entry)
-            new_snap = snapshot.capture(entry.function, entry.module, entry.qualname)
+            reached = _determinism(entry)
+            new_snap = snapshot.capture(entry.function, entry.module, entry.qualname, reached)
             fn = entry.target
         if not db.claim_run(run_id, run.status):
             raise RunStateError(f"run {run_id} changed state meanwhile; try again")
