@@ -13,6 +13,7 @@ from contextlib import closing
 from dataclasses import dataclass
 
 __all__ = [
+    "NodeRow",
     "RunRow",
     "StepRow",
     "get_run",
@@ -20,6 +21,7 @@ __all__ = [
     "paused_runs_by_function",
     "recorded_step_sequences",
     "run_steps",
+    "session_nodes",
     "store_version",
 ]
 
@@ -246,3 +248,41 @@ def store_version(db_path: str | os.PathLike[str]) -> tuple[int, int, int, int]:
         except OSError:
             out += [0, 0]
     return (out[0], out[1], out[2], out[3])
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """One session-DAG node as stored: ``input``/``output`` kept as JSON text (a graph of
+    10,000 nodes shows previews of them; decoding every one would be the slowest part)."""
+
+    id: str
+    seq: int
+    kind: str
+    name: str
+    caller_id: str | None
+    predecessor_id: str | None
+    input_json: str | None
+    output_json: str | None
+    status: str
+    metadata_json: str | None
+    created_at: float
+
+
+def session_nodes(db_path: str | os.PathLike[str], session_id: str) -> list[NodeRow]:
+    """The session's nodes in ``seq`` order, read-only ([] without a store or session)."""
+    if not os.path.isfile(db_path):
+        return []
+    try:
+        conn = sqlite3.connect(f"file:{os.fspath(db_path)}?mode=ro", uri=True, timeout=5.0)
+    except sqlite3.Error:
+        return []
+    with closing(conn):
+        try:
+            rows = conn.execute(
+                "SELECT id, seq, kind, name, caller_id, predecessor_id, input, output, status,"
+                " metadata, created_at FROM nodes WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+        except sqlite3.Error:
+            return []
+    return [NodeRow(*r) for r in rows]
