@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -69,33 +69,3 @@ def report_outcome(outcome: Any, as_json: bool) -> int:
     else:
         print(f"run {rid} {outcome.status}: {outcome.error}", file=sys.stderr)
     return exit_code(outcome.status)
-
-
-class Progress:
-    """A one-line progress display on stderr (only when it is a terminal)."""
-
-    def __init__(self, run_label: str, stream: Any = None) -> None:
-        self.stream = stream or sys.stderr
-        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.label = run_label
-        self.done = 0
-        self.current = ""
-        self.model_calls: Callable[[], int] = lambda: 0
-
-    def __call__(self, event: str, key: str) -> None:
-        if event in ("done", "skipped"):
-            self.done += 1
-        if event == "start":
-            self.current = key
-        if self.enabled:
-            line = (
-                f"\r\x1b[2K{self.label}: {self.done} steps done · current: "
-                f"{self.current or '-'} · model calls: {self.model_calls()}"
-            )
-            self.stream.write(line)
-            self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\r\x1b[2K")
-            self.stream.flush()

@@ -286,3 +286,25 @@ def session_nodes(db_path: str | os.PathLike[str], session_id: str) -> list[Node
         except sqlite3.Error:
             return []
     return [NodeRow(*r) for r in rows]
+
+
+def llm_usage(db_path: str | os.PathLike[str], session_id: str) -> tuple[int, tuple[int, int]]:
+    """``(model calls, (input tokens, output tokens))`` recorded so far in a session."""
+    if not os.path.isfile(db_path):
+        return 0, (0, 0)
+    try:
+        conn = sqlite3.connect(f"file:{os.fspath(db_path)}?mode=ro", uri=True, timeout=0.2)
+    except sqlite3.Error:
+        return 0, (0, 0)
+    with closing(conn):
+        try:
+            row = conn.execute(
+                "SELECT COUNT(*),"
+                " COALESCE(SUM(json_extract(metadata, '$.usage.input_tokens')), 0),"
+                " COALESCE(SUM(json_extract(metadata, '$.usage.output_tokens')), 0)"
+                " FROM nodes WHERE session_id = ? AND kind = 'llm'",
+                (session_id,),
+            ).fetchone()
+        except sqlite3.Error:  # busy with a writer, or an older store: show what we had
+            return 0, (0, 0)
+    return int(row[0]), (int(row[1]), int(row[2]))

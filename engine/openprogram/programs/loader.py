@@ -81,6 +81,8 @@ def load_program(kind: str, location: str) -> types.ModuleType:
             return importlib.import_module(location)
         except ImportError as exc:
             raise EntryError(f"cannot import Program module {location!r}: {exc}") from None
+        except SystemExit as exc:  # a Program's own exit code must not become the CLI's
+            raise EntryError(f"importing {location!r} raised SystemExit({exc.code!r})") from None
     path = Path(location).resolve()
     if not path.is_file():
         raise EntryError(f"{location}: Program file not found")
@@ -105,7 +107,7 @@ def load_program(kind: str, location: str) -> types.ModuleType:
     except SyntaxError as exc:
         del sys.modules[name]
         raise EntryError(f"{location}:{exc.lineno}: syntax error: {exc.msg}") from None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # SystemExit: not the Program's exit code for the CLI
         del sys.modules[name]
         raise EntryError(f"{location}: importing the Program failed: {exc!r}") from None
     return module

@@ -45,7 +45,9 @@ def execute(ns: argparse.Namespace) -> int:
 
     if ns.all_interrupted == bool(ns.run_id):
         return cs.usage_error("resume", "give either RUN_ID or --all-interrupted", ns.json)
-    progress = cs.Progress("resume")
+    from openprogram.cli.progress import LiveProgress
+
+    progress = LiveProgress("resume", ns.store)
     try:
         with cs.stdout_to_stderr(ns.json):
             if ns.all_interrupted:

@@ -36,7 +36,9 @@ def execute(ns: argparse.Namespace) -> int:
             )
     if ns.model:
         os.environ["OPENPROGRAM_MODEL"] = ns.model
-    progress = cs.Progress("run")
+    from openprogram.cli.progress import LiveProgress
+
+    progress = LiveProgress("run", ns.store)
     try:
         with cs.stdout_to_stderr(ns.json):
             outcome = start_run(
