@@ -98,6 +98,7 @@ class _Runs:
     def __init__(self, runs: list[tuple[str, RunRow]]) -> None:
         self.runs = runs  # (db path, run), newest first
         self._steps: dict[str, dict[str, list[StepRow]]] = {}
+        self._own: dict[str, list[tuple[str, RunRow]]] = {}
 
     def steps(self, db: str, run: RunRow) -> dict[str, list[StepRow]]:
         got = self._steps.get(run.id)
@@ -109,8 +110,12 @@ class _Runs:
         return got
 
     def for_step(self, f: FunctionInfo, name: str) -> tuple[RunRow, list[StepRow]] | None:
-        own = [(db, r) for db, r in self.runs if r.function_qualname in (f.qualname, f.name)]
-        for db, run in own[:1] or self.runs:
+        own = self._own.get(f.qualname)
+        if own is None:
+            own = self._own[f.qualname] = [
+                (db, r) for db, r in self.runs if r.function_qualname in (f.qualname, f.name)
+            ][:1]
+        for db, run in own or self.runs:
             rows = self.steps(db, run).get(name)
             if rows or (run.status == "paused" and run.paused_step == name):
                 return run, rows or []
@@ -159,8 +164,8 @@ def inlay_hints(
         if text is None:
             continue
         seen.add(line)
-        end = len(lines[line].rstrip("\r\n"))
-        col = len(lines[line][:end].encode("utf-16-le")) // 2
+        text_line = lines[line].rstrip("\r\n")
+        col = len(text_line) if text_line.isascii() else len(text_line.encode("utf-16-le")) // 2
         # Plain JSON (InlayHint's wire form): thousands of hints skip the protocol converter.
         hints.append(
             {

@@ -109,6 +109,8 @@ def short_json(text: str | None, limit: int = SHORT) -> str:
     """One line of at most ``limit`` characters of a JSON text (or plain text)."""
     if text is None:
         return ""
+    if len(text) <= limit and "\n" not in text and "\t" not in text and "\r" not in text:
+        return text
     one = " ".join(text.split())
     return one if len(one) <= limit else one[: limit - 1] + "…"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from contextlib import closing
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "NodeRow",
@@ -106,8 +106,7 @@ def recorded_step_sequences(
     return out
 
 
-@dataclass(frozen=True)
-class RunRow:
+class RunRow(NamedTuple):
     """One run as the editor shows it (JSON columns left as text: decode on demand)."""
 
     id: str
@@ -128,8 +127,7 @@ class RunRow:
     updated_at: float
 
 
-@dataclass(frozen=True)
-class StepRow:
+class StepRow(NamedTuple):
     """One step identity of a run (``run_steps``), result as JSON text or error text."""
 
     step_key: str
@@ -221,21 +219,7 @@ def run_steps(db_path: str | os.PathLike[str], run_id: str) -> list[StepRow]:
             ).fetchall()
         except sqlite3.Error:
             return []
-    return [
-        StepRow(
-            step_key=str(r[0]),
-            scope=str(r[1]),
-            position=int(r[2]),
-            kind=str(r[3]),
-            name=str(r[4]),
-            occurrence=int(r[5]),
-            status=str(r[6]),
-            result=r[7] if isinstance(r[7], str) else None,
-            started_at=float(r[8] or 0.0),
-            finished_at=float(r[9]) if r[9] is not None else None,
-        )
-        for r in rows
-    ]
+    return [StepRow._make(r) for r in rows]  # columns are NOT NULL / typed by the schema
 
 
 def store_version(db_path: str | os.PathLike[str]) -> tuple[int, int, int, int]:
@@ -250,8 +234,7 @@ def store_version(db_path: str | os.PathLike[str]) -> tuple[int, int, int, int]:
     return (out[0], out[1], out[2], out[3])
 
 
-@dataclass(frozen=True)
-class NodeRow:
+class NodeRow(NamedTuple):
     """One session-DAG node as stored: ``input``/``output`` kept as JSON text (a graph of
     10,000 nodes shows previews of them; decoding every one would be the slowest part)."""
 
