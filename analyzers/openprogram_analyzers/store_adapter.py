@@ -9,11 +9,15 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from openprogram.contract.runs import Policy, RunStatus
+
 
 def recorded_steps(
     store_dir: str, program_path: str | None = None
 ) -> dict[str, list[list[tuple[str, int]]]]:
-    """``{function_qualname: [[(name, occurrence), ...] per run]}`` of top-level steps."""
+    """``{function_qualname: [[(name, occurrence), ...] per run]}`` of top-level steps of
+    the runs an edit can break: paused/running runs that resume the latest source (each
+    run's recorded policy is ``use_latest``, or it has no saved source)."""
     db = Path(store_dir) / "openprogram.db"
     if not db.is_file():
         return {}
@@ -25,8 +29,11 @@ def recorded_steps(
         rows = conn.execute(
             "SELECT r.id, r.function_qualname, r.program_path, s.name, s.occurrence "
             "FROM runs r JOIN run_steps s ON s.run_id = r.id "
-            "WHERE r.status IN ('paused', 'running') AND s.scope = '' "
-            "ORDER BY r.id, s.position"
+            "WHERE r.status IN (?, ?) AND s.scope = '' AND s.kind != 'branch' "
+            # a keep_original run with a saved source resumes that source: edits cannot break it
+            "AND NOT (r.policy = ? AND r.source_snapshot IS NOT NULL) "
+            "ORDER BY r.id, s.position",
+            (RunStatus.PAUSED.value, RunStatus.RUNNING.value, Policy.KEEP_ORIGINAL.value),
         ).fetchall()
     except sqlite3.Error:
         return {}

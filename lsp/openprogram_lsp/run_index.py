@@ -14,7 +14,6 @@ import socket
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -131,51 +130,16 @@ def runs_for_file(store_dir: Path, program_path: str) -> list[RunInfo]:
     return out
 
 
-def recorded_step_names(
-    store_dir: Path, program_path: str
-) -> dict[str, list[tuple[str, list[Any]]]]:
-    """For paused/running runs of the file: qualname -> [(run_id, [(kind, name, occurrence)...])].
-
-    Only top-level steps (scope ``""``) in call order.
-    """
-    runs = [r for r in runs_for_file(store_dir, program_path) if r.status in ("paused", "running")]
-    if not runs:
-        return {}
-    conn = _connect(store_dir)
-    if conn is None:
-        return {}
-    out: dict[str, list[tuple[str, list[Any]]]] = {}
-    try:
-        for run in runs:
-            rows = conn.execute(
-                "SELECT kind, name, occurrence FROM run_steps WHERE run_id = ? AND scope = ''"
-                " AND kind != 'branch' ORDER BY position",
-                (run.id,),
-            ).fetchall()
-            out.setdefault(run.function_qualname, []).append(
-                (run.id, [(str(k), str(n), int(o)) for k, n, o in rows])
-            )
-    except sqlite3.Error as exc:
-        log.info("no run steps from %s: %s", store_dir, exc)
-        return {}
-    finally:
-        conn.close()
-    return out
-
-
 def recorded_steps_for(
     store_dir: Path, program_path: str | None
 ) -> dict[str, list[list[tuple[str, int]]]] | None:
     """``recorded_steps`` argument of ``analyze_source`` (OP209): qualname -> runs -> steps.
 
-    Each step is ``(name, occurrence)``; None when the file has no paused/running runs.
+    Each step is ``(name, occurrence)``; None when no run of the file can be broken by an
+    edit. The analyzer's reader (each run's recorded policy applied) is the one query.
     """
     if not program_path:
         return None
-    names = recorded_step_names(store_dir, program_path)
-    if not names:
-        return None
-    return {
-        qual: [[(name, occ) for _kind, name, occ in steps] for _run_id, steps in runs]
-        for qual, runs in names.items()
-    }
+    from openprogram_analyzers.store_adapter import recorded_steps
+
+    return recorded_steps(str(store_dir), program_path) or None

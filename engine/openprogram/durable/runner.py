@@ -31,7 +31,7 @@ from openprogram.durable.errors import (
 from openprogram.durable.records import RunDB, RunRecord
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
-from openprogram.scope import call_scope, set_output, to_json_value, use_writer
+from openprogram.scope import ENTRY_EXTRA, call_scope, set_output, to_json_value, use_writer
 
 __all__ = [
     "INTERRUPTED_MAX_AGE_S",
@@ -107,15 +107,16 @@ def _bind_args(entry: ProgramEntry, args: Any) -> dict[str, Any]:
     return args
 
 
-def _determinism(entry: ProgramEntry) -> None:
+def _determinism(entry: ProgramEntry) -> list[str]:
+    """Run the pre-run check; the qualnames it reached (what ``keep_original`` saves)."""
     if entry.path is None:
-        return
+        return []
     try:
         source = Path(entry.path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ProgramLoadError(f"{entry.path}: cannot read the Program: {exc}") from None
     try:
-        checks.check_resumable(source, entry.path, entry.qualname)
+        return checks.check_resumable(source, entry.path, entry.qualname)
     except ModuleNotFoundError:  # analyzer not installed: run without the static pre-check
         warnings.warn(
             "openprogram_analyzers.determinism is not available; the pre-run determinism "
@@ -123,6 +124,7 @@ def _determinism(entry: ProgramEntry) -> None:
             RuntimeWarning,
             stacklevel=3,
         )
+        return []
 
 
 def _owner_alive(run: RunRecord) -> bool:
@@ -198,6 +200,7 @@ def _execute(
     try:
         with use_writer(writer), call_scope(entry.name, inputs=args) as frame:
             node_id = frame.node_id
+            frame.extras[ENTRY_EXTRA] = fn  # an Agent-method entry records no second node
             try:
                 value = fn(**args)
             finally:
@@ -284,8 +287,8 @@ def start_run(
     bound = _bind_args(entry, args or {})
     snap: dict[str, Any] | None = None
     if entry.resumable:
-        _determinism(entry)
-        snap = snapshot.capture(entry.function, entry.module, entry.qualname)
+        reached = _determinism(entry)
+        snap = snapshot.capture(entry.function, entry.module, entry.qualname, reached)
     rid = run_id or uuid.uuid4().hex[:16]
     with RunDB(store, durability=durability) as db:
         db.store.create_session(rid, metadata={"run_id": rid, "entry": ref})
@@ -368,8 +371,8 @@ def resume_run(
         if pol == "keep_original" and run.source_snapshot:
             fn = snapshot.restore(run.source_snapshot, entry.module, entry.instance)
         else:
-            _determinism(entry)
-            new_snap = snapshot.capture(entry.function, entry.module, entry.qualname)
+            reached = _determinism(entry)
+            new_snap = snapshot.capture(entry.function, entry.module, entry.qualname, reached)
             fn = entry.target
         if not db.claim_run(run_id, run.status):
             raise RunStateError(f"run {run_id} changed state meanwhile; try again")
