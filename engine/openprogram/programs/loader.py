@@ -81,8 +81,13 @@ def load_program(kind: str, location: str) -> types.ModuleType:
             return importlib.import_module(location)
         except ImportError as exc:
             raise EntryError(f"cannot import Program module {location!r}: {exc}") from None
-        except SystemExit as exc:  # a Program's own exit code must not become the CLI's
-            raise EntryError(f"importing {location!r} raised SystemExit({exc.code!r})") from None
+        except SyntaxError as exc:
+            where = f"{exc.filename}:{exc.lineno}" if exc.filename else location
+            raise EntryError(f"{where}: syntax error: {exc.msg}") from None
+        except (Exception, SystemExit) as exc:  # the module's own top-level code raised (or exited)
+            raise EntryError(
+                f"cannot import Program module {location!r}: importing it raised {exc!r}"
+            ) from None
     path = Path(location).resolve()
     if not path.is_file():
         raise EntryError(f"{location}: Program file not found")

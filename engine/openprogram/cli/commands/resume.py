@@ -69,7 +69,10 @@ def execute(ns: argparse.Namespace) -> int:
                 ]
     except OpenProgramError as exc:
         progress.close()
-        return cs.usage_error("resume", str(exc), ns.json)
+        return cs.command_error("resume", exc, ns.json)
+    except KeyboardInterrupt as exc:
+        progress.close()
+        return cs.report_interrupted(exc, ns.json)
     progress.close()
     if not ns.all_interrupted:
         return cs.report_outcome(outcomes[0], ns.json)

@@ -30,6 +30,9 @@ def execute(ns: argparse.Namespace) -> int:
             args = json.loads(ns.args)
         except json.JSONDecodeError as exc:
             return cs.usage_error("run", f"--args is not valid JSON: {exc}", ns.json)
+        except (ValueError, RecursionError) as exc:  # e.g. an integer of 5,000 digits
+            reason = "it is nested too deeply" if isinstance(exc, RecursionError) else exc
+            return cs.usage_error("run", f"--args cannot be read: {reason}", ns.json)
         if not isinstance(args, dict):
             return cs.usage_error(
                 "run", f"--args must be a JSON object, got {type(args).__name__}", ns.json
@@ -46,7 +49,10 @@ def execute(ns: argparse.Namespace) -> int:
             )
     except OpenProgramError as exc:  # bad entry/args, determinism refusal, store problems
         progress.close()
-        return cs.usage_error("run", str(exc), ns.json)
+        return cs.command_error("run", exc, ns.json)
+    except KeyboardInterrupt as exc:
+        progress.close()
+        return cs.report_interrupted(exc, ns.json)
     progress.close()
     return cs.report_outcome(outcome, ns.json)
 

@@ -30,7 +30,7 @@ def execute(ns: argparse.Namespace) -> int:
     try:
         runs = list_runs(store=ns.store, status=ns.status)
     except OpenProgramError as exc:
-        return cs.usage_error("runs", str(exc), False)
+        return cs.command_error("runs", exc, False)
     if ns.json:
         print(json.dumps([r.to_json() for r in runs], ensure_ascii=False))
         return 0
