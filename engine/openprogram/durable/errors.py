@@ -29,6 +29,14 @@ class ProgramLoadError(DurableError):
     """The Program file/module of a run cannot be loaded any more."""
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run; it was saved as paused. ``outcome`` is how it ended."""
+
+    def __init__(self, outcome: object) -> None:
+        super().__init__()
+        self.outcome = outcome
+
+
 class RunPaused(BaseException):
     """A run paused: unwinds the run to its driver so it is saved as ``paused``, and is
     what a direct Python call of a resumable function raises when its run pauses.

@@ -151,6 +151,7 @@ class RunDB:
         *,
         durability: str | None = None,
         create: bool = True,
+        read_only: bool = False,
     ) -> None:
         from openprogram.store import SessionStore, resolve_root, store_db_path
         from openprogram.store.sqlite import SqliteBackend
@@ -164,7 +165,8 @@ class RunDB:
         self.power = mode == "power"
         self.defer_results = mode in ("process", "power")
         self.root = resolve_root(root)
-        self.store = SessionStore(root_path=str(self.root), create=create)  # migrates
+        # migrates unless read_only
+        self.store = SessionStore(root_path=str(self.root), create=create, read_only=read_only)
         self.db_path = store_db_path(self.root)
         backend = self.store.backend
         if not isinstance(backend, SqliteBackend):  # pragma: no cover - only SQLite today

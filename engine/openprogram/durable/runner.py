@@ -11,20 +11,20 @@ import json
 import os
 import socket
 import time
-import uuid
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openprogram.contract.runs import POLICIES, Policy
+from openprogram.contract.runs import POLICIES, Policy, new_run_id
 from openprogram.durable import checks, snapshot
 from openprogram.durable.approvals import refuse_undecided, run_database
 from openprogram.durable.errors import (
     DeterminismError,
     ProgramLoadError,
     RunCancelled,
+    RunInterrupted,
     RunNotFound,
     RunPaused,
     RunStateError,
@@ -33,6 +33,7 @@ from openprogram.durable.errors import (
 from openprogram.durable.policy import policy_for_resume, policy_for_start
 from openprogram.durable.records import RunDB, RunRecord
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave
+from openprogram.errors import StoreError
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
 from openprogram.scope import ENTRY_EXTRA, call_scope, set_output, to_json_value, use_writer
 
@@ -226,13 +227,17 @@ def _execute(
         db.finish_run(run_id, "cancelled", error=f"run {run_id} was cancelled")
         return _outcome(db, run_id, "cancelled")
     except KeyboardInterrupt:
-        db.finish_run(
+        stored = db.finish_run(
             run_id,
             "paused",
             error=f"run {run_id} was interrupted (Ctrl-C)",
             pause_reason="requested",
         )
-        raise
+        raise RunInterrupted(_outcome(db, run_id, stored)) from None
+    except SystemExit as exc:  # sys.exit() in the Program: a failed run, not a dead CLI
+        error = f"the Program called sys.exit({exc.code!r})"
+        stored = db.finish_run(run_id, "failed", error=error)
+        return _outcome(db, run_id, stored)
     except Exception as exc:
         stored = db.finish_run(run_id, "failed", error=f"{type(exc).__name__}: {exc}")
         return _outcome(db, run_id, stored)
@@ -254,6 +259,17 @@ def _outcome(db: RunDB, run_id: str, status: str) -> RunOutcome:
         paused_step=run.paused_step,
         paused_occurrence=run.paused_occurrence,
         pause_reason=run.pause_reason,
+    )
+
+
+def _unsaved(run_id: str, exc: StoreError) -> RunOutcome:
+    """The outcome of a run whose records could not be written after it started."""
+    return RunOutcome(
+        run_id,
+        "failed",
+        error=f"run {run_id} stopped because the store could not be written: {exc}; "
+        f"what was saved is kept: resume it with `openprogram resume {run_id}` "
+        "once the store is writable",
     )
 
 
@@ -322,7 +338,7 @@ def start_entry(
     if entry.resumable:
         reached = _determinism(entry)
         snap = snapshot.capture(entry.function, entry.module, entry.qualname, reached)
-    rid = run_id or uuid.uuid4().hex[:16]
+    rid = run_id or new_run_id()
     with RunDB(store, durability=durability) as db:
         db.store.create_session(rid, metadata={"run_id": rid, "entry": ref})
         db.insert_run(
@@ -336,16 +352,19 @@ def start_entry(
             source_snapshot=snap,
             session_id=rid,
         )
-        return _execute(
-            db,
-            rid,
-            entry,
-            call if call is not None else entry.target,
-            bound,
-            durable=entry.resumable,
-            rerun_uncertain=False,
-            on_progress=on_progress,
-        )
+        try:
+            return _execute(
+                db,
+                rid,
+                entry,
+                call if call is not None else entry.target,
+                bound,
+                durable=entry.resumable,
+                rerun_uncertain=False,
+                on_progress=on_progress,
+            )
+        except StoreError as exc:
+            return _unsaved(rid, exc)
 
 
 def _load_for_resume(run: RunRecord) -> ProgramEntry:
@@ -415,16 +434,19 @@ def resume_run(
             fn = entry.target
         if not db.claim_run(run_id, run.status):
             raise RunStateError(f"run {run_id} changed state meanwhile; try again")
-        outcome = _execute(
-            db,
-            run_id,
-            entry,
-            fn,
-            dict(run.args),
-            durable=True,
-            rerun_uncertain=rerun_uncertain,
-            on_progress=on_progress,
-        )
+        try:
+            outcome = _execute(
+                db,
+                run_id,
+                entry,
+                fn,
+                dict(run.args),
+                durable=True,
+                rerun_uncertain=rerun_uncertain,
+                on_progress=on_progress,
+            )
+        except StoreError as exc:
+            return _unsaved(run_id, exc)
         if new_snap is not None and outcome.pause_reason != "incompatible":
             db.update_snapshot(run_id, new_snap)  # the compatible new code is adopted
         return outcome
@@ -462,11 +484,11 @@ def list_runs(
     *, store: str | os.PathLike[str] | None = None, status: str | None = None
 ) -> list[RunRecord]:
     """Run records, oldest first (optionally only those with ``status``)."""
-    from openprogram.store import store_db_path
+    from openprogram.store import resolve_root, store_db_path
 
-    if not store_db_path(store).exists():
-        return []
-    with RunDB(store, create=False) as db:
+    if not store_db_path(store).exists() and not resolve_root(store).is_file():
+        return []  # no store yet: no runs, and nothing is created (a file is an error)
+    with RunDB(store, create=False, read_only=True) as db:
         return db.list_runs(status)
 
 

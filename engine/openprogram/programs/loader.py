@@ -82,6 +82,13 @@ def load_program(kind: str, location: str) -> types.ModuleType:
             return importlib.import_module(location)
         except ImportError as exc:
             raise EntryError(f"cannot import Program module {location!r}: {exc}") from None
+        except SyntaxError as exc:
+            where = f"{exc.filename}:{exc.lineno}" if exc.filename else location
+            raise EntryError(f"{where}: syntax error: {exc.msg}") from None
+        except (Exception, SystemExit) as exc:  # the module's own top-level code raised (or exited)
+            raise EntryError(
+                f"cannot import Program module {location!r}: importing it raised {exc!r}"
+            ) from None
     path = Path(location).resolve()
     if not path.is_file():
         raise EntryError(f"{location}: Program file not found")
@@ -106,7 +113,7 @@ def load_program(kind: str, location: str) -> types.ModuleType:
     except SyntaxError as exc:
         del sys.modules[name]
         raise EntryError(f"{location}:{exc.lineno}: syntax error: {exc.msg}") from None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # SystemExit: not the Program's exit code for the CLI
         del sys.modules[name]
         raise EntryError(f"{location}: importing the Program failed: {exc!r}") from None
     return module

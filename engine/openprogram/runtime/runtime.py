@@ -21,7 +21,6 @@ from openprogram.runtime.cassette import CassetteWriter
 from openprogram.runtime.config import detect_model
 from openprogram.runtime.model_string import PROVIDER_PREFIXES, ModelString, parse_model_string
 from openprogram.runtime.providers.base import Provider
-from openprogram.runtime.providers.openai import INVALID_ARGUMENTS_KEY
 from openprogram.runtime.retry import RetryPolicy
 from openprogram.runtime.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from openprogram.scope import (
@@ -697,9 +696,13 @@ class _Turn:
         if tool is None:
             offered = ", ".join(self.tools) or "(none)"
             return None, f"unknown tool {call.name!r}; available tools: {offered}"
-        if INVALID_ARGUMENTS_KEY in call.arguments:
-            raw = str(call.arguments[INVALID_ARGUMENTS_KEY])[:200]
-            return None, f"the arguments for tool {call.name!r} were not valid JSON: {raw}"
+        if call.arguments_error is not None:
+            raw = str(call.raw_arguments)
+            shown = raw if len(raw) <= 200 else raw[:197] + "..."
+            return None, (
+                f"the arguments for tool {call.name!r} are {call.arguments_error}: {shown}; "
+                "send one JSON object of named arguments"
+            )
         return tool, ""
 
     def add_tool_result(self, call: ToolCall, record: ToolCallRecord) -> None:

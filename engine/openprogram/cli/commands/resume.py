@@ -46,7 +46,9 @@ def execute(ns: argparse.Namespace) -> int:
 
     if ns.all_interrupted == bool(ns.run_id):
         return cs.usage_error("resume", "give either RUN_ID or --all-interrupted", ns.json)
-    progress = cs.Progress("resume")
+    from openprogram.cli.progress import LiveProgress
+
+    progress = LiveProgress("resume", ns.store)
     try:
         with cs.stdout_to_stderr(ns.json):
             if ns.all_interrupted:
@@ -64,7 +66,10 @@ def execute(ns: argparse.Namespace) -> int:
                 ]
     except OpenProgramError as exc:
         progress.close()
-        return cs.usage_error("resume", str(exc), ns.json)
+        return cs.command_error("resume", exc, ns.json)
+    except KeyboardInterrupt as exc:
+        progress.close()
+        return cs.report_interrupted(exc, ns.json)
     progress.close()
     if not ns.all_interrupted:
         return cs.report_outcome(outcomes[0], ns.json)

@@ -40,13 +40,18 @@ def execute(ns: argparse.Namespace) -> int:
             args = json.loads(ns.args)
         except json.JSONDecodeError as exc:
             return cs.usage_error("run", f"--args is not valid JSON: {exc}", ns.json)
+        except (ValueError, RecursionError) as exc:  # e.g. an integer of 5,000 digits
+            reason = "it is nested too deeply" if isinstance(exc, RecursionError) else exc
+            return cs.usage_error("run", f"--args cannot be read: {reason}", ns.json)
         if not isinstance(args, dict):
             return cs.usage_error(
                 "run", f"--args must be a JSON object, got {type(args).__name__}", ns.json
             )
     if ns.model:
         os.environ["OPENPROGRAM_MODEL"] = ns.model
-    progress = cs.Progress("run")
+    from openprogram.cli.progress import LiveProgress
+
+    progress = LiveProgress("run", ns.store)
     try:
         with cs.stdout_to_stderr(ns.json):
             outcome = start_run(
@@ -59,7 +64,10 @@ def execute(ns: argparse.Namespace) -> int:
             )
     except OpenProgramError as exc:  # bad entry/args, determinism refusal, store problems
         progress.close()
-        return cs.usage_error("run", str(exc), ns.json)
+        return cs.command_error("run", exc, ns.json)
+    except KeyboardInterrupt as exc:
+        progress.close()
+        return cs.report_interrupted(exc, ns.json)
     progress.close()
     return cs.report_outcome(outcome, ns.json)
 

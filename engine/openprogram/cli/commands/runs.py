@@ -35,7 +35,7 @@ def execute(ns: argparse.Namespace) -> int:
         if awaiting:
             runs = [r for r in runs if r.pause_reason == PauseReason.AWAITING_APPROVAL]
     except OpenProgramError as exc:
-        return cs.usage_error("runs", str(exc), False)
+        return cs.command_error("runs", exc, False)
     if ns.json:
         print(json.dumps([r.to_json() for r in runs], ensure_ascii=False))
         return 0
