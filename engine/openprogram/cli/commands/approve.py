@@ -22,12 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def decide(ns: argparse.Namespace, approve: bool) -> int:
     """Record the decision (``approve`` or deny) and report how the resumed run ended."""
+    from openprogram.cli.progress import LiveProgress
     from openprogram.durable import cli_support as cs
     from openprogram.durable.approvals import approve_run, deny_run, pending_request
     from openprogram.errors import OpenProgramError
 
     command = NAME if approve else "deny"
-    progress = cs.Progress(command)
+    progress = LiveProgress(command, ns.store)
     try:
         request = pending_request(ns.run_id, store=ns.store)
         cs.use_run_model(ns.store, ns.run_id)
