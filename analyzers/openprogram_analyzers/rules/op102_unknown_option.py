@@ -39,6 +39,16 @@ class RuleOP102(FamilyRule):
                     pass
             """
         ),
+        Valid(
+            """
+            from openprogram import agentic_function
+
+
+            @agentic_function(expose="io", tool=True, timeout=2)
+            def f(text: str) -> str:
+                return text
+            """
+        ),
     ]
     INVALID: ClassVar[list[Invalid]] = [
         Invalid(
@@ -64,6 +74,18 @@ class RuleOP102(FamilyRule):
                 def f(self) -> None:
                     pass
             """,
+        ),
+        Invalid(  # @agentic_function(...) arguments are one method_options entry
+            """
+            from openprogram import agentic_function
+
+
+            @agentic_function(expsoe="io")
+            def f(text: str) -> str:
+                return text
+            """,
+            range=(4, 19, 4, 25),
+            message="unknown method_options key 'expsoe' (method 'f'); did you mean 'expose'?",
         ),
     ]
 

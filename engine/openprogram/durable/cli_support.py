@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -39,6 +39,18 @@ def stdout_to_stderr(enabled: bool) -> Iterator[None]:
         sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
+
+
+def use_run_model(store: str | None, run_id: str) -> None:
+    """Without ``OPENPROGRAM_MODEL`` set, use the model the run was started with."""
+    if os.environ.get("OPENPROGRAM_MODEL"):
+        return
+    from openprogram.durable.records import RunDB
+
+    with RunDB(store, create=False) as db:
+        run = db.get_run(run_id)
+    if run is not None and run.model:
+        os.environ["OPENPROGRAM_MODEL"] = run.model
 
 
 def usage_error(command: str, message: str, as_json: bool) -> int:
@@ -80,37 +92,10 @@ def report_outcome(outcome: Any, as_json: bool) -> int:
         hint = " --rerun-uncertain" if outcome.pause_reason == "uncertain" else ""
         if outcome.pause_reason == "incompatible":
             hint = " --policy keep_original  (or restore the recorded steps)"
-        print(f"resume with: openprogram resume {rid}{hint}")
+        if outcome.pause_reason == "awaiting_approval":
+            print(f"approve with: openprogram approve {rid}   (or: openprogram deny {rid})")
+        else:
+            print(f"resume with: openprogram resume {rid}{hint}")
     else:
         print(f"run {rid} {outcome.status}: {outcome.error}", file=sys.stderr)
     return exit_code(outcome.status)
-
-
-class Progress:
-    """A one-line progress display on stderr (only when it is a terminal)."""
-
-    def __init__(self, run_label: str, stream: Any = None) -> None:
-        self.stream = stream or sys.stderr
-        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.label = run_label
-        self.done = 0
-        self.current = ""
-        self.model_calls: Callable[[], int] = lambda: 0
-
-    def __call__(self, event: str, key: str) -> None:
-        if event in ("done", "skipped"):
-            self.done += 1
-        if event == "start":
-            self.current = key
-        if self.enabled:
-            line = (
-                f"\r\x1b[2K{self.label}: {self.done} steps done · current: "
-                f"{self.current or '-'} · model calls: {self.model_calls()}"
-            )
-            self.stream.write(line)
-            self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\r\x1b[2K")
-            self.stream.flush()

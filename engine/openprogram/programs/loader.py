@@ -26,6 +26,7 @@ from openprogram.errors import OpenProgramError
 __all__ = [
     "EntryError",
     "ProgramEntry",
+    "entry_for",
     "list_entries",
     "load_entry",
     "load_program",
@@ -84,7 +85,7 @@ def load_program(kind: str, location: str) -> types.ModuleType:
         except SyntaxError as exc:
             where = f"{exc.filename}:{exc.lineno}" if exc.filename else location
             raise EntryError(f"{where}: syntax error: {exc.msg}") from None
-        except Exception as exc:  # the module's own top-level code raised
+        except (Exception, SystemExit) as exc:  # the module's own top-level code raised (or exited)
             raise EntryError(
                 f"cannot import Program module {location!r}: importing it raised {exc!r}"
             ) from None
@@ -112,7 +113,7 @@ def load_program(kind: str, location: str) -> types.ModuleType:
     except SyntaxError as exc:
         del sys.modules[name]
         raise EntryError(f"{location}:{exc.lineno}: syntax error: {exc.msg}") from None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # SystemExit: not the Program's exit code for the CLI
         del sys.modules[name]
         raise EntryError(f"{location}: importing the Program failed: {exc!r}") from None
     return module
@@ -170,6 +171,12 @@ def _entry(name: str, obj: Any, module: types.ModuleType) -> ProgramEntry:
         instance=instance,
         options=options,
     )
+
+
+def entry_for(name: str, obj: Any, module: types.ModuleType) -> ProgramEntry:
+    """``obj`` (a function or bound method of ``module``) as an entry named ``name``,
+    whether or not ``PROGRAM_ENTRIES`` lists it (direct durable calls use this)."""
+    return _entry(name, obj, module)
 
 
 def list_entries(module: types.ModuleType) -> dict[str, ProgramEntry]:

@@ -248,8 +248,7 @@ class Runtime:
 
     def _loop(self, turn: _Turn) -> ExecResult:
         while True:
-            request = turn.next_request()
-            _before_request(turn, request)
+            request = _before_request(turn, turn.next_request())
             response = self._call(turn.provider, request)
             _after_response(turn, response)
             if turn.accept(response):
@@ -262,8 +261,7 @@ class Runtime:
 
     async def _aloop(self, turn: _Turn) -> ExecResult:
         while True:
-            request = turn.next_request()
-            _before_request(turn, request)
+            request = _before_request(turn, turn.next_request())
             response = await self._acall(turn.provider, request)
             _after_response(turn, response)
             if turn.accept(response):
@@ -723,14 +721,24 @@ class _Turn:
 # -- turn safe points (openprogram.safepoints; a ContextVar lookup when no turn runs) --
 
 
-def _before_request(turn: _Turn, request: ModelRequest) -> None:
-    """Safe point before a model request (may raise ``TurnCancelled``)."""
-    if safepoints.current_control() is not None:
-        safepoints.checkpoint(
-            "llm.request",
-            model=f"{turn.provider.name}:{request.model_id}",
-            iteration=len(turn.responses) + 1,
-        )
+def _before_request(turn: _Turn, request: ModelRequest) -> ModelRequest:
+    """Safe point before a model request (may raise ``TurnCancelled``/``TurnPaused``);
+    input appended to the running turn meanwhile joins the request as user messages."""
+    control = safepoints.current_control()
+    if control is None:
+        return request
+    safepoints.checkpoint(
+        "llm.request",
+        model=f"{turn.provider.name}:{request.model_id}",
+        iteration=len(turn.responses) + 1,
+    )
+    arrived = control.take_input()
+    if not arrived:
+        return request
+    for content in arrived:
+        turn.messages.append(Message(role="user", content=content))
+    safepoints.emit("input.delivered", count=len(arrived), iteration=len(turn.responses) + 1)
+    return turn.next_request()
 
 
 def _after_response(turn: _Turn, response: ModelResponse) -> None:

@@ -1,4 +1,5 @@
-"""``openprogram run FILE.py:ENTRY | MODULE:ENTRY [--args JSON] [--model M] [--store DIR] [--json]``."""
+"""``openprogram run FILE.py:ENTRY | MODULE:ENTRY [--args JSON] [--model M] [--policy P]
+[--store DIR] [--json]``."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import argparse
 import json
 import os
 from typing import Any
+
+from openprogram.contract.runs import POLICIES
 
 NAME = "run"
 HELP = "run a Program entry as a resumable run"
@@ -15,6 +18,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("entry", metavar="FILE.py:ENTRY|MODULE:ENTRY", help="entry to run")
     parser.add_argument("--args", default=None, metavar="JSON_OBJECT", help="keyword arguments")
     parser.add_argument("--model", default=None, metavar="M", help="model, e.g. openai:gpt-4.1")
+    parser.add_argument(
+        "--policy",
+        choices=POLICIES,
+        default=None,
+        help="code-change policy of this run (default: [tool.openprogram.execution] "
+        "code_change_policy in pyproject.toml, else keep_original)",
+    )
     parser.add_argument("--store", default=None, metavar="DIR", help="store root directory")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -39,11 +49,18 @@ def execute(ns: argparse.Namespace) -> int:
             )
     if ns.model:
         os.environ["OPENPROGRAM_MODEL"] = ns.model
-    progress = cs.Progress("run")
+    from openprogram.cli.progress import LiveProgress
+
+    progress = LiveProgress("run", ns.store)
     try:
         with cs.stdout_to_stderr(ns.json):
             outcome = start_run(
-                ns.entry, args, store=ns.store, model=ns.model, on_progress=progress
+                ns.entry,
+                args,
+                store=ns.store,
+                model=ns.model,
+                policy=ns.policy,
+                on_progress=progress,
             )
     except OpenProgramError as exc:  # bad entry/args, determinism refusal, store problems
         progress.close()
