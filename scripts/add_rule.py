@@ -93,14 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text(
         TEMPLATE.format(code=code, name=args.name, summary=args.summary, severity=args.severity)
     )
-    row = (
-        f'| <a id="{code.lower()}"></a>`{code}` | {args.name} | {args.severity} | {args.summary} |'
-    )
-    lines = README.read_text().split("\n")
-    rows = [i for i, line in enumerate(lines) if line.startswith('| <a id="op')]
-    after = [i for i in rows if lines[i].split("`")[1] < code]
-    lines.insert((after[-1] if after else rows[0] - 1) + 1, row)
-    README.write_text("\n".join(lines))
+    import rule_table  # scripts/ is on sys.path: the table comes from the rule classes
+
+    README.write_text(rule_table.regenerate(README.read_text(), rule_table.rule_rows()))
     print(f"created {path.relative_to(ROOT)} and its README row; now fill in the TODOs")
     return 0
 

@@ -1,121 +1,197 @@
-"""One-off: rewrite every rule file's examples as dedented triple-quoted blocks with
-keyword arguments, and its docstring with the fixed headings. Run from the repo root with
-the repo's venv python (imports the rules as they are)."""
+"""Rewrite rule files still in the old format to the one-readable-file format.
+
+Old format: ``VALID: ClassVar[list[str]]`` of escaped strings, ``INVALID`` as
+``(source, Invalid(code, line, col, end_line, end_col, message, fixed=...))`` tuples, a
+plain docstring and ``family = "name"``. New format: dedented triple-quoted ``Valid(...)``
+/ ``Invalid(..., range=, message=, fixed=)`` blocks, a docstring with the fixed headings
+``Why:`` / ``Fix safety:`` and ``family = name.findings_for``.
+
+Files already in the new format are left alone, so it is safe to re-run after merging a
+branch that added rules the old way::
+
+    python scripts/migrate_rule_examples.py            # every rule file under the repo
+    python scripts/migrate_rule_examples.py FILE...    # just these
+
+Old files are read with ``ast`` (literals only, never imported or evaluated: the current ``rule.Invalid`` no longer
+accepts the old positional form), then ``scripts/rule_table.py`` is the README's table.
+"""
 
 from __future__ import annotations
 
 import ast
-import importlib
 import inspect
 import re
 import sys
-import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
-sys.path[:0] = ["analyzers", "engine"]
-RULES_DIR = Path("analyzers/openprogram_analyzers/rules")
+ROOT = Path(__file__).resolve().parents[1]
+RULES_DIR = ROOT / "analyzers" / "openprogram_analyzers" / "rules"
+IND = "    "
+
+
+@dataclass
+class OldInvalid:
+    """The old positional ``Invalid``, only to evaluate old example lists."""
+
+    code: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    message: str
+    fixed: str | None = None
+
+
+def is_old_format(text: str) -> bool:
+    return "ClassVar[list[str]]" in text or "list[tuple[str, Invalid]]" in text
 
 
 def block(text: str, indent: str) -> str:
+    """``text`` as a triple-quoted block that ``rule.example`` turns back into ``text``."""
     body = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
     lines = body.split("\n")
-    assert lines[-1] == "", repr(text[-20:])
+    if lines[-1] != "":
+        raise ValueError(f"example does not end with a newline: {text[-20:]!r}")
     out = ['"""']
-    for line in lines[:-1]:
-        out.append(indent + line if line.strip() else "")
+    out.extend(indent + line if line.strip() else "" for line in lines[:-1])
     out.append(indent + '"""')
     return "\n".join(out)
 
 
-def fix_safety(rule: type) -> str:
-    code = rule.code
+def fix_safety(code: str, has_fix: bool, fix_safe: bool) -> str:
     if code == "OP900":
-        return "Safe: the fix removes the unused code from the comment (the whole comment\n    when it was the only one); ``--fix`` applies it."
-    if "fix_for" in vars(rule):
-        if rule.fix_safe:
-            return "Safe: the fix keeps the program's meaning; ``--fix`` applies it."
+        return (
+            "Safe: the fix removes the unused code from the comment (the whole comment\n"
+            f"{IND}when it was the only one); ``--fix`` applies it."
+        )
+    if has_fix and fix_safe:
+        return "Safe: the fix keeps the program's meaning; ``--fix`` applies it."
+    if has_fix:
         return (
             "Unsafe: the fix is a did-you-mean guess and may change what the program does\n"
-            '    (``"tol"`` -> ``"tool"`` turns a method into a tool); ``--fix --unsafe-fixes``\n'
-            "    applies it. It is never offered when it would create a duplicate key."
+            f'{IND}(``"tol"`` -> ``"tool"`` turns a method into a tool); ``--fix --unsafe-fixes``\n'
+            f"{IND}applies it. It is never offered when it would create a duplicate key."
         )
     return f"No fix: the change needs the author's decision; ``# noqa: {code}`` suppresses it."
 
 
-def main() -> None:
-    for path in sorted(RULES_DIR.glob("op[0-9]*.py")):
-        mod = importlib.import_module(f"openprogram_analyzers.rules.{path.stem}")
-        rule = next(
-            v
-            for v in vars(mod).values()
-            if isinstance(v, type) and getattr(v, "__module__", "") == mod.__name__ and hasattr(v, "code")
+def _rule_class(tree: ast.Module) -> ast.ClassDef:
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name.startswith("RuleOP"):
+            return node
+    raise ValueError("no RuleOPnnn class")
+
+
+def _assigned(node: ast.stmt) -> str | None:
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return node.target.id
+    if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id
+    return None
+
+
+def migrate(text: str) -> str:
+    """The new-format text of an old-format rule file."""
+    tree = ast.parse(text)
+    cls = _rule_class(tree)
+    lines = text.split("\n")
+    doc = cls.body[0]
+    if not (isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)):
+        raise ValueError(f"{cls.name} has no docstring")
+    spans: dict[str, ast.stmt] = {}
+    attrs: dict[str, object] = {}
+    for node in cls.body:
+        name = _assigned(node)
+        if name in ("VALID", "INVALID"):
+            spans[name] = node
+        elif name in ("code", "fix_safe") and node.value is not None:  # type: ignore[attr-defined]
+            attrs[name] = ast.literal_eval(node.value)  # type: ignore[attr-defined]
+    if set(spans) != {"VALID", "INVALID"} or "code" not in attrs:
+        raise ValueError(f"{cls.name}: code, VALID and INVALID must be class attributes")
+    code = str(attrs["code"])
+    has_fix = any(isinstance(n, ast.FunctionDef) and n.name == "fix_for" for n in cls.body)
+
+    def invalid_of(call: ast.expr) -> OldInvalid:
+        if not isinstance(call, ast.Call):
+            raise ValueError(f"{cls.name}: INVALID entries must be Invalid(...) calls")
+        args = [ast.literal_eval(a) for a in call.args]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+        return OldInvalid(*args, **kwargs)
+
+    valid_node, invalid_node = spans["VALID"], spans["INVALID"]
+    valid_srcs = ast.literal_eval(valid_node.value)  # type: ignore[attr-defined]
+    invalid_pairs = [
+        (ast.literal_eval(pair.elts[0]), invalid_of(pair.elts[1]))
+        for pair in invalid_node.value.elts  # type: ignore[attr-defined]
+    ]
+    valid = [f"{IND * 2}Valid(\n{IND * 3}{block(src, IND * 3)}\n{IND * 2})," for src in valid_srcs]
+    invalid = []
+    for src, inv in invalid_pairs:
+        parts = [f"{IND * 3}{block(src, IND * 3)},"]
+        if inv.code != code:
+            parts.append(f"{IND * 3}code={inv.code!r},")
+        parts.append(
+            f"{IND * 3}range=({inv.line}, {inv.column}, {inv.end_line}, {inv.end_column}),"
         )
+        parts.append(f"{IND * 3}message={inv.message!r},")
+        if inv.fixed is not None:
+            parts.append(f"{IND * 3}fixed={block(inv.fixed, IND * 3)},")
+        invalid.append(f"{IND * 2}Invalid(\n" + "\n".join(parts) + f"\n{IND * 2}),")
+    why = inspect.cleandoc(doc.value.value)
+    if why.startswith("Why: "):
+        why = why[len("Why: ") :]
+    why = "\n".join(IND + line if line.strip() else "" for line in why.split("\n")).strip()
+    replacements = [
+        (
+            doc,
+            f'{IND}"""Why: {why}\n\n{IND}Fix safety: {fix_safety(code, has_fix, attrs.get("fix_safe", True) is not False)}\n{IND}"""',
+        ),
+        (
+            spans["VALID"],
+            f"{IND}VALID: ClassVar[list[Valid]] = [\n" + "\n".join(valid) + f"\n{IND}]",
+        ),
+        (
+            spans["INVALID"],
+            f"{IND}INVALID: ClassVar[list[Invalid]] = [\n" + "\n".join(invalid) + f"\n{IND}]",
+        ),
+    ]
+    for node, new in sorted(replacements, key=lambda r: -r[0].lineno):
+        lines[node.lineno - 1 : node.end_lineno] = new.split("\n")
+    out = "\n".join(lines)
+    out = re.sub(
+        r"from openprogram_analyzers\.rule import ([^\n]*)",
+        lambda m: (
+            "from openprogram_analyzers.rule import "
+            + ", ".join(sorted({*m.group(1).split(", "), "Invalid", "Valid"}))
+        ),
+        out,
+        count=1,
+    )
+    fam = re.search(r'\n    family = "([a-z_]+)"\n', out)
+    if fam:
+        out = out.replace(fam.group(0), f"\n    family = {fam.group(1)}.findings_for\n")
+        out = out.replace(
+            "from openprogram_analyzers.rule import",
+            f"from openprogram_analyzers import {fam.group(1)}\nfrom openprogram_analyzers.rule import",
+            1,
+        )
+    return out
+
+
+def main(argv: list[str]) -> int:
+    paths = [Path(a) for a in argv] or sorted(RULES_DIR.glob("op[0-9]*.py"))
+    changed = 0
+    for path in paths:
         text = path.read_text()
-        tree = ast.parse(text)
-        cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == rule.__name__)
-        lines = text.split("\n")
-        spans: dict[str, tuple[int, int]] = {}
-        doc_span = None
-        for node in cls.body:
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str) and doc_span is None:
-                doc_span = (node.lineno, node.end_lineno)
-            target = None
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-                target = node.target.id
-            elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-                target = node.targets[0].id
-            if target in ("VALID", "INVALID"):
-                spans[target] = (node.lineno, node.end_lineno)
-        assert doc_span and set(spans) == {"VALID", "INVALID"}, path
-        ind = "    "
-        valid = [f"{ind*2}Valid(\n{ind*3}{block(src, ind*3)}\n{ind*2}),"
-                 for src in rule.VALID]
-        valid_src = f"{ind}VALID: ClassVar[list[Valid]] = [\n" + "\n".join(valid) + f"\n{ind}]"
-        invalid = []
-        for src, inv in rule.INVALID:
-            parts = [f"{ind*3}{block(src, ind*3)},"]
-            if inv.code != rule.code:
-                parts.append(f"{ind*3}code={inv.code!r},")
-            parts.append(f"{ind*3}range=({inv.line}, {inv.column}, {inv.end_line}, {inv.end_column}),")
-            parts.append(f"{ind*3}message={inv.message!r},")
-            if inv.fixed is not None:
-                parts.append(f"{ind*3}fixed={block(inv.fixed, ind*3)},")
-            invalid.append(f"{ind*2}Invalid(\n" + "\n".join(parts) + f"\n{ind*2}),")
-        invalid_src = f"{ind}INVALID: ClassVar[list[Invalid]] = [\n" + "\n".join(invalid) + f"\n{ind}]"
-        why = inspect.cleandoc(rule.__doc__ or "")
-        why = "\n".join((ind + l if l.strip() else "") for l in why.split("\n")).strip()
-        doc = (
-            f'{ind}"""Why: {why}\n\n{ind}Fix safety: {fix_safety(rule)}\n{ind}"""'
-        )
-        repl = sorted(
-            [(doc_span, doc), (spans["VALID"], valid_src), (spans["INVALID"], invalid_src)],
-            key=lambda t: -t[0][0],
-        )
-        for (start, end), new in repl:
-            lines[start - 1 : end] = new.split("\n")
-        new_text = "\n".join(lines)
-        new_text = new_text.replace(
-            "INVALID: ClassVar[list[tuple[str, Invalid]]]", "INVALID: ClassVar[list[Invalid]]"
-        )
-        # import Valid next to Invalid
-        new_text = new_text.replace("import Context, Invalid, Rule", "import Context, Invalid, Rule, Valid")
-        new_text = new_text.replace("import FamilyRule, Invalid\n", "import FamilyRule, Invalid, Valid\n")
-        new_text = new_text.replace("import Context, FamilyRule, Invalid\n", "import Context, FamilyRule, Invalid, Valid\n")
-        new_text = new_text.replace("import Invalid, Rule\n", "import Invalid, Rule, Valid\n")
-        if "Valid\n" not in new_text and "Valid," not in new_text.split("class ")[0]:
-            print("CHECK IMPORT", path)
-        m = re.search(r'\n    family = "([a-z_]+)"\n', new_text)
-        if m:
-            fam = m.group(1)
-            new_text = new_text.replace(m.group(0), f"\n    family = {fam}.findings_for\n")
-            new_text = new_text.replace(
-                "from openprogram_analyzers.rule import",
-                f"from openprogram_analyzers import {fam}\nfrom openprogram_analyzers.rule import",
-                1,
-            )
-        path.write_text(new_text)
-        print("rewrote", path)
+        if not is_old_format(text):
+            continue
+        path.write_text(migrate(text))
+        changed += 1
+        print(f"rewrote {path}")
+    print(f"{changed} rule file(s) rewritten; run `ruff format` on them")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))
