@@ -66,12 +66,7 @@ def config_from_json(data: dict[str, Any] | None) -> Any:
 def handle(request: dict[str, Any]) -> dict[str, Any]:
     from openprogram_analyzers import analyze_source
 
-    from .analysis import nesting_guard
-
     config = config_from_json(request.get("config"))
-    too_deep = nesting_guard(request["source"], request["path"], config)
-    if too_deep is not None:
-        return {"id": request.get("id"), "findings": [f.to_json() for f in too_deep]}
     recorded = request.get("recorded")
     if recorded:
         recorded = {

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openprogram.contract.suppressions import has_file_noqa
+from openprogram.contract.suppressions import file_level_codes
 
 _TOKEN = re.compile(r"\"\"\"|'''|\"|'|#|[()\[\]{}]|\\\r?\n|\r\n|\n|\r")
 _STR_END = {
@@ -187,8 +187,10 @@ class IncrementalAnalyzer:
         # full analysis reports them
         from openprogram_analyzers.rules import WHOLE_MODULE_CODES
 
-        if has_file_noqa(text):
-            return ()
+        # a file-level comment lives in one statement but applies to all of them
+        file_level = file_level_codes(text)
+        if file_level == frozenset():
+            return ()  # a bare ``# openprogram: noqa``: every code
         with self._lock:
             base = self.base
         chunks = split_chunks(text)
@@ -226,6 +228,8 @@ class IncrementalAnalyzer:
                 self._cache.move_to_end(key)
             out.extend(shift_finding(f, chunk.start_line) for f in cached)
         self.last_reanalysed = analysed
+        if file_level:
+            out = [f for f in out if f.code not in file_level]
         out.sort(key=lambda f: (f.line, f.column, f.code))
         return tuple(out)
 
