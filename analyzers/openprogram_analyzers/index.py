@@ -121,6 +121,8 @@ class ModuleIndex:
     mutations: list[tuple[str, str | None, cst.CSTNode]] = field(default_factory=list)
     program_entries: list[tuple[cst.CSTNode, cst.BaseExpression]] = field(default_factory=list)
     agent_options: list[tuple[cst.CSTNode, cst.BaseExpression]] = field(default_factory=list)
+    # local names of imports that are first-party modules found next to the Program
+    first_party: set[str] = field(default_factory=set)
     # module-level ``for NAME in (a, b, ...)`` loops: NAME -> the literal names iterated
     loop_names: dict[str, list[str]] = field(default_factory=dict)
 
