@@ -291,9 +291,8 @@ def build_scope(
         if in_workflow:
             scope.workflow_bodies.add(fn.qualname)
         # nested functions belong to the same scope as their parent
-        for info in index.functions.values():
-            if info.parent == fn.qualname:
-                todo.append((info, chain, orch, in_workflow))
+        for info in index.children.get(fn.qualname, ()):
+            todo.append((info, chain, orch, in_workflow))
         for site in fn.calls:
             callee = _callee(index, fn, site.node.func)
             if callee is not None and callee is not fn:
