@@ -43,6 +43,23 @@ POLL_S = 0.5
 SHORT = 80
 
 
+class Encoded(dict[str, Any]):
+    """A large JSON-ready result: handed to ``json.dumps`` as is, not walked by the
+    protocol's converter first (a 10,000-step answer would spend most of its time there)."""
+
+
+class EncodedList(list[Any]):
+    """A large JSON-ready list result (see :class:`Encoded`)."""
+
+
+def pass_through(server: OpenProgramLanguageServer) -> None:
+    """Let ``Encoded`` results skip the converter (they hold only JSON values already)."""
+    converter = getattr(server.protocol, "_converter", None)
+    if converter is not None:
+        converter.register_unstructure_hook(Encoded, lambda value: value)
+        converter.register_unstructure_hook(EncodedList, lambda value: value)
+
+
 @dataclass(frozen=True)
 class FolderStore:
     name: str
@@ -67,19 +84,11 @@ def folder_stores(ls: OpenProgramLanguageServer) -> list[FolderStore]:
     """One store per workspace folder: the ``store`` setting resolved against each folder."""
     folders = list(ls.workspace.folders.values())
     out: list[FolderStore] = []
-    setting = ls.settings.client.store
     for folder in folders:
         path = to_fs_path(folder.uri)
         if path is None:
             continue
-        root = Path(path)
-        if setting:
-            p = Path(setting).expanduser()
-            store = p if p.is_absolute() else root / p
-        elif ls.settings.root is not None and root == ls.settings.root:
-            store = ls.settings.store_dir()
-        else:
-            store = root / ".openprogram"
+        store = ls.settings_for(Path(path)).store_dir()  # the folder's own settings
         out.append(FolderStore(folder.name, folder.uri, store))
     if not out:
         store = ls.settings.store_dir()
@@ -92,6 +101,8 @@ def short_json(text: str | None, limit: int = SHORT) -> str:
     """One line of at most ``limit`` characters of a JSON text (or plain text)."""
     if text is None:
         return ""
+    if len(text) <= limit and "\n" not in text and "\t" not in text and "\r" not in text:
+        return text
     one = " ".join(text.split())
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
@@ -191,7 +202,7 @@ def steps_payload(ls: OpenProgramLanguageServer, run_id: str) -> dict[str, Any]:
     live = rj["status"] == "running"
     now = time.time()
     steps = [step_json(s, run, live, now) for s in queries.run_steps(fs.db, run_id)]
-    return {"run": rj, "steps": steps}
+    return Encoded(run=rj, steps=steps)
 
 
 class RunsWatcher:
@@ -257,6 +268,8 @@ def watcher(ls: OpenProgramLanguageServer) -> RunsWatcher:
 
 
 def register(server: OpenProgramLanguageServer) -> None:
+    pass_through(server)
+
     @server.feature(RUNS)
     def runs(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
         watcher(ls)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import sqlite3
 from contextlib import closing
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
+    "NodeRow",
     "RunRow",
     "StepRow",
     "get_run",
@@ -20,6 +21,7 @@ __all__ = [
     "paused_runs_by_function",
     "recorded_step_sequences",
     "run_steps",
+    "session_nodes",
     "store_version",
 ]
 
@@ -104,8 +106,7 @@ def recorded_step_sequences(
     return out
 
 
-@dataclass(frozen=True)
-class RunRow:
+class RunRow(NamedTuple):
     """One run as the editor shows it (JSON columns left as text: decode on demand)."""
 
     id: str
@@ -126,8 +127,7 @@ class RunRow:
     updated_at: float
 
 
-@dataclass(frozen=True)
-class StepRow:
+class StepRow(NamedTuple):
     """One step identity of a run (``run_steps``), result as JSON text or error text."""
 
     step_key: str
@@ -219,21 +219,7 @@ def run_steps(db_path: str | os.PathLike[str], run_id: str) -> list[StepRow]:
             ).fetchall()
         except sqlite3.Error:
             return []
-    return [
-        StepRow(
-            step_key=str(r[0]),
-            scope=str(r[1]),
-            position=int(r[2]),
-            kind=str(r[3]),
-            name=str(r[4]),
-            occurrence=int(r[5]),
-            status=str(r[6]),
-            result=r[7] if isinstance(r[7], str) else None,
-            started_at=float(r[8] or 0.0),
-            finished_at=float(r[9]) if r[9] is not None else None,
-        )
-        for r in rows
-    ]
+    return [StepRow._make(r) for r in rows]  # columns are NOT NULL / typed by the schema
 
 
 def store_version(db_path: str | os.PathLike[str]) -> tuple[int, int, int, int]:
@@ -246,3 +232,62 @@ def store_version(db_path: str | os.PathLike[str]) -> tuple[int, int, int, int]:
         except OSError:
             out += [0, 0]
     return (out[0], out[1], out[2], out[3])
+
+
+class NodeRow(NamedTuple):
+    """One session-DAG node as stored: ``input``/``output`` kept as JSON text (a graph of
+    10,000 nodes shows previews of them; decoding every one would be the slowest part)."""
+
+    id: str
+    seq: int
+    kind: str
+    name: str
+    caller_id: str | None
+    predecessor_id: str | None
+    input_json: str | None
+    output_json: str | None
+    status: str
+    metadata_json: str | None
+    created_at: float
+
+
+def session_nodes(db_path: str | os.PathLike[str], session_id: str) -> list[NodeRow]:
+    """The session's nodes in ``seq`` order, read-only ([] without a store or session)."""
+    if not os.path.isfile(db_path):
+        return []
+    try:
+        conn = sqlite3.connect(f"file:{os.fspath(db_path)}?mode=ro", uri=True, timeout=5.0)
+    except sqlite3.Error:
+        return []
+    with closing(conn):
+        try:
+            rows = conn.execute(
+                "SELECT id, seq, kind, name, caller_id, predecessor_id, input, output, status,"
+                " metadata, created_at FROM nodes WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+        except sqlite3.Error:
+            return []
+    return [NodeRow(*r) for r in rows]
+
+
+def llm_usage(db_path: str | os.PathLike[str], session_id: str) -> tuple[int, tuple[int, int]]:
+    """``(model calls, (input tokens, output tokens))`` recorded so far in a session."""
+    if not os.path.isfile(db_path):
+        return 0, (0, 0)
+    try:
+        conn = sqlite3.connect(f"file:{os.fspath(db_path)}?mode=ro", uri=True, timeout=0.2)
+    except sqlite3.Error:
+        return 0, (0, 0)
+    with closing(conn):
+        try:
+            row = conn.execute(
+                "SELECT COUNT(*),"
+                " COALESCE(SUM(json_extract(metadata, '$.usage.input_tokens')), 0),"
+                " COALESCE(SUM(json_extract(metadata, '$.usage.output_tokens')), 0)"
+                " FROM nodes WHERE session_id = ? AND kind = 'llm'",
+                (session_id,),
+            ).fetchone()
+        except sqlite3.Error:  # busy with a writer, or an older store: show what we had
+            return 0, (0, 0)
+    return int(row[0]), (int(row[1]), int(row[2]))

@@ -151,6 +151,7 @@ class RunDB:
         *,
         durability: str | None = None,
         create: bool = True,
+        read_only: bool = False,
     ) -> None:
         from openprogram.store import SessionStore, resolve_root, store_db_path
         from openprogram.store.sqlite import SqliteBackend
@@ -164,7 +165,8 @@ class RunDB:
         self.power = mode == "power"
         self.defer_results = mode in ("process", "power")
         self.root = resolve_root(root)
-        self.store = SessionStore(root_path=str(self.root), create=create)  # migrates
+        # migrates unless read_only
+        self.store = SessionStore(root_path=str(self.root), create=create, read_only=read_only)
         self.db_path = store_db_path(self.root)
         backend = self.store.backend
         if not isinstance(backend, SqliteBackend):  # pragma: no cover - only SQLite today
@@ -446,3 +448,40 @@ class RunDB:
                 (run_id, status),
             ).fetchone()
         return int(row[0])
+
+    # -- approvals of requires_approval tools (rows of kind 'approval', scope 'approvals';
+    #    see durable.approvals). Status: 'requested' | 'approved' | 'denied'.
+    def request_approval(self, run_id: str, key: str, tool: str, arguments_json: str) -> None:
+        """Record that the run waits for approval of one tool call (idempotent)."""
+        self._exec(
+            "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
+            "input_hash, status, result, started_at, finished_at) VALUES "
+            "(?, ?, 'approvals', 0, 'approval', ?, 0, ?, 'requested', ?, ?, NULL) "
+            "ON CONFLICT(run_id, step_key) DO NOTHING",
+            (run_id, key, tool, key, arguments_json, time.time()),
+        )
+
+    def approval_status(self, run_id: str, key: str) -> str | None:
+        """``requested`` | ``approved`` | ``denied`` of one tool call, or None."""
+        row = self._exec(
+            "SELECT status FROM run_steps WHERE run_id = ? AND step_key = ? AND kind = 'approval'",
+            (run_id, key),
+        ).fetchone()
+        return str(row[0]) if row else None
+
+    def pending_approval(self, run_id: str) -> tuple[str, str, str] | None:
+        """``(key, tool, arguments_json)`` of the run's oldest undecided request."""
+        row = self._exec(
+            "SELECT step_key, name, result FROM run_steps WHERE run_id = ? AND "
+            "kind = 'approval' AND status = 'requested' ORDER BY started_at LIMIT 1",
+            (run_id,),
+        ).fetchone()
+        return (str(row[0]), str(row[1]), str(row[2])) if row else None
+
+    def decide_approval(self, run_id: str, key: str, decision: str) -> None:
+        """Record the user's ``approved`` / ``denied`` decision of a requested call."""
+        self._exec(
+            "UPDATE run_steps SET status = ?, finished_at = ? WHERE run_id = ? AND "
+            "step_key = ? AND kind = 'approval' AND status = 'requested'",
+            (decision, time.time(), run_id, key),
+        )

@@ -11,25 +11,29 @@ import json
 import os
 import socket
 import time
-import uuid
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from openprogram.contract.runs import POLICIES, Policy, new_run_id
 from openprogram.durable import checks, snapshot
+from openprogram.durable.approvals import refuse_undecided, run_database
 from openprogram.durable.errors import (
     DeterminismError,
     ProgramLoadError,
     RunCancelled,
+    RunInterrupted,
     RunNotFound,
     RunPaused,
     RunStateError,
     StepUsageError,
 )
+from openprogram.durable.policy import policy_for_resume, policy_for_start
 from openprogram.durable.records import RunDB, RunRecord
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave
+from openprogram.errors import StoreError
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
 from openprogram.scope import ENTRY_EXTRA, call_scope, set_output, to_json_value, use_writer
 
@@ -43,10 +47,10 @@ __all__ = [
     "pause_run",
     "resume_interrupted",
     "resume_run",
+    "start_entry",
     "start_run",
 ]
 
-POLICIES = ("keep_original", "use_latest")
 INTERRUPTED_MAX_AGE_S = 2 * 3600.0
 ProgressFn = Callable[[str, str], None]
 
@@ -80,12 +84,6 @@ class RunOutcome:
 
 
 # -- helpers ---------------------------------------------------------------------------
-def _check_policy(policy: str) -> str:
-    if policy not in POLICIES:
-        raise ArgsError(f"unknown code-change policy {policy!r}: use keep_original or use_latest")
-    return policy
-
-
 def _bind_args(entry: ProgramEntry, args: Any) -> dict[str, Any]:
     import inspect
 
@@ -198,7 +196,11 @@ def _execute(
     node_id: str | None = None
     token = enter(executor, root)
     try:
-        with use_writer(writer), call_scope(entry.name, inputs=args) as frame:
+        with (
+            use_writer(writer),
+            run_database(db),
+            call_scope(entry.name, inputs=args) as frame,
+        ):
             node_id = frame.node_id
             frame.extras[ENTRY_EXTRA] = fn  # an Agent-method entry records no second node
             try:
@@ -225,13 +227,17 @@ def _execute(
         db.finish_run(run_id, "cancelled", error=f"run {run_id} was cancelled")
         return _outcome(db, run_id, "cancelled")
     except KeyboardInterrupt:
-        db.finish_run(
+        stored = db.finish_run(
             run_id,
             "paused",
             error=f"run {run_id} was interrupted (Ctrl-C)",
             pause_reason="requested",
         )
-        raise
+        raise RunInterrupted(_outcome(db, run_id, stored)) from None
+    except SystemExit as exc:  # sys.exit() in the Program: a failed run, not a dead CLI
+        error = f"the Program called sys.exit({exc.code!r})"
+        stored = db.finish_run(run_id, "failed", error=error)
+        return _outcome(db, run_id, stored)
     except Exception as exc:
         stored = db.finish_run(run_id, "failed", error=f"{type(exc).__name__}: {exc}")
         return _outcome(db, run_id, stored)
@@ -256,6 +262,17 @@ def _outcome(db: RunDB, run_id: str, status: str) -> RunOutcome:
     )
 
 
+def _unsaved(run_id: str, exc: StoreError) -> RunOutcome:
+    """The outcome of a run whose records could not be written after it started."""
+    return RunOutcome(
+        run_id,
+        "failed",
+        error=f"run {run_id} stopped because the store could not be written: {exc}; "
+        f"what was saved is kept: resume it with `openprogram resume {run_id}` "
+        "once the store is writable",
+    )
+
+
 def _entry_ref(ref: str) -> str:
     """Store file entries with an absolute path so resume works from any directory."""
     kind, location, name = parse_entry_ref(ref)
@@ -270,7 +287,7 @@ def start_run(
     args: Mapping[str, Any] | None = None,
     *,
     store: str | os.PathLike[str] | None = None,
-    policy: str = "keep_original",
+    policy: str | None = None,
     model: str | None = None,
     durability: str | None = None,
     run_id: str | None = None,
@@ -278,41 +295,76 @@ def start_run(
 ) -> RunOutcome:
     """Run the entry ``ref`` (``FILE.py:ENTRY`` / ``MODULE:ENTRY``) as a new run.
 
+    ``policy`` (``keep_original`` | ``use_latest``) defaults to the project's
+    ``[tool.openprogram.execution] code_change_policy``, else ``keep_original``.
     Raises :class:`EntryError`/:class:`ArgsError` (bad entry or arguments) and
     :class:`DeterminismError` before anything is recorded; otherwise returns how the run
     ended (``completed``, ``failed``, ``paused`` or ``cancelled``).
     """
-    _check_policy(policy)
     entry = load_entry(ref)
+    return start_entry(
+        entry,
+        _entry_ref(ref),
+        args,
+        store=store,
+        policy=policy,
+        model=model,
+        durability=durability,
+        run_id=run_id,
+        on_progress=on_progress,
+    )
+
+
+def start_entry(
+    entry: ProgramEntry,
+    ref: str,
+    args: Mapping[str, Any] | None = None,
+    *,
+    store: str | os.PathLike[str] | None = None,
+    policy: str | None = None,
+    model: str | None = None,
+    durability: str | None = None,
+    run_id: str | None = None,
+    on_progress: ProgressFn | None = None,
+    call: Callable[..., Any] | None = None,
+) -> RunOutcome:
+    """Run an already loaded ``entry`` as a new run recorded under ``ref``.
+
+    ``call`` (default ``entry.target``) is what the run calls with the arguments.
+    """
+    pol = policy_for_start(policy, entry.path)
     bound = _bind_args(entry, args or {})
     snap: dict[str, Any] | None = None
     if entry.resumable:
         reached = _determinism(entry)
         snap = snapshot.capture(entry.function, entry.module, entry.qualname, reached)
-    rid = run_id or uuid.uuid4().hex[:16]
+    rid = run_id or new_run_id()
     with RunDB(store, durability=durability) as db:
         db.store.create_session(rid, metadata={"run_id": rid, "entry": ref})
         db.insert_run(
             run_id=rid,
-            entry=_entry_ref(ref),
+            entry=ref,
             program_path=entry.path,
             function_qualname=entry.qualname,
             args=bound,
-            policy=policy,
+            policy=pol.value,
             model=model,
             source_snapshot=snap,
             session_id=rid,
         )
-        return _execute(
-            db,
-            rid,
-            entry,
-            entry.target,
-            bound,
-            durable=entry.resumable,
-            rerun_uncertain=False,
-            on_progress=on_progress,
-        )
+        try:
+            return _execute(
+                db,
+                rid,
+                entry,
+                call if call is not None else entry.target,
+                bound,
+                durable=entry.resumable,
+                rerun_uncertain=False,
+                on_progress=on_progress,
+            )
+        except StoreError as exc:
+            return _unsaved(rid, exc)
 
 
 def _load_for_resume(run: RunRecord) -> ProgramEntry:
@@ -324,6 +376,11 @@ def _load_for_resume(run: RunRecord) -> ProgramEntry:
     try:
         return load_entry(run.entry)
     except EntryError as exc:
+        from openprogram.durable.direct import load_direct_entry
+
+        direct = load_direct_entry(run.entry)  # a run started by a direct Python call
+        if direct is not None:
+            return direct
         raise ProgramLoadError(f"cannot resume run {run.id}: {exc}") from None
 
 
@@ -339,6 +396,7 @@ def _resumable_run(db: RunDB, run_id: str) -> RunRecord:
         raise RunStateError(
             f"run {run_id} is running in process {run.owner_pid} on {run.owner_host}"
         )
+    refuse_undecided(db, run_id, run.pause_reason)  # awaiting approval: decide first
     return run
 
 
@@ -361,14 +419,14 @@ def resume_run(
     """
     with RunDB(store, durability=durability, create=False) as db:
         run = _resumable_run(db, run_id)
-        pol = _check_policy(policy or run.policy)
+        pol = policy_for_resume(policy, run.program_path, run.policy)
         entry = _load_for_resume(run)
         if not entry.resumable:
             raise RunStateError(
                 f"run {run_id}: {run.function_qualname} is not declared resumable; run it again"
             )
         new_snap: dict[str, Any] | None = None
-        if pol == "keep_original" and run.source_snapshot:
+        if pol is Policy.KEEP_ORIGINAL and run.source_snapshot:
             fn = snapshot.restore(run.source_snapshot, entry.module, entry.instance)
         else:
             reached = _determinism(entry)
@@ -376,16 +434,19 @@ def resume_run(
             fn = entry.target
         if not db.claim_run(run_id, run.status):
             raise RunStateError(f"run {run_id} changed state meanwhile; try again")
-        outcome = _execute(
-            db,
-            run_id,
-            entry,
-            fn,
-            dict(run.args),
-            durable=True,
-            rerun_uncertain=rerun_uncertain,
-            on_progress=on_progress,
-        )
+        try:
+            outcome = _execute(
+                db,
+                run_id,
+                entry,
+                fn,
+                dict(run.args),
+                durable=True,
+                rerun_uncertain=rerun_uncertain,
+                on_progress=on_progress,
+            )
+        except StoreError as exc:
+            return _unsaved(run_id, exc)
         if new_snap is not None and outcome.pause_reason != "incompatible":
             db.update_snapshot(run_id, new_snap)  # the compatible new code is adopted
         return outcome
@@ -423,11 +484,11 @@ def list_runs(
     *, store: str | os.PathLike[str] | None = None, status: str | None = None
 ) -> list[RunRecord]:
     """Run records, oldest first (optionally only those with ``status``)."""
-    from openprogram.store import store_db_path
+    from openprogram.store import resolve_root, store_db_path
 
-    if not store_db_path(store).exists():
-        return []
-    with RunDB(store, create=False) as db:
+    if not store_db_path(store).exists() and not resolve_root(store).is_file():
+        return []  # no store yet: no runs, and nothing is created (a file is an error)
+    with RunDB(store, create=False, read_only=True) as db:
         return db.list_runs(status)
 
 

@@ -19,7 +19,7 @@ result             JSON result of a completed run
 error              one-line error of a failed/paused run
 paused_step        step name a paused run stopped at (NULL otherwise)
 paused_occurrence  occurrence of that step name (0-based)
-pause_reason       ``uncertain`` | ``incompatible`` | ``requested`` | ``approval``
+pause_reason       ``uncertain`` | ``incompatible`` | ``requested`` | ``awaiting_approval``
 pause_requested    1 when a pause was requested for a running run (checked between steps)
 owner_pid          pid of the process executing the run
 owner_host         host name of that process
@@ -35,7 +35,9 @@ step_key           scope path + name + occurrence, e.g. ``fetch#0``, ``sub#0/fet
                    ``parallel#0/left/fetch#0``
 scope              key of the enclosing workflow / parallel branch (``""`` at top level)
 position           0-based call order inside ``scope``
-kind               ``step`` | ``workflow`` | ``parallel`` | ``branch``
+kind               ``step`` | ``workflow`` | ``parallel`` | ``branch`` | ``approval`` (one
+                   tool call awaiting/decided approval; scope ``approvals``, status
+                   ``requested`` | ``approved`` | ``denied``, result: its JSON arguments)
 name               the step name as written in the Program
 occurrence         0-based count of earlier calls of ``name`` in ``scope``
 input_hash         sha256 of the canonical JSON of the step's arguments

@@ -23,7 +23,7 @@ def execute(ns: argparse.Namespace) -> int:
     try:
         cancel_run(ns.run_id, store=ns.store)
     except OpenProgramError as exc:
-        return cs.usage_error("cancel", str(exc), False)
+        return cs.command_error("cancel", exc, False)
     print(f"run {ns.run_id} cancelled")
     return 0
 

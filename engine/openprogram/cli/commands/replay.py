@@ -45,7 +45,7 @@ def execute(ns: argparse.Namespace) -> int:
             recordings = load_session(db.store, session_id)
             root = str(db.root)
     except OpenProgramError as exc:
-        return cs.usage_error("replay", str(exc), ns.json)
+        return cs.command_error("replay", exc, ns.json)
 
     if ns.cassette:
         path = write_cassette(ns.cassette, recordings)
@@ -62,7 +62,7 @@ def execute(ns: argparse.Namespace) -> int:
         with cs.stdout_to_stderr(ns.json):
             outcome = start_run(run.entry, run.args, store=root, policy=run.policy)
     except OpenProgramError as exc:
-        return cs.usage_error("replay", str(exc), ns.json)
+        return cs.command_error("replay", exc, ns.json)
     matches = outcome.status == "completed" and _same(outcome.result, run.result)
     if ns.json:
         payload: dict[str, Any] = {**outcome.to_json(), "replayed": run.id, "matches": matches}
