@@ -53,6 +53,7 @@ MODEL_CALLS = frozenset(
         "llm",
         "agent",
         "agent_async",
+        "goal",  # agent turns until a recorded decision judges the objective met
         "validate_and_retry",
         "route",
         "conditional",

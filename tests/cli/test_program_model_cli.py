@@ -44,6 +44,13 @@ SPELLINGS = [
     ("from urllib.request import urlopen", 'page = urlopen("http://127.0.0.1:9")', "OP206"),
     ("import os", 'home = os.environ["HOME"]', "OP205"),
     ("from os import getenv", 'home = getenv("HOME")', "OP205"),
+    # model calls: an agent loop, a Planner whose workflow() calls llm()/agent()
+    ("from openprogram import goal", 'done = goal("tidy the notes")', "OP206"),
+    (
+        "from openprogram.programs.workflow import plan_and_run as plan",
+        'done = plan("tidy the notes").result',
+        "OP206",
+    ),
 ]
 
 
