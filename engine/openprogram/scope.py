@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from openprogram.branches import current_branch
 from openprogram.errors import StoreError
 
 if TYPE_CHECKING:
@@ -563,6 +564,9 @@ def _llm_meta(
             meta["response_model"] = response.model
     if error is not None:
         meta["error_type"] = type(error).__name__
+    branch = current_branch()
+    if branch:
+        meta["branch"] = branch  # the replay stream of a parallel branch
     return meta
 
 
@@ -589,6 +593,9 @@ def _llm_meta_json(
             text += f', "response_model": {_j(response.model)}'
     if error is not None:
         text += f', "error_type": {_j(type(error).__name__)}'
+    branch = current_branch()
+    if branch:
+        text += f', "branch": {_j(branch)}'
     return text + "}"
 
 
