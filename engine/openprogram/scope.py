@@ -462,6 +462,16 @@ def _call(c: Any) -> dict[str, Any]:
     return out
 
 
+def message_to_json(m: Any) -> dict[str, Any]:
+    """The JSON form of a conversation message (as in an ``llm`` node's input)."""
+    return _message_dict(m)
+
+
+def tool_calls_to_json(calls: Any) -> list[dict[str, Any]]:
+    """The JSON form of a reply's tool calls (as in an ``llm`` node's output)."""
+    return _calls(calls)
+
+
 def _message_dict(m: Any) -> dict[str, Any]:
     return {
         "role": m.role,

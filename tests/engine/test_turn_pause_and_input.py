@@ -113,3 +113,7 @@ def test_a_paused_turn_is_persisted_and_resumed_with_its_pending_input(
     assert done.status == "completed" and done.output == "Sunny."
     resumed = _messages(openai_server, 1)
     assert resumed[-1] == {"role": "user", "content": "Keep it short."}  # delivered first
+    # resumed at the paused tool call: the tool ran once, the first request was not re-sent
+    assert len(openai_server.requests) == 2 and ran == ["Oslo"]
+    assert resumed[-2]["role"] == "tool" and resumed[-2]["content"] == "sunny in Oslo"
+    assert resumed[:1] == _messages(openai_server, 0)  # the same user message

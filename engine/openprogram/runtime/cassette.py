@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram.branches import current_branch
 from openprogram.errors import ConfigError
-from openprogram.runtime.types import ModelRequest, ModelResponse
+from openprogram.runtime.types import ModelRequest, ModelResponse, ToolCall
 from openprogram.scope import request_to_json, response_to_json
 
 if TYPE_CHECKING:
@@ -58,6 +58,31 @@ def response_record(response: ModelResponse) -> dict[str, Any]:
     record = response_to_json(response)
     record["usage"] = response.usage.to_json()
     return _normalize(record)
+
+
+def response_from_record(data: dict[str, Any], *, model: str = "") -> ModelResponse:
+    """The reply a :func:`response_record` describes (``model`` names who answered)."""
+    from openprogram.runtime.providers.usage import usage_from  # providers import this module
+
+    return ModelResponse(
+        text=str(data.get("text") or ""),
+        tool_calls=[tool_call_from_record(c) for c in data.get("tool_calls") or []],
+        usage=usage_from(data.get("usage"), "input_tokens", "output_tokens"),
+        model=model,
+        request_id=None,
+        finish_reason=data.get("finish_reason"),
+    )
+
+
+def tool_call_from_record(data: dict[str, Any]) -> ToolCall:
+    """A tool call from its recorded form (``{"id", "name", "arguments", ...}``)."""
+    return ToolCall(
+        id=str(data.get("id", "")),
+        name=str(data["name"]),
+        arguments=data.get("arguments") or {},
+        raw_arguments=data.get("raw_arguments"),
+        arguments_error=data.get("arguments_error"),
+    )
 
 
 def comparable(request: dict[str, Any]) -> dict[str, Any]:

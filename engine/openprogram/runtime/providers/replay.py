@@ -27,9 +27,9 @@ from openprogram.runtime.cassette import (
     load_session,
     request_diff,
     request_record,
+    response_from_record,
 )
-from openprogram.runtime.providers.usage import usage_from
-from openprogram.runtime.types import ModelRequest, ModelResponse, ToolCall
+from openprogram.runtime.types import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
     from openprogram.store import SessionStore
@@ -173,21 +173,4 @@ def _response(recording: Recording) -> ModelResponse:
             f"replay: the recorded request failed ({recording.source}): {recording.error}",
             provider="replay",
         )
-    data: dict[str, Any] = recording.response
-    return ModelResponse(
-        text=str(data.get("text") or ""),
-        tool_calls=[
-            ToolCall(
-                id=str(c.get("id", "")),
-                name=str(c["name"]),
-                arguments=c.get("arguments") or {},
-                raw_arguments=c.get("raw_arguments"),
-                arguments_error=c.get("arguments_error"),
-            )
-            for c in data.get("tool_calls") or []
-        ],
-        usage=usage_from(data.get("usage"), "input_tokens", "output_tokens"),
-        model="replay",
-        request_id=None,
-        finish_reason=data.get("finish_reason"),
-    )
+    return response_from_record(recording.response, model="replay")
