@@ -252,7 +252,11 @@ class Runtime:
         calls = turn.resume()  # a resumed turn continues at its paused tool call
         while True:
             if not calls:
-                request = _before_request(turn, turn.next_request())
+                try:
+                    request = _before_request(turn, turn.next_request())
+                except safepoints.TurnPaused as paused:  # resumed: this request is next
+                    turn.save(paused, [])
+                    raise
                 response = self._call(turn.provider, request)
                 _after_response(turn, response)
                 if turn.accept(response):
@@ -273,7 +277,11 @@ class Runtime:
         calls = turn.resume()
         while True:
             if not calls:
-                request = _before_request(turn, turn.next_request())
+                try:
+                    request = _before_request(turn, turn.next_request())
+                except safepoints.TurnPaused as paused:  # resumed: this request is next
+                    turn.save(paused, [])
+                    raise
                 response = await self._acall(turn.provider, request)
                 _after_response(turn, response)
                 if turn.accept(response):
