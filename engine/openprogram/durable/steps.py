@@ -30,13 +30,14 @@ from dataclasses import dataclass, field
 from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
-from openprogram.branches import in_branch
+from openprogram.branches import in_branch, new_fork
 from openprogram.contract import steps as step_rules
 from openprogram.durable.errors import RunCancelled, RunPaused, StepUsageError
 from openprogram.errors import StoreError
 from openprogram.scope import (
     Frame,
     call_scope,
+    code_metadata,
     current_frame,
     current_writer,
     exit_record,
@@ -387,7 +388,7 @@ def _run_step(
                 output=None,
                 status="running",
                 caller_id=nearest_node_id(parent),
-                metadata={},
+                metadata=code_metadata(None, {}),
                 predecessor_id=UNSET,
                 move_head=True,
                 now=time.time(),
@@ -708,19 +709,23 @@ def _run_threads(
     if not todo:
         return {}
 
+    fork = new_fork()  # branches are ordered by their place in ``todo`` (the call's order)
+    places = {b: i for i, b in enumerate(todo)}
+
     def run_branch(
         bname: str, fn: Callable[..., Any], args: tuple[Any, ...], kw: dict[str, Any], d: Any
     ) -> Any:
         if d is None:
             token = _current.set(None)
             try:
-                with in_branch(bname):  # its own replay stream (openprogram.branches)
+                # its own replay stream (openprogram.branches)
+                with in_branch(bname, fork, places[bname]):
                     return fn(*args, **kw)
             finally:
                 _current.reset(token)
         ex, bscope, bkey = d
         try:
-            with in_branch(bkey):
+            with in_branch(bkey, fork, places[bname]):
                 _, text = _run_scoped(ex, bscope, "parallel branch", bname, fn, args, kw)
         except BaseException as exc:
             if not isinstance(exc, (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)):
