@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 __all__ = [
     "CONTEXT_TAG",
@@ -96,7 +96,10 @@ def _forks(node: NodeLike) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
-def call_order(nodes: Iterable[NodeLike]) -> list[NodeLike]:
+N = TypeVar("N", bound=NodeLike)
+
+
+def call_order(nodes: Iterable[N]) -> list[N]:
     """``nodes`` in call order: ``seq`` order, with the branches of each ``parallel`` call
     in branch index order at the place the call made them, each branch contiguous.
 
@@ -112,7 +115,7 @@ def call_order(nodes: Iterable[NodeLike]) -> list[NodeLike]:
             if fork not in start or n.seq < start[fork]:
                 start[fork] = n.seq
 
-    def key(n: NodeLike) -> list[int]:
+    def key(n: N) -> list[int]:
         out: list[int] = []
         for fork, index in forks[n.id]:
             out += (start[fork], index)
