@@ -1,44 +1,24 @@
-"""Read recorded step identities of paused/running runs from a store (for OP209).
+"""Recorded step identities of paused/running runs in a store (for OP209).
 
-Reads ``<store>/openprogram.db`` with the stdlib ``sqlite3`` module in read-only mode and
-tolerates a store without the durable tables (returns nothing).
+Reads through the store's read API (:func:`openprogram.store.runs.read_run_store`,
+read-only); a missing store or one without run tables yields nothing.
 """
 
 from __future__ import annotations
-
-import sqlite3
-from pathlib import Path
 
 
 def recorded_steps(
     store_dir: str, program_path: str | None = None
 ) -> dict[str, list[list[tuple[str, int]]]]:
     """``{function_qualname: [[(name, occurrence), ...] per run]}`` of top-level steps."""
-    db = Path(store_dir) / "openprogram.db"
-    if not db.is_file():
-        return {}
+    from openprogram.errors import OpenProgramError
+    from openprogram.store.runs import read_run_store
+
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=2.0)
-    except sqlite3.Error:
+        runs = read_run_store(store_dir)
+        if runs is None:
+            return {}
+        with runs:
+            return runs.recorded_step_sequences(program_path)
+    except OpenProgramError:
         return {}
-    try:
-        rows = conn.execute(
-            "SELECT r.id, r.function_qualname, r.program_path, s.name, s.occurrence "
-            "FROM runs r JOIN run_steps s ON s.run_id = r.id "
-            "WHERE r.status IN ('paused', 'running') AND s.scope = '' "
-            "ORDER BY r.id, s.position"
-        ).fetchall()
-    except sqlite3.Error:
-        return {}
-    finally:
-        conn.close()
-    target = str(Path(program_path).resolve()) if program_path else None
-    runs: dict[tuple[str, str], list[tuple[str, int]]] = {}
-    for run_id, qualname, path, name, occurrence in rows:
-        if target is not None and path and str(Path(path).resolve()) != target:
-            continue
-        runs.setdefault((str(qualname), str(run_id)), []).append((str(name), int(occurrence)))
-    out: dict[str, list[list[tuple[str, int]]]] = {}
-    for (qualname, _run), steps in runs.items():
-        out.setdefault(qualname, []).append(steps)
-    return out

@@ -1,9 +1,8 @@
 """Read-only view of durable runs in the store, for code lenses and OP209.
 
-Reads the ``runs`` / ``run_steps`` tables (``openprogram.durable.schema``) of
-``<store>/openprogram.db`` directly with a read-only SQLite connection and a short busy
-timeout: a missing store, a missing table or a locked database yields no runs, never an
-exception or a hang.
+Reads through the store's read API (:func:`openprogram.store.runs.read_run_store`,
+read-only): a missing store, a missing table or a locked database yields no runs, never
+an exception or a hang.
 """
 
 from __future__ import annotations
@@ -11,15 +10,15 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from openprogram.errors import OpenProgramError
+from openprogram.store.runs import RunRecord, RunStore, read_run_store
 
 log = logging.getLogger(__name__)
-
-DB_NAME = "openprogram.db"
-BUSY_TIMEOUT_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -69,98 +68,67 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-def _connect(store_dir: Path) -> sqlite3.Connection | None:
-    db = Path(store_dir) / DB_NAME
-    if not db.is_file():
-        return None
+@contextmanager
+def _reader(store_dir: Path) -> Iterator[RunStore | None]:
+    """The store's read API (``None`` when there is no store or it cannot be read)."""
     try:
-        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
-    except sqlite3.Error as exc:
-        log.warning("cannot open store %s: %s", db, exc)
-        return None
-    return conn
+        runs = read_run_store(store_dir)
+    except OpenProgramError as exc:  # locked, corrupt, newer schema
+        log.info("no runs from %s: %s", store_dir, exc)
+        runs = None
+    try:
+        yield runs
+    finally:
+        if runs is not None:
+            runs.close()
 
 
-def _same_file(a: str | None, b: str) -> bool:
-    if not a:
-        return False
-    try:
-        return os.path.realpath(a) == os.path.realpath(b)
-    except OSError:
-        return False
+def _info(runs: RunStore, r: RunRecord) -> RunInfo:
+    current = None
+    if r.status == "running":
+        steps = runs.top_level_steps(r.id)
+        current = f"{steps[-1].name}#{steps[-1].occurrence}" if steps else None
+    return RunInfo(
+        id=r.id,
+        function_qualname=r.function_qualname,
+        entry=r.entry,
+        status=r.status,
+        paused_step=r.paused_step,
+        paused_occurrence=r.paused_occurrence,
+        error=r.error,
+        updated_at=float(r.updated_at or 0.0),
+        owner_pid=r.owner_pid,
+        owner_host=r.owner_host,
+        current_step=current,
+        pause_reason=r.pause_reason,
+    )
 
 
 def runs_for_file(store_dir: Path, program_path: str) -> list[RunInfo]:
     """Runs whose Program is ``program_path``, newest first ([] if unavailable)."""
-    conn = _connect(store_dir)
-    if conn is None:
-        return []
-    try:
-        rows = conn.execute(
-            "SELECT id, function_qualname, entry, status, paused_step, paused_occurrence,"
-            " error, updated_at, program_path, owner_pid, owner_host,"
-            " (SELECT name || '#' || occurrence FROM run_steps s WHERE s.run_id = runs.id"
-            "  AND s.scope = '' ORDER BY s.position DESC LIMIT 1), pause_reason"
-            " FROM runs ORDER BY updated_at DESC"
-        ).fetchall()
-    except sqlite3.Error as exc:  # missing table (older store), locked, corrupt
-        log.info("no runs from %s: %s", store_dir, exc)
-        return []
-    finally:
-        conn.close()
-    out = []
-    for r in rows:
-        entry_path = str(r[2]).rpartition(":")[0]
-        if _same_file(r[8], program_path) or (not r[8] and _same_file(entry_path, program_path)):
-            out.append(
-                RunInfo(
-                    id=str(r[0]),
-                    function_qualname=str(r[1]),
-                    entry=str(r[2]),
-                    status=str(r[3]),
-                    paused_step=r[4],
-                    paused_occurrence=r[5],
-                    error=r[6],
-                    updated_at=float(r[7] or 0.0),
-                    owner_pid=r[9],
-                    owner_host=r[10],
-                    current_step=r[11],
-                    pause_reason=r[12],
-                )
-            )
-    return out
+    with _reader(store_dir) as runs:
+        if runs is None:
+            return []
+        try:
+            found = [_info(runs, r) for r in runs.runs_of_program(program_path)]
+        except OpenProgramError as exc:
+            log.info("no runs from %s: %s", store_dir, exc)
+            return []
+    return sorted(found, key=lambda r: r.updated_at, reverse=True)
 
 
-def recorded_step_names(
-    store_dir: Path, program_path: str
-) -> dict[str, list[tuple[str, list[Any]]]]:
-    """For paused/running runs of the file: qualname -> [(run_id, [(kind, name, occurrence)...])].
-
-    Only top-level steps (scope ``""``) in call order.
-    """
-    runs = [r for r in runs_for_file(store_dir, program_path) if r.status in ("paused", "running")]
-    if not runs:
-        return {}
-    conn = _connect(store_dir)
-    if conn is None:
-        return {}
-    out: dict[str, list[tuple[str, list[Any]]]] = {}
-    try:
-        for run in runs:
-            rows = conn.execute(
-                "SELECT kind, name, occurrence FROM run_steps WHERE run_id = ? AND scope = ''"
-                " AND kind != 'branch' ORDER BY position",
-                (run.id,),
-            ).fetchall()
-            out.setdefault(run.function_qualname, []).append(
-                (run.id, [(str(k), str(n), int(o)) for k, n, o in rows])
-            )
-    except sqlite3.Error as exc:
-        log.info("no run steps from %s: %s", store_dir, exc)
-        return {}
-    finally:
-        conn.close()
-    return out
+def store_program_paths(store_dir: Path) -> list[str]:
+    """Distinct Program files with runs in the store ([] if unavailable)."""
+    with _reader(store_dir) as runs:
+        if runs is None:
+            return []
+        try:
+            records = runs.list_runs()
+        except OpenProgramError as exc:
+            log.info("no runs from %s: %s", store_dir, exc)
+            return []
+    paths = {r.program_path or r.entry.rpartition(":")[0] for r in records}
+    return sorted(p for p in paths if p)
 
 
 def recorded_steps_for(
@@ -172,10 +140,12 @@ def recorded_steps_for(
     """
     if not program_path:
         return None
-    names = recorded_step_names(store_dir, program_path)
-    if not names:
-        return None
-    return {
-        qual: [[(name, occ) for _kind, name, occ in steps] for _run_id, steps in runs]
-        for qual, runs in names.items()
-    }
+    with _reader(store_dir) as runs:
+        if runs is None:
+            return None
+        try:
+            found = runs.recorded_step_sequences(program_path)
+        except OpenProgramError as exc:
+            log.info("no run steps from %s: %s", store_dir, exc)
+            return None
+    return found or None

@@ -22,8 +22,8 @@ from openprogram.durable import (
     step,
     workflow,
 )
-from openprogram.durable.queries import paused_runs_by_function, recorded_step_sequences
 from openprogram.programs.loader import EntryError
+from openprogram.store.runs import read_run_store
 
 
 @pytest.fixture()
@@ -215,12 +215,13 @@ def main() -> list:
     assert paused.paused_step == named
     assert f"'{named}'" in (paused.error or "")
     assert steps_of(store, out.run_id) == before  # progress untouched
-    assert paused_runs_by_function(Path(store) / "openprogram.db") == {
-        "main": [(out.run_id, named, 0)]
-    }
-    assert recorded_step_sequences(Path(store) / "openprogram.db") == {
-        "main": [[("a", 0), ("b", 0), ("c", 0)]]
-    }
+    runs = read_run_store(store)
+    assert runs is not None
+    with runs:
+        (rec,) = runs.list_runs("paused")
+        assert (rec.id, rec.paused_step, rec.paused_occurrence) == (out.run_id, named, 0)
+        assert runs.recorded_step_sequences(str(path)) == {"main": [[("a", 0), ("b", 0), ("c", 0)]]}
+        assert runs.recorded_step_sequences(str(prog_dir / "other.py")) == {}
 
 
 def test_removed_trailing_step_pauses(prog_dir: Path, store: str) -> None:

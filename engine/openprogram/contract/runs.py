@@ -33,6 +33,7 @@ class PauseReason(str, enum.Enum):
     REQUESTED = "requested"
     UNCERTAIN = "uncertain"
     INCOMPATIBLE = "incompatible"
+    INTERRUPTED = "interrupted"
 
     def __str__(self) -> str:
         return self.value

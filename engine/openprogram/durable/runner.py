@@ -1,7 +1,7 @@
 """Runs as tasks: start, resume, pause, cancel, list, and auto-resume of interrupted runs.
 
 A run executes one Program entry with JSON keyword arguments. Its record and step records
-live in the store (``durable.schema``); the run also records into the session DAG of the
+live in the store (``openprogram.store.runs``); the run also records into the session DAG of the
 same store (session id == run id): a ``code`` node for the entry and one per executed step.
 """
 
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from openprogram.contract.runs import POLICIES, PauseReason, RunStatus
 from openprogram.durable import checks, snapshot
 from openprogram.durable.errors import (
     DeterminismError,
@@ -28,10 +29,10 @@ from openprogram.durable.errors import (
     RunStateError,
     StepUsageError,
 )
-from openprogram.durable.records import RunDB, RunRecord
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
 from openprogram.scope import call_scope, set_output, to_json_value, use_writer
+from openprogram.store.runs import RunRecord, RunStore, open_run_store, read_run_store
 
 __all__ = [
     "INTERRUPTED_MAX_AGE_S",
@@ -46,7 +47,6 @@ __all__ = [
     "start_run",
 ]
 
-POLICIES = ("keep_original", "use_latest")
 INTERRUPTED_MAX_AGE_S = 2 * 3600.0
 ProgressFn = Callable[[str, str], None]
 
@@ -70,11 +70,11 @@ class RunOutcome:
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` object: ``{"run_id", "status", "result" | "error", "paused_step"?}``."""
         out: dict[str, Any] = {"run_id": self.run_id, "status": self.status}
-        if self.status == "completed":
+        if self.status == RunStatus.COMPLETED:
             out["result"] = self.result
         else:
             out["error"] = self.error
-        if self.status == "paused":
+        if self.status == RunStatus.PAUSED:
             out["paused_step"] = self.paused_step
         return out
 
@@ -146,7 +146,7 @@ def _owner_alive(run: RunRecord) -> bool:
         return True
 
 
-def _writer_for(db: RunDB, session_id: str, *, counting: bool) -> Any:
+def _writer_for(db: RunStore, session_id: str, *, counting: bool) -> Any:
     from openprogram.store import SessionNodeWriter
 
     if not counting:
@@ -167,7 +167,7 @@ def _writer_for(db: RunDB, session_id: str, *, counting: bool) -> Any:
 
 
 def _execute(
-    db: RunDB,
+    db: RunStore,
     run_id: str,
     entry: ProgramEntry,
     fn: Callable[..., Any],
@@ -211,7 +211,7 @@ def _execute(
             writer.update(node_id, status="paused", output={"paused": p.message})
         stored = db.finish_run(
             run_id,
-            "paused",
+            RunStatus.PAUSED,
             error=p.message,
             paused_step=p.step,
             paused_occurrence=p.occurrence,
@@ -219,26 +219,26 @@ def _execute(
         )
         return _outcome(db, run_id, stored)
     except RunCancelled:
-        db.finish_run(run_id, "cancelled", error=f"run {run_id} was cancelled")
-        return _outcome(db, run_id, "cancelled")
+        db.finish_run(run_id, RunStatus.CANCELLED, error=f"run {run_id} was cancelled")
+        return _outcome(db, run_id, RunStatus.CANCELLED)
     except KeyboardInterrupt:
         db.finish_run(
             run_id,
-            "paused",
+            RunStatus.PAUSED,
             error=f"run {run_id} was interrupted (Ctrl-C)",
-            pause_reason="requested",
+            pause_reason=PauseReason.REQUESTED,
         )
         raise
     except Exception as exc:
-        stored = db.finish_run(run_id, "failed", error=f"{type(exc).__name__}: {exc}")
+        stored = db.finish_run(run_id, RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
         return _outcome(db, run_id, stored)
     finally:
         leave(token)
-    stored = db.finish_run(run_id, "completed", result=value)
+    stored = db.finish_run(run_id, RunStatus.COMPLETED, result=value)
     return _outcome(db, run_id, stored)
 
 
-def _outcome(db: RunDB, run_id: str, status: str) -> RunOutcome:
+def _outcome(db: RunStore, run_id: str, status: str) -> RunOutcome:
     run = db.get_run(run_id)
     if run is None:  # pragma: no cover - deleted concurrently
         return RunOutcome(run_id, status)
@@ -287,7 +287,7 @@ def start_run(
         _determinism(entry)
         snap = snapshot.capture(entry.function, entry.module, entry.qualname)
     rid = run_id or uuid.uuid4().hex[:16]
-    with RunDB(store, durability=durability) as db:
+    with open_run_store(store, durability=durability) as db:
         db.store.create_session(rid, metadata={"run_id": rid, "entry": ref})
         db.insert_run(
             run_id=rid,
@@ -324,15 +324,15 @@ def _load_for_resume(run: RunRecord) -> ProgramEntry:
         raise ProgramLoadError(f"cannot resume run {run.id}: {exc}") from None
 
 
-def _resumable_run(db: RunDB, run_id: str) -> RunRecord:
+def _resumable_run(db: RunStore, run_id: str) -> RunRecord:
     run = db.get_run(run_id)
     if run is None:
-        raise RunNotFound(f"no run {run_id!r} in {db.db_path}")
-    if run.status in ("completed", "cancelled"):
+        raise RunNotFound(f"no run {run_id!r} in {db.location}")
+    if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
         raise RunStateError(
             f"run {run_id} is {run.status}; only paused, failed or interrupted runs can be resumed"
         )
-    if run.status == "running" and _owner_alive(run):
+    if run.status == RunStatus.RUNNING and _owner_alive(run):
         raise RunStateError(
             f"run {run_id} is running in process {run.owner_pid} on {run.owner_host}"
         )
@@ -356,7 +356,7 @@ def resume_run(
     (:class:`RunNotFound`, :class:`RunStateError`, :class:`ProgramLoadError`,
     :class:`DeterminismError`) leave the run's records untouched.
     """
-    with RunDB(store, durability=durability, create=False) as db:
+    with open_run_store(store, durability=durability, create=False) as db:
         run = _resumable_run(db, run_id)
         pol = _check_policy(policy or run.policy)
         entry = _load_for_resume(run)
@@ -383,49 +383,56 @@ def resume_run(
             rerun_uncertain=rerun_uncertain,
             on_progress=on_progress,
         )
-        if new_snap is not None and outcome.pause_reason != "incompatible":
+        if new_snap is not None and outcome.pause_reason != PauseReason.INCOMPATIBLE:
             db.update_snapshot(run_id, new_snap)  # the compatible new code is adopted
         return outcome
 
 
 def pause_run(run_id: str, *, store: str | os.PathLike[str] | None = None) -> str:
     """Pause a run: a running run stops before its next step. Returns the run's status."""
-    with RunDB(store, create=False) as db:
+    with open_run_store(store, create=False) as db:
         run = db.get_run(run_id)
         if run is None:
-            raise RunNotFound(f"no run {run_id!r} in {db.db_path}")
-        if run.status == "paused":
-            return "paused"
-        if run.status != "running":
+            raise RunNotFound(f"no run {run_id!r} in {db.location}")
+        if run.status == RunStatus.PAUSED:
+            return RunStatus.PAUSED
+        if run.status != RunStatus.RUNNING:
             raise RunStateError(f"run {run_id} is {run.status} and cannot be paused")
         if _owner_alive(run):
             db.request_pause(run_id)
-            return "running"
-        db.set_pause_reason(run_id, "requested", f"run {run_id} paused on request")
-        return "paused"
+            return RunStatus.RUNNING
+        db.set_paused(run_id, PauseReason.REQUESTED, f"run {run_id} paused on request")
+        return RunStatus.PAUSED
 
 
 def cancel_run(run_id: str, *, store: str | os.PathLike[str] | None = None) -> None:
     """Cancel a run (a running one stops at its next step boundary)."""
-    with RunDB(store, create=False) as db:
+    with open_run_store(store, create=False) as db:
         run = db.get_run(run_id)
         if run is None:
-            raise RunNotFound(f"no run {run_id!r} in {db.db_path}")
-        if run.status in ("completed", "cancelled"):
+            raise RunNotFound(f"no run {run_id!r} in {db.location}")
+        if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
             raise RunStateError(f"run {run_id} is already {run.status}")
-        db.set_status(run_id, "cancelled", error=f"run {run_id} was cancelled")
+        db.set_status(run_id, RunStatus.CANCELLED, error=f"run {run_id} was cancelled")
 
 
 def list_runs(
     *, store: str | os.PathLike[str] | None = None, status: str | None = None
 ) -> list[RunRecord]:
     """Run records, oldest first (optionally only those with ``status``)."""
-    from openprogram.store import store_db_path
-
-    if not store_db_path(store).exists():
+    runs = read_run_store(store)
+    if runs is None:
         return []
-    with RunDB(store, create=False) as db:
-        return db.list_runs(status)
+    with runs:
+        return runs.list_runs(status)
+
+
+def _has_runs(store: str | os.PathLike[str] | None) -> bool:
+    runs = read_run_store(store)
+    if runs is None:
+        return False
+    runs.close()
+    return True
 
 
 def resume_interrupted(
@@ -438,13 +445,11 @@ def resume_interrupted(
     ``max_age_s`` (two hours). Paused, cancelled, uncertain and awaiting-approval runs
     are never resumed: a run whose last step was started without a saved result is
     marked paused (uncertain) instead; older interrupted runs are marked paused."""
-    from openprogram.store import store_db_path
-
     outcomes: list[RunOutcome] = []
-    if not store_db_path(store).exists():
+    if not _has_runs(store):
         return outcomes
-    with RunDB(store, create=False) as db:
-        candidates = [r for r in db.list_runs("running") if not _owner_alive(r)]
+    with open_run_store(store, create=False) as db:
+        candidates = [r for r in db.list_runs(RunStatus.RUNNING) if not _owner_alive(r)]
         now = time.time()
         todo: list[str] = []
         for run in candidates:
@@ -458,26 +463,28 @@ def resume_interrupted(
                     "but its result was not saved; check its effect, then resume with "
                     "--rerun-uncertain"
                 )
-                db._exec(
-                    "UPDATE runs SET status='paused', pause_reason='uncertain', error=?, "
-                    "paused_step=?, paused_occurrence=?, updated_at=? WHERE id=? "
-                    "AND status='running'",
-                    (msg, s.name, s.occurrence, now, run.id),
-                )
-                outcomes.append(_outcome(db, run.id, "paused"))
-            elif now - db.last_activity(run.id) > max_age_s:
-                db.set_pause_reason(
+                db.set_paused(
                     run.id,
-                    "interrupted",
+                    PauseReason.UNCERTAIN,
+                    msg,
+                    step=s.name,
+                    occurrence=s.occurrence,
+                    only_if_running=True,
+                )
+                outcomes.append(_outcome(db, run.id, RunStatus.PAUSED))
+            elif now - db.last_activity(run.id) > max_age_s:
+                db.set_paused(
+                    run.id,
+                    PauseReason.INTERRUPTED,
                     f"run {run.id} was interrupted more than {max_age_s / 3600:g} h ago; "
                     "resume it explicitly",
                 )
-                outcomes.append(_outcome(db, run.id, "paused"))
+                outcomes.append(_outcome(db, run.id, RunStatus.PAUSED))
             else:
                 todo.append(run.id)
     for rid in todo:
         try:
             outcomes.append(resume_run(rid, store=store, on_progress=on_progress))
         except (RunStateError, ProgramLoadError, DeterminismError, StepUsageError) as exc:
-            outcomes.append(RunOutcome(rid, "failed", error=str(exc)))
+            outcomes.append(RunOutcome(rid, RunStatus.FAILED, error=str(exc)))
     return outcomes

@@ -22,7 +22,6 @@ import concurrent.futures
 import contextvars
 import inspect
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -31,7 +30,6 @@ from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
 from openprogram.durable.errors import RunCancelled, RunPaused, StepUsageError
-from openprogram.errors import StoreError
 from openprogram.scope import (
     Frame,
     call_scope,
@@ -43,11 +41,10 @@ from openprogram.scope import (
     push_frame,
     set_output,
 )
-from openprogram.store.base import UNSET
 from openprogram.store.jsoncodec import make_dumps
 
 if TYPE_CHECKING:
-    from openprogram.durable.records import RunDB, StepRecord
+    from openprogram.store.runs import RunStore, StepRecord, StepWrite
 
 __all__ = ["current_run_id", "parallel", "step", "workflow"]
 
@@ -100,7 +97,7 @@ class Executor:
 
     def __init__(
         self,
-        db: RunDB,
+        db: RunStore,
         run_id: str,
         recorded: list[StepRecord],
         *,
@@ -356,44 +353,30 @@ def _run_step(
     writer = current_writer()
     if not db.owns(writer) or not _plain_writer(writer):
         return _run_step_unjoined(ex, scope, name, key, pos, occ, input_hash, fn, args, kwargs)
-    backend = db.backend
-    conn = backend.connection()
+    assert writer is not None
     run_id = ex.run_id
     parent = current_frame()
     record_node = parent is None or not parent.hidden
     unsaved = scope.pending  # restored if the transaction that writes it rolls back
     node = None
-    _sql(db, conn, "BEGIN IMMEDIATE")
     try:
-        _write_pending(ex, scope, conn)
-        if not db.try_dispatch_step(
-            conn, run_id, key, scope.path, pos, "step", name, occ, input_hash
-        ):
-            _sql(db, conn, "COMMIT")  # the previous result is saved either way
-            unsaved = None
-            ex.check_control(scope, name, occ)  # raises when cancelled / pause requested
-            _sql(db, conn, "BEGIN IMMEDIATE")  # the state changed back meanwhile
-            _dispatch(ex, scope, key, pos, "step", name, occ, input_hash)
-        if record_node:
-            node = backend.append_node(
-                writer.session_id,  # type: ignore[union-attr]
-                "code",
-                name,
-                node_id=None,
-                input={"args": list(args), "kwargs": kwargs},
-                output=None,
-                status="running",
-                caller_id=nearest_node_id(parent),
-                metadata={},
-                predecessor_id=UNSET,
-                move_head=True,
-                now=time.time(),
-                input_json=input_json,
+        # previous result + identity + running node: one commit
+        with db.step_write(run_id) as tx:
+            _write_pending(scope, tx)
+            dispatched = tx.dispatch_step(
+                key, scope.path, pos, "step", name, occ, input_hash, checked=True
             )
-        _sql(db, conn, "COMMIT")  # previous result + identity + running node
+            if dispatched and record_node:
+                node = _append_step_node(tx, writer, name, args, kwargs, parent, input_json)
+        unsaved = None  # the previous result is saved either way
+        if not dispatched:
+            ex.check_control(scope, name, occ)  # raises when cancelled / pause requested
+            with db.step_write(run_id) as tx:  # the state changed back meanwhile
+                tx.dispatch_step(key, scope.path, pos, "step", name, occ, input_hash, checked=False)
+                if record_node:
+                    node = _append_step_node(tx, writer, name, args, kwargs, parent, input_json)
     except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
+        if unsaved is not None:
             scope.pending = unsaved
         raise
     frame = Frame(name, parent, None, writer, None if node is None else node.id, {})
@@ -411,9 +394,7 @@ def _run_step(
         try:
             if node is not None:
                 status, output, meta = exit_record(exc, round(time.perf_counter() - started, 6))
-                backend.update_node(
-                    node.id, output=output, status=status, metadata=meta, now=time.time()
-                )
+                writer.update(node.id, output=output, status=status, metadata=meta)
         finally:
             if not isinstance(exc, _STOP):
                 db.fail_step(run_id, key, f"{type(exc).__name__}: {exc}")
@@ -429,6 +410,26 @@ def _run_step(
     ex.executed += 1
     ex.progress("done", key)
     return json.loads(text)
+
+
+def _append_step_node(
+    tx: StepWrite,
+    writer: Any,
+    name: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    parent: Frame | None,
+    input_json: str,
+) -> Any:
+    """The step's running ``code`` node — the row :func:`~openprogram.scope.call_scope`
+    would write (its input JSON is the canonical text the input hash was computed from)."""
+    return tx.append_node(
+        writer.session_id,
+        name,
+        input={"args": list(args), "kwargs": kwargs},
+        caller_id=nearest_node_id(parent),
+        input_json=input_json,
+    )
 
 
 def _plain_writer(writer: Any) -> bool:
@@ -464,9 +465,11 @@ def _run_step_unjoined(
     """:func:`_run_step` when the DAG node goes elsewhere: each record commits alone."""
     db = ex.db
     flush(ex, scope)
-    if not db.try_dispatch_step(
-        db.conn, ex.run_id, key, scope.path, pos, "step", name, occ, input_hash
-    ):
+    with db.step_write(ex.run_id) as tx:
+        dispatched = tx.dispatch_step(
+            key, scope.path, pos, "step", name, occ, input_hash, checked=True
+        )
+    if not dispatched:
         ex.check_control(scope, name, occ)
         _dispatch(ex, scope, key, pos, "step", name, occ, input_hash)
     ex.progress("start", key)
@@ -490,16 +493,15 @@ def _run_step_unjoined(
     return json.loads(text)
 
 
-def _write_pending(ex: Executor, scope: Scope, conn: sqlite3.Connection) -> None:
-    """Write ``scope.pending`` on this thread's connection ``conn`` (in the caller's
-    transaction): the step's result and its node's exit."""
+def _write_pending(scope: Scope, tx: StepWrite) -> None:
+    """Write ``scope.pending`` in the step transaction ``tx``: the step's result and its
+    node's exit."""
     pending = scope.pending
     if pending is None:
         return
-    db = ex.db
-    db.complete_step_on(conn, ex.run_id, pending.key, pending.text)
+    tx.complete_step(pending.key, pending.text)
     if pending.node_id is not None:
-        db.backend.finish_node(conn, pending.node_id, pending.text, pending.duration, time.time())
+        tx.finish_node(pending.node_id, pending.text, pending.duration)
     scope.pending = None
 
 
@@ -508,28 +510,13 @@ def flush(ex: Executor | None, scope: Scope | None) -> None:
     end of a scope or a run, and when a run stops)."""
     if ex is None or scope is None or scope.pending is None:
         return
-    db = ex.db
-    conn = db.conn
-    if conn.in_transaction:  # pragma: no cover - only inside _run_step's transaction
-        _write_pending(ex, scope, conn)
-        return
     unsaved = scope.pending
-    _sql(db, conn, "BEGIN IMMEDIATE")
     try:
-        _write_pending(ex, scope, conn)
-        _sql(db, conn, "COMMIT")
+        with ex.db.step_write(ex.run_id) as tx:
+            _write_pending(scope, tx)
     except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-            scope.pending = unsaved
+        scope.pending = unsaved
         raise
-
-
-def _sql(db: RunDB, conn: Any, statement: str) -> None:
-    try:
-        conn.execute(statement)
-    except sqlite3.Error as exc:
-        raise StoreError(f"{db.db_path}: {exc}") from None
 
 
 def _dispatch(

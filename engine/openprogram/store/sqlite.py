@@ -187,8 +187,10 @@ class SqliteBackend(StoreBackend):
         *,
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
         migrations: list[Migration] | None = None,
+        readonly: bool = False,
     ) -> None:
         self.path = Path(path)
+        self.readonly = readonly
         self.location = str(self.path)
         self.busy_timeout_s = busy_timeout_s
         self._migrations = sorted(migrations or MIGRATIONS, key=lambda m: m.version)
@@ -199,7 +201,10 @@ class SqliteBackend(StoreBackend):
         self._update_sql: dict[tuple[bool, bool, int, bool], str] = {}
         self._open_nodes: dict[str, Node] = {}
         self._synchronous = "NORMAL"
-        self._migrate(self.connection())
+        if readonly:
+            self._check_version()
+        else:
+            self._migrate(self.connection())
 
     # -- connections -------------------------------------------------------------------
 
@@ -220,15 +225,17 @@ class SqliteBackend(StoreBackend):
         conn: sqlite3.Connection | None = None
         try:
             conn = sqlite3.connect(
-                self.path,
+                f"{self.path.resolve().as_uri()}?mode=ro" if self.readonly else self.path,
                 timeout=self.busy_timeout_s,
                 isolation_level=None,
                 check_same_thread=False,
                 cached_statements=256,
+                uri=self.readonly,
             )
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL").fetchone()
-            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            if not self.readonly:
+                conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
@@ -302,7 +309,8 @@ class SqliteBackend(StoreBackend):
             raise self._error(exc) from None
         return int(row[0] or 0)
 
-    def _migrate(self, conn: sqlite3.Connection) -> None:
+    def _check_version(self) -> int:
+        """The stored schema version; ``StoreError`` when it is newer than this code."""
         target = latest_version(self._migrations)
         current = self.schema_version()
         if current > target:
@@ -310,6 +318,20 @@ class SqliteBackend(StoreBackend):
                 f"the store {self.location} has schema version {current}, newer than this "
                 f"OpenProgram knows ({target}); upgrade OpenProgram to use it"
             )
+        return current
+
+    def has_tables(self, *names: str) -> bool:
+        """Whether every table in ``names`` exists."""
+        marks = ", ".join("?" * len(names))
+        rows = self._query(
+            f"SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ({marks})",
+            names,
+        )
+        return int(rows[0][0]) == len(set(names))
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        target = latest_version(self._migrations)
+        current = self._check_version()
         if current == target:
             return
         with self.transaction():

@@ -39,9 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def execute(ns: argparse.Namespace) -> int:
     from openprogram.durable import cli_support as cs
-    from openprogram.durable.records import RunDB
     from openprogram.durable.runner import resume_interrupted, resume_run
     from openprogram.errors import OpenProgramError
+    from openprogram.store.runs import open_run_store
 
     if ns.all_interrupted == bool(ns.run_id):
         return cs.usage_error("resume", "give either RUN_ID or --all-interrupted", ns.json)
@@ -52,7 +52,7 @@ def execute(ns: argparse.Namespace) -> int:
                 outcomes = resume_interrupted(store=ns.store, on_progress=progress)
             else:
                 if not os.environ.get("OPENPROGRAM_MODEL"):
-                    with RunDB(ns.store, create=False) as db:
+                    with open_run_store(ns.store, create=False) as db:
                         run = db.get_run(ns.run_id)
                     if run is not None and run.model:
                         os.environ["OPENPROGRAM_MODEL"] = run.model

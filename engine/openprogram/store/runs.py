@@ -1,0 +1,412 @@
+"""The run store: every read and write of the ``runs`` / ``run_steps`` tables.
+
+One :class:`RunStore` implementation per database engine holds all statements on the
+run tables (SQLite: :mod:`openprogram.store.sqlite_runs`); the durable layer
+(``openprogram.durable``), the CLI, the linter's OP209 reader and the language server
+call only this interface. Open one with :func:`open_run_store` (read-write, migrates)
+or :func:`read_run_store` (tooling: read-only, ``None`` when there is no store).
+
+Tables (created by the store's migrations, ``openprogram.store.migrations``):
+
+``runs`` — one row per run (a task):
+
+=================  =====================================================================
+column             meaning
+=================  =====================================================================
+id                 run id (also the id of the run's session in the session DAG)
+entry              the entry reference as given: ``path/to/file.py:ENTRY`` or ``pkg.mod:ENTRY``
+program_path       absolute path of the Program file (NULL when unknown)
+function_qualname  qualified name of the resumable function (``report``, ``Reporter.report``)
+args               JSON object of the keyword arguments
+status             a :class:`~openprogram.contract.runs.RunStatus`
+policy             a :class:`~openprogram.contract.runs.Policy`
+model              model string given at run time (NULL: autodetected lazily)
+source_snapshot    JSON: saved source of the function and its same-module helpers
+session_id         session of the run in the DAG (same store)
+result             JSON result of a completed run
+error              one-line error of a failed/paused run
+paused_step        step name a paused run stopped at (NULL otherwise)
+paused_occurrence  occurrence of that step name (0-based)
+pause_reason       a :class:`~openprogram.contract.runs.PauseReason`
+pause_requested    1 when a pause was requested for a running run (checked between steps)
+owner_pid          pid of the process executing the run
+owner_host         host name of that process
+created_at         epoch seconds
+updated_at         epoch seconds of the last state change
+=================  =====================================================================
+
+``run_steps`` — one row per step identity of a run, written when the step is **called**:
+
+=================  =====================================================================
+run_id             the run
+step_key           scope path + name + occurrence, e.g. ``fetch#0``, ``sub#0/fetch#1``,
+                   ``parallel#0/left/fetch#0``
+scope              key of the enclosing workflow / parallel branch (``""`` at top level)
+position           0-based call order inside ``scope``
+kind               ``step`` | ``workflow`` | ``parallel`` | ``branch``
+name               the step name as written in the Program
+occurrence         0-based count of earlier calls of ``name`` in ``scope``
+input_hash         sha256 of the canonical JSON of the step's arguments
+status             ``dispatched`` (called, no result saved) | ``completed`` | ``failed``
+result             JSON result (completed) ; error text (failed)
+started_at         epoch seconds when dispatched
+finished_at        epoch seconds when completed/failed
+=================  =====================================================================
+
+A ``dispatched`` row of kind ``step`` found on resume is *uncertain*: the operation may or
+may not have happened, so the run pauses naming it until it is re-run explicitly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from openprogram.contract.runs import DURABILITY_MODES, Durability
+from openprogram.errors import StoreError
+
+__all__ = [
+    "RunRecord",
+    "RunStore",
+    "StepRecord",
+    "StepWrite",
+    "open_run_store",
+    "read_run_store",
+]
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One row of ``runs``."""
+
+    id: str
+    entry: str
+    program_path: str | None
+    function_qualname: str
+    args: dict[str, Any]
+    status: str
+    policy: str
+    model: str | None
+    source_snapshot: dict[str, Any] | None
+    session_id: str | None
+    result: Any
+    error: str | None
+    paused_step: str | None
+    paused_occurrence: int | None
+    pause_reason: str | None
+    pause_requested: bool
+    owner_pid: int | None
+    owner_host: str | None
+    created_at: float
+    updated_at: float
+
+    def to_json(self) -> dict[str, Any]:
+        """Summary used by ``openprogram runs --json``."""
+        return {
+            "run_id": self.id,
+            "entry": self.entry,
+            "function": self.function_qualname,
+            "status": self.status,
+            "policy": self.policy,
+            "paused_step": self.paused_step,
+            "pause_reason": self.pause_reason,
+            "error": self.error,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+
+    def is_of_program(self, program_path: str) -> bool:
+        """Whether this run executes the Program file ``program_path``."""
+        path = self.program_path or self.entry.rpartition(":")[0]
+        if not path:
+            return False
+        try:
+            return os.path.realpath(path) == os.path.realpath(program_path)
+        except OSError:  # pragma: no cover - realpath of a str does not touch the disk
+            return False
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One row of ``run_steps``."""
+
+    step_key: str
+    scope: str
+    position: int
+    kind: str
+    name: str
+    occurrence: int
+    input_hash: str
+    status: str
+    result: str | None
+
+
+#: Column order of :class:`RunRecord` in every backend's ``SELECT``.
+RUN_COLUMNS = (
+    "id, entry, program_path, function_qualname, args, status, policy, model, "
+    "source_snapshot, session_id, result, error, paused_step, paused_occurrence, "
+    "pause_reason, pause_requested, owner_pid, owner_host, created_at, updated_at"
+)
+STEP_COLUMNS = "step_key, scope, position, kind, name, occurrence, input_hash, status, result"
+
+
+def run_from_row(row: Any) -> RunRecord:
+    """A :class:`RunRecord` from a row in :data:`RUN_COLUMNS` order."""
+    return RunRecord(
+        id=row[0],
+        entry=row[1],
+        program_path=row[2],
+        function_qualname=row[3],
+        args=json.loads(row[4] or "{}"),
+        status=row[5],
+        policy=row[6],
+        model=row[7],
+        source_snapshot=json.loads(row[8]) if row[8] else None,
+        session_id=row[9],
+        result=json.loads(row[10]) if row[10] is not None else None,
+        error=row[11],
+        paused_step=row[12],
+        paused_occurrence=row[13],
+        pause_reason=row[14],
+        pause_requested=bool(row[15]),
+        owner_pid=row[16],
+        owner_host=row[17],
+        created_at=row[18],
+        updated_at=row[19],
+    )
+
+
+class StepWrite(ABC):
+    """The statements of one step transaction (see :meth:`RunStore.step_write`)."""
+
+    @abstractmethod
+    def complete_step(self, step_key: str, result_json: str) -> None:
+        """Save a step's result (JSON text) and mark it ``completed``."""
+
+    @abstractmethod
+    def finish_node(self, node_id: str, output_json: str, duration_s: float) -> None:
+        """Mark the step's DAG node ``completed`` with ``output_json``."""
+
+    @abstractmethod
+    def dispatch_step(
+        self,
+        step_key: str,
+        scope: str,
+        position: int,
+        kind: str,
+        name: str,
+        occurrence: int,
+        input_hash: str,
+        *,
+        checked: bool,
+    ) -> bool:
+        """Record that a step was called. ``checked``: write nothing and return ``False``
+        when the run was cancelled or a pause was requested (one statement does both)."""
+
+    @abstractmethod
+    def append_node(self, session_id: str, name: str, **fields: Any) -> Any:
+        """Append the step's running ``code`` node (``StoreBackend.append_node`` fields)."""
+
+
+class RunStore(ABC):
+    """Runs and steps of one store (see the module docstring).
+
+    ``store`` is the :class:`~openprogram.store.SessionStore` on the same database: a
+    step's record and its session-DAG node are written in one transaction.
+    """
+
+    location: str
+    durability: Durability
+    store: Any  # SessionStore
+
+    @property
+    def defer_results(self) -> bool:
+        """Whether a step's result is committed with the next record (``process``/``power``)
+        rather than on its own as soon as it returns (``eager``)."""
+        return self.durability is not Durability.EAGER
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @abstractmethod
+    def owns(self, writer: Any) -> bool:
+        """Whether ``writer`` (a ``SessionNodeWriter``) writes through this store's
+        connections, so a step's node can join the step transaction."""
+
+    @abstractmethod
+    def step_write(self, run_id: str) -> AbstractContextManager[StepWrite]:
+        """``with runs.step_write(run_id) as tx:`` — one transaction (commit on success,
+        rollback on any exception) for a step's records and its DAG node."""
+
+    # -- runs ----------------------------------------------------------------------
+    @abstractmethod
+    def insert_run(
+        self,
+        *,
+        run_id: str,
+        entry: str,
+        program_path: str | None,
+        function_qualname: str,
+        args: dict[str, Any],
+        policy: str,
+        model: str | None,
+        source_snapshot: dict[str, Any] | None,
+        session_id: str | None,
+    ) -> None:
+        """Record a new run, ``running`` in this process."""
+
+    @abstractmethod
+    def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    @abstractmethod
+    def list_runs(self, status: str | None = None) -> list[RunRecord]:
+        """Runs oldest first (only those in ``status`` when given)."""
+
+    @abstractmethod
+    def claim_run(self, run_id: str, expected_status: str) -> bool:
+        """Mark a run ``running`` in this process if it is still ``expected_status``."""
+
+    @abstractmethod
+    def finish_run(
+        self,
+        run_id: str,
+        status: str,
+        *,
+        result: Any = None,
+        error: str | None = None,
+        paused_step: str | None = None,
+        paused_occurrence: int | None = None,
+        pause_reason: str | None = None,
+    ) -> str:
+        """Record how this execution ended; returns the state actually stored (a run
+        cancelled meanwhile by another process stays ``cancelled``)."""
+
+    @abstractmethod
+    def set_status(self, run_id: str, status: str, *, error: str | None = None) -> None: ...
+
+    @abstractmethod
+    def set_paused(
+        self,
+        run_id: str,
+        reason: str,
+        message: str,
+        *,
+        step: str | None = None,
+        occurrence: int | None = None,
+        only_if_running: bool = False,
+    ) -> bool:
+        """Mark a run paused for ``reason``; ``False`` when ``only_if_running`` and it was not."""
+
+    @abstractmethod
+    def request_pause(self, run_id: str) -> None: ...
+
+    @abstractmethod
+    def control_state(self, run_id: str) -> tuple[str, bool]:
+        """``(status, pause_requested)`` — read between steps for cancel/pause."""
+
+    @abstractmethod
+    def update_snapshot(self, run_id: str, snapshot: dict[str, Any]) -> None: ...
+
+    @abstractmethod
+    def last_activity(self, run_id: str) -> float:
+        """Latest of the run's update time and its steps' timestamps."""
+
+    # -- steps ---------------------------------------------------------------------
+    @abstractmethod
+    def load_steps(self, run_id: str) -> list[StepRecord]:
+        """Every step record of a run, ordered by scope and position."""
+
+    @abstractmethod
+    def top_level_steps(self, run_id: str) -> list[StepRecord]:
+        """The run's top-level records (scope ``""``) in call order."""
+
+    @abstractmethod
+    def dispatch_step(
+        self,
+        run_id: str,
+        *,
+        step_key: str,
+        scope: str,
+        position: int,
+        kind: str,
+        name: str,
+        occurrence: int,
+        input_hash: str,
+    ) -> None:
+        """Record (commit) that a workflow/parallel/branch/step was called."""
+
+    @abstractmethod
+    def complete_step(self, run_id: str, step_key: str, result_json: str) -> None: ...
+
+    @abstractmethod
+    def fail_step(self, run_id: str, step_key: str, error: str) -> None: ...
+
+    @abstractmethod
+    def count_steps(self, run_id: str, status: str | None = None) -> int:
+        """How many records of kind ``step`` the run has (in ``status`` when given)."""
+
+    # -- tooling reads -------------------------------------------------------------
+    def runs_of_program(self, program_path: str | None) -> list[RunRecord]:
+        """Runs of the Program file ``program_path`` (every run for ``None``), oldest first."""
+        runs = self.list_runs()
+        if program_path is None:
+            return runs
+        return [r for r in runs if r.is_of_program(program_path)]
+
+    def recorded_step_sequences(
+        self, program_path: str | None = None
+    ) -> dict[str, list[list[tuple[str, int]]]]:
+        """``{function_qualname: [[(name, occurrence), ...] per paused/running run]}``:
+        each run's top-level calls in order — the identities an edit must keep for the
+        run to resume (OP209)."""
+        out: dict[str, list[list[tuple[str, int]]]] = {}
+        for run in self.runs_of_program(program_path):
+            if run.status not in ("paused", "running"):
+                continue
+            seq = [
+                (s.name, int(s.occurrence))
+                for s in self.top_level_steps(run.id)
+                if s.kind != "branch"
+            ]
+            out.setdefault(run.function_qualname, []).append(seq)
+        return out
+
+
+def _durability(durability: str | None) -> Durability:
+    mode = durability or os.environ.get("OPENPROGRAM_DURABILITY") or Durability.PROCESS.value
+    if mode not in DURABILITY_MODES:
+        raise StoreError(
+            f"unknown durability mode {mode!r}: use one of {', '.join(DURABILITY_MODES)}"
+        )
+    return Durability(mode)
+
+
+def open_run_store(
+    store: str | os.PathLike[str] | None = None,
+    *,
+    durability: str | None = None,
+    create: bool = True,
+) -> RunStore:
+    """Open the runs of ``store`` (``--store`` / ``$OPENPROGRAM_STORE`` / ``./.openprogram``)
+    for reading and writing; applies the store's migrations."""
+    from openprogram.store.sqlite_runs import SqliteRunStore
+
+    return SqliteRunStore.open(store, durability=_durability(durability), create=create)
+
+
+def read_run_store(store: str | os.PathLike[str] | None = None) -> RunStore | None:
+    """Open the runs of ``store`` read-only for tooling; ``None`` when there is no store
+    (or it has no run tables). Raises ``StoreError`` when it exists but cannot be read."""
+    from openprogram.store.sqlite_runs import SqliteRunStore
+
+    return SqliteRunStore.open_readonly(store)
