@@ -8,14 +8,13 @@ an exception or a hang.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from openprogram.errors import OpenProgramError
+from openprogram.store.lease import owner_alive
 from openprogram.store.runs import RunRecord, RunStore, read_run_store
 
 log = logging.getLogger(__name__)
@@ -34,16 +33,13 @@ class RunInfo:
     owner_pid: int | None = None
     owner_host: str | None = None
     current_step: str | None = None  # last dispatched top-level step of a running run
-    pause_reason: str | None = None  # uncertain | incompatible | requested | approval
+    pause_reason: str | None = None  # a PauseReason
+    owner_alive: bool = False  # a running run whose lease is held (``store.lease``)
 
     @property
     def orphaned(self) -> bool:
-        """A ``running`` run whose owner process on this host is gone (killed, crashed)."""
-        if self.status != "running" or not self.owner_pid:
-            return False
-        if self.owner_host and self.owner_host != socket.gethostname():
-            return False
-        return not _pid_alive(self.owner_pid)
+        """A ``running`` run whose owner stopped renewing its lease (killed, crashed)."""
+        return self.status == "running" and not self.owner_alive
 
     @property
     def resumable(self) -> bool:
@@ -52,20 +48,6 @@ class RunInfo:
     @property
     def resume_step(self) -> str | None:
         return self.paused_step if self.status == "paused" else self.current_step
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    try:  # a zombie (exited, not yet reaped) is not alive
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 @contextmanager
@@ -101,6 +83,7 @@ def _info(runs: RunStore, r: RunRecord) -> RunInfo:
         owner_host=r.owner_host,
         current_step=current,
         pause_reason=r.pause_reason,
+        owner_alive=owner_alive(r),
     )
 
 

@@ -12,6 +12,7 @@ import enum
 class RunStatus(str, enum.Enum):
     """The state of a run, as stored and printed."""
 
+    QUEUED = "queued"
     RUNNING = "running"
     PAUSED = "paused"
     COMPLETED = "completed"

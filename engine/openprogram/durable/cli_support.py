@@ -49,10 +49,14 @@ def usage_error(command: str, message: str, as_json: bool) -> int:
 
 def report_outcome(outcome: Any, as_json: bool) -> int:
     """Print how a run ended and return its exit code."""
+    lost = bool(getattr(outcome, "lease_lost", False))
     if as_json:
         print(json.dumps(outcome.to_json(), ensure_ascii=False, default=repr))
-        return exit_code(outcome.status)
+        return EXIT_FAILED if lost else exit_code(outcome.status)
     rid = outcome.run_id
+    if lost:
+        print(f"run {rid}: {outcome.error} (the run is {outcome.status} now)", file=sys.stderr)
+        return EXIT_FAILED
     if outcome.status == "completed":
         print(f"run {rid} completed")
         print(json.dumps(outcome.result, ensure_ascii=False, indent=2, default=repr))

@@ -46,3 +46,12 @@ class RunPaused(BaseException):
 
 class RunCancelled(BaseException):
     """The run was cancelled; raised at the next step boundary."""
+
+
+class RunClaimLost(RunStateError):
+    """Another process claimed the run between our read and our claim (compare-and-set)."""
+
+
+class LeaseLost(BaseException):
+    """This execution no longer holds the run's lease (taken over after it expired or by
+    ``resume --force-takeover``): it stops at its next step and writes nothing more."""

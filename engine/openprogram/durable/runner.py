@@ -7,9 +7,9 @@ same store (session id == run id): a ``code`` node for the entry and one per exe
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-import socket
 import time
 import uuid
 import warnings
@@ -22,8 +22,10 @@ from openprogram.contract.runs import POLICIES, PauseReason, RunStatus
 from openprogram.durable import checks, snapshot
 from openprogram.durable.errors import (
     DeterminismError,
+    LeaseLost,
     ProgramLoadError,
     RunCancelled,
+    RunClaimLost,
     RunNotFound,
     RunPaused,
     RunStateError,
@@ -32,6 +34,7 @@ from openprogram.durable.errors import (
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
 from openprogram.scope import call_scope, set_output, to_json_value, use_writer
+from openprogram.store.lease import Heartbeat, Owner, lease_seconds, local_pid, owner_alive
 from openprogram.store.runs import RunRecord, RunStore, open_run_store, read_run_store
 
 __all__ = [
@@ -66,11 +69,15 @@ class RunOutcome:
     paused_step: str | None = None
     paused_occurrence: int | None = None
     pause_reason: str | None = None
+    lease_lost: bool = False  # another process took the run over from this execution
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` object: ``{"run_id", "status", "result" | "error", "paused_step"?}``."""
         out: dict[str, Any] = {"run_id": self.run_id, "status": self.status}
-        if self.status == RunStatus.COMPLETED:
+        if self.lease_lost:
+            out["error"] = self.error
+            out["lease_lost"] = True
+        elif self.status == RunStatus.COMPLETED:
             out["result"] = self.result
         else:
             out["error"] = self.error
@@ -125,27 +132,6 @@ def _determinism(entry: ProgramEntry) -> None:
         )
 
 
-def _owner_alive(run: RunRecord) -> bool:
-    """Whether the process that owns a ``running`` run is still alive (other host: assume so)."""
-    if run.owner_pid is None:
-        return False
-    if run.owner_host and run.owner_host != socket.gethostname():
-        return True
-    if run.owner_pid == os.getpid():
-        return True
-    try:
-        os.kill(run.owner_pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (killed, not yet reaped) is not alive
-        stat = Path(f"/proc/{run.owner_pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def _writer_for(db: RunStore, session_id: str, *, counting: bool) -> Any:
     from openprogram.store import SessionNodeWriter
 
@@ -173,6 +159,30 @@ def _execute(
     fn: Callable[..., Any],
     args: dict[str, Any],
     *,
+    owner: Owner,
+    lease_s: float,
+    durable: bool,
+    rerun_uncertain: bool,
+    on_progress: ProgressFn | None,
+) -> RunOutcome:
+    """Execute a run this process holds the lease of (renewed by a heartbeat meanwhile)."""
+    heartbeat = Heartbeat(lambda: db.renew_lease(run_id, owner.token, lease_s), lease_s)
+    heartbeat.start()
+    try:
+        return _execute_leased(
+            db, run_id, entry, fn, args, owner.token, durable, rerun_uncertain, on_progress
+        )
+    finally:
+        heartbeat.stop()
+
+
+def _execute_leased(
+    db: RunStore,
+    run_id: str,
+    entry: ProgramEntry,
+    fn: Callable[..., Any],
+    args: dict[str, Any],
+    lease: str,
     durable: bool,
     rerun_uncertain: bool,
     on_progress: ProgressFn | None,
@@ -182,6 +192,7 @@ def _execute(
             db,
             run_id,
             db.load_steps(run_id),
+            token=lease,
             rerun_uncertain=rerun_uncertain,
             on_progress=on_progress,
         )
@@ -216,25 +227,34 @@ def _execute(
             paused_step=p.step,
             paused_occurrence=p.occurrence,
             pause_reason=p.reason,
+            token=lease,
         )
         return _outcome(db, run_id, stored)
     except RunCancelled:
-        db.finish_run(run_id, RunStatus.CANCELLED, error=f"run {run_id} was cancelled")
-        return _outcome(db, run_id, RunStatus.CANCELLED)
+        stored = db.finish_run(
+            run_id, RunStatus.CANCELLED, error=f"run {run_id} was cancelled", token=lease
+        )
+        return _outcome(db, run_id, stored)
+    except LeaseLost as lost:  # another process holds the run now: write nothing more
+        outcome = _outcome(db, run_id, RunStatus.RUNNING)
+        return dataclasses.replace(outcome, error=str(lost), lease_lost=True)
     except KeyboardInterrupt:
         db.finish_run(
             run_id,
             RunStatus.PAUSED,
             error=f"run {run_id} was interrupted (Ctrl-C)",
             pause_reason=PauseReason.REQUESTED,
+            token=lease,
         )
         raise
     except Exception as exc:
-        stored = db.finish_run(run_id, RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+        stored = db.finish_run(
+            run_id, RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}", token=lease
+        )
         return _outcome(db, run_id, stored)
     finally:
         leave(token)
-    stored = db.finish_run(run_id, RunStatus.COMPLETED, result=value)
+    stored = db.finish_run(run_id, RunStatus.COMPLETED, result=value, token=lease)
     return _outcome(db, run_id, stored)
 
 
@@ -287,6 +307,8 @@ def start_run(
         _determinism(entry)
         snap = snapshot.capture(entry.function, entry.module, entry.qualname)
     rid = run_id or uuid.uuid4().hex[:16]
+    owner = Owner.this_process()
+    lease_s = lease_seconds()
     with open_run_store(store, durability=durability) as db:
         db.store.create_session(rid, metadata={"run_id": rid, "entry": ref})
         db.insert_run(
@@ -299,6 +321,8 @@ def start_run(
             model=model,
             source_snapshot=snap,
             session_id=rid,
+            owner=owner,
+            lease_s=lease_s,
         )
         return _execute(
             db,
@@ -306,6 +330,8 @@ def start_run(
             entry,
             entry.target,
             bound,
+            owner=owner,
+            lease_s=lease_s,
             durable=entry.resumable,
             rerun_uncertain=False,
             on_progress=on_progress,
@@ -324,7 +350,7 @@ def _load_for_resume(run: RunRecord) -> ProgramEntry:
         raise ProgramLoadError(f"cannot resume run {run.id}: {exc}") from None
 
 
-def _resumable_run(db: RunStore, run_id: str) -> RunRecord:
+def _resumable_run(db: RunStore, run_id: str, *, force_takeover: bool = False) -> RunRecord:
     run = db.get_run(run_id)
     if run is None:
         raise RunNotFound(f"no run {run_id!r} in {db.location}")
@@ -332,11 +358,28 @@ def _resumable_run(db: RunStore, run_id: str) -> RunRecord:
         raise RunStateError(
             f"run {run_id} is {run.status}; only paused, failed or interrupted runs can be resumed"
         )
-    if run.status == RunStatus.RUNNING and _owner_alive(run):
+    if run.status == RunStatus.QUEUED:
+        raise RunStateError(f"run {run_id} is queued; a worker of queue {run.queue!r} runs it")
+    if run.status == RunStatus.RUNNING and not force_takeover and owner_alive(run):
+        left = max(0.0, (run.lease_expires_at or 0.0) - time.time())
         raise RunStateError(
-            f"run {run_id} is running in process {run.owner_pid} on {run.owner_host}"
+            f"run {run_id} is running in process {run.owner_pid} on {run.owner_host} (its "
+            f"lease is renewed; it expires {left:.0f} s after the last heartbeat); if that "
+            "process is gone, resume with --force-takeover"
         )
     return run
+
+
+def _claim(db: RunStore, run: RunRecord, owner: Owner, lease_s: float) -> None:
+    """Take the run's lease by compare-and-set on what was read (RunClaimLost if taken)."""
+    if not db.claim_run(
+        run.id,
+        expected_status=run.status,
+        expected_token=run.owner_token,
+        owner=owner,
+        lease_s=lease_s,
+    ):
+        raise RunClaimLost(f"run {run.id} was claimed by another process meanwhile")
 
 
 def resume_run(
@@ -347,17 +390,19 @@ def resume_run(
     rerun_uncertain: bool = False,
     durability: str | None = None,
     on_progress: ProgressFn | None = None,
+    force_takeover: bool = False,
 ) -> RunOutcome:
     """Resume a paused, failed or interrupted run.
 
     Completed steps return their saved results; ``policy`` overrides the run's
     code-change policy for this resume; ``rerun_uncertain`` re-runs steps that were
-    started but whose result was not saved. Errors raised before execution
+    started but whose result was not saved; ``force_takeover`` takes a ``running`` run
+    over even though its lease has not expired. Errors raised before execution
     (:class:`RunNotFound`, :class:`RunStateError`, :class:`ProgramLoadError`,
     :class:`DeterminismError`) leave the run's records untouched.
     """
     with open_run_store(store, durability=durability, create=False) as db:
-        run = _resumable_run(db, run_id)
+        run = _resumable_run(db, run_id, force_takeover=force_takeover)
         pol = _check_policy(policy or run.policy)
         entry = _load_for_resume(run)
         if not entry.resumable:
@@ -371,14 +416,17 @@ def resume_run(
             _determinism(entry)
             new_snap = snapshot.capture(entry.function, entry.module, entry.qualname)
             fn = entry.target
-        if not db.claim_run(run_id, run.status):
-            raise RunStateError(f"run {run_id} changed state meanwhile; try again")
+        owner = Owner.this_process()
+        lease_s = lease_seconds()
+        _claim(db, run, owner, lease_s)
         outcome = _execute(
             db,
             run_id,
             entry,
             fn,
             dict(run.args),
+            owner=owner,
+            lease_s=lease_s,
             durable=True,
             rerun_uncertain=rerun_uncertain,
             on_progress=on_progress,
@@ -398,22 +446,67 @@ def pause_run(run_id: str, *, store: str | os.PathLike[str] | None = None) -> st
             return RunStatus.PAUSED
         if run.status != RunStatus.RUNNING:
             raise RunStateError(f"run {run_id} is {run.status} and cannot be paused")
-        if _owner_alive(run):
+        if owner_alive(run):
             db.request_pause(run_id)
             return RunStatus.RUNNING
         db.set_paused(run_id, PauseReason.REQUESTED, f"run {run_id} paused on request")
         return RunStatus.PAUSED
 
 
-def cancel_run(run_id: str, *, store: str | os.PathLike[str] | None = None) -> None:
-    """Cancel a run (a running one stops at its next step boundary)."""
+def cancel_run(
+    run_id: str, *, store: str | os.PathLike[str] | None = None, kill: bool = False
+) -> str:
+    """Cancel a run; returns ``"cancelled"``, or ``"requested"`` when another live process
+    executes it: that process stops at its next step (a safe point) and records the
+    cancel itself. ``kill`` ends such a process of this machine (SIGTERM, then SIGKILL
+    after a grace period) and records the cancel — for an entry stuck outside any step."""
     with open_run_store(store, create=False) as db:
         run = db.get_run(run_id)
         if run is None:
             raise RunNotFound(f"no run {run_id!r} in {db.location}")
         if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
             raise RunStateError(f"run {run_id} is already {run.status}")
-        db.set_status(run_id, RunStatus.CANCELLED, error=f"run {run_id} was cancelled")
+        message = f"run {run_id} was cancelled"
+        if run.status == RunStatus.RUNNING and owner_alive(run):
+            db.request_cancel(run_id)
+            if not kill:
+                return "requested"
+            pid = local_pid(run.owner_proc)
+            if pid is None:
+                raise RunStateError(
+                    f"run {run_id} executes in process {run.owner_pid} on {run.owner_host}, "
+                    "not a process of this machine; its cancel was requested (it stops at "
+                    "its next step)"
+                )
+            _end_process(pid, run.owner_proc)
+            run = db.get_run(run_id)
+            if run is None or run.status == RunStatus.CANCELLED:
+                return "cancelled"
+            message = f"run {run_id} was cancelled (its process {pid} was killed)"
+        if db.cancel_run(
+            run_id, expected_status=run.status, expected_token=run.owner_token, error=message
+        ):
+            return "cancelled"
+        raise RunClaimLost(f"run {run_id} changed state meanwhile; try again")
+
+
+KILL_GRACE_S = 3.0
+
+
+def _end_process(pid: int, owner_proc: str | None) -> None:
+    """SIGTERM ``pid``; SIGKILL it if it still runs after :data:`KILL_GRACE_S`."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + KILL_GRACE_S
+        while time.monotonic() < deadline:
+            if local_pid(owner_proc) is None:
+                return
+            time.sleep(0.05)
 
 
 def list_runs(
@@ -449,7 +542,7 @@ def resume_interrupted(
     if not _has_runs(store):
         return outcomes
     with open_run_store(store, create=False) as db:
-        candidates = [r for r in db.list_runs(RunStatus.RUNNING) if not _owner_alive(r)]
+        candidates = [r for r in db.list_runs(RunStatus.RUNNING) if not owner_alive(r)]
         now = time.time()
         todo: list[str] = []
         for run in candidates:
@@ -470,6 +563,7 @@ def resume_interrupted(
                     step=s.name,
                     occurrence=s.occurrence,
                     only_if_running=True,
+                    token=run.owner_token,
                 )
                 outcomes.append(_outcome(db, run.id, RunStatus.PAUSED))
             elif now - db.last_activity(run.id) > max_age_s:
@@ -478,6 +572,8 @@ def resume_interrupted(
                     PauseReason.INTERRUPTED,
                     f"run {run.id} was interrupted more than {max_age_s / 3600:g} h ago; "
                     "resume it explicitly",
+                    only_if_running=True,
+                    token=run.owner_token,
                 )
                 outcomes.append(_outcome(db, run.id, RunStatus.PAUSED))
             else:
@@ -485,6 +581,8 @@ def resume_interrupted(
     for rid in todo:
         try:
             outcomes.append(resume_run(rid, store=store, on_progress=on_progress))
+        except RunClaimLost:  # another process resumed it meanwhile
+            continue
         except (RunStateError, ProgramLoadError, DeterminismError, StepUsageError) as exc:
             outcomes.append(RunOutcome(rid, RunStatus.FAILED, error=str(exc)))
     return outcomes

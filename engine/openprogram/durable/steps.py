@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
-from openprogram.durable.errors import RunCancelled, RunPaused, StepUsageError
+from openprogram.durable.errors import LeaseLost, RunCancelled, RunPaused, StepUsageError
 from openprogram.scope import (
     Frame,
     call_scope,
@@ -55,7 +55,7 @@ ProgressFn = Callable[[str, str], None]
 _canonical_json = make_dumps(sort_keys=True, compact=True, ensure_ascii=False, allow_nan=False)
 # json.dumps(value, ensure_ascii=False, allow_nan=False): a saved step result.
 _result_dumps = make_dumps(ensure_ascii=False, allow_nan=False)
-_STOP = (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)
+_STOP = (RunPaused, RunCancelled, LeaseLost, KeyboardInterrupt, SystemExit)
 
 
 @dataclass
@@ -101,11 +101,13 @@ class Executor:
         run_id: str,
         recorded: list[StepRecord],
         *,
+        token: str,
         rerun_uncertain: bool = False,
         on_progress: ProgressFn | None = None,
     ) -> None:
         self.db = db
         self.run_id = run_id
+        self.token = token  # the lease this execution holds (fences every dispatch)
         self.rerun_uncertain = rerun_uncertain
         self.on_progress = on_progress
         self.recorded: dict[tuple[str, int], StepRecord] = {
@@ -120,9 +122,14 @@ class Executor:
 
     # -- control -------------------------------------------------------------------
     def check_control(self, scope: Scope, name: str, occurrence: int) -> None:
-        status, pause_requested = self.db.control_state(self.run_id)
-        if status == "cancelled":
+        status, pause_requested, cancel_requested, token = self.db.control_state(self.run_id)
+        if status == "cancelled" or cancel_requested:
             raise RunCancelled(f"run {self.run_id} was cancelled")
+        if status != "running" or token != self.token:
+            raise LeaseLost(
+                f"run {self.run_id} is no longer held by this process (its lease was taken "
+                "over); stopping before step '{name}'"
+            )
         if pause_requested:
             raise RunPaused(
                 "requested",
@@ -361,19 +368,17 @@ def _run_step(
     node = None
     try:
         # previous result + identity + running node: one commit
-        with db.step_write(run_id) as tx:
+        with db.step_write(run_id, ex.token) as tx:
             _write_pending(scope, tx)
-            dispatched = tx.dispatch_step(
-                key, scope.path, pos, "step", name, occ, input_hash, checked=True
-            )
+            dispatched = tx.dispatch_step(key, scope.path, pos, "step", name, occ, input_hash)
             if dispatched and record_node:
                 node = _append_step_node(tx, writer, name, args, kwargs, parent, input_json)
         unsaved = None  # the previous result is saved either way
-        if not dispatched:
-            ex.check_control(scope, name, occ)  # raises when cancelled / pause requested
-            with db.step_write(run_id) as tx:  # the state changed back meanwhile
-                tx.dispatch_step(key, scope.path, pos, "step", name, occ, input_hash, checked=False)
-                if record_node:
+        while not dispatched:
+            ex.check_control(scope, name, occ)  # raises: cancelled, pause asked, lease lost
+            with db.step_write(run_id, ex.token) as tx:  # the state changed back meanwhile
+                dispatched = tx.dispatch_step(key, scope.path, pos, "step", name, occ, input_hash)
+                if dispatched and record_node:
                     node = _append_step_node(tx, writer, name, args, kwargs, parent, input_json)
     except BaseException:
         if unsaved is not None:
@@ -465,13 +470,12 @@ def _run_step_unjoined(
     """:func:`_run_step` when the DAG node goes elsewhere: each record commits alone."""
     db = ex.db
     flush(ex, scope)
-    with db.step_write(ex.run_id) as tx:
-        dispatched = tx.dispatch_step(
-            key, scope.path, pos, "step", name, occ, input_hash, checked=True
-        )
-    if not dispatched:
-        ex.check_control(scope, name, occ)
-        _dispatch(ex, scope, key, pos, "step", name, occ, input_hash)
+    dispatched = False
+    while not dispatched:
+        with db.step_write(ex.run_id, ex.token) as tx:
+            dispatched = tx.dispatch_step(key, scope.path, pos, "step", name, occ, input_hash)
+        if not dispatched:
+            ex.check_control(scope, name, occ)  # raises: cancelled, pause asked, lease lost
     ex.progress("start", key)
     token = _current.set(None)
     rtoken = _run_id.set(ex.run_id)
@@ -512,26 +516,11 @@ def flush(ex: Executor | None, scope: Scope | None) -> None:
         return
     unsaved = scope.pending
     try:
-        with ex.db.step_write(ex.run_id) as tx:
+        with ex.db.step_write(ex.run_id, ex.token) as tx:
             _write_pending(scope, tx)
     except BaseException:
         scope.pending = unsaved
         raise
-
-
-def _dispatch(
-    ex: Executor, scope: Scope, key: str, pos: int, kind: str, name: str, occ: int, h: str
-) -> None:
-    ex.db.dispatch_step(
-        ex.run_id,
-        step_key=key,
-        scope=scope.path,
-        position=pos,
-        kind=kind,
-        name=name,
-        occurrence=occ,
-        input_hash=h,
-    )
 
 
 # -- workflow --------------------------------------------------------------------------
@@ -582,7 +571,7 @@ def workflow(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) ->
     try:
         _, text = _run_scoped(ex, Scope(key), "workflow", name, fn, args, kwargs)
     except BaseException as exc:
-        if not isinstance(exc, (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)):
+        if not isinstance(exc, _STOP):
             ex.db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}")
         raise
     ex.db.complete_step(ex.run_id, key, text)
@@ -675,7 +664,7 @@ def parallel(branches: Any, /, **options: Any) -> Any:
         results = {b: done[b] for b in spec}
         text = _result_json("parallel", "parallel", results)
     except BaseException as exc:
-        if not isinstance(exc, (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)):
+        if not isinstance(exc, _STOP):
             ex.db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}")
         raise
     ex.db.complete_step(ex.run_id, key, text)
@@ -705,7 +694,7 @@ def _run_threads(
         try:
             _, text = _run_scoped(ex, bscope, "parallel branch", bname, fn, args, kw)
         except BaseException as exc:
-            if not isinstance(exc, (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)):
+            if not isinstance(exc, _STOP):
                 ex.db.fail_step(ex.run_id, bkey, f"{type(exc).__name__}: {exc}")
             raise
         ex.db.complete_step(ex.run_id, bkey, text)

@@ -28,6 +28,10 @@ primary key ``(run_id, step_key)`` already serves every per-run query).
 
 Schema v4: rebuilds ``run_steps`` ``WITHOUT ROWID`` (rows stored in the primary-key
 B-tree: one B-tree written per step instead of two; same columns and data).
+
+Schema v5: run ownership is a lease (``owner_token``, ``owner_proc``,
+``lease_expires_at``), ``cancel_requested`` (a cancel waiting for the executing process)
+and ``queue`` (runs submitted for workers), see :mod:`openprogram.store.lease`.
 """
 
 from __future__ import annotations
@@ -148,12 +152,22 @@ DROP TABLE run_steps;
 ALTER TABLE run_steps_v4 RENAME TO run_steps;
 """
 
+SCHEMA_V5_LEASES = """
+ALTER TABLE runs ADD COLUMN owner_token TEXT;
+ALTER TABLE runs ADD COLUMN owner_proc TEXT;
+ALTER TABLE runs ADD COLUMN lease_expires_at REAL;
+ALTER TABLE runs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN queue TEXT;
+CREATE INDEX IF NOT EXISTS runs_queue ON runs(queue, status, created_at);
+"""
+
 #: Every migration, in order. Append new entries at the end (see module docstring).
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions and nodes", SCHEMA_V1),
     Migration(2, "durable runs and steps", SCHEMA_V2_RUNS),
     Migration(3, "durable steps without the order index", SCHEMA_V3_DROP_ORDER_INDEX),
     Migration(4, "durable steps without rowid", SCHEMA_V4_STEPS_WITHOUT_ROWID),
+    Migration(5, "run leases, cancel requests and queues", SCHEMA_V5_LEASES),
 ]
 
 VERSION_TABLE = """

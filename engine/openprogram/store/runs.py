@@ -31,6 +31,11 @@ pause_reason       a :class:`~openprogram.contract.runs.PauseReason`
 pause_requested    1 when a pause was requested for a running run (checked between steps)
 owner_pid          pid of the process executing the run
 owner_host         host name of that process
+owner_token        random token of the execution holding the lease (compare-and-set)
+owner_proc         ``boot_id/pidns/pid/start`` of that process (``store.lease``)
+lease_expires_at   epoch seconds when the lease ends unless its heartbeat renews it
+cancel_requested   1 when a cancel waits for the executing process (its next step)
+queue              queue of a run submitted for workers (NULL: run in-process)
 created_at         epoch seconds
 updated_at         epoch seconds of the last state change
 =================  =====================================================================
@@ -68,6 +73,7 @@ from typing import Any
 
 from openprogram.contract.runs import DURABILITY_MODES, Durability
 from openprogram.errors import StoreError
+from openprogram.store.lease import Owner
 
 __all__ = [
     "RunRecord",
@@ -103,6 +109,11 @@ class RunRecord:
     owner_host: str | None
     created_at: float
     updated_at: float
+    owner_token: str | None = None
+    owner_proc: str | None = None
+    lease_expires_at: float | None = None
+    cancel_requested: bool = False
+    queue: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Summary used by ``openprogram runs --json``."""
@@ -115,6 +126,8 @@ class RunRecord:
             "paused_step": self.paused_step,
             "pause_reason": self.pause_reason,
             "error": self.error,
+            "queue": self.queue,
+            "cancel_requested": self.cancel_requested,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }
@@ -149,7 +162,8 @@ class StepRecord:
 RUN_COLUMNS = (
     "id, entry, program_path, function_qualname, args, status, policy, model, "
     "source_snapshot, session_id, result, error, paused_step, paused_occurrence, "
-    "pause_reason, pause_requested, owner_pid, owner_host, created_at, updated_at"
+    "pause_reason, pause_requested, owner_pid, owner_host, created_at, updated_at, "
+    "owner_token, owner_proc, lease_expires_at, cancel_requested, queue"
 )
 STEP_COLUMNS = "step_key, scope, position, kind, name, occurrence, input_hash, status, result"
 
@@ -177,6 +191,11 @@ def run_from_row(row: Any) -> RunRecord:
         owner_host=row[17],
         created_at=row[18],
         updated_at=row[19],
+        owner_token=row[20],
+        owner_proc=row[21],
+        lease_expires_at=row[22],
+        cancel_requested=bool(row[23]),
+        queue=row[24],
     )
 
 
@@ -201,11 +220,10 @@ class StepWrite(ABC):
         name: str,
         occurrence: int,
         input_hash: str,
-        *,
-        checked: bool,
     ) -> bool:
-        """Record that a step was called. ``checked``: write nothing and return ``False``
-        when the run was cancelled or a pause was requested (one statement does both)."""
+        """Record that a step was called, unless the run was cancelled, a cancel or a
+        pause was requested or this execution lost its lease: then nothing is written and
+        this returns ``False`` (one statement does the check and the write)."""
 
     @abstractmethod
     def append_node(self, session_id: str, name: str, **fields: Any) -> Any:
@@ -244,9 +262,10 @@ class RunStore(ABC):
         connections, so a step's node can join the step transaction."""
 
     @abstractmethod
-    def step_write(self, run_id: str) -> AbstractContextManager[StepWrite]:
-        """``with runs.step_write(run_id) as tx:`` — one transaction (commit on success,
-        rollback on any exception) for a step's records and its DAG node."""
+    def step_write(self, run_id: str, token: str) -> AbstractContextManager[StepWrite]:
+        """``with runs.step_write(run_id, token) as tx:`` — one transaction (commit on
+        success, rollback on any exception) for a step's records and its DAG node, by the
+        execution holding the lease ``token``."""
 
     # -- runs ----------------------------------------------------------------------
     @abstractmethod
@@ -262,8 +281,12 @@ class RunStore(ABC):
         model: str | None,
         source_snapshot: dict[str, Any] | None,
         session_id: str | None,
+        owner: Owner | None,
+        lease_s: float = 0.0,
+        queue: str | None = None,
     ) -> None:
-        """Record a new run, ``running`` in this process."""
+        """Record a new run: ``running`` under ``owner``'s lease, or ``queued`` on
+        ``queue`` for workers when ``owner`` is ``None``."""
 
     @abstractmethod
     def get_run(self, run_id: str) -> RunRecord | None: ...
@@ -273,8 +296,25 @@ class RunStore(ABC):
         """Runs oldest first (only those in ``status`` when given)."""
 
     @abstractmethod
-    def claim_run(self, run_id: str, expected_status: str) -> bool:
-        """Mark a run ``running`` in this process if it is still ``expected_status``."""
+    def claim_run(
+        self,
+        run_id: str,
+        *,
+        expected_status: str,
+        expected_token: str | None,
+        owner: Owner,
+        lease_s: float,
+    ) -> bool:
+        """Compare-and-set: make ``owner`` hold the run (``running``, a fresh lease) if it
+        is still ``expected_status`` with ``expected_token`` — the values read before."""
+
+    @abstractmethod
+    def renew_lease(self, run_id: str, token: str, lease_s: float) -> bool:
+        """Push the lease of ``token`` forward; ``False`` when it is no longer held."""
+
+    @abstractmethod
+    def release_run(self, run_id: str, token: str, *, requeue: bool) -> bool:
+        """Give up the lease (``requeue``: back to ``queued`` for another worker)."""
 
     @abstractmethod
     def finish_run(
@@ -287,12 +327,20 @@ class RunStore(ABC):
         paused_step: str | None = None,
         paused_occurrence: int | None = None,
         pause_reason: str | None = None,
+        token: str | None = None,
     ) -> str:
-        """Record how this execution ended; returns the state actually stored (a run
-        cancelled meanwhile by another process stays ``cancelled``)."""
+        """Record how the execution holding ``token`` ended; returns the state actually
+        stored (a run cancelled or taken over meanwhile keeps what the other wrote)."""
 
     @abstractmethod
-    def set_status(self, run_id: str, status: str, *, error: str | None = None) -> None: ...
+    def cancel_run(
+        self, run_id: str, *, expected_status: str, expected_token: str | None, error: str
+    ) -> bool:
+        """Compare-and-set: mark the run ``cancelled`` if it is still as read."""
+
+    @abstractmethod
+    def request_cancel(self, run_id: str) -> None:
+        """Ask the executing process to cancel at its next step (``cancel_requested``)."""
 
     @abstractmethod
     def set_paused(
@@ -304,15 +352,18 @@ class RunStore(ABC):
         step: str | None = None,
         occurrence: int | None = None,
         only_if_running: bool = False,
+        token: str | None = None,
     ) -> bool:
-        """Mark a run paused for ``reason``; ``False`` when ``only_if_running`` and it was not."""
+        """Mark a run paused for ``reason``; with ``only_if_running`` only a ``running``
+        run still holding ``token`` (as read before), else returns ``False``."""
 
     @abstractmethod
     def request_pause(self, run_id: str) -> None: ...
 
     @abstractmethod
-    def control_state(self, run_id: str) -> tuple[str, bool]:
-        """``(status, pause_requested)`` — read between steps for cancel/pause."""
+    def control_state(self, run_id: str) -> tuple[str, bool, bool, str | None]:
+        """``(status, pause_requested, cancel_requested, owner_token)`` — read between
+        steps for cancel, pause and lease checks (``cancelled`` for a missing run)."""
 
     @abstractmethod
     def update_snapshot(self, run_id: str, snapshot: dict[str, Any]) -> None: ...
@@ -398,7 +449,15 @@ def open_run_store(
     create: bool = True,
 ) -> RunStore:
     """Open the runs of ``store`` (``--store`` / ``$OPENPROGRAM_STORE`` / ``./.openprogram``)
-    for reading and writing; applies the store's migrations."""
+    for reading and writing; applies the store's migrations. A ``postgresql://`` URL
+    opens that database (:mod:`openprogram.store.postgres_runs`)."""
+    from openprogram.store.session_store import store_url
+
+    url = store_url(store)
+    if url is not None:
+        from openprogram.store.postgres_runs import PostgresRunStore
+
+        return PostgresRunStore.open(url, durability=_durability(durability))
     from openprogram.store.sqlite_runs import SqliteRunStore
 
     return SqliteRunStore.open(store, durability=_durability(durability), create=create)
@@ -407,6 +466,13 @@ def open_run_store(
 def read_run_store(store: str | os.PathLike[str] | None = None) -> RunStore | None:
     """Open the runs of ``store`` read-only for tooling; ``None`` when there is no store
     (or it has no run tables). Raises ``StoreError`` when it exists but cannot be read."""
+    from openprogram.store.session_store import store_url
+
+    url = store_url(store)
+    if url is not None:
+        from openprogram.store.postgres_runs import PostgresRunStore
+
+        return PostgresRunStore.open(url, durability=Durability.PROCESS)
     from openprogram.store.sqlite_runs import SqliteRunStore
 
     return SqliteRunStore.open_readonly(store)

@@ -28,6 +28,16 @@ def resolve_root(root_path: str | os.PathLike[str] | None = None) -> Path:
     return Path.cwd() / DEFAULT_ROOT
 
 
+def store_url(root_path: str | os.PathLike[str] | None = None) -> str | None:
+    """The PostgreSQL URL named by ``root_path`` / ``$OPENPROGRAM_STORE``, else ``None``."""
+    from openprogram.store.postgres import is_url
+
+    value = root_path if root_path is not None and str(root_path) != "" else None
+    if value is None:
+        value = os.environ.get(STORE_ENV) or None
+    return str(value) if value is not None and is_url(str(value)) else None
+
+
 def store_db_path(root_path: str | os.PathLike[str] | None = None) -> Path:
     """The database file of a store root (it may not exist yet)."""
     return resolve_root(root_path) / DB_FILENAME
@@ -60,7 +70,8 @@ class SessionStore:
 
     ``SessionStore(root_path=None)``: ``None`` uses ``$OPENPROGRAM_STORE`` or
     ``./.openprogram`` (created on demand; ``create=False`` refuses to create it). The
-    database is ``<root>/openprogram.db``. Callers own an explicit store and close it
+    database is ``<root>/openprogram.db``; a ``postgresql://`` URL opens that database
+    instead (:mod:`openprogram.store.postgres`). Callers own an explicit store and close it
     (``close()`` or ``with SessionStore(...) as store:``). ``backend=`` plugs in another
     :class:`~openprogram.store.base.StoreBackend` (the root is then ignored).
     """
@@ -72,8 +83,13 @@ class SessionStore:
         create: bool = True,
         backend: StoreBackend | None = None,
     ) -> None:
-        self.root_path = resolve_root(root_path)
-        if backend is None:
+        url = store_url(root_path) if backend is None else None
+        self.root_path = resolve_root(None if url else root_path)
+        if url is not None:
+            from openprogram.store.postgres import PostgresBackend
+
+            backend = PostgresBackend(url)
+        elif backend is None:
             from openprogram.store.sqlite import SqliteBackend
 
             backend = SqliteBackend(_prepare_root(self.root_path, create=create))

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from openprogram.contract.runs import Durability
+from openprogram.contract.runs import Durability, RunStatus
 from openprogram.errors import StoreError
 from openprogram.store.base import UNSET
+from openprogram.store.lease import Owner
 from openprogram.store.runs import (
     RUN_COLUMNS,
     STEP_COLUMNS,
@@ -33,8 +33,8 @@ from openprogram.store.runs import (
 from openprogram.store.sqlite import SqliteBackend
 
 _INSERT_RUN_SQL = (
-    f"INSERT INTO runs ({RUN_COLUMNS}) VALUES "
-    "(?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, NULL, NULL, NULL, NULL, NULL, 0, ?, ?, ?, ?)"
+    f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+    "NULL, NULL, NULL, NULL, NULL, 0, ?, ?, ?, ?, ?, ?, ?, 0, ?)"
 )
 _DISPATCH_SQL = (
     "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
@@ -43,18 +43,26 @@ _DISPATCH_SQL = (
     "ON CONFLICT(run_id, step_key) DO UPDATE SET status = 'dispatched', result = NULL, "
     "started_at = excluded.started_at, finished_at = NULL"
 )
-# The same write, only while the run is neither cancelled nor asked to pause.
+# The same write, only while this execution (?10) holds the lease of a running run that
+# is asked neither to pause nor to cancel.
 _DISPATCH_CHECKED_SQL = (
     "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
     "input_hash, status, result, started_at, finished_at) "
     "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'dispatched', NULL, ?9, NULL FROM runs "
-    "WHERE id = ?1 AND status != 'cancelled' AND pause_requested = 0 "
+    "WHERE id = ?1 AND status = 'running' AND pause_requested = 0 "
+    "AND cancel_requested = 0 AND owner_token = ?10 "
     "ON CONFLICT(run_id, step_key) DO UPDATE SET status = 'dispatched', result = NULL, "
     "started_at = excluded.started_at, finished_at = NULL"
 )
 _COMPLETE_SQL = (
     "UPDATE run_steps SET status = 'completed', result = ?, finished_at = ? "
     "WHERE run_id = ? AND step_key = ?"
+)
+# The same write by the execution holding the lease ?5 only (a process that lost the
+# run's lease never overwrites what the new owner recorded).
+_COMPLETE_FENCED_SQL = (
+    "UPDATE run_steps SET status = 'completed', result = ?1, finished_at = ?2 "
+    "WHERE run_id = ?3 AND step_key = ?4 AND (SELECT owner_token FROM runs WHERE id = ?3) = ?5"
 )
 _FAIL_SQL = (
     "UPDATE run_steps SET status = 'failed', result = ?, finished_at = ? "
@@ -63,16 +71,20 @@ _FAIL_SQL = (
 
 
 class _SqliteStepWrite(StepWrite):
-    __slots__ = ("_backend", "_conn", "_run_id", "_runs")
+    __slots__ = ("_backend", "_conn", "_run_id", "_token")
 
-    def __init__(self, runs: SqliteRunStore, conn: sqlite3.Connection, run_id: str) -> None:
-        self._runs = runs
-        self._backend = runs.backend
+    def __init__(
+        self, backend: SqliteBackend, conn: sqlite3.Connection, run_id: str, token: str
+    ) -> None:
+        self._backend = backend
         self._conn = conn
         self._run_id = run_id
+        self._token = token
 
     def complete_step(self, step_key: str, result_json: str) -> None:
-        self._conn.execute(_COMPLETE_SQL, (result_json, time.time(), self._run_id, step_key))
+        self._conn.execute(
+            _COMPLETE_FENCED_SQL, (result_json, time.time(), self._run_id, step_key, self._token)
+        )
 
     def finish_node(self, node_id: str, output_json: str, duration_s: float) -> None:
         self._backend.finish_node(self._conn, node_id, output_json, duration_s, time.time())
@@ -86,11 +98,9 @@ class _SqliteStepWrite(StepWrite):
         name: str,
         occurrence: int,
         input_hash: str,
-        *,
-        checked: bool,
     ) -> bool:
         cur = self._conn.execute(
-            _DISPATCH_CHECKED_SQL if checked else _DISPATCH_SQL,
+            _DISPATCH_CHECKED_SQL,
             (
                 self._run_id,
                 step_key,
@@ -101,6 +111,7 @@ class _SqliteStepWrite(StepWrite):
                 occurrence,
                 input_hash,
                 time.time(),
+                self._token,
             ),
         )
         return cur.rowcount == 1
@@ -180,7 +191,7 @@ class SqliteRunStore(RunStore):
             raise self.backend._error(exc) from None
 
     @contextmanager
-    def step_write(self, run_id: str) -> Iterator[StepWrite]:
+    def step_write(self, run_id: str, token: str) -> Iterator[StepWrite]:
         backend = self.backend
         conn = backend.connection()
         try:
@@ -188,7 +199,7 @@ class SqliteRunStore(RunStore):
         except sqlite3.Error as exc:
             raise backend._error(exc) from None
         try:
-            yield _SqliteStepWrite(self, conn, run_id)
+            yield _SqliteStepWrite(backend, conn, run_id, token)
             conn.execute("COMMIT")
         except BaseException as exc:
             if conn.in_transaction:
@@ -210,6 +221,9 @@ class SqliteRunStore(RunStore):
         model: str | None,
         source_snapshot: dict[str, Any] | None,
         session_id: str | None,
+        owner: Owner | None,
+        lease_s: float = 0.0,
+        queue: str | None = None,
     ) -> None:
         now = time.time()
         self._exec(
@@ -220,14 +234,19 @@ class SqliteRunStore(RunStore):
                 program_path,
                 function_qualname,
                 json.dumps(args),
+                RunStatus.QUEUED if owner is None else RunStatus.RUNNING,
                 policy,
                 model,
                 json.dumps(source_snapshot) if source_snapshot is not None else None,
                 session_id,
-                os.getpid(),
-                socket.gethostname(),
+                None if owner is None else owner.pid,
+                None if owner is None else owner.host,
                 now,
                 now,
+                None if owner is None else owner.token,
+                None if owner is None else owner.proc,
+                None if owner is None else now + lease_s,
+                queue,
             ),
         )
 
@@ -245,11 +264,49 @@ class SqliteRunStore(RunStore):
             ).fetchall()
         return [run_from_row(r) for r in rows]
 
-    def claim_run(self, run_id: str, expected_status: str) -> bool:
+    def claim_run(
+        self,
+        run_id: str,
+        *,
+        expected_status: str,
+        expected_token: str | None,
+        owner: Owner,
+        lease_s: float,
+    ) -> bool:
+        now = time.time()
         cur = self._exec(
-            "UPDATE runs SET status = 'running', owner_pid = ?, owner_host = ?, "
-            "pause_requested = 0, updated_at = ? WHERE id = ? AND status = ?",
-            (os.getpid(), socket.gethostname(), time.time(), run_id, expected_status),
+            "UPDATE runs SET status = 'running', owner_token = ?, owner_pid = ?, "
+            "owner_host = ?, owner_proc = ?, lease_expires_at = ?, pause_requested = 0, "
+            "cancel_requested = 0, updated_at = ? "
+            "WHERE id = ? AND status = ? AND owner_token IS ?",
+            (
+                owner.token,
+                owner.pid,
+                owner.host,
+                owner.proc,
+                now + lease_s,
+                now,
+                run_id,
+                expected_status,
+                expected_token,
+            ),
+        )
+        return cur.rowcount == 1
+
+    def renew_lease(self, run_id: str, token: str, lease_s: float) -> bool:
+        cur = self._exec(
+            "UPDATE runs SET lease_expires_at = ? WHERE id = ? AND owner_token = ? "
+            "AND status = 'running'",
+            (time.time() + lease_s, run_id, token),
+        )
+        return cur.rowcount == 1
+
+    def release_run(self, run_id: str, token: str, *, requeue: bool) -> bool:
+        cur = self._exec(
+            "UPDATE runs SET status = CASE WHEN ? THEN 'queued' ELSE status END, "
+            "lease_expires_at = 0, updated_at = ? "
+            "WHERE id = ? AND owner_token = ? AND status = 'running'",
+            (int(requeue), time.time(), run_id, token),
         )
         return cur.rowcount == 1
 
@@ -263,11 +320,13 @@ class SqliteRunStore(RunStore):
         paused_step: str | None = None,
         paused_occurrence: int | None = None,
         pause_reason: str | None = None,
+        token: str | None = None,
     ) -> str:
         cur = self._exec(
             "UPDATE runs SET status = ?, result = ?, error = ?, paused_step = ?, "
-            "paused_occurrence = ?, pause_reason = ?, pause_requested = 0, updated_at = ? "
-            "WHERE id = ? AND status = 'running'",
+            "paused_occurrence = ?, pause_reason = ?, pause_requested = 0, "
+            "cancel_requested = 0, lease_expires_at = NULL, updated_at = ? "
+            "WHERE id = ? AND status = 'running' AND owner_token IS ?",
             (
                 status,
                 json.dumps(result) if status == "completed" else None,
@@ -277,6 +336,7 @@ class SqliteRunStore(RunStore):
                 pause_reason,
                 time.time(),
                 run_id,
+                token,
             ),
         )
         if cur.rowcount == 1:
@@ -284,12 +344,19 @@ class SqliteRunStore(RunStore):
         run = self.get_run(run_id)
         return run.status if run else status
 
-    def set_status(self, run_id: str, status: str, *, error: str | None = None) -> None:
-        self._exec(
-            "UPDATE runs SET status = ?, error = COALESCE(?, error), pause_requested = 0, "
-            "updated_at = ? WHERE id = ?",
-            (status, error, time.time(), run_id),
+    def cancel_run(
+        self, run_id: str, *, expected_status: str, expected_token: str | None, error: str
+    ) -> bool:
+        cur = self._exec(
+            "UPDATE runs SET status = 'cancelled', error = ?, pause_requested = 0, "
+            "cancel_requested = 0, lease_expires_at = NULL, updated_at = ? "
+            "WHERE id = ? AND status = ? AND owner_token IS ?",
+            (error, time.time(), run_id, expected_status, expected_token),
         )
+        return cur.rowcount == 1
+
+    def request_cancel(self, run_id: str) -> None:
+        self._exec("UPDATE runs SET cancel_requested = 1 WHERE id = ?", (run_id,))
 
     def set_paused(
         self,
@@ -300,27 +367,31 @@ class SqliteRunStore(RunStore):
         step: str | None = None,
         occurrence: int | None = None,
         only_if_running: bool = False,
+        token: str | None = None,
     ) -> bool:
         sql = (
             "UPDATE runs SET status = 'paused', pause_reason = ?, error = ?, "
             "paused_step = COALESCE(?, paused_step), "
             "paused_occurrence = COALESCE(?, paused_occurrence), updated_at = ? WHERE id = ?"
         )
+        params: tuple[Any, ...] = (reason, message, step, occurrence, time.time(), run_id)
         if only_if_running:
-            sql += " AND status = 'running'"
-        cur = self._exec(sql, (reason, message, step, occurrence, time.time(), run_id))
+            sql += " AND status = 'running' AND owner_token IS ?"
+            params += (token,)
+        cur = self._exec(sql, params)
         return cur.rowcount == 1
 
     def request_pause(self, run_id: str) -> None:
         self._exec("UPDATE runs SET pause_requested = 1 WHERE id = ?", (run_id,))
 
-    def control_state(self, run_id: str) -> tuple[str, bool]:
+    def control_state(self, run_id: str) -> tuple[str, bool, bool, str | None]:
         row = self._exec(
-            "SELECT status, pause_requested FROM runs WHERE id = ?", (run_id,)
+            "SELECT status, pause_requested, cancel_requested, owner_token FROM runs WHERE id = ?",
+            (run_id,),
         ).fetchone()
         if row is None:
-            return "cancelled", False
-        return row[0], bool(row[1])
+            return RunStatus.CANCELLED, False, False, None
+        return row[0], bool(row[1]), bool(row[2]), row[3]
 
     def update_snapshot(self, run_id: str, snapshot: dict[str, Any]) -> None:
         self._exec(
