@@ -55,3 +55,8 @@ class RunClaimLost(RunStateError):
 class LeaseLost(BaseException):
     """This execution no longer holds the run's lease (taken over after it expired or by
     ``resume --force-takeover``): it stops at its next step and writes nothing more."""
+
+
+class RunReleased(BaseException):
+    """The executing worker is shutting down: the run goes back to its queue before its
+    next step (completed steps stay saved; another worker resumes it)."""

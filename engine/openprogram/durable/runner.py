@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
+import threading
 import time
 import uuid
 import warnings
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openprogram.contract.runs import POLICIES, PauseReason, RunStatus
+from openprogram.contract.runs import POLICIES, PauseReason, Policy, RunStatus
 from openprogram.durable import checks, snapshot
 from openprogram.durable.errors import (
     DeterminismError,
@@ -28,10 +30,12 @@ from openprogram.durable.errors import (
     RunClaimLost,
     RunNotFound,
     RunPaused,
+    RunReleased,
     RunStateError,
     StepUsageError,
 )
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave
+from openprogram.errors import StoreError
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
 from openprogram.scope import call_scope, set_output, to_json_value, use_writer
 from openprogram.store.lease import Heartbeat, Owner, lease_seconds, local_pid, owner_alive
@@ -48,6 +52,7 @@ __all__ = [
     "resume_interrupted",
     "resume_run",
     "start_run",
+    "submit_run",
 ]
 
 INTERRUPTED_MAX_AGE_S = 2 * 3600.0
@@ -164,13 +169,14 @@ def _execute(
     durable: bool,
     rerun_uncertain: bool,
     on_progress: ProgressFn | None,
+    stop: threading.Event | None = None,
 ) -> RunOutcome:
     """Execute a run this process holds the lease of (renewed by a heartbeat meanwhile)."""
     heartbeat = Heartbeat(lambda: db.renew_lease(run_id, owner.token, lease_s), lease_s)
     heartbeat.start()
     try:
         return _execute_leased(
-            db, run_id, entry, fn, args, owner.token, durable, rerun_uncertain, on_progress
+            db, run_id, entry, fn, args, owner.token, durable, rerun_uncertain, on_progress, stop
         )
     finally:
         heartbeat.stop()
@@ -186,6 +192,7 @@ def _execute_leased(
     durable: bool,
     rerun_uncertain: bool,
     on_progress: ProgressFn | None,
+    stop: threading.Event | None,
 ) -> RunOutcome:
     executor = (
         Executor(
@@ -195,6 +202,7 @@ def _execute_leased(
             token=lease,
             rerun_uncertain=rerun_uncertain,
             on_progress=on_progress,
+            stop=stop,
         )
         if durable
         else None
@@ -235,6 +243,11 @@ def _execute_leased(
             run_id, RunStatus.CANCELLED, error=f"run {run_id} was cancelled", token=lease
         )
         return _outcome(db, run_id, stored)
+    except RunReleased:  # the worker stops: back to the queue for another worker
+        if node_id is not None:
+            writer.update(node_id, status="paused", output={"released": True})
+        db.release_run(run_id, lease, requeue=True)
+        return _outcome(db, run_id, RunStatus.QUEUED)
     except LeaseLost as lost:  # another process holds the run now: write nothing more
         outcome = _outcome(db, run_id, RunStatus.RUNNING)
         return dataclasses.replace(outcome, error=str(lost), lease_lost=True)
@@ -247,15 +260,24 @@ def _execute_leased(
             token=lease,
         )
         raise
-    except Exception as exc:
+    except StoreError:
+        if stop is not None:  # a worker: the store went away; the lease will expire
+            raise
         stored = db.finish_run(
-            run_id, RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}", token=lease
+            run_id, RunStatus.FAILED, error=_error_text(sys.exc_info()[1]), token=lease
         )
+        return _outcome(db, run_id, stored)
+    except Exception as exc:
+        stored = db.finish_run(run_id, RunStatus.FAILED, error=_error_text(exc), token=lease)
         return _outcome(db, run_id, stored)
     finally:
         leave(token)
     stored = db.finish_run(run_id, RunStatus.COMPLETED, result=value, token=lease)
     return _outcome(db, run_id, stored)
+
+
+def _error_text(exc: BaseException | None) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _outcome(db: RunStore, run_id: str, status: str) -> RunOutcome:
@@ -300,12 +322,7 @@ def start_run(
     ended (``completed``, ``failed``, ``paused`` or ``cancelled``).
     """
     _check_policy(policy)
-    entry = load_entry(ref)
-    bound = _bind_args(entry, args or {})
-    snap: dict[str, Any] | None = None
-    if entry.resumable:
-        _determinism(entry)
-        snap = snapshot.capture(entry.function, entry.module, entry.qualname)
+    entry, bound, snap = prepare_entry(ref, args)
     rid = run_id or uuid.uuid4().hex[:16]
     owner = Owner.this_process()
     lease_s = lease_seconds()
@@ -434,6 +451,90 @@ def resume_run(
         if new_snap is not None and outcome.pause_reason != PauseReason.INCOMPATIBLE:
             db.update_snapshot(run_id, new_snap)  # the compatible new code is adopted
         return outcome
+
+
+def prepare_entry(
+    ref: str, args: Mapping[str, Any] | None
+) -> tuple[ProgramEntry, dict[str, Any], dict[str, Any] | None]:
+    """Load ``ref``, bind ``args`` and run the pre-run checks of a new run: the entry, the
+    bound arguments and the saved source (``None`` for a non-resumable entry)."""
+    entry = load_entry(ref)
+    bound = _bind_args(entry, args or {})
+    snap: dict[str, Any] | None = None
+    if entry.resumable:
+        _determinism(entry)
+        snap = snapshot.capture(entry.function, entry.module, entry.qualname)
+    return entry, bound, snap
+
+
+def submit_run(
+    ref: str,
+    args: Mapping[str, Any] | None = None,
+    *,
+    store: str | os.PathLike[str] | None = None,
+    queue: str = "default",
+    policy: str = Policy.KEEP_ORIGINAL,
+    model: str | None = None,
+) -> str:
+    """Enqueue the entry ``ref`` with ``args`` on ``queue`` for workers; returns the run id.
+
+    Raises the errors of :func:`start_run` before anything is recorded."""
+    _check_policy(policy)
+    entry, bound, snap = prepare_entry(ref, args)
+    rid = uuid.uuid4().hex[:16]
+    with open_run_store(store) as db:
+        db.store.create_session(rid, metadata={"run_id": rid, "entry": ref, "queue": queue})
+        db.insert_run(
+            run_id=rid,
+            entry=_entry_ref(ref),
+            program_path=entry.path,
+            function_qualname=entry.qualname,
+            args=bound,
+            policy=policy,
+            model=model,
+            source_snapshot=snap,
+            session_id=rid,
+            owner=None,
+            queue=queue,
+        )
+    return rid
+
+
+def execute_claimed(
+    db: RunStore,
+    run: RunRecord,
+    owner: Owner,
+    lease_s: float,
+    *,
+    stop: threading.Event | None = None,
+) -> RunOutcome:
+    """Execute a run ``owner`` just claimed (a worker): a queued run from its start, a run
+    taken over after its lease expired with the resume rules (completed steps replayed,
+    an uncertain step pauses the run)."""
+    try:
+        entry = _load_for_resume(run)
+        if run.policy == Policy.KEEP_ORIGINAL and run.source_snapshot:
+            fn = snapshot.restore(run.source_snapshot, entry.module, entry.instance)
+        else:
+            if entry.resumable:
+                _determinism(entry)
+            fn = entry.target
+    except (ProgramLoadError, DeterminismError, EntryError) as exc:
+        stored = db.finish_run(run.id, RunStatus.FAILED, error=str(exc), token=owner.token)
+        return _outcome(db, run.id, stored)
+    return _execute(
+        db,
+        run.id,
+        entry,
+        fn,
+        dict(run.args),
+        owner=owner,
+        lease_s=lease_s,
+        durable=entry.resumable,
+        rerun_uncertain=False,
+        on_progress=None,
+        stop=stop,
+    )
 
 
 def pause_run(run_id: str, *, store: str | os.PathLike[str] | None = None) -> str:

@@ -29,7 +29,13 @@ from dataclasses import dataclass, field
 from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
-from openprogram.durable.errors import LeaseLost, RunCancelled, RunPaused, StepUsageError
+from openprogram.durable.errors import (
+    LeaseLost,
+    RunCancelled,
+    RunPaused,
+    RunReleased,
+    StepUsageError,
+)
 from openprogram.scope import (
     Frame,
     call_scope,
@@ -55,7 +61,7 @@ ProgressFn = Callable[[str, str], None]
 _canonical_json = make_dumps(sort_keys=True, compact=True, ensure_ascii=False, allow_nan=False)
 # json.dumps(value, ensure_ascii=False, allow_nan=False): a saved step result.
 _result_dumps = make_dumps(ensure_ascii=False, allow_nan=False)
-_STOP = (RunPaused, RunCancelled, LeaseLost, KeyboardInterrupt, SystemExit)
+_STOP = (RunPaused, RunCancelled, LeaseLost, RunReleased, KeyboardInterrupt, SystemExit)
 
 
 @dataclass
@@ -104,10 +110,12 @@ class Executor:
         token: str,
         rerun_uncertain: bool = False,
         on_progress: ProgressFn | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.db = db
         self.run_id = run_id
         self.token = token  # the lease this execution holds (fences every dispatch)
+        self.stop = stop  # set: release the run before its next step (worker shutdown)
         self.rerun_uncertain = rerun_uncertain
         self.on_progress = on_progress
         self.recorded: dict[tuple[str, int], StepRecord] = {
@@ -328,6 +336,8 @@ def step(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any
                 name,
                 occ,
             )
+    if ex.stop is not None and ex.stop.is_set():
+        raise RunReleased(f"run {ex.run_id} released before step '{name}' (worker stopping)")
     return _run_step(ex, scope, name, key, pos, occ, input_hash, fn, args, kwargs, input_json)
 
 

@@ -309,6 +309,14 @@ class RunStore(ABC):
         is still ``expected_status`` with ``expected_token`` — the values read before."""
 
     @abstractmethod
+    def claim_next(
+        self, queue: str, owner: Owner, lease_s: float, *, limit: int | None = None
+    ) -> RunRecord | None:
+        """Claim the oldest run of ``queue`` that is ``queued`` or whose lease expired (a
+        worker); ``None`` when there is none or ``limit`` runs of the queue hold a live
+        lease. Concurrent workers never claim the same run."""
+
+    @abstractmethod
     def renew_lease(self, run_id: str, token: str, lease_s: float) -> bool:
         """Push the lease of ``token`` forward; ``False`` when it is no longer held."""
 

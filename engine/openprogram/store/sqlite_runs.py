@@ -293,6 +293,38 @@ class SqliteRunStore(RunStore):
         )
         return cur.rowcount == 1
 
+    def claim_next(
+        self, queue: str, owner: Owner, lease_s: float, *, limit: int | None = None
+    ) -> RunRecord | None:
+        now = time.time()
+        with self.backend.transaction() as conn:  # BEGIN IMMEDIATE: one claimer at a time
+            try:
+                if limit is not None:
+                    (busy,) = conn.execute(
+                        "SELECT COUNT(*) FROM runs WHERE queue = ? AND status = 'running' "
+                        "AND lease_expires_at > ?",
+                        (queue, now),
+                    ).fetchone()
+                    if busy >= limit:
+                        return None
+                row = conn.execute(
+                    "SELECT id FROM runs WHERE queue = ? AND (status = 'queued' OR "
+                    "(status = 'running' AND (lease_expires_at IS NULL "
+                    "OR lease_expires_at < ?))) ORDER BY created_at LIMIT 1",
+                    (queue, now),
+                ).fetchone()
+                if row is None:
+                    return None
+                conn.execute(
+                    "UPDATE runs SET status = 'running', owner_token = ?, owner_pid = ?, "
+                    "owner_host = ?, owner_proc = ?, lease_expires_at = ?, updated_at = ? "
+                    "WHERE id = ?",
+                    (owner.token, owner.pid, owner.host, owner.proc, now + lease_s, now, row[0]),
+                )
+            except sqlite3.Error as exc:
+                raise self.backend._error(exc) from None
+        return self.get_run(row[0])
+
     def renew_lease(self, run_id: str, token: str, lease_s: float) -> bool:
         cur = self._exec(
             "UPDATE runs SET lease_expires_at = ? WHERE id = ? AND owner_token = ? "

@@ -7,6 +7,8 @@ import json
 import time
 from typing import Any
 
+from openprogram.contract.runs import RUN_STATES
+
 NAME = "runs"
 HELP = "list runs"
 
@@ -14,7 +16,7 @@ HELP = "list runs"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--status",
-        choices=("running", "paused", "completed", "failed", "cancelled"),
+        choices=RUN_STATES,
         default=None,
         help="only runs in this state",
     )
