@@ -18,6 +18,7 @@ from openprogram.store.lease import owner_alive
 from openprogram.store.runs import RunRecord, RunStore, read_run_store
 
 log = logging.getLogger(__name__)
+DB_NAME = "openprogram.db"  # the SQLite store's database file in a store directory
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,10 @@ from . import (
     completion,
     diagnostics,
     hover,
+    inlay_hints,
     run_commands,
+    run_graph,
+    runs_view,
     symbols,
 )
 from .config import (
@@ -271,6 +274,9 @@ def create_server() -> OpenProgramLanguageServer:
     symbols.register(server)
     code_lenses.register(server)
     run_commands.register(server)
+    runs_view.register(server)  # runs view, run graph, step inlay hints (vscode)
+    run_graph.register(server)
+    inlay_hints.register(server)
     return server
 
 

@@ -21,6 +21,11 @@ export const CLIENT_COMMANDS = {
   listRuns: 'openprogram.listRuns',
   restartServer: 'openprogram.restartServer',
   showOutput: 'openprogram.showOutput',
+  refreshRuns: 'openprogram.refreshRuns',
+  resumeFromView: 'openprogram.resumeFromView',
+  cancelRun: 'openprogram.cancelRun',
+  showRunGraph: 'openprogram.showRunGraph',
+  copyRunId: 'openprogram.copyRunId',
 } as const;
 
 export const RESUME_POLICIES = ['keep_original', 'use_latest'] as const;
@@ -153,7 +158,7 @@ export function buildShowRunsArguments(uri?: string, fn?: string): unknown[] {
 export async function prepareServerCommand(
   command: string,
   args: readonly unknown[],
-  promptArgs: (entry: string) => Promise<JsonObject | undefined>,
+  promptArgs: (entry: string, uri: string) => Promise<JsonObject | undefined>,
 ): Promise<unknown[] | undefined> {
   if (command !== SERVER_COMMANDS.run || !runNeedsArguments(args)) {
     return [...args];
@@ -162,7 +167,7 @@ export async function prepareServerCommand(
   if (typeof uri !== 'string' || typeof entry !== 'string') {
     return [...args]; // malformed: let the server answer with its usage error
   }
-  const typed = await promptArgs(entry);
+  const typed = await promptArgs(entry, uri);
   return typed === undefined ? undefined : [uri, entry, typed];
 }
 

@@ -8,8 +8,10 @@ import {
   CloseAction,
   CodeLensRequest,
   ErrorAction,
+  DidChangeConfigurationNotification,
   ExecuteCommandRequest,
   LanguageClient,
+  ShowMessageNotification,
   RevealOutputChannelOn,
   State,
   Trace,
@@ -24,21 +26,23 @@ import {
   buildRunArguments,
   entriesFromLenses,
   formatCommandResult,
-  parseEntryArgs,
   prepareServerCommand,
   resumesFromLenses,
   runPickItems,
   runRows,
   showRunsScopes,
   summarizeResult,
-  validateEntryArgs,
   validateEntryName,
   validateRunId,
   type JsonObject,
   type LensLike,
   type ResumeOptions,
 } from './commands';
+import { asSignature, checkEntryArgs, initialArgsText, rememberKey, signatureHint, validateAgainst } from './entryArgs';
+import { GraphPanels } from './graphPanel';
 import { describeInterpreter, resolveInterpreter, type ResolvedInterpreter } from './interpreter';
+import { shouldNotify, type MessageType } from './notifications';
+import { RUNS_VIEW_ID, RunsProvider, runOf } from './runsView';
 import { RestartPolicy } from './restartPolicy';
 import { buildServerLaunch, probeInterpreter, spawnServer } from './serverLaunch';
 import {
@@ -78,7 +82,9 @@ interface PythonExtensionApi {
 
 class ServerController implements vscode.Disposable {
   private readonly output: vscode.LogOutputChannel;
-  private readonly status: vscode.StatusBarItem;
+  private readonly status: vscode.LanguageStatusItem;
+  private readonly runs: RunsProvider;
+  private readonly graphs: GraphPanels;
   private readonly policy = new RestartPolicy();
   private readonly disposables: vscode.Disposable[] = [];
   private client: LanguageClient | undefined;
@@ -93,14 +99,31 @@ class ServerController implements vscode.Disposable {
   private pythonApi: PythonExtensionApi | undefined;
   private disposed = false;
 
-  constructor() {
+  constructor(private readonly context: vscode.ExtensionContext) {
     this.output = vscode.window.createOutputChannel('OpenProgram', { log: true });
-    this.status = vscode.window.createStatusBarItem(SECTION, vscode.StatusBarAlignment.Left, 10);
+    // Scoped to Python documents, like ruff-vscode: no global status-bar item.
+    this.status = vscode.languages.createLanguageStatusItem(SECTION, { language: 'python' });
     this.status.name = 'OpenProgram';
-    this.status.command = CLIENT_COMMANDS.showOutput;
-    this.status.show();
+    this.status.command = { title: 'Show Output', command: CLIENT_COMMANDS.showOutput };
     this.settings = this.loadSettings();
-    this.disposables.push(this.output, this.status);
+    const request = (method: string, params: object) => this.serverRequest(method, params);
+    this.runs = new RunsProvider(request);
+    this.graphs = new GraphPanels(context.extensionUri, request);
+    this.disposables.push(this.output, this.status, this.runs, this.graphs);
+  }
+
+  /** A custom request to the running server; undefined (logged) when it is not running or fails. */
+  private async serverRequest(method: string, params: object): Promise<unknown> {
+    const client = this.client;
+    if (client === undefined || client.state !== State.Running) {
+      return undefined;
+    }
+    try {
+      return await client.sendRequest(method, params);
+    } catch (error) {
+      this.output.warn(`${method} failed: ${error instanceof Error ? error.message : String(error)}`);
+      return undefined;
+    }
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -114,6 +137,17 @@ class ServerController implements vscode.Disposable {
     register(CLIENT_COMMANDS.listRuns, () => this.showRuns());
     register(CLIENT_COMMANDS.restartServer, () => this.restart('restart requested', true));
     register(CLIENT_COMMANDS.showOutput, () => this.output.show(true));
+    register(CLIENT_COMMANDS.refreshRuns, () => this.runs.refresh());
+    register(CLIENT_COMMANDS.resumeFromView, (node) => this.onRun(node, (run) => this.resumeWithMode(run.id)));
+    register(CLIENT_COMMANDS.cancelRun, (node) => this.onRun(node, (run) => this.cancelRun(run.id)));
+    register(CLIENT_COMMANDS.showRunGraph, (node) => this.onRun(node, (run) => this.graphs.show(run.id)));
+    register(CLIENT_COMMANDS.copyRunId, (node) =>
+      this.onRun(node, async (run) => {
+        await vscode.env.clipboard.writeText(run.id);
+        vscode.window.setStatusBarMessage(`Copied run id ${run.id}`, 3000);
+      }),
+    );
+    this.disposables.push(vscode.window.registerTreeDataProvider(RUNS_VIEW_ID, this.runs));
 
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((event) => {
@@ -148,8 +182,45 @@ class ServerController implements vscode.Disposable {
   private setState(state: ServerState, detail = ''): void {
     const view = statusView(state, detail);
     this.status.text = view.text;
-    this.status.tooltip = view.tooltip;
-    this.status.backgroundColor = view.error ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+    this.status.detail = view.tooltip;
+    this.status.busy = state === 'starting' || state === 'restarting';
+    this.status.severity = view.error ? vscode.LanguageStatusSeverity.Error : vscode.LanguageStatusSeverity.Information;
+  }
+
+  /** Run `action` on the run of a Runs-view item, or one picked from the palette. */
+  private async onRun(node: unknown, action: (run: { id: string }) => Promise<void> | void): Promise<void> {
+    const run = runOf(node);
+    if (run !== undefined) {
+      await action(run);
+      return;
+    }
+    const id = await vscode.window.showInputBox({ title: 'Run id', validateInput: validateRunId });
+    if (id !== undefined) {
+      await action({ id: id.trim() });
+    }
+  }
+
+  private async cancelRun(runId: string): Promise<void> {
+    const answer = (await this.serverRequest('openprogram/cancelRun', { runId })) as { status?: string; error?: string } | undefined;
+    if (answer?.error !== undefined) {
+      void vscode.window.showErrorMessage(`OpenProgram: ${answer.error}`);
+    }
+    this.runs.refresh();
+  }
+
+  /** A server `window/showMessage`: always logged, shown as configured by showNotifications. */
+  private onServerMessage(type: MessageType, message: string): void {
+    this.output.info(message);
+    if (!shouldNotify(this.settings.showNotifications, type, message)) {
+      return;
+    }
+    if (type === 1) {
+      void vscode.window.showErrorMessage(message);
+    } else if (type === 2) {
+      void vscode.window.showWarningMessage(message);
+    } else {
+      void vscode.window.showInformationMessage(message);
+    }
   }
 
   private workspaceFolder(): string | undefined {
@@ -238,10 +309,23 @@ class ServerController implements vscode.Disposable {
     const before = this.settings;
     this.settings = this.loadSettings();
     const change = classifyChange(before, this.settings);
-    if (change === 'restart') {
-      this.restart('settings changed', true);
-    } else if (change === 'trace' && this.client !== undefined) {
-      void this.client.setTrace(Trace.fromString(this.settings.trace));
+    if (change.restart) {
+      this.restart('interpreter changed', true);
+      return;
+    }
+    const client = this.client;
+    if (client === undefined || client.state !== State.Running) {
+      return;
+    }
+    if (change.configuration) {
+      // The running server takes new lint/store settings without a restart (like ruff-vscode).
+      void client.sendNotification(DidChangeConfigurationNotification.type, {
+        settings: { [SECTION]: this.serverConfiguration() },
+      });
+      this.runs.refresh();
+    }
+    if (change.trace) {
+      void client.setTrace(Trace.fromString(this.settings.trace));
     }
   }
 
@@ -324,7 +408,7 @@ class ServerController implements vscode.Disposable {
         // Lenses carry the server's command ids; the client registers them and routes every
         // invocation through here: a `▶ Run` lens gets its keyword arguments typed first.
         executeCommand: async (command, args, next) => {
-          const finalArgs = await prepareServerCommand(command, args, (entry) => this.promptEntryArgs(entry));
+          const finalArgs = await prepareServerCommand(command, args, (entry, uri) => this.promptEntryArgs(entry, uri));
           if (finalArgs === undefined) {
             return undefined;
           }
@@ -365,6 +449,14 @@ class ServerController implements vscode.Disposable {
         }
         await client.setTrace(Trace.fromString(this.settings.trace));
         this.registerMissingServerCommands(client);
+        this.clientDisposables.push(
+          client.onNotification('openprogram/runsChanged', () => {
+            this.runs.refresh();
+            void this.graphs.refresh();
+          }),
+          client.onNotification(ShowMessageNotification.type, (params) => this.onServerMessage(params.type as MessageType, params.message)),
+        );
+        this.runs.refresh();
         this.output.info(`Language server started (${interpreterText})`);
       },
       async (error: unknown) => {
@@ -393,7 +485,7 @@ class ServerController implements vscode.Disposable {
       }
       this.clientDisposables.push(
         vscode.commands.registerCommand(id, async (...args: unknown[]) => {
-          const finalArgs = await prepareServerCommand(id, args, (entry) => this.promptEntryArgs(entry));
+          const finalArgs = await prepareServerCommand(id, args, (entry, uri) => this.promptEntryArgs(entry, uri));
           if (finalArgs === undefined) {
             return undefined;
           }
@@ -534,20 +626,26 @@ class ServerController implements vscode.Disposable {
     }
   }
 
-  private async promptEntryArgs(entry: string): Promise<JsonObject | undefined> {
+  private async promptEntryArgs(entry: string, uri?: string): Promise<JsonObject | undefined> {
+    const signature = uri !== undefined ? asSignature(await this.serverRequest('openprogram/entrySignature', { uri, entry })) : null;
+    const key = uri !== undefined ? rememberKey(uri, entry) : undefined;
+    const remembered = key !== undefined ? this.context.workspaceState.get<string>(key) : undefined;
     const text = await vscode.window.showInputBox({
       title: `Run ${entry}`,
-      prompt: 'Keyword arguments as a JSON object (empty for none)',
-      value: '{}',
-      validateInput: validateEntryArgs,
+      prompt: signatureHint(signature),
+      value: initialArgsText(signature, remembered),
+      validateInput: validateAgainst(signature),
     });
     if (text === undefined) {
       return undefined;
     }
-    const parsed = parseEntryArgs(text);
+    const parsed = checkEntryArgs(text, signature);
     if (!parsed.ok) {
       void vscode.window.showErrorMessage(parsed.error);
       return undefined;
+    }
+    if (key !== undefined) {
+      await this.context.workspaceState.update(key, text);
     }
     return parsed.value;
   }
@@ -577,7 +675,7 @@ class ServerController implements vscode.Disposable {
     if (entry === undefined) {
       return;
     }
-    const args = await this.promptEntryArgs(entry);
+    const args = await this.promptEntryArgs(entry, uri);
     if (args === undefined) {
       return;
     }
@@ -709,7 +807,7 @@ function exitedWithin(child: ChildProcess | undefined, ms: number): Promise<void
 let controller: ServerController | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
-  controller = new ServerController();
+  controller = new ServerController(context);
   context.subscriptions.push({ dispose: () => void controller?.dispose() });
   await controller.activate();
 }

@@ -11,11 +11,14 @@ export type TraceLevel = 'off' | 'messages' | 'verbose';
 
 export const SECTION = 'openprogram';
 
+export type NotificationLevel = 'off' | 'onError' | 'onWarning' | 'always';
+
 export interface Settings {
   interpreter: string;
   lint: { select: string[]; ignore: string[] };
   store: string;
   trace: TraceLevel;
+  showNotifications: NotificationLevel;
 }
 
 export interface SettingsResult {
@@ -40,7 +43,22 @@ export const DEFAULT_SETTINGS: Settings = {
   lint: { select: [], ignore: [] },
   store: '',
   trace: 'off',
+  showNotifications: 'onWarning',
 };
+
+const NOTIFICATION_LEVELS: readonly NotificationLevel[] = ['off', 'onError', 'onWarning', 'always'];
+
+function readNotifications(get: SettingsReader, problems: string[]): NotificationLevel {
+  const value = get('showNotifications');
+  if (value === undefined || value === null) {
+    return 'onWarning';
+  }
+  if (NOTIFICATION_LEVELS.includes(value as NotificationLevel)) {
+    return value as NotificationLevel;
+  }
+  problems.push(`openprogram.showNotifications: expected one of ${NOTIFICATION_LEVELS.join(', ')}, got ${JSON.stringify(value)}; using "onWarning"`);
+  return 'onWarning';
+}
 
 /** A rule code or code prefix, as ruff accepts them: `OP`, `OP2`, `OP203`, `ALL`. */
 const CODE_PATTERN = /^(ALL|[A-Z]+[0-9]*)$/;
@@ -117,6 +135,7 @@ export function readSettings(get: SettingsReader): SettingsResult {
     },
     store: readString(get, 'store', problems),
     trace: readTrace(get, problems),
+    showNotifications: readNotifications(get, problems),
   };
   return { settings, problems };
 }
@@ -197,22 +216,26 @@ export function answerConfiguration(
   return items.map((item) => answerConfigurationItem(item.section, config));
 }
 
-export type SettingsChange = 'restart' | 'trace' | 'none';
+export interface SettingsChange {
+  /** The interpreter changed: a new server process is needed. */
+  restart: boolean;
+  /** Lint selection or store changed: sent with `workspace/didChangeConfiguration`. */
+  configuration: boolean;
+  trace: boolean;
+}
 
 /**
- * What a settings change requires: a new server when the interpreter, the lint selection
- * or the store changed (they are part of `initialize`), only a new trace level otherwise.
+ * What a settings change requires. Only a new interpreter needs a new server; the lint
+ * selection and the store reach the running server with `didChangeConfiguration` (as
+ * ruff-vscode does), the trace level with `setTrace`; `showNotifications` is client-side.
  */
 export function classifyChange(before: Settings, after: Settings): SettingsChange {
   const same = (a: string[], b: string[]): boolean =>
     a.length === b.length && a.every((value, index) => value === b[index]);
-  if (
-    before.interpreter !== after.interpreter ||
-    before.store !== after.store ||
-    !same(before.lint.select, after.lint.select) ||
-    !same(before.lint.ignore, after.lint.ignore)
-  ) {
-    return 'restart';
-  }
-  return before.trace !== after.trace ? 'trace' : 'none';
+  return {
+    restart: before.interpreter !== after.interpreter,
+    configuration:
+      before.store !== after.store || !same(before.lint.select, after.lint.select) || !same(before.lint.ignore, after.lint.ignore),
+    trace: before.trace !== after.trace,
+  };
 }

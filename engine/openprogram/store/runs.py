@@ -156,6 +156,8 @@ class StepRecord:
     input_hash: str
     status: str
     result: str | None
+    started_at: float | None = None
+    finished_at: float | None = None
 
 
 #: Column order of :class:`RunRecord` in every backend's ``SELECT``.
@@ -165,7 +167,10 @@ RUN_COLUMNS = (
     "pause_reason, pause_requested, owner_pid, owner_host, created_at, updated_at, "
     "owner_token, owner_proc, lease_expires_at, cancel_requested, queue"
 )
-STEP_COLUMNS = "step_key, scope, position, kind, name, occurrence, input_hash, status, result"
+STEP_COLUMNS = (
+    "step_key, scope, position, kind, name, occurrence, input_hash, status, result, "
+    "started_at, finished_at"
+)
 
 
 def run_from_row(row: Any) -> RunRecord:

@@ -25,15 +25,24 @@ test('package.json contributes every command the extension registers and the set
   const source = fs.readFileSync(path.join(ROOT, 'src', 'commands.ts'), 'utf8');
   const clientBlock = /CLIENT_COMMANDS = \{([^}]*)\}/.exec(source)?.[1] ?? '';
   const ids = [...clientBlock.matchAll(/'(openprogram\.[A-Za-z]+)'/g)].map((m) => m[1]);
-  assert.equal(ids.length, 5);
+  assert.equal(ids.length, 10);
   assert.deepEqual(manifest.contributes.commands.map((c) => c.command).sort(), [...ids].sort());
   assert.deepEqual(Object.keys(manifest.contributes.configuration.properties).sort(), [
     'openprogram.interpreter',
     'openprogram.lint.ignore',
     'openprogram.lint.select',
+    'openprogram.showNotifications',
     'openprogram.store',
     'openprogram.trace.server',
   ]);
   assert.equal(manifest.main, './dist/extension.js');
   assert.deepEqual(manifest.activationEvents, ['onLanguage:python', 'workspaceContains:**/pyproject.toml']);
+});
+
+test('the graph bundle is a browser script with cytoscape inside, and the engine ships the same file', () => {
+  const bundle = fs.readFileSync(path.join(ROOT, 'dist', 'graph.js'), 'utf8');
+  assert.doesNotMatch(bundle, /\brequire\(["']/);
+  assert.match(bundle, /cytoscape/);
+  const shipped = fs.readFileSync(path.join(ROOT, '..', 'engine', 'openprogram', 'cli', 'assets', 'run_graph.js'), 'utf8');
+  assert.equal(shipped, bundle, 'run `npm run graph-asset` to refresh the copy used by `openprogram show --format html`');
 });

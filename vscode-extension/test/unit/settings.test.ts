@@ -100,10 +100,12 @@ test('workspace/configuration answers the section and its sub-sections', () => {
 
 test('changes to interpreter, lint or store restart; trace alone does not', () => {
   const base: Settings = { ...DEFAULT_SETTINGS, lint: { select: ['OP2'], ignore: [] } };
-  assert.equal(classifyChange(base, { ...base }), 'none');
-  assert.equal(classifyChange(base, { ...base, trace: 'messages' }), 'trace');
-  assert.equal(classifyChange(base, { ...base, interpreter: '/x/python' }), 'restart');
-  assert.equal(classifyChange(base, { ...base, store: '/tmp/s' }), 'restart');
-  assert.equal(classifyChange(base, { ...base, lint: { select: ['OP2', 'OP3'], ignore: [] } }), 'restart');
-  assert.equal(classifyChange(base, { ...base, lint: { select: ['OP2'], ignore: ['OP205'] } }), 'restart');
+  const none = { restart: false, configuration: false, trace: false };
+  assert.deepEqual(classifyChange(base, { ...base }), none);
+  assert.deepEqual(classifyChange(base, { ...base, trace: 'messages' }), { ...none, trace: true });
+  assert.deepEqual(classifyChange(base, { ...base, interpreter: '/x/python' }), { ...none, restart: true });
+  assert.deepEqual(classifyChange(base, { ...base, store: '/tmp/s' }), { ...none, configuration: true });
+  assert.deepEqual(classifyChange(base, { ...base, lint: { select: ['OP2', 'OP3'], ignore: [] } }), { ...none, configuration: true });
+  assert.deepEqual(classifyChange(base, { ...base, lint: { select: ['OP2'], ignore: ['OP205'] } }), { ...none, configuration: true });
+  assert.deepEqual(classifyChange(base, { ...base, showNotifications: 'off' }), none);
 });

@@ -1,16 +1,21 @@
-"""``openprogram show ID [--format tree|json|mermaid] [--store DIR]``: one session's DAG.
+"""``openprogram show ID [--format tree|json|mermaid|html] [--store DIR]``: one session's DAG.
 
-A durable run's id is also its session's id, so run ids work too.
+A durable run's id is also its session's id, so run ids work too. ``html`` writes one
+self-contained page (the run graph the VS Code extension draws) to stdout, or to
+``--output FILE``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from openprogram.cli.common import CliError, add_store_argument, open_existing_store
+from openprogram.cli.graph import graph_payload, render_html
 from openprogram.cli.render import render_mermaid, render_tree
-from openprogram.store import resolve_root
+from openprogram.durable import queries
+from openprogram.store import Node, Session, resolve_root
 
 NAME = "show"
 
@@ -22,9 +27,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("id", metavar="SESSION_OR_RUN_ID", help="session id (or run id)")
     parser.add_argument(
         "--format",
-        choices=("tree", "json", "mermaid"),
+        choices=("tree", "json", "mermaid", "html"),
         default="tree",
-        help="tree (default), json ({session, nodes}) or mermaid (graph TD)",
+        help="tree (default), json ({session, nodes}), mermaid (graph TD) or html (run graph page)",
+    )
+    parser.add_argument(
+        "--output", "-o", metavar="FILE", default=None, help="write to FILE instead of stdout"
     )
     add_store_argument(parser)
 
@@ -45,9 +53,29 @@ def execute(args: argparse.Namespace) -> int:
             )
         nodes = store.list_nodes(session.id)
     if args.format == "json":
-        print(json.dumps({"session": session.to_json(), "nodes": [n.to_json() for n in nodes]}))
+        text = json.dumps({"session": session.to_json(), "nodes": [n.to_json() for n in nodes]})
     elif args.format == "mermaid":
-        print(render_mermaid(session, nodes))
+        text = render_mermaid(session, nodes)
+    elif args.format == "html":
+        text = render_html(_payload(store.location, session, nodes))
     else:
-        print(render_tree(session, nodes))
+        text = render_tree(session, nodes)
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+        except OSError as exc:
+            raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    else:
+        print(text)
     return 0
+
+
+def _payload(location: str, session: Session, nodes: list[Node]) -> dict[str, Any]:
+    """The graph of the session, with its run's status and steps when it is a run."""
+    run = queries.get_run(location, session.id)
+    if run is None:
+        return graph_payload(session, nodes)
+    steps = [(s.name, s.occurrence, s.started_at) for s in queries.run_steps(location, run.id)]
+    info = {"id": run.id, "status": run.status, "entry": run.entry}
+    return graph_payload(session, nodes, run=info, steps=steps)

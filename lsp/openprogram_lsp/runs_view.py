@@ -1,0 +1,298 @@
+"""Runs of the workspace for the editor's Runs view: custom requests and change notices.
+
+Requests (JSON params and results, camelCase keys):
+
+* ``openprogram/runs`` ``{folder?}`` → ``{"folders": [{"name", "uri", "store", "runs": [run...]}]}``
+  — the runs of each workspace folder's store, newest first;
+* ``openprogram/runSteps`` ``{runId, folder?}`` → ``{"run": run, "steps": [step...]}``;
+* ``openprogram/cancelRun`` ``{runId}`` → ``{"status"}`` or ``{"error"}`` (``durable.cancel_run``);
+* ``openprogram/entrySignature`` ``{uri, entry}`` → ``{"entry", "params", "template"}``.
+
+The store is read through the engine's read-only query API (``openprogram.durable.queries``):
+no user code is imported, a missing or locked store yields nothing. While a client is
+interested, a watcher compares the store's fingerprint every ``POLL_S`` and sends
+``openprogram/runsChanged`` plus ``workspace/inlayHint/refresh`` and
+``workspace/codeLens/refresh`` when it changed, so views and hints stay live during a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pygls.uris import from_fs_path, to_fs_path
+
+from openprogram.durable import queries
+from openprogram.durable.queries import RunRow, StepRow
+
+from .entry_signature import entry_signature
+from .run_index import DB_NAME, RunInfo
+
+if TYPE_CHECKING:
+    from .server import OpenProgramLanguageServer
+
+RUNS = "openprogram/runs"
+RUN_STEPS = "openprogram/runSteps"
+CANCEL_RUN = "openprogram/cancelRun"
+ENTRY_SIGNATURE = "openprogram/entrySignature"
+RUNS_CHANGED = "openprogram/runsChanged"
+POLL_S = 0.5
+SHORT = 80
+
+
+@dataclass(frozen=True)
+class FolderStore:
+    name: str
+    uri: str
+    store: Path
+
+    @property
+    def db(self) -> Path:
+        return self.store / DB_NAME
+
+
+def param(params: Any, key: str, default: Any = None) -> Any:
+    """A field of custom-request params (pygls hands them over as namedtuples)."""
+    if params is None:
+        return default
+    if isinstance(params, dict):
+        return params.get(key, default)
+    return getattr(params, key, default)
+
+
+def folder_stores(ls: OpenProgramLanguageServer) -> list[FolderStore]:
+    """One store per workspace folder: the ``store`` setting resolved against each folder."""
+    folders = list(ls.workspace.folders.values())
+    out: list[FolderStore] = []
+    setting = ls.settings.client.store
+    for folder in folders:
+        path = to_fs_path(folder.uri)
+        if path is None:
+            continue
+        root = Path(path)
+        if setting:
+            p = Path(setting).expanduser()
+            store = p if p.is_absolute() else root / p
+        elif ls.settings.root is not None and root == ls.settings.root:
+            store = ls.settings.store_dir()
+        else:
+            store = root / ".openprogram"
+        out.append(FolderStore(folder.name, folder.uri, store))
+    if not out:
+        store = ls.settings.store_dir()
+        root = ls.settings.root or store.parent
+        out.append(FolderStore(root.name, from_fs_path(str(root)) or "", store))
+    return out
+
+
+def short_json(text: str | None, limit: int = SHORT) -> str:
+    """One line of at most ``limit`` characters of a JSON text (or plain text)."""
+    if text is None:
+        return ""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def run_json(run: RunRow) -> dict[str, Any]:
+    info = RunInfo(
+        id=run.id,
+        function_qualname=run.function_qualname,
+        entry=run.entry,
+        status=run.status,
+        paused_step=run.paused_step,
+        paused_occurrence=run.paused_occurrence,
+        error=run.error,
+        updated_at=run.updated_at,
+        owner_pid=run.owner_pid,
+        owner_host=run.owner_host,
+        pause_reason=run.pause_reason,
+        owner_alive=run.owner_alive,
+    )
+    status = "interrupted" if info.orphaned else run.status
+    return {
+        "id": run.id,
+        "entry": run.entry.rpartition(":")[2] or run.entry,
+        "function": run.function_qualname,
+        "programPath": run.program_path,
+        "status": status,
+        "resumable": info.resumable,
+        "pausedStep": run.paused_step,
+        "pausedOccurrence": run.paused_occurrence,
+        "pauseReason": run.pause_reason,
+        "error": run.error,
+        "result": short_json(run.result_json),
+        "createdAt": run.created_at,
+        "updatedAt": run.updated_at,
+    }
+
+
+def step_state(step: StepRow, run: RunRow, live: bool) -> str:
+    """``completed`` | ``failed`` | ``running`` | ``paused`` | ``uncertain`` for display."""
+    if step.status in ("completed", "failed"):
+        return step.status
+    if run.status == "running" and live:
+        return "running"
+    if (
+        run.status == "paused"
+        and run.paused_step == step.name
+        and (run.paused_occurrence or 0) == step.occurrence
+        and run.pause_reason not in ("uncertain",)
+    ):
+        return "paused"
+    return "uncertain"
+
+
+def step_json(step: StepRow, run: RunRow, live: bool, now: float) -> dict[str, Any]:
+    state = step_state(step, run, live)
+    end = (
+        step.finished_at if step.finished_at is not None else (now if state == "running" else None)
+    )
+    duration = None if end is None else max(0.0, end - step.started_at) * 1000.0
+    return {
+        "key": step.step_key,
+        "scope": step.scope,
+        "kind": step.kind,
+        "name": step.name,
+        "occurrence": step.occurrence,
+        "label": f"{step.name} #{step.occurrence}",
+        "state": state,
+        "durationMs": duration,
+        "result": short_json(step.result) if state == "completed" else "",
+        "error": short_json(step.result) if state == "failed" else "",
+    }
+
+
+def find_run(ls: OpenProgramLanguageServer, run_id: str) -> tuple[FolderStore, RunRow] | None:
+    for fs in folder_stores(ls):
+        run = queries.get_run(fs.db, run_id)
+        if run is not None:
+            return fs, run
+    return None
+
+
+def runs_payload(ls: OpenProgramLanguageServer, folder: str | None = None) -> dict[str, Any]:
+    out = []
+    for fs in folder_stores(ls):
+        if folder and folder not in (fs.uri, fs.name):
+            continue
+        runs = [run_json(r) for r in queries.list_runs(fs.db)]
+        out.append({"name": fs.name, "uri": fs.uri, "store": str(fs.store), "runs": runs})
+    return {"folders": out}
+
+
+def steps_payload(ls: OpenProgramLanguageServer, run_id: str) -> dict[str, Any]:
+    found = find_run(ls, run_id)
+    if found is None:
+        return {"run": None, "steps": []}
+    fs, run = found
+    rj = run_json(run)
+    live = rj["status"] == "running"
+    now = time.time()
+    steps = [step_json(s, run, live, now) for s in queries.run_steps(fs.db, run_id)]
+    return {"run": rj, "steps": steps}
+
+
+class RunsWatcher:
+    """Polls the stores' fingerprints; tells the client when runs changed."""
+
+    def __init__(self, ls: OpenProgramLanguageServer) -> None:
+        self.ls = ls
+        self.task: asyncio.Task[None] | None = None
+        self.seen: dict[Path, tuple[int, int, int, int]] = {}
+
+    def ensure_started(self) -> None:
+        if self.task is not None and not self.task.done():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self.seen = {fs.db: queries.store_version(fs.db) for fs in folder_stores(self.ls)}
+        self.task = loop.create_task(self.run())
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(POLL_S)
+            try:
+                self.check()
+            except Exception as exc:  # a watcher must never take the server down
+                self.ls.log(f"runs watcher: {exc}", error=True)
+
+    def check(self) -> bool:
+        changed = False
+        for fs in folder_stores(self.ls):
+            version = queries.store_version(fs.db)
+            if self.seen.get(fs.db) != version:
+                self.seen[fs.db] = version
+                changed = True
+        if changed:
+            notify_runs_changed(self.ls)
+        return changed
+
+
+def notify_runs_changed(ls: OpenProgramLanguageServer) -> None:
+    """Tell the client that runs changed: custom notice, inlay hints, code lenses."""
+    ls.protocol.notify(RUNS_CHANGED, {})
+    caps = ls.client_capabilities
+    ws = caps.workspace if caps else None
+    if ws is None:
+        return
+    if ws.inlay_hint is not None and ws.inlay_hint.refresh_support:
+        ls.workspace_inlay_hint_refresh(None)
+    if ws.code_lens is not None and ws.code_lens.refresh_support:
+        ls.workspace_code_lens_refresh(None)
+
+
+_watchers: dict[int, RunsWatcher] = {}
+
+
+def watcher(ls: OpenProgramLanguageServer) -> RunsWatcher:
+    w = _watchers.get(id(ls))
+    if w is None:
+        w = _watchers[id(ls)] = RunsWatcher(ls)
+    w.ensure_started()
+    return w
+
+
+def register(server: OpenProgramLanguageServer) -> None:
+    @server.feature(RUNS)
+    def runs(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
+        watcher(ls)
+        return runs_payload(ls, param(params, "folder"))
+
+    @server.feature(RUN_STEPS)
+    def run_steps(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
+        watcher(ls)
+        run_id = param(params, "runId")
+        if not isinstance(run_id, str) or not run_id:
+            raise ValueError("openprogram/runSteps needs {runId: string}")
+        return steps_payload(ls, run_id)
+
+    @server.feature(CANCEL_RUN)
+    def cancel(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
+        from openprogram.durable import cancel_run
+
+        run_id = param(params, "runId")
+        found = find_run(ls, run_id) if isinstance(run_id, str) and run_id else None
+        if found is None:
+            return {"error": f"no run {run_id!r} in the workspace stores"}
+        try:
+            cancel_run(found[1].id, store=found[0].store)
+        except Exception as exc:  # RunStateError: already finished
+            return {"error": str(exc)}
+        run = queries.get_run(found[0].db, found[1].id)
+        return {"status": run.status if run else "cancelled"}
+
+    @server.feature(ENTRY_SIGNATURE)
+    def signature(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any] | None:
+        uri, entry = param(params, "uri"), param(params, "entry")
+        if not isinstance(uri, str) or not isinstance(entry, str):
+            raise ValueError("openprogram/entrySignature needs {uri: string, entry: string}")
+        doc = ls.open_document(uri)
+        outline = ls.outline(uri)
+        if doc is None or outline is None:
+            return None
+        return entry_signature(doc.source, outline, entry)

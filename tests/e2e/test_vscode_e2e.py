@@ -1,0 +1,400 @@
+"""The extension in a real VS Code: the packaged ``.vsix`` installed into a fresh code-server
+profile, driven through its UI by headless Chromium (Playwright), the way a user works.
+
+Needs ``tests/e2e/setup.sh`` (its ``env.sh`` names Node 24, code-server and Chromium) and
+the ``.vsix`` (``OPENPROGRAM_E2E_VSIX``, default ``vscode-extension/openprogram-0.1.0.vsix``).
+Screenshots go to ``OPENPROGRAM_E2E_ARTIFACTS`` (default ``.e2e-artifacts/``). Nothing
+reaches the network: code-server's update check, telemetry and gallery are off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Frame, Page, sync_playwright
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = Path(os.environ.get("OPENPROGRAM_E2E_CACHE", Path.home() / ".cache" / "openprogram-e2e"))
+VSIX = Path(
+    os.environ.get("OPENPROGRAM_E2E_VSIX", ROOT / "vscode-extension" / "openprogram-0.1.0.vsix")
+)
+ARTIFACTS = Path(os.environ.get("OPENPROGRAM_E2E_ARTIFACTS", ROOT / ".e2e-artifacts"))
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+WAIT_MS = 60_000
+
+TRIAGE = '''\
+from openprogram import Agent
+
+
+class Triage(Agent):
+    """Sorts support tickets."""
+
+    method_options = {
+        "classify": {"exposse": "io"},
+        "route": {"expose": "everything"},
+        "archive": {"expose": "io"},
+    }
+
+    def classify(self, ticket: str) -> str:
+        """Classify the ticket."""
+        return ticket.strip().lower()
+
+    def route(self, ticket: str) -> str:
+        """Pick a team."""
+        return "billing"
+
+
+classify = Triage().classify
+PROGRAM_ENTRIES = ["classify"]
+'''
+
+PIPELINE = '''\
+from openprogram import step
+from openprogram.durable import current_run_id, pause_run
+
+
+def prepare(n: int) -> int:
+    """Ask for a pause before the next step (someone has to look first)."""
+    pause_run(current_run_id())
+    return n + 1
+
+
+def finish(n: int) -> int:
+    return n * 10
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+def pipeline(n: int = 1) -> int:
+    x = step("prepare", prepare, n)
+    return step("finish", finish, x)
+
+
+def total(a: int, b: int) -> int:
+    return step("add", add, a, b)
+
+
+pipeline.__agent_options__ = {"resumable": True}
+total.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["pipeline", "total"]
+'''
+
+USER_SETTINGS = {
+    "update.mode": "none",
+    "extensions.autoCheckUpdates": False,
+    "extensions.autoUpdate": False,
+    "extensions.ignoreRecommendations": True,
+    "telemetry.telemetryLevel": "off",
+    "workbench.enableExperiments": False,
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": False,
+    "workbench.secondarySideBar.defaultVisibility": "hidden",
+    "security.workspace.trust.enabled": False,
+    "chat.disableAIFeatures": True,
+    "editor.inlayHints.enabled": "on",
+    "editor.minimap.enabled": False,
+    "files.autoSave": "off",
+}
+
+
+def _env_from_setup() -> dict[str, str]:
+    env_sh = CACHE / "env.sh"
+    if not env_sh.is_file():
+        pytest.fail(f"run tests/e2e/setup.sh first: {env_sh} is missing")
+    out = {}
+    for line in env_sh.read_text().splitlines():
+        m = re.match(r'export (\w+)="(.*)"$', line)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Editor:
+    """A code-server page plus helpers that act as a user would."""
+
+    def __init__(self, page: Page, workspace: Path) -> None:
+        self.page = page
+        self.workspace = workspace
+        self.shots: list[Path] = []
+
+    def shot(self, name: str) -> None:
+        path = ARTIFACTS / f"{len(self.shots) + 1:02d}-{name}.png"
+        self.page.screenshot(path=str(path))
+        self.shots.append(path)
+
+    def palette(self, command: str) -> None:
+        self.page.keyboard.press("F1")
+        box = self.page.locator(".quick-input-widget input")
+        box.wait_for(state="visible")
+        box.fill(">" + command)
+        self.page.locator(".quick-input-list .monaco-list-row").first.wait_for()
+        self.page.keyboard.press("Enter")
+
+    def open_file(self, name: str) -> None:
+        self.page.keyboard.press("Control+p")
+        box = self.page.locator(".quick-input-widget input")
+        box.wait_for(state="visible")
+        box.fill(name)
+        self.page.locator(".quick-input-list .monaco-list-row", has_text=name).first.wait_for()
+        self.page.keyboard.press("Enter")
+        self.page.locator(f'.tab[aria-label^="{name}"]').wait_for()
+        self.page.locator(".monaco-editor .view-lines").first.click()
+
+    def go_to(self, line: int, column: int) -> None:
+        self.page.keyboard.press("Control+g")
+        box = self.page.locator(".quick-input-widget input")
+        box.wait_for(state="visible")
+        box.fill(f":{line}:{column}")
+        self.page.keyboard.press("Enter")
+
+    def editor_text(self) -> str:
+        """The text of the visible editors (inlay hints are injected text: they are in it)."""
+        texts = self.page.locator(".monaco-editor .view-lines").all_inner_texts()
+        return "\n".join(texts).replace("\u00a0", " ")  # the editor renders spaces as NBSP
+
+    def toast(self, pattern: str) -> str:
+        toast = self.page.locator(".notification-toast", has_text=re.compile(pattern))
+        toast.first.wait_for(timeout=WAIT_MS)
+        return toast.first.inner_text()
+
+    def lens(self, text: str) -> None:
+        link = self.page.locator(".codelens-decoration a", has_text=text).first
+        link.wait_for(timeout=WAIT_MS)
+        link.click()
+
+    def clear_toasts(self) -> None:
+        self.palette("Notifications: Clear All Notifications")
+
+    def frame_with(self, selector: str) -> Frame:
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while time.monotonic() < deadline:
+            for frame in self.page.frames:
+                try:
+                    if frame.locator(selector).count() > 0:
+                        return frame
+                except Exception:  # a frame being replaced
+                    continue
+            time.sleep(0.25)
+        raise AssertionError(f"no webview frame shows {selector}")
+
+
+@pytest.fixture(scope="module")
+def editor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Editor]:
+    tools = _env_from_setup()
+    assert VSIX.is_file(), f"package the extension first (npm run ci): {VSIX} is missing"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for old in ARTIFACTS.glob("*.png"):
+        old.unlink()
+    base = tmp_path_factory.mktemp("code-server")
+    user_data, extensions, workspace = base / "user-data", base / "extensions", base / "ws"
+    (user_data / "User").mkdir(parents=True)
+    (user_data / "User" / "settings.json").write_text(json.dumps(USER_SETTINGS))
+    (workspace / ".vscode").mkdir(parents=True)
+    (workspace / ".vscode" / "settings.json").write_text(
+        json.dumps(
+            {"openprogram.interpreter": sys.executable, "openprogram.trace.server": "messages"}
+        )
+    )
+    (workspace / "triage.py").write_text(TRIAGE)
+    (workspace / "pipeline.py").write_text(PIPELINE)
+    node, entry = tools["OPENPROGRAM_E2E_NODE"], tools["OPENPROGRAM_E2E_CODE_SERVER"]
+    env = {
+        **os.environ,
+        # An unreachable gallery: code-server never asks the network for extensions.
+        "EXTENSIONS_GALLERY": json.dumps({"serviceUrl": "http://127.0.0.1:9/gallery"}),
+        "OPENPROGRAM_STORE": str(workspace / ".openprogram"),
+    }
+    common = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
+    subprocess.run(
+        [node, entry, *common, "--install-extension", str(VSIX)],
+        env=env, check=True, timeout=300, capture_output=True,
+    )  # fmt: skip
+    port = _free_port()
+    log = (base / "code-server.log").open("w")
+    server = subprocess.Popen(
+        [
+            node, entry, *common, "--auth", "none", "--bind-addr", f"127.0.0.1:{port}",
+            "--disable-update-check", "--disable-telemetry", "--disable-workspace-trust",
+            "--disable-getting-started-override", str(workspace),
+        ],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(
+                executable_path=tools["OPENPROGRAM_E2E_CHROMIUM"], args=CHROMIUM_ARGS
+            )
+            page = browser.new_page(viewport={"width": 1500, "height": 950})
+            page.set_default_timeout(WAIT_MS)
+            for _ in range(120):
+                try:
+                    page.goto(f"http://127.0.0.1:{port}/?folder={workspace}")
+                    break
+                except Exception:
+                    time.sleep(0.5)
+            page.locator(".monaco-workbench").wait_for()
+            ed = Editor(page, workspace)
+            yield ed
+            print(f"\nscreenshots ({len(ed.shots)}) in {ARTIFACTS}:")
+            for shot in ed.shots:
+                print(f"  {shot}")
+            browser.close()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+        log.close()
+        # Keep the logs beside the screenshots: code-server's and the extension's output channel.
+        shutil.copy(base / "code-server.log", ARTIFACTS / "code-server.log")
+        for channel in user_data.glob("logs/**/*OpenProgram*.log"):
+            shutil.copy(channel, ARTIFACTS / "openprogram-output.log")
+        print(f"logs in {ARTIFACTS}")
+
+
+def test_problems_panel_lists_findings_with_codes(editor: Editor) -> None:
+    editor.open_file("triage.py")
+    editor.page.keyboard.press("Control+Shift+M")
+    panel = editor.page.locator(".markers-panel")
+    for code in ("OP101", "OP102", "OP104"):
+        panel.locator(".monaco-list-row", has_text=code).first.wait_for(timeout=WAIT_MS)
+    text = panel.inner_text()
+    assert "did you mean 'expose'?" in text and "names no method of the class" in text
+    editor.shot("problems-panel")
+
+
+def test_hover_explains_an_option_key(editor: Editor) -> None:
+    editor.go_to(9, 24)  # on "expose" in the `route` options
+    editor.page.keyboard.press("Control+k")
+    editor.page.keyboard.press("Control+i")
+    hover = editor.page.locator(".monaco-hover").first
+    hover.wait_for(state="visible", timeout=WAIT_MS)
+    assert "expose" in hover.inner_text()
+    editor.shot("hover")
+    editor.page.keyboard.press("Escape")
+
+
+def test_quick_fix_is_applied(editor: Editor) -> None:
+    editor.go_to(8, 24)  # on "exposse"
+    editor.page.keyboard.press("Control+.")
+    fix = editor.page.locator(
+        ".action-widget .monaco-list-row", has_text="replace 'exposse' by 'expose'"
+    )
+    fix.first.wait_for(timeout=WAIT_MS)
+    editor.shot("quick-fix-menu")
+    fix.first.click()
+    editor.page.wait_for_function(
+        "() => ![...document.querySelectorAll('.monaco-editor .view-lines')]"
+        ".some((lines) => lines.innerText.includes('exposse'))"
+    )
+    assert '"classify": {"expose": "io"}' in editor.editor_text()
+    panel = editor.page.locator(".markers-panel")
+    panel.locator(".monaco-list-row", has_text="OP102").wait_for(state="detached", timeout=WAIT_MS)
+    editor.shot("quick-fix-applied")
+
+
+def test_run_lens_asks_for_arguments_from_the_signature(editor: Editor) -> None:
+    editor.open_file("pipeline.py")
+    editor.lens("▶ Run")  # the first lens: `pipeline`
+    box = editor.page.locator(".quick-input-widget input")
+    box.wait_for(state="visible")
+    assert box.input_value() == '{"n":1}'
+    assert "pipeline(n: int = 1)" in editor.page.locator(".quick-input-widget").inner_text()
+    editor.shot("run-arguments")
+    editor.page.keyboard.press("Enter")
+    text = editor.toast(r"Run pipeline: paused")
+    assert "at step 'finish'" in text
+    editor.shot("run-paused")
+
+
+def test_arguments_are_checked_before_the_run(editor: Editor) -> None:
+    editor.page.locator(".codelens-decoration a", has_text="▶ Run").nth(1).click()  # `total`
+    box = editor.page.locator(".quick-input-widget input")
+    box.wait_for(state="visible")
+    assert box.input_value() == '{"a":0,"b":0}'
+    box.fill('{"a": 2, "b": "x"}')
+    message = editor.page.locator(".quick-input-widget", has_text='"b" must be int, got str "x"')
+    message.wait_for(timeout=WAIT_MS)
+    editor.shot("arguments-checked")
+    box.fill('{"a": 2, "b": 40}')
+    editor.page.keyboard.press("Enter")
+    assert "→ 42" in editor.toast(r"Run total: completed")
+    editor.shot("run-completed")
+
+
+def test_resume_lens_resumes_the_paused_run(editor: Editor) -> None:
+    editor.clear_toasts()
+    editor.lens('⟳ Resume (step "finish" #0)')
+    assert "→ 20" in editor.toast(r"Resume \w+: completed")
+    editor.shot("resumed")
+
+
+def test_inlay_hints_show_step_results(editor: Editor) -> None:
+    try:
+        editor.page.wait_for_function(
+            "() => [...document.querySelectorAll('.monaco-editor .view-lines')]"
+            ".some((lines) => lines.innerText.replace(/\\u00a0/g, ' ').includes('→ 20'))",
+            timeout=WAIT_MS,
+        )
+    except Exception:
+        editor.shot("inlay-hints-missing")
+        (ARTIFACTS / "inlay-hints-missing.txt").write_text(editor.editor_text())
+        raise
+    text = editor.editor_text()
+    assert "→ 2" in text and "→ 42" in text
+    editor.shot("inlay-hints")
+
+
+def test_runs_view_lists_runs_and_steps(editor: Editor) -> None:
+    header = editor.page.locator(".pane-header", has_text="OpenProgram Runs")
+    header.wait_for()
+    if header.get_attribute("aria-expanded") != "true":
+        header.click()
+    view = editor.page.locator(".pane", has=header)
+    run_row = view.locator(".monaco-list-row", has_text="pipeline ·").first
+    run_row.wait_for(timeout=WAIT_MS)
+    assert "→ 20" in run_row.inner_text()
+    run_row.click()
+    editor.page.keyboard.press("ArrowRight")
+    view.locator(".monaco-list-row", has_text="finish #0").first.wait_for(timeout=WAIT_MS)
+    assert "prepare #0" in view.inner_text()
+    editor.shot("runs-view")
+
+
+def test_run_graph_shows_the_run(editor: Editor) -> None:
+    header = editor.page.locator(".pane-header", has_text="OpenProgram Runs")
+    view = editor.page.locator(".pane", has=header)
+    view.locator(".monaco-list-row", has_text="pipeline ·").first.click(button="right")
+    editor.page.locator(".context-view .action-item", has_text="Show Run Graph").first.click()
+    frame = editor.frame_with("#op-summary")
+    frame.locator("#op-summary", has_text="completed").wait_for(timeout=WAIT_MS)
+    frame.wait_for_function("() => Number(document.body.dataset.graphNodes) >= 3")
+    assert re.search(r"\d+ nodes", frame.locator("#op-summary").inner_text())
+    editor.shot("run-graph")

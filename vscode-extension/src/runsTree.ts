@@ -1,0 +1,169 @@
+/**
+ * The Runs view's items (pure: no `vscode` import): workspace folders → runs → steps, from
+ * the server's `openprogram/runs` and `openprogram/runSteps` answers.
+ */
+
+export interface RunSummary {
+  id: string;
+  entry: string;
+  function: string;
+  programPath: string | null;
+  status: string;
+  resumable: boolean;
+  pausedStep: string | null;
+  pausedOccurrence: number | null;
+  pauseReason: string | null;
+  error: string | null;
+  result: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface FolderRuns {
+  name: string;
+  uri: string;
+  store: string;
+  runs: RunSummary[];
+}
+
+export interface StepSummary {
+  key: string;
+  scope: string;
+  kind: string;
+  name: string;
+  occurrence: number;
+  label: string;
+  state: string;
+  durationMs: number | null;
+  result: string;
+  error: string;
+}
+
+export interface ItemView {
+  label: string;
+  description: string;
+  tooltip: string;
+  /** A codicon id (`pass`, `error`, `debug-pause`, ...). */
+  icon: string;
+  /** A theme color id for the icon, or '' for the default. */
+  color: string;
+  /** `contextValue`: which actions the item offers (`run resumable running`). */
+  context: string;
+  collapsible: boolean;
+}
+
+const RUN_ICONS: Record<string, [string, string]> = {
+  completed: ['pass', 'testing.iconPassed'],
+  failed: ['error', 'testing.iconFailed'],
+  running: ['sync~spin', ''],
+  paused: ['debug-pause', 'charts.yellow'],
+  interrupted: ['warning', 'charts.yellow'],
+  cancelled: ['circle-slash', ''],
+};
+
+const STEP_ICONS: Record<string, [string, string]> = {
+  completed: ['pass', 'testing.iconPassed'],
+  failed: ['error', 'testing.iconFailed'],
+  running: ['sync~spin', ''],
+  paused: ['debug-pause', 'charts.yellow'],
+  uncertain: ['question', 'charts.orange'],
+};
+
+export function formatDuration(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) {
+    return '';
+  }
+  if (ms >= 60_000) {
+    return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+  }
+  if (ms >= 1000) {
+    return `${(ms / 1000).toFixed(1)} s`;
+  }
+  return ms >= 10 ? `${Math.round(ms)} ms` : `${ms.toFixed(1)} ms`;
+}
+
+/** `2026-11-30 17:56` in local time. */
+export function formatTime(epochSeconds: number): string {
+  const d = new Date(epochSeconds * 1000);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+export function folderItem(folder: FolderRuns): ItemView {
+  return {
+    label: folder.name,
+    description: `${folder.runs.length} run${folder.runs.length === 1 ? '' : 's'}`,
+    tooltip: `Runs in ${folder.store}`,
+    icon: 'root-folder',
+    color: '',
+    context: 'folder',
+    collapsible: true,
+  };
+}
+
+export function runItem(run: RunSummary): ItemView {
+  const [icon, color] = RUN_ICONS[run.status] ?? ['circle-outline', ''];
+  let detail = '';
+  if (run.status === 'paused' && run.pausedStep !== null) {
+    detail = `paused at "${run.pausedStep}" #${run.pausedOccurrence ?? 0}${run.pauseReason !== null ? ` (${run.pauseReason})` : ''}`;
+  } else if (run.status === 'completed') {
+    detail = run.result !== '' ? `→ ${run.result}` : 'completed';
+  } else if (run.status === 'failed') {
+    detail = run.error ?? 'failed';
+  } else {
+    detail = run.status;
+  }
+  const context = ['run', run.resumable ? 'resumable' : '', run.status === 'running' || run.status === 'paused' ? 'cancellable' : '']
+    .filter((part) => part !== '')
+    .join(' ');
+  return {
+    label: `${run.entry} · ${run.id.slice(0, 8)}`,
+    description: `${detail} · ${formatTime(run.createdAt)}`,
+    tooltip: [`run ${run.id}`, `${run.function} — ${run.status}`, run.error ?? '', run.programPath ?? ''].filter((l) => l !== '').join('\n'),
+    icon,
+    color,
+    context,
+    collapsible: true,
+  };
+}
+
+export function stepItem(step: StepSummary): ItemView {
+  const [icon, color] = STEP_ICONS[step.state] ?? ['circle-outline', ''];
+  const duration = formatDuration(step.durationMs);
+  const tail =
+    step.state === 'completed'
+      ? step.result !== '' ? `→ ${step.result}` : ''
+      : step.state === 'failed'
+        ? step.error
+        : step.state === 'uncertain'
+          ? 'uncertain: started, result not saved'
+          : step.state;
+  return {
+    label: step.label,
+    description: [duration, tail].filter((part) => part !== '').join(' '),
+    tooltip: `${step.kind} "${step.name}" #${step.occurrence} (${step.key}) — ${step.state}`,
+    icon,
+    color,
+    context: `step ${step.state}`,
+    collapsible: false,
+  };
+}
+
+/** Steps nested by scope: the top level first, each workflow/parallel holding its children. */
+export function stepChildren(steps: readonly StepSummary[], scope: string): StepSummary[] {
+  return steps.filter((step) => step.scope === scope);
+}
+
+export function hasChildren(steps: readonly StepSummary[], step: StepSummary): boolean {
+  return steps.some((other) => other.scope === step.key);
+}
+
+/** Whether any run is still executing (the view then refreshes as the store changes). */
+export function anyLive(folders: readonly FolderRuns[]): boolean {
+  return folders.some((folder) => folder.runs.some((run) => run.status === 'running'));
+}
+
+export function asFolders(value: unknown): FolderRuns[] {
+  const folders = (value as { folders?: unknown } | null)?.folders;
+  return Array.isArray(folders) ? (folders as FolderRuns[]) : [];
+}
