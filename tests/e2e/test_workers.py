@@ -68,6 +68,13 @@ def _submit(work: Path, dsn: str, tag: str, n: int, pause: float = 0.0) -> str:
     return str(json.loads(proc.stdout)["run_id"])
 
 
+def _submit_api(work: Path, dsn: str, tag: str, n: int, pause: float) -> str:
+    """Setup of the fault tests: the same submission through the Python API (fast)."""
+    from openprogram.durable.runner import submit_run
+
+    return submit_run(f"{work / 'prog.py'}:chain", {"tag": tag, "n": n, "pause": pause}, store=dsn)
+
+
 def _worker(work: Path, dsn: str, *args: str, lease: str = "2") -> subprocess.Popen[str]:
     return subprocess.Popen(
         [OPENPROGRAM, "worker", "--store", dsn, "--poll", "0.05", *args],
@@ -152,19 +159,23 @@ def test_submitted_runs_are_executed_by_exactly_one_worker(work: Path, pg_dsn: s
     }
 
 
+@pytest.mark.slow
 def test_kill_9_workers_at_random_points(work: Path, pg_dsn: str) -> None:
     runs_n = int(os.environ.get("OPENPROGRAM_FAULT_RUNS", "50"))
     steps = 8
     rnd = random.Random(15)
-    tags = {f"k{i}": _submit(work, pg_dsn, f"k{i}", steps, 0.01) for i in range(runs_n)}
+    tags = {f"k{i}": _submit_api(work, pg_dsn, f"k{i}", steps, 0.03) for i in range(runs_n)}
     kills = 0
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + 150
     while time.monotonic() < deadline:
         states = Counter(s for s, _, _ in _runs(pg_dsn).values())
         if states["queued"] == 0:
             break
         victim = _worker(work, pg_dsn, "--concurrency", "5", lease="1")
-        time.sleep(rnd.uniform(0.8, 2.5))  # a random point of its runs
+        while victim.pid not in {pid for _, _, pid in _effects(work)}:  # it executes
+            assert time.monotonic() < deadline and victim.poll() is None
+            time.sleep(0.01)
+        time.sleep(rnd.uniform(0.0, 0.6))  # a random point of its runs
         victim.send_signal(signal.SIGKILL)
         victim.communicate()
         kills += 1
@@ -183,7 +194,7 @@ def test_kill_9_workers_at_random_points(work: Path, pg_dsn: str) -> None:
 
 
 def test_postgresql_restart_mid_run(work: Path, pg_dsn: str, pg_cluster: object) -> None:
-    tags = {f"p{i}": _submit(work, pg_dsn, f"p{i}", 10, 0.05) for i in range(8)}
+    tags = {f"p{i}": _submit_api(work, pg_dsn, f"p{i}", 10, 0.05) for i in range(8)}
     workers = [_worker(work, pg_dsn, "--exit-when-idle", "--concurrency", "2") for _ in range(2)]
     deadline = time.monotonic() + 120
     while len(_effects(work)) < 10:
