@@ -75,11 +75,13 @@ def _submit_api(work: Path, dsn: str, tag: str, n: int, pause: float) -> str:
     return submit_run(f"{work / 'prog.py'}:chain", {"tag": tag, "n": n, "pause": pause}, store=dsn)
 
 
-def _worker(work: Path, dsn: str, *args: str, lease: str = "2") -> subprocess.Popen[str]:
+def _worker(
+    work: Path, dsn: str, *args: str, lease: str = "2", durability: str = "process"
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [OPENPROGRAM, "worker", "--store", dsn, "--poll", "0.05", *args],
         cwd=work,
-        env={**env(), "OPENPROGRAM_LEASE_S": lease},
+        env={**env(), "OPENPROGRAM_LEASE_S": lease, "OPENPROGRAM_DURABILITY": durability},
         text=True,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -161,21 +163,24 @@ def test_submitted_runs_are_executed_by_exactly_one_worker(work: Path, pg_dsn: s
 
 @pytest.mark.slow
 def test_kill_9_workers_at_random_points(work: Path, pg_dsn: str) -> None:
+    # eager durability: a worker killed between two steps is taken over past the finished
+    # one (with process durability that step would be reported uncertain too)
     runs_n = int(os.environ.get("OPENPROGRAM_FAULT_RUNS", "50"))
-    steps = 8
+    steps = 20
     rnd = random.Random(15)
-    tags = {f"k{i}": _submit_api(work, pg_dsn, f"k{i}", steps, 0.03) for i in range(runs_n)}
+    tags = {f"k{i}": _submit_api(work, pg_dsn, f"k{i}", steps, 0.0) for i in range(runs_n)}
     kills = 0
-    deadline = time.monotonic() + 150
+    deadline = time.monotonic() + 120  # the finisher below completes what is left
     while time.monotonic() < deadline:
         states = Counter(s for s, _, _ in _runs(pg_dsn).values())
         if states["queued"] == 0:
             break
-        victim = _worker(work, pg_dsn, "--concurrency", "5", lease="1")
+        victim = _worker(work, pg_dsn, "--concurrency", "8", lease="1", durability="eager")
         while victim.pid not in {pid for _, _, pid in _effects(work)}:  # it executes
-            assert time.monotonic() < deadline and victim.poll() is None
+            if time.monotonic() > deadline or victim.poll() is not None:
+                break
             time.sleep(0.01)
-        time.sleep(rnd.uniform(0.0, 0.6))  # a random point of its runs
+        time.sleep(rnd.uniform(0.0, 0.5))  # a random point of its runs
         victim.send_signal(signal.SIGKILL)
         victim.communicate()
         kills += 1
@@ -190,7 +195,7 @@ def test_kill_9_workers_at_random_points(work: Path, pg_dsn: str) -> None:
         f"taken over by another worker; final: {dict(states)}; completed steps re-run: 0, "
         "lost: 0"
     )
-    assert kills >= 3 and taken_over >= 1
+    assert kills >= 3 and taken_over >= 1 and states["completed"] >= taken_over // 2
 
 
 def test_postgresql_restart_mid_run(work: Path, pg_dsn: str, pg_cluster: object) -> None:

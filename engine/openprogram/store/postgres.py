@@ -68,9 +68,22 @@ _FINISH_SQL = (
 )
 
 
+def normalize_url(location: str) -> str | None:
+    """The PostgreSQL URL a ``--store`` value names, else ``None``. Accepts the form a
+    ``pathlib.Path`` leaves of a URL (``postgresql:/host/db``: one slash collapsed), so a
+    URL passed through a path setting (the language server's store) still works."""
+    for scheme in URL_SCHEMES:
+        if location.startswith(scheme):
+            return location
+        collapsed = scheme[:-1]
+        if location.startswith(collapsed) and not location.startswith(scheme):
+            return scheme + location[len(collapsed) :]
+    return None
+
+
 def is_url(location: object) -> bool:
     """Whether a ``--store`` value names a PostgreSQL database."""
-    return isinstance(location, str) and location.startswith(URL_SCHEMES)
+    return isinstance(location, str) and normalize_url(location) is not None
 
 
 def redact(url: str) -> str:

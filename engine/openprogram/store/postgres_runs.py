@@ -139,6 +139,22 @@ class PostgresRunStore(RunStore):
         backend = PostgresBackend(url, synchronous_commit=durability is Durability.POWER)
         return cls(SessionStore(backend=backend), durability)
 
+    @classmethod
+    def open_readonly(cls, url: str) -> PostgresRunStore | None:
+        """For tooling: no migration; ``None`` when the database has no run tables."""
+        from openprogram.store import SessionStore
+
+        backend = PostgresBackend(url, max_size=2, migrate_schema=False)
+        try:
+            found = backend.execute("SELECT to_regclass('runs'), to_regclass('run_steps')")
+            if not found or None in found[0]:
+                backend.close()
+                return None
+        except BaseException:
+            backend.close()
+            raise
+        return cls(SessionStore(backend=backend), Durability.PROCESS)
+
     def owns(self, writer: Any) -> bool:
         return getattr(writer, "_backend", None) is self.backend
 

@@ -485,7 +485,7 @@ def read_run_store(store: str | os.PathLike[str] | None = None) -> RunStore | No
     if url is not None:
         from openprogram.store.postgres_runs import PostgresRunStore
 
-        return PostgresRunStore.open(url, durability=Durability.PROCESS)
+        return PostgresRunStore.open_readonly(url)
     from openprogram.store.sqlite_runs import SqliteRunStore
 
     return SqliteRunStore.open_readonly(store)

@@ -30,12 +30,12 @@ def resolve_root(root_path: str | os.PathLike[str] | None = None) -> Path:
 
 def store_url(root_path: str | os.PathLike[str] | None = None) -> str | None:
     """The PostgreSQL URL named by ``root_path`` / ``$OPENPROGRAM_STORE``, else ``None``."""
-    from openprogram.store.postgres import is_url
+    from openprogram.store.postgres import normalize_url
 
     value = root_path if root_path is not None and str(root_path) != "" else None
     if value is None:
         value = os.environ.get(STORE_ENV) or None
-    return str(value) if value is not None and is_url(str(value)) else None
+    return None if value is None else normalize_url(os.fspath(value))
 
 
 def store_db_path(root_path: str | os.PathLike[str] | None = None) -> Path:
