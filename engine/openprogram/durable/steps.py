@@ -319,8 +319,9 @@ def step(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any
     input_json = _input_text("step", name, args, kwargs)
     input_hash = sha256(input_json.encode()).hexdigest()
     pos, occ, key = scope.next_identity(name)
-    if (scope.path, pos) in ex.recorded:  # a new step checks control as it dispatches
-        ex.check_control(scope, name, occ)
+    if (scope.path, pos) in ex.recorded:
+        # Replaying a recorded step reads nothing from the store (no round trip per step on
+        # a resume); cancel, pause and the lease are checked when the next step dispatches.
         rec = ex.match(scope, "step", name, pos, occ, input_hash)
         assert rec is not None
         if rec.status == "completed":
