@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import libcst as cst
@@ -147,30 +147,69 @@ _AT = re.compile(r"(?:parser error: )?error at (\d+):(\d+): ")
 # ------------------------------------------------------------------ engine entry points
 
 
-def analyze_for_engine(source: str, path: str, *, resumable: str) -> list[Finding]:
-    """Determinism findings (OP001, OP201–OP208) for one named resumable function."""
+ENGINE_CODES = frozenset({"OP001", *(f"OP20{i}" for i in range(1, 9)), "OP212", "OP213", "OP900"})
+"""What the pre-run check reports: parse errors and the determinism rules of one entry."""
+
+
+@dataclass(frozen=True)
+class EntryCheck:
+    """The pre-run check of one resumable entry: its findings (suppressions and config
+    applied, exactly as ``openprogram-lint`` reports them) and the functions it reached
+    (what ``keep_original`` saves)."""
+
+    findings: list[Finding]
+    reached: list[str]
+    helper_files: tuple[str, ...] = ()  # first-party modules followed (the cache checks them)
+
+
+def config_for(path: str) -> LintConfig:
+    """``[tool.openprogram.lint]`` of the nearest pyproject.toml (as ``openprogram-lint``)."""
+    import os
+
+    from openprogram_analyzers.config import find_pyproject
+
+    found = find_pyproject(os.path.dirname(os.path.abspath(path)))
+    return LintConfig.from_pyproject(found) if found is not None else LintConfig()
+
+
+def check_entry(
+    source: str, path: str, qualname: str, *, config: LintConfig | None = None
+) -> EntryCheck:
+    """``openprogram-lint`` restricted to one resumable entry: same rules, messages,
+    suppressions (``# noqa: OP205``) and config; OP900 is left to the linter."""
     from openprogram_analyzers import determinism
 
+    cfg = config or config_for(path)
+    enabled = cfg.enabled_codes(ENGINE_CODES - {"OP900"}, path)
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        return [parse_error(exc, path)]
+        return EntryCheck([parse_error(exc, path)], [])
     index = build_index(module)
-    ctx = Context(source, path, index, frozenset())
-    fn = index.functions.get(resumable)
+    fn = index.functions.get(qualname)
     if fn is None:
-        return [
-            Finding(
-                "OP201",
-                f"resumable function {resumable!r} not found in {path}: its source cannot be checked",
-                "error",
-                path,
-                1,
-                1,
-                1,
-                1,
-            )
-        ]
+        missing = Finding(
+            "OP201",
+            f"resumable function {qualname!r} not found in {path}: its source cannot be checked",
+            "error",
+            path,
+            1,
+            1,
+            1,
+            1,
+        )
+        return EntryCheck([missing], [])
+    ctx = Context(source, path, index, enabled)
+    scope = determinism.build_scope(index, fn)
     for f in determinism.compute_for(index, [fn]):
-        ctx.report(f.code, f.node, f.message, related=f.chain)
-    return resolve(module, path, ctx.pending)
+        if f.code in enabled:
+            ctx.report(f.code, f.node, f.message, related=f.chain)
+    found = resolve(module, path, ctx.pending)
+    kept = apply_suppressions(source, path, found, enabled)
+    reached = [*scope.orchestration, *scope.dependencies]
+    return EntryCheck(kept, reached)
+
+
+def analyze_for_engine(source: str, path: str, *, resumable: str) -> list[Finding]:
+    """Determinism findings (OP001, OP201–OP208) for one named resumable function."""
+    return check_entry(source, path, resumable).findings

@@ -8,6 +8,8 @@ ALL_CODES: tuple[str, ...] = (
     *(f"OP20{i}" for i in range(1, 10)),
     "OP210",
     "OP211",
+    "OP212",
+    "OP213",
     *(f"OP30{i}" for i in range(1, 7)),
     *(f"OP40{i}" for i in range(1, 6)),
     "OP900",

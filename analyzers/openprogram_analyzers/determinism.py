@@ -18,8 +18,15 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from openprogram.contract import steps as step_rules
 from openprogram_analyzers.findings import Finding
-from openprogram_analyzers.index import STDLIB_MODULES, CallSite, FunctionInfo, ModuleIndex
+from openprogram_analyzers.index import (
+    STDLIB_MODULES,
+    CallSite,
+    FunctionInfo,
+    ModuleIndex,
+    is_agent_base,
+)
 from openprogram_analyzers.literals import is_literal_string, string_value
 from openprogram_analyzers.rule import Context
 
@@ -42,8 +49,20 @@ NONDET_EXACT = frozenset(
 )
 NONDET_ROOTS = frozenset({"time", "random", "secrets"})
 MODEL_CALLS = frozenset(
-    {"llm", "agent", "agent_async", "validate_and_retry", "route", "conditional", "repeat_until"}
+    {
+        "llm",
+        "agent",
+        "agent_async",
+        "validate_and_retry",
+        "route",
+        "conditional",
+        "repeat_until",
+        "plan_and_run",
+        "run_workflow_code",
+    }
 )
+ENV_CALLS = frozenset({"os.getenv", "os.getenvb"})
+SELF = frozenset({"self", "cls"})
 NETWORK_ROOTS = frozenset(
     {"httpx", "requests", "urllib", "urllib3", "aiohttp", "socket", "http", "smtplib", "ftplib"}
 )
@@ -96,6 +115,7 @@ class Scope:
     root: FunctionInfo
     orchestration: dict[str, list[tuple[str, cst.CSTNode]]] = field(default_factory=dict)
     dependencies: dict[str, list[tuple[str, cst.CSTNode]]] = field(default_factory=dict)
+    workflow_bodies: set[str] = field(default_factory=set)  # reached through workflow(...)
 
 
 def step_kind(site: CallSite) -> str | None:
@@ -111,27 +131,56 @@ def step_kind(site: CallSite) -> str | None:
     return last
 
 
+def _resumable_names(options: cst.BaseExpression | None) -> list[str]:
+    """Method names declared ``{"name": {"resumable": True}}`` in a literal dict."""
+    if not isinstance(options, cst.Dict):
+        return []
+    out: list[str] = []
+    for el in options.elements:
+        if not isinstance(el, cst.DictElement) or not _declares_resumable(el.value):
+            continue
+        method = string_value(el.key)
+        if method is not None:
+            out.append(method)
+    return out
+
+
+def _declares_resumable(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Dict) and any(
+        isinstance(el, cst.DictElement)
+        and string_value(el.key) == "resumable"
+        and isinstance(el.value, cst.Name)
+        and el.value.value == "True"
+        for el in value.elements
+    )
+
+
+def _class_chain(index: ModuleIndex, qualname: str) -> list[str]:
+    """``qualname`` and its same-module base classes, nearest first."""
+    out: list[str] = []
+    todo = [qualname]
+    while todo:
+        name = todo.pop(0)
+        cls = index.classes.get(name)
+        if cls is None or name in out:
+            continue
+        out.append(name)
+        todo.extend(b for b in cls.bases if b)
+    return out
+
+
 def resumable_functions(index: ModuleIndex) -> list[FunctionInfo]:
-    """Methods declared ``{"name": {"resumable": True}}`` in a literal ``method_options``."""
+    """Resumable functions of the module: methods declared ``{"name": {"resumable": True}}``
+    in a literal ``method_options`` of their class or of a base class (inherited options
+    apply to a subclass's override), ``@resumable`` functions, and functions given
+    ``__agent_options__ = {"resumable": True}`` (also in a ``for f in (a, b):`` loop)."""
     out: list[FunctionInfo] = []
     for cls in index.classes.values():
-        node = cls.method_options
-        if not isinstance(node, cst.Dict):
-            continue
-        for el in node.elements:
-            if not isinstance(el, cst.DictElement) or not isinstance(el.value, cst.Dict):
-                continue
-            method = string_value(el.key)
-            if method is None or method not in cls.methods:
-                continue
-            for opt in el.value.elements:
-                if (
-                    isinstance(opt, cst.DictElement)
-                    and string_value(opt.key) == "resumable"
-                    and isinstance(opt.value, cst.Name)
-                    and opt.value.value == "True"
-                ):
-                    out.append(cls.methods[method])
+        for owner in _class_chain(index, cls.qualname):
+            for method in _resumable_names(index.classes[owner].method_options):
+                found = _lookup_method(index, cls.qualname, method)
+                if found is not None and found not in out:
+                    out.append(found)
     for fn in index.functions.values():
         if fn.class_name is None and fn.parent is None and _decorated_resumable(index, fn):
             out.append(fn)
@@ -139,18 +188,13 @@ def resumable_functions(index: ModuleIndex) -> list[FunctionInfo]:
         if (
             isinstance(target, cst.Attribute)
             and isinstance(target.value, cst.Name)
-            and isinstance(value, cst.Dict)
-            and any(
-                isinstance(el, cst.DictElement)
-                and string_value(el.key) == "resumable"
-                and isinstance(el.value, cst.Name)
-                and el.value.value == "True"
-                for el in value.elements
-            )
+            and _declares_resumable(value)
         ):
-            found = index.function_at_module(target.value.value)
-            if found is not None and found not in out:
-                out.append(found)
+            name = target.value.value
+            for fn_name in index.loop_names.get(name, [name]):
+                found = index.function_at_module(fn_name)
+                if found is not None and found not in out:
+                    out.append(found)
     return out
 
 
@@ -224,18 +268,27 @@ def _step_callables(site: CallSite) -> list[cst.BaseExpression]:
 
 
 def build_scope(index: ModuleIndex, root: FunctionInfo) -> Scope:
+    """Functions reached from ``root``: its orchestration body (helpers it calls) and its
+    step dependencies (functions passed to ``step``/``workflow``/``parallel`` and their
+    helpers); those reached through a ``workflow(...)`` body are marked, since a model
+    call there is asked again when an interrupted workflow resumes."""
     scope = Scope(root=root)
-    todo: list[tuple[FunctionInfo, list[tuple[str, cst.CSTNode]], bool]] = [(root, [], True)]
+    Todo = tuple[FunctionInfo, list[tuple[str, cst.CSTNode]], bool, bool]
+    todo: list[Todo] = [(root, [], True, False)]
     while todo:
-        fn, chain, orch = todo.pop(0)
+        fn, chain, orch, in_workflow = todo.pop(0)
         table = scope.orchestration if orch else scope.dependencies
-        if fn.qualname in scope.orchestration or fn.qualname in table:
+        if fn.qualname in scope.orchestration or (
+            fn.qualname in table and (not in_workflow or fn.qualname in scope.workflow_bodies)
+        ):
             continue
         table[fn.qualname] = chain
+        if in_workflow:
+            scope.workflow_bodies.add(fn.qualname)
         # nested functions belong to the same scope as their parent
         for info in index.functions.values():
             if info.parent == fn.qualname:
-                todo.append((info, chain, orch))
+                todo.append((info, chain, orch, in_workflow))
         for site in fn.calls:
             callee = _callee(index, fn, site.node.func)
             if callee is not None and callee is not fn:
@@ -243,12 +296,14 @@ def build_scope(index: ModuleIndex, root: FunctionInfo) -> Scope:
                     f"'{fn.qualname}' calls '{callee.qualname}' here",
                     site.node,
                 )
-                todo.append((callee, [*chain, link], orch))
+                todo.append((callee, [*chain, link], orch, in_workflow))
+            nested = step_kind(site) == "workflow"
             for expr in _step_callables(site):
                 dep = _callee(index, fn, expr)
                 if dep is not None:
-                    link = (f"'{fn.qualname}' passes '{dep.qualname}' to a step here", expr)
-                    todo.append((dep, [*chain, link], False))
+                    what = "a workflow" if nested else "a step"
+                    link = (f"'{fn.qualname}' passes '{dep.qualname}' to {what} here", expr)
+                    todo.append((dep, [*chain, link], False, nested))
     for q in list(scope.dependencies):
         if q in scope.orchestration:
             del scope.dependencies[q]
@@ -316,14 +371,16 @@ def _check_function(
         parent = index.functions.get(parent.parent) if parent.parent else None
 
     # OP201 dynamic code
+    shadowed = locals_ | enclosing
     for site in fn.calls:
-        target = site.target or ""
-        root = target.split(".")[0]
-        if (
-            (target in DYNAMIC_BUILTINS and root not in locals_ and root not in index.defined)
-            or (root in DYNAMIC_PREFIXES and root in index.imports)
-            or target in DYNAMIC_EXACT
-        ):
+        imported = index.resolve_imported(site.node.func, shadowed) or ""
+        builtin = (
+            site.target in DYNAMIC_BUILTINS
+            and site.head not in shadowed
+            and site.head not in index.defined
+        )
+        if builtin or imported.split(".")[0] in DYNAMIC_PREFIXES or imported in DYNAMIC_EXACT:
+            target = site.target or imported
             out.append(
                 DetFinding(
                     "OP201",
@@ -395,7 +452,34 @@ def _check_function(
             )
         )
     if orch:
-        _check_orchestration(index, fn, where, out, chain)
+        _check_orchestration(index, fn, where, out, chain, shadowed)
+
+
+def _check_workflow_body(
+    index: ModuleIndex,
+    fn: FunctionInfo,
+    out: list[DetFinding],
+    chain: list[tuple[str, cst.CSTNode]],
+) -> None:
+    """OP206 on model calls in a ``workflow(...)`` body: an interrupted workflow runs its
+    body again on resume, so a model call there (not in a step) is asked twice."""
+    where = f"workflow body '{fn.qualname}'"
+    shadowed = fn.locals()
+    for site in fn.calls:
+        if site.deferred:
+            continue
+        imported = index.resolve_imported(site.node.func, shadowed) or ""
+        if _side_effect(index, fn, site, imported, shadowed) == "model call":
+            target = site.target or _code(index, site.node.func)
+            out.append(
+                DetFinding(
+                    "OP206",
+                    f"model call ({target}) directly in {where}: side effects outside a step "
+                    "run again on resume; wrap it in step('name', fn, ...)",
+                    site.node,
+                    chain,
+                )
+            )
 
 
 def _lambda_captures(lam: cst.Lambda, names: set[str]) -> bool:
@@ -411,63 +495,138 @@ def _lambda_captures(lam: cst.Lambda, names: set[str]) -> bool:
     return found
 
 
+def _code(index: ModuleIndex, node: cst.CSTNode) -> str:
+    return index.module.code_for_node(node).strip()
+
+
+def _env_finding(
+    what: str, where: str, node: cst.CSTNode, chain: list[tuple[str, cst.CSTNode]]
+) -> DetFinding:
+    return DetFinding(
+        "OP205",
+        f"environment read ({what}) in {where} outside a step: a resumed run may see a "
+        "different environment; read it in a step or pass it as an argument",
+        node,
+        chain,
+    )
+
+
+def _agent_instance(
+    index: ModuleIndex, fn: FunctionInfo, expr: cst.BaseExpression, shadowed: set[str]
+) -> str | None:
+    """The Agent class ``expr`` is an instance of: ``Agent(...)``, ``Writer()``, or a name
+    bound to one in the function or at module level."""
+    found = index.agent_class_of_call(expr)
+    if found is not None or not isinstance(expr, cst.Name):
+        return found
+    name = expr.value
+    values: list[cst.BaseExpression | None]
+    if name in fn.bindings:
+        values = list(fn.bindings[name])
+    elif name in shadowed:
+        return None
+    else:
+        values = list(index.module_assigns.get(name, []))
+    for value in values:
+        if value is not None:
+            found = index.agent_class_of_call(value)
+            if found is not None:
+                return found
+    return None
+
+
+def _agent_class(index: ModuleIndex, expr: cst.BaseExpression, shadowed: set[str]) -> bool:
+    """``Writer`` (a class of this module deriving from Agent) or the imported ``Agent``."""
+    if not isinstance(expr, (cst.Name, cst.Attribute)):
+        return False
+    head: cst.BaseExpression = expr
+    while isinstance(head, cst.Attribute):
+        head = head.value
+    if isinstance(head, cst.Name) and head.value in shadowed:
+        return False
+    target = index.resolve(expr)
+    if target is None:
+        return False
+    if target in index.classes:
+        return index.is_agent_class(target)
+    return is_agent_base(target) and index.resolve_imported(expr) is not None
+
+
+def _side_effect(
+    index: ModuleIndex, fn: FunctionInfo, site: CallSite, imported: str, shadowed: set[str]
+) -> str | None:
+    """What side effect the call is (model call, network, file, process), if any."""
+    target = site.target or ""
+    func = site.node.func
+    last = target.rsplit(".", 1)[-1]
+    if imported.startswith("openprogram.") and (
+        last in MODEL_CALLS or imported.endswith("decision.make")
+    ):
+        return "model call"
+    if target == "self" or (last == "exec" and "runtime" in imported):
+        return "model call"
+    # calls through Agent instances, Agent classes and their methods
+    owner: cst.BaseExpression | None = func.value if isinstance(func, cst.Attribute) else func
+    if isinstance(owner, cst.Name) and isinstance(func, cst.Attribute) and owner.value in SELF:
+        owner = None  # own methods are followed as helpers
+    if owner is not None and (
+        _agent_instance(index, fn, owner, shadowed) is not None
+        or (isinstance(func, cst.Attribute) and _agent_class(index, owner, shadowed))
+    ):
+        return "model call"
+    root = imported.split(".")[0]
+    if root in NETWORK_ROOTS:
+        return "network I/O"
+    if imported in FILE_CALLS or (
+        target == "open" and site.head not in shadowed and "open" not in index.defined
+    ):
+        return "file I/O"
+    if root in ("subprocess", "shutil") or imported in PROCESS_CALLS:
+        return "subprocess or file-system call"
+    if isinstance(func, cst.Attribute) and func.attr.value in FILE_METHODS:
+        return "file I/O"
+    return None
+
+
 def _check_orchestration(
     index: ModuleIndex,
     fn: FunctionInfo,
     where: str,
     out: list[DetFinding],
     chain: list[tuple[str, cst.CSTNode]],
+    shadowed: set[str],
 ) -> None:
+    for node in fn.env_reads:
+        out.append(_env_finding("os.environ", where, node, chain))
     for site in fn.calls:
         if site.deferred:
             continue
         target = site.target or ""
-        parts = target.split(".")
-        root, last = parts[0], parts[-1]
+        imported = index.resolve_imported(site.node.func, shadowed) or ""
         # OP205 non-determinism
-        if root in index.imports or target in NONDET_EXACT:
-            if (
-                target in NONDET_EXACT
-                or (root in NONDET_ROOTS and len(parts) > 1)
-                or (len(parts) == 1 and index.imports[root].module in NONDET_ROOTS)
-            ):
-                out.append(
-                    DetFinding(
-                        "OP205",
-                        f"non-deterministic call {target}() in {where} outside a step: a "
-                        "resumed run would see a different value; move it into a step",
-                        site.node,
-                        chain,
-                    )
+        parts = imported.split(".")
+        if imported in NONDET_EXACT or (parts[0] in NONDET_ROOTS and len(parts) > 1):
+            out.append(
+                DetFinding(
+                    "OP205",
+                    f"non-deterministic call {imported}() in {where} outside a step: a "
+                    "resumed run would see a different value; move it into a step",
+                    site.node,
+                    chain,
                 )
-                continue
+            )
+            continue
+        if imported in ENV_CALLS:
+            out.append(_env_finding(imported + "()", where, site.node, chain))
+            continue
         # OP206 side effects
-        effect = None
-        if target.startswith("openprogram.") and (
-            last in MODEL_CALLS or target.endswith("decision.make")
-        ):
-            effect = "model call"
-        elif target == "self" or (last == "exec" and "runtime" in target):
-            effect = "model call"
-        elif root in NETWORK_ROOTS and root in index.imports:
-            effect = "network I/O"
-        elif target in FILE_CALLS and (root != "open" or "open" not in index.defined):
-            effect = "file I/O"
-        elif (
-            (root == "subprocess" and root in index.imports)
-            or target in PROCESS_CALLS
-            or (root == "shutil" and root in index.imports)
-        ):
-            effect = "subprocess or file-system call"
-        elif (
-            isinstance(site.node.func, cst.Attribute) and site.node.func.attr.value in FILE_METHODS
-        ):
-            effect = "file I/O"
+        effect = _side_effect(index, fn, site, imported, shadowed)
         if effect is not None:
             out.append(
                 DetFinding(
                     "OP206",
-                    f"{effect} ({target or 'call'}) directly in {where}: side effects outside "
+                    f"{effect} ({target or _code(index, site.node.func)}) directly in {where}: "
+                    "side effects outside "
                     "a step run again on resume; wrap it in step('name', fn, ...)",
                     site.node,
                     chain,
@@ -549,7 +708,10 @@ def compute_for(index: ModuleIndex, roots: Iterable[FunctionInfo]) -> list[DetFi
                 if (qual, orch) in done:
                     continue
                 done.add((qual, orch))
-                _check_function(index, index.functions[qual], orch, mutated, out, chain)
+                fn = index.functions[qual]
+                _check_function(index, fn, orch, mutated, out, chain)
+                if not orch and qual in scope.workflow_bodies:
+                    _check_workflow_body(index, fn, out, chain)
     seen: set[tuple[str, int]] = set()
     unique: list[DetFinding] = []
     for f in out:
@@ -560,8 +722,55 @@ def compute_for(index: ModuleIndex, roots: Iterable[FunctionInfo]) -> list[DetFi
     return unique
 
 
+def step_usage(index: ModuleIndex) -> list[DetFinding]:
+    """OP212/OP213 on every literal ``step``/``workflow``/``parallel`` call of the module:
+    the runtime's own rules (:mod:`openprogram.contract.steps`), same code and message."""
+    out: list[DetFinding] = []
+    for site in index.calls:
+        kind = step_kind(site)
+        if kind is None:
+            continue
+        named: list[tuple[str, cst.BaseExpression, list[cst.BaseExpression]]] = []
+        if kind in ("step", "workflow"):
+            args = [a for a in site.node.args if a.keyword is None and a.star == ""]
+            if args:
+                named.append((kind, args[0].value, _step_callables(site)))
+        elif site.node.args and isinstance(site.node.args[0].value, cst.Dict):
+            for el in site.node.args[0].value.elements:
+                if isinstance(el, cst.DictElement):
+                    v = el.value
+                    fn_expr = v.elements[0].value if isinstance(v, cst.Tuple) and v.elements else v
+                    named.append(("parallel branch", el.key, [fn_expr]))
+        fn = index.functions.get(site.function) if site.function else None
+        for what, name_node, fns in named:
+            if not is_literal_string(name_node):
+                continue
+            name = string_value(name_node)
+            if name is None:
+                continue
+            problem = step_rules.name_problem(what, name)
+            if problem is not None:
+                out.append(DetFinding(problem[0], problem[1], name_node))
+                continue
+            for expr in fns:
+                if isinstance(expr, cst.Lambda):
+                    problem = step_rules.lambda_problem(what, name)
+                elif fn is not None and isinstance(expr, cst.Name) and expr.value in fn.locals():
+                    nested = index.functions.get(f"{fn.qualname}.<locals>.{expr.value}")
+                    if nested is None:
+                        continue
+                    problem = step_rules.nested_problem(what, name, nested.qualname)
+                else:
+                    continue
+                out.append(DetFinding(problem[0], problem[1], expr))
+    return out
+
+
 def compute(ctx: Context) -> list[DetFinding]:
-    return compute_for(ctx.index, resumable_functions(ctx.index))
+    return [
+        *compute_for(ctx.index, resumable_functions(ctx.index)),
+        *step_usage(ctx.index),
+    ]
 
 
 def findings_for(ctx: Context, code: str) -> list[DetFinding]:

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from openprogram_analyzers.literals import string_value
+from openprogram.options import UNKNOWN, check_method_entry
+from openprogram_analyzers.index import ModuleIndex
+from openprogram_analyzers.literals import rebuild, string_value
 from openprogram_analyzers.rule import Context
 
 
@@ -95,6 +97,14 @@ def compute(ctx: Context) -> list[EntryFinding]:
                 isinstance(v, cst.Lambda) for v in index.module_assigns[name]
             ):
                 out.append(EntryFinding("OP403", f"entry {name!r} is a lambda", expr))
+            elif fn is None and name not in index.classes and (kind := _constant(index, name)):
+                out.append(
+                    EntryFinding(
+                        "OP403",
+                        f"entry {name!r} is a {kind}, not a function or bound Agent method",
+                        expr,
+                    )
+                )
     for _target, value in index.agent_options:
         if not isinstance(value, cst.Dict):
             out.append(
@@ -103,9 +113,11 @@ def compute(ctx: Context) -> list[EntryFinding]:
                 )
             )
             continue
+        bad_item = False
         for item in value.elements:
             if not isinstance(item, cst.DictElement):
                 out.append(EntryFinding("OP405", "__agent_options__ must not unpack (**...)", item))
+                bad_item = True
                 continue
             if string_value(item.key) is None:
                 out.append(
@@ -113,6 +125,48 @@ def compute(ctx: Context) -> list[EntryFinding]:
                         "OP405", "__agent_options__ keys must be literal strings", item.key
                     )
                 )
+                bad_item = True
+        if not bad_item:
+            out.extend(_table_problems(index, _target, value))
+    return out
+
+
+_LITERALS: dict[type, str] = {
+    cst.Integer: "int",
+    cst.Float: "float",
+    cst.Imaginary: "complex",
+    cst.SimpleString: "str",
+    cst.ConcatenatedString: "str",
+    cst.FormattedString: "str",
+    cst.List: "list",
+    cst.Dict: "dict",
+    cst.Tuple: "tuple",
+    cst.Set: "set",
+}
+
+
+def _constant(index: ModuleIndex, name: str) -> str | None:
+    """The literal type every module-level value of ``name`` has (``LIMIT = 3``: int)."""
+    values = index.module_assigns.get(name) or []
+    kinds = {_LITERALS.get(type(v)) if v is not None else None for v in values}
+    if len(kinds) == 1 and None not in kinds and name not in index.imports:
+        return kinds.pop()
+    return None
+
+
+def _table_problems(index: ModuleIndex, target: cst.CSTNode, value: cst.Dict) -> list[EntryFinding]:
+    """Keys and values of one ``__agent_options__`` checked with the method-options table."""
+    owner = target.value if isinstance(target, cst.Attribute) else None
+    name = owner.value if isinstance(owner, cst.Name) else "__agent_options__"
+    fn = index.function_at_module(name)
+    signature = sorted(fn.params) if fn is not None else None
+    rebuilt, locs = rebuild(value, UNKNOWN)
+    out: list[EntryFinding] = []
+    # entry metadata (``label``, ...) is what tools show: tool-only keys are allowed
+    for problem in check_method_entry(name, rebuilt, signature, is_tool=True):
+        key_node, val_node = locs.get(tuple(problem.path[1:]), (None, value))
+        node = key_node if problem.on_key and key_node is not None else val_node
+        out.append(EntryFinding("OP405", problem.message, node))
     return out
 
 

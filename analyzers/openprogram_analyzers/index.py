@@ -45,6 +45,7 @@ class CallSite:
     target: str | None  # dotted, import-resolved name of the callee
     function: str | None  # qualname of the enclosing function
     deferred: bool = False  # inside a lambda (runs later, elsewhere)
+    head: str | None = None  # leftmost name of the callee expression (``t`` in ``t.time()``)
 
 
 @dataclass
@@ -62,6 +63,10 @@ class FunctionInfo:
     imports: list[cst.Import | cst.ImportFrom] = field(default_factory=list)
     nested: list[cst.FunctionDef | cst.Lambda] = field(default_factory=list)
     yields: list[cst.CSTNode] = field(default_factory=list)
+    # values bound to local names (``critic = Agent(...)``), for instance resolution
+    bindings: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
+    # ``os.environ`` reads (subscript, attribute) in the body
+    env_reads: list[cst.CSTNode] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -83,6 +88,8 @@ class ClassInfo:
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
     method_options: cst.BaseExpression | None = None
     method_options_target: cst.CSTNode | None = None
+    # class-body assignments (``classify = _impl``): name -> assigned value
+    attributes: dict[str, cst.BaseExpression] = field(default_factory=dict)
 
 
 @dataclass
@@ -114,6 +121,8 @@ class ModuleIndex:
     mutations: list[tuple[str, str | None, cst.CSTNode]] = field(default_factory=list)
     program_entries: list[tuple[cst.CSTNode, cst.BaseExpression]] = field(default_factory=list)
     agent_options: list[tuple[cst.CSTNode, cst.BaseExpression]] = field(default_factory=list)
+    # module-level ``for NAME in (a, b, ...)`` loops: NAME -> the literal names iterated
+    loop_names: dict[str, list[str]] = field(default_factory=dict)
 
     def resolve(self, expr: cst.BaseExpression) -> str | None:
         """Import-resolved dotted name of a Name/Attribute chain (None otherwise)."""
@@ -129,9 +138,65 @@ class ModuleIndex:
             head = imp.dotted
         return ".".join([head, *reversed(parts)])
 
+    def resolve_imported(
+        self, expr: cst.BaseExpression, shadowed: frozenset[str] | set[str] = frozenset()
+    ) -> str | None:
+        """The one import table: dotted name of ``expr`` when its head is a module-level
+        import (``import time as t`` -> ``t.time`` is ``time.time``; ``from random import
+        choice`` -> ``choice`` is ``random.choice``), unless a local of that name shadows it."""
+        head = _head(expr)
+        if head is None or head in shadowed or head not in self.imports:
+            return None
+        return self.resolve(expr)
+
     def function_at_module(self, name: str) -> FunctionInfo | None:
         info = self.functions.get(name)
         return info if info is not None and info.class_name is None else None
+
+    def is_agent_class(self, qualname: str) -> bool:
+        """Whether the module's class ``qualname`` derives from ``openprogram``'s ``Agent``
+        (directly, through an alias, or through other classes of this module)."""
+        seen: set[str] = set()
+        todo = [qualname]
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            cls = self.classes.get(name)
+            if cls is None:
+                continue
+            for base in cls.bases:
+                if base is None:
+                    continue
+                if is_agent_base(base):
+                    return True
+                todo.append(base)
+        return False
+
+    def agent_class_of_call(self, expr: cst.BaseExpression) -> str | None:
+        """``"Agent"``/class qualname when ``expr`` is ``Agent(...)`` or ``Writer(...)``."""
+        if not isinstance(expr, cst.Call):
+            return None
+        target = self.resolve(expr.func)
+        if target is None:
+            return None
+        if is_agent_base(target) and _head(expr.func) in self.imports:
+            return target
+        if target in self.classes and self.is_agent_class(target):
+            return target
+        return None
+
+
+def is_agent_base(dotted: str) -> bool:
+    """``openprogram.Agent`` or ``openprogram.agents.Agent`` (import-resolved)."""
+    return dotted in ("openprogram.Agent", "openprogram.agents.Agent")
+
+
+def _head(expr: cst.BaseExpression) -> str | None:
+    while isinstance(expr, (cst.Attribute, cst.Call)):
+        expr = expr.value if isinstance(expr, cst.Attribute) else expr.func
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 Hook = Callable[[cst.CSTNode], None]
@@ -175,8 +240,13 @@ class IndexBuilder(cst.CSTVisitor):
             self.index.defined.add(name)
             self.index.module_assigns.setdefault(name, []).append(value)
             self.index.module_assign_nodes.setdefault(name, node)
+        elif self._in_class_body() and self._class_stack:
+            if value is not None:
+                self._class_stack[-1].attributes.setdefault(name, value)
         elif func is not None and self._scope_kinds[-1] == "function":
             func.assigned.add(name)
+            if value is not None:
+                func.bindings.setdefault(name, []).append(value)
 
     def _bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         if isinstance(target, cst.Name):
@@ -277,9 +347,19 @@ class IndexBuilder(cst.CSTVisitor):
         func = self._func
         if func is not None:
             func.loads.append(node)
+            imp = self.index.imports.get(node.value)
+            if imp is not None and imp.dotted == "os.environ":
+                func.env_reads.append(node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._skip_names.add(id(node.attr))
+        func = self._func
+        if (
+            func is not None
+            and node.attr.value == "environ"
+            and self.index.resolve_imported(node) == "os.environ"
+        ):
+            func.env_reads.append(node)
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None:
@@ -330,6 +410,13 @@ class IndexBuilder(cst.CSTVisitor):
 
     def visit_For(self, node: cst.For) -> None:
         self._bind_target(node.target, None)
+        if (
+            self._at_module()
+            and isinstance(node.target, cst.Name)
+            and isinstance(node.iter, (cst.Tuple, cst.List))
+        ):
+            names = [el.value.value for el in node.iter.elements if isinstance(el.value, cst.Name)]
+            self.index.loop_names.setdefault(node.target.value, []).extend(names)
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._bind_target(node.target, None)
@@ -415,6 +502,7 @@ class IndexBuilder(cst.CSTVisitor):
             self.index.resolve(node.func),
             func.qualname if func else None,
             deferred=self._lambda_depth > 0,
+            head=_head(node.func),
         )
         self.index.calls.append(site)
         if func is not None:

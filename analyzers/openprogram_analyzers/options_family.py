@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from openprogram.options import UNKNOWN, OptionProblem, check_method_options
-from openprogram_analyzers.index import ClassInfo, ModuleIndex
+from openprogram_analyzers.index import ClassInfo, FunctionInfo, ModuleIndex
 from openprogram_analyzers.literals import rebuild
 from openprogram_analyzers.rule import Context
 
@@ -52,12 +52,26 @@ def _class_methods(
         if inherited is None:
             return None
         methods.update(inherited)
+    for name, value in cls.attributes.items():
+        # ``classify = _impl`` / ``= staticmethod(_impl)`` / ``= lambda ...``: a method too
+        if isinstance(value, cst.Call) and value.args:
+            value = value.args[0].value
+        if isinstance(value, cst.Lambda):
+            methods[name] = ["**kwargs"]
+        elif isinstance(value, cst.Name) and index.function_at_module(value.value):
+            methods[name] = _params(index.functions[value.value])
+        elif isinstance(value, (cst.Name, cst.Attribute)) and index.resolve_imported(value):
+            methods[name] = ["**kwargs"]  # imported callable: signature unknown here
     for name, fn in cls.methods.items():
-        params = list(fn.params)
-        if isinstance(fn.node.params.star_kwarg, cst.Param):
-            params.append("**" + fn.node.params.star_kwarg.name.value)
-        methods[name] = params
+        methods[name] = _params(fn)
     return methods
+
+
+def _params(fn: FunctionInfo) -> list[str]:
+    params = list(fn.params)
+    if isinstance(fn.node.params.star_kwarg, cst.Param):
+        params.append("**" + fn.node.params.star_kwarg.name.value)
+    return params
 
 
 def compute(ctx: Context) -> list[OptionFinding]:

@@ -11,9 +11,9 @@ from typing import Any
 
 import libcst as cst
 
-from openprogram.schema_grammar import OPAQUE, TypeRef, check_menu
+from openprogram.schema_grammar import OPAQUE, TypeRef, check_menu, msg_duplicate_option
 from openprogram_analyzers.index import CallSite, ModuleIndex
-from openprogram_analyzers.literals import rebuild
+from openprogram_analyzers.literals import rebuild, string_value
 from openprogram_analyzers.rule import Context
 
 MENU_NODES = (cst.Dict, cst.List, cst.Tuple)
@@ -86,6 +86,8 @@ def compute(ctx: Context) -> list[SchemaFinding]:
         menu = _menu_arg(index, site)
         if menu is None or not isinstance(menu, MENU_NODES):
             continue
+        if isinstance(menu, cst.Dict):  # a dict literal keeps only the last duplicate key
+            out.extend(_duplicate_keys(menu))
         value, locs = rebuild(menu, OPAQUE, _name_value(index))
         for problem in check_menu(value):
             path = tuple(problem.path)
@@ -100,6 +102,22 @@ def compute(ctx: Context) -> list[SchemaFinding]:
                     )
                     break
             out.append(SchemaFinding(problem.code, problem.message, node))
+    return out
+
+
+def _duplicate_keys(menu: cst.Dict) -> list[SchemaFinding]:
+    """OP306 on each repeated literal key of a dict-literal menu (invisible at run time)."""
+    seen: set[str] = set()
+    out: list[SchemaFinding] = []
+    for el in menu.elements:
+        if not isinstance(el, cst.DictElement):
+            continue
+        name = string_value(el.key)
+        if name is None:
+            continue
+        if name in seen:
+            out.append(SchemaFinding("OP306", msg_duplicate_option(name), el.key))
+        seen.add(name)
     return out
 
 

@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-import io
-import re
-import tokenize
 from dataclasses import dataclass, field
 
+from openprogram.contract.suppressions import (
+    CODE,
+    LINE_IGNORE,
+    LINE_NOQA,
+    MAY_SUPPRESS,
+    comments,
+    is_file_noqa,
+)
 from openprogram_analyzers.findings import Finding, Fix, TextEdit
-
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
-_IGNORE = re.compile(r"#\s*openprogram:\s*ignore\[(?P<codes>[^\]]*)\]")
-_FILE = re.compile(r"#\s*openprogram:\s*noqa\b")
-_CODE = re.compile(r"[A-Z]+[0-9]+")
 
 
 @dataclass
@@ -23,20 +23,6 @@ class Suppression:
     end_column: int
     codes: tuple[str, ...]  # empty: all codes (a bare noqa comment)
     used: set[str] = field(default_factory=set)
-
-
-def _comments(source: str) -> list[tuple[int, int, str]]:
-    """``(line, column0, text)`` of every comment (tokenize; stops at a tokenize error)."""
-    out: list[tuple[int, int, str]] = []
-    if "#" not in source:
-        return out
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type == tokenize.COMMENT:
-                out.append((tok.start[0], tok.start[1], tok.string))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        pass
-    return out
 
 
 class SourceText:
@@ -58,7 +44,7 @@ class SourceText:
     def comments(self) -> list[tuple[int, int, str]]:
         """``(line, column0, text)`` of every comment (tokenized once)."""
         if self._comments is None:
-            self._comments = _comments(self.source)
+            self._comments = comments(self.source)
         return self._comments
 
     def comments_on(self, line: int) -> list[tuple[int, str]]:
@@ -74,18 +60,18 @@ def parse_suppressions(
     source: str, source_text: SourceText | None = None
 ) -> tuple[bool, list[Suppression]]:
     """File-level flag and line suppressions of ``source``."""
-    if "noqa" not in source and "openprogram:" not in source:
+    if MAY_SUPPRESS.search(source) is None:
         return False, []
     file_level = False
     sups: list[Suppression] = []
     for line, col, text in (source_text or SourceText(source)).comments():
-        if _FILE.search(text):
+        if is_file_noqa(text):
             file_level = True
             continue
-        for rx in (_IGNORE, _NOQA):
+        for rx in (LINE_IGNORE, LINE_NOQA):
             m = rx.search(text)
             if m:
-                codes = tuple(_CODE.findall(m.group("codes") or ""))
+                codes = tuple(CODE.findall(m.group("codes") or ""))
                 sups.append(Suppression(line, col + m.start() + 1, col + m.end() + 1, codes))
     return file_level, sups
 
@@ -164,11 +150,11 @@ def suppression_fix(source: str | SourceText, finding: Finding) -> Fix:
     src = source if isinstance(source, SourceText) else SourceText(source)
     text = src.line(finding.line)
     for col, comment in src.comments_on(finding.line):
-        m = _NOQA.search(comment)
+        m = LINE_NOQA.search(comment)
         if m and m.group("codes"):
             start = col + m.start() + 1
             end = col + m.end() + 1
-            codes = [*_CODE.findall(m.group("codes")), finding.code]
+            codes = [*CODE.findall(m.group("codes")), finding.code]
             new = "# noqa: " + ", ".join(dict.fromkeys(codes))
             edit = TextEdit(finding.line, start, finding.line, end, new)
             return Fix(f"suppress {finding.code} on this line", (edit,), safe=False)

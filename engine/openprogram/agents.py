@@ -5,7 +5,8 @@ instance method, staticmethod and classmethod of a subclass (``_helpers`` includ
 dunders, generators and turn entries excluded) is wrapped at class creation so that each
 call opens a call scope: a ``code`` node on entry (docstring in ``metadata.doc``), the
 output/status on exit, the method's ``method_options`` applied (``expose``,
-``render_range``, ``system``), the Agent's runtime bound (else the caller's), legacy
+``render_range``, ``system``), the Agent's runtime bound (else the caller's, else one
+created for the outermost call and closed when it returns), legacy
 ``runtime``/``exec_runtime``/``review_runtime`` parameters injected, self-recursion
 limited to 5 nested calls, and pre-invocation hooks run first. ``tool=True`` methods are
 registered in :mod:`openprogram.programs`.
@@ -13,6 +14,7 @@ registered in :mod:`openprogram.programs`.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import weakref
@@ -25,7 +27,16 @@ from openprogram.context import Context
 from openprogram.options import check_method_options
 from openprogram.programs.registry import REGISTRY, Tool, ToolOptions
 from openprogram.safepoints import checkpoint
-from openprogram.scope import call_scope, current_frame, current_runtime, set_output
+from openprogram.scope import (
+    ENTRY_EXTRA,
+    Frame,
+    call_scope,
+    current_frame,
+    pop_frame,
+    push_frame,
+    runtime_for_call,
+    set_output,
+)
 
 if TYPE_CHECKING:
     from openprogram.runtime.runtime import Runtime
@@ -152,10 +163,21 @@ class ScopedMethod:
         opts = self.options_for(cls)
         is_tool = bool(opts.get("tool") or opts.get("as_tool"))
         call_args = (bound, *args) if self.kind != "static" else args
-        try:
-            ba = self.signature.bind(*call_args, **kwargs)
+        try:  # partial: a required runtime parameter is injected below
+            ba = self.signature.bind_partial(*call_args, **kwargs)
         except TypeError as exc:
             raise TypeError(f"{self.qualname}(): {exc}") from None
+        missing = [p for p in self.injected if ba.arguments.get(p) is None]
+        unbound = [
+            p.name
+            for p in self.signature.parameters.values()
+            if p.name not in ba.arguments
+            and p.name not in missing
+            and p.default is p.empty
+            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+        if unbound:
+            raise TypeError(f"{self.qualname}(): missing a required argument: {unbound[0]!r}")
         arguments = {
             k: v
             for i, (k, v) in enumerate(ba.arguments.items())
@@ -167,19 +189,12 @@ class ScopedMethod:
         self._check_recursion()
         checkpoint("call.started", name=f"{cls.__name__}.{self.name}")  # turn safe point
         holder = bound if self.kind != "static" else cls
-        runtime = getattr(holder, "runtime", None)
-        runtime = runtime if _is_runtime(runtime) else current_runtime()
+        own = getattr(holder, "runtime", None)
+        runtime = own if _is_runtime(own) else None  # else the enclosing call's (inherited)
         agent_ctx = getattr(holder, "context", None)
         agent_ctx = agent_ctx if isinstance(agent_ctx, Context) else None
+        parent_ctx = agent_ctx if agent_ctx is not None else Context.current()
         with ExitStack() as stack:
-            missing = [p for p in self.injected if ba.arguments.get(p) is None]
-            if missing and runtime is None:
-                from openprogram.runtime import create_runtime
-
-                runtime = create_runtime()
-                stack.callback(runtime.close)
-            for p in missing:
-                ba.arguments[p] = runtime
             scope_opts = {
                 "expose": opts.get("expose") or ("io" if is_tool else "full"),
                 "render_range": opts.get("render_range"),
@@ -187,19 +202,26 @@ class ScopedMethod:
             if opts.get("system") is not None:
                 scope_opts["system"] = opts["system"]
             recorded = {k: v for k, v in arguments.items() if k not in self.injected}
-            writer = agent_ctx.prepare_session() if agent_ctx is not None else None
-            frame = stack.enter_context(
-                call_scope(
-                    self.name,
-                    inputs=recorded,
-                    doc=self.doc,
-                    options=scope_opts,
-                    runtime=runtime,
-                    writer=writer,
+            writer = parent_ctx.prepare_session() if parent_ctx is not None else None
+            frame = _adopt_entry_frame(self, bound, runtime, scope_opts, stack)
+            if frame is None:
+                frame = stack.enter_context(
+                    call_scope(
+                        self.name,
+                        inputs=recorded,
+                        doc=self.doc,
+                        options=scope_opts,
+                        runtime=runtime,
+                        writer=writer,
+                    )
                 )
-            )
             frame.extras["op_method"] = self
-            parent_ctx = agent_ctx if agent_ctx is not None else Context.current()
+            if self.kind != "static":
+                stack.enter_context(offering(bound))
+            if missing:  # legacy runtime parameters: this call's runtime
+                injected = runtime if runtime is not None else runtime_for_call()
+                for p in missing:
+                    ba.arguments[p] = injected
             bound_ctx = Context(parent=parent_ctx, call_id=frame.node_id)
             stack.enter_context(bound_ctx.bind())
             yield frame, ba.args, ba.kwargs
@@ -256,6 +278,41 @@ class ScopedMethod:
         if opts.get("name") is None:
             tool.name = tool.__name__ = self.name
         return tool
+
+
+def _adopt_entry_frame(
+    method: ScopedMethod,
+    bound: Any,
+    runtime: Runtime | None,
+    options: Mapping[str, Any],
+    stack: ExitStack,
+) -> Frame | None:
+    """When this call is the entry of a run (``openprogram run``), the run already wrote
+    its node: continue in a frame for that node instead of writing a second one."""
+    parent = current_frame()
+    entry = parent.extras.get(ENTRY_EXTRA) if parent is not None else None
+    if (
+        parent is None
+        or getattr(entry, "__func__", None) is not method.func
+        or getattr(entry, "__self__", None) is not (bound if method.kind != "static" else None)
+        or parent.extras.get("op_entry_adopted")
+    ):
+        return None
+    parent.extras["op_entry_adopted"] = True
+    frame = Frame(
+        parent.name,
+        parent,
+        runtime,
+        parent.writer,
+        parent.node_id,
+        {**parent.options, **options},
+        parent.start_seq,
+    )
+    if parent.writer is not None and parent.node_id is not None and method.doc:
+        parent.writer.update(parent.node_id, metadata={"doc": method.doc})
+    token = push_frame(frame)
+    stack.callback(pop_frame, token)
+    return frame
 
 
 def _unbound_view(func: Callable[..., Any], kind: str) -> Callable[..., Any]:
@@ -414,8 +471,29 @@ def _identity(value: Any) -> Any:
     return value
 
 
+_offerers: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar(
+    "openprogram_offerers", default=()
+)
+
+
+@contextmanager
+def offering(instance: Any) -> Iterator[None]:
+    """Mark ``instance`` as the Agent whose call offers tools inside the block: its class's
+    ``tool=True`` instance methods are served by it."""
+    token = _offerers.set((*_offerers.get(), instance))
+    try:
+        yield
+    finally:
+        _offerers.reset(token)
+
+
 def _default_instance(cls: type) -> Any:
-    """The most recently constructed instance of ``cls`` (else a new default one)."""
+    """The instance serving a registered ``tool=True`` method of ``cls``: the innermost
+    Agent of that class whose call offered the tool, else the most recently constructed
+    instance (else a new default one)."""
+    for obj in reversed(_offerers.get()):
+        if isinstance(obj, cls):
+            return obj
     ref = cls.__dict__.get("_op_last_instance")
     obj = ref() if ref is not None else None
     return obj if obj is not None else cls()
@@ -531,8 +609,6 @@ class Agent:
         for key, value in overrides.items():
             if value is not _UNSET:
                 settings[key] = value
-        if settings["runtime"] is None:
-            settings["runtime"] = current_runtime()
         return settings
 
     def __call__(
@@ -548,8 +624,14 @@ class Agent:
         system: str | None = None,
         max_iterations: int = _UNSET,
         timeout_s: float | None = _UNSET,
+        context: Context | None = _UNSET,
     ) -> Any:
-        """Run :func:`agent` with this Agent's settings (call arguments win)."""
+        """Run :func:`agent` with this Agent's settings (call arguments win).
+
+        Runtime: ``runtime=``, else the Agent's, else the enclosing call's, else one
+        created for this call and closed when it returns. This Agent's ``tool=True``
+        methods offered in the call are served by this instance.
+        """
         from openprogram.agentic_programming.calls import _run
 
         settings = self._call_settings(
@@ -562,9 +644,11 @@ class Agent:
                 "runtime": runtime,
                 "max_iterations": max_iterations,
                 "timeout_s": timeout_s,
+                "context": context,
             }
         )
-        return _run(content, system=system, **settings)
+        with offering(self):
+            return _run(content, system=system, **settings)
 
     def run_turn(self, request: Any, **options: Any) -> Any:
         """Run one conversation turn (see :func:`openprogram.turns.run_turn`)."""
@@ -603,6 +687,7 @@ class Agent:
         system: str | None = None,
         max_iterations: int = _UNSET,
         timeout_s: float | None = _UNSET,
+        context: Context | None = _UNSET,
     ) -> Any:
         """Async :meth:`__call__` (same options)."""
         import asyncio
@@ -619,4 +704,5 @@ class Agent:
             system=system,
             max_iterations=max_iterations,
             timeout_s=timeout_s,
+            context=context,
         )

@@ -743,8 +743,9 @@ def make(
 ) -> Any:
     """Ask the model to pick one option and return the resolved result of the choice.
 
-    Inside an ``Agent`` method the enclosing runtime is used; elsewhere pass ``runtime=``
-    (else ``RuntimeError``). Each request, retries included, is a recorded model call.
+    Inside an ``Agent`` method (or a run) the call's runtime is used; outside any call
+    pass ``runtime=`` (else ``RuntimeError``). Each request, retries included, is a
+    recorded model call.
     """
     menu = normalize_options(options, context=context)
     rt = runtime if runtime is not None else _enclosing_runtime()
@@ -766,13 +767,14 @@ def make(
 
 
 def _enclosing_runtime() -> Any:
-    from openprogram.scope import current_runtime
+    from openprogram.scope import runtime_for_call
 
-    return current_runtime()
+    return runtime_for_call()
 
 
 def _exec(runtime: Any, content: str, menu: Menu) -> str:
-    reply = runtime.exec(content, tools=[], choices=menu.raw)
+    ask = getattr(runtime, "ask_for_decision", None)
+    reply = ask(content, menu.raw) if ask is not None else runtime.exec(content, tools=[])
     return reply if isinstance(reply, str) else str(reply)
 
 

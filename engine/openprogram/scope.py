@@ -4,7 +4,9 @@ A *frame* is one active call of a scoped function (an ``Agent`` method, an entry
 durable step). Frames form a stack through a ``ContextVar`` so threads and asyncio tasks
 each see their own chain. Each frame knows:
 
-* the ``Runtime`` model requests inside it run on (inherited from the caller),
+* the ``Runtime`` model requests inside it run on (inherited from the caller; the
+  outermost call holds a :class:`RuntimeSlot` that creates one on first need and closes
+  it when the call returns, see :func:`runtime_for_call`),
 * the session writer it records into (``None`` = recording is a no-op),
 * its DAG node id and its options (``expose``, ``render_range``, ``system``).
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager as ContextManager
@@ -75,19 +78,92 @@ _installed_writer: contextvars.ContextVar[SessionNodeWriter | None] = contextvar
 )
 
 
+#: ``frame.extras`` key a run's entry frame holds its entry callable under: an Agent
+#: method that is the entry continues in that frame instead of writing a second node.
+ENTRY_EXTRA = "op_entry"
+
+
 def current_frame() -> Frame | None:
     """The innermost active frame in this thread/task, or ``None``."""
     return _current.get()
 
 
+class RuntimeSlot:
+    """The runtime of an outermost call (or run): created on first need, closed at its end.
+
+    Opened by :func:`runtime_scope` (and by the outermost :func:`call_scope`), so every
+    model request of one top-level call or run shares one runtime: one HTTP client, and a
+    ``replay:`` cassette consumed in order across the whole call.
+    """
+
+    __slots__ = ("_lock", "runtime")
+
+    def __init__(self) -> None:
+        self.runtime: Runtime | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Runtime:
+        """The slot's runtime, created with ``create_runtime()`` on first use."""
+        with self._lock:
+            if self.runtime is None:
+                from openprogram.runtime.runtime import implicit_runtime
+
+                self.runtime = implicit_runtime()
+            return self.runtime
+
+    def close(self) -> None:
+        with self._lock:
+            runtime, self.runtime = self.runtime, None
+        if runtime is not None:
+            runtime.close()
+
+
+_slot: contextvars.ContextVar[RuntimeSlot | None] = contextvars.ContextVar(
+    "openprogram_runtime_slot", default=None
+)
+
+
 def current_runtime() -> Runtime | None:
-    """The runtime bound by the nearest enclosing frame, or ``None``."""
+    """The runtime bound here, without creating one: the nearest enclosing frame's, else
+    the one the outermost call already created, else ``None``."""
     f = _current.get()
     while f is not None:
         if f.runtime is not None:
             return f.runtime
         f = f.parent
-    return None
+    slot = _slot.get()
+    return slot.runtime if slot is not None else None
+
+
+def runtime_for_call() -> Runtime | None:
+    """The runtime a model request made here runs on.
+
+    Resolution (after an explicit argument and the Agent's own runtime, which callers
+    check first): the nearest enclosing frame's runtime, else the outermost call's runtime
+    (created by ``create_runtime()`` on first use and closed when that call returns).
+    ``None`` outside any call or :func:`runtime_scope`.
+    """
+    bound = current_runtime()
+    if bound is not None:
+        return bound
+    slot = _slot.get()
+    return slot.get() if slot is not None else None
+
+
+@contextmanager
+def runtime_scope() -> Iterator[None]:
+    """Make the block an outermost call: model requests inside it share one runtime,
+    created on first need and closed at the end (no-op inside an enclosing call)."""
+    if _slot.get() is not None:
+        yield
+        return
+    slot = RuntimeSlot()
+    token = _slot.set(slot)
+    try:
+        yield
+    finally:
+        _slot.reset(token)
+        slot.close()
 
 
 def nearest_option(key: str) -> Any:
@@ -185,7 +261,7 @@ def call_scope(
 class _CallScope:
     """The context manager returned by :func:`call_scope` (a class: it is on hot paths)."""
 
-    __slots__ = ("args", "frame", "started", "token", "w")
+    __slots__ = ("args", "frame", "slot", "slot_token", "started", "token", "w")
 
     def __init__(
         self,
@@ -199,6 +275,7 @@ class _CallScope:
     ) -> None:
         self.args = (name, inputs, doc, options, runtime, writer, kind)
         self.w: SessionNodeWriter | None = None
+        self.slot: RuntimeSlot | None = None
 
     def __enter__(self) -> Frame:
         name, inputs, doc, options, runtime, writer, kind = self.args
@@ -206,6 +283,9 @@ class _CallScope:
         opts = dict(options) if options else {}
         frame = Frame(name, parent, runtime, writer, None, opts)
         self.frame = frame
+        if parent is None and _slot.get() is None:  # the outermost call owns the runtime
+            self.slot = RuntimeSlot()
+            self.slot_token = _slot.set(self.slot)
         w = writer if writer is not None else current_writer()
         self.started = time.perf_counter()
         if w is not None and not frame.hidden:
@@ -280,6 +360,9 @@ class _CallScope:
                     w.update(frame.node_id, status=status, output=output, metadata=meta)
         finally:
             _current.reset(self.token)
+            if self.slot is not None:
+                _slot.reset(self.slot_token)
+                self.slot.close()
 
 
 _TERMINAL = frozenset(("completed", "error", "cancelled"))

@@ -223,7 +223,13 @@ def _run(
                     if resumed_from is not None:
                         meta["resumed_from"] = resumed_from
                     frame.writer.update(node_id, metadata=meta)
-                output = set_output(frame, agent(request.content))
+                # ``context=`` given to the turn is the request's Context (blocks,
+                # providers, history filter), not the Agent's own one
+                if context is not None:
+                    reply = agent(request.content, context=context)
+                else:
+                    reply = agent(request.content)
+                output = set_output(frame, reply)
         except TurnCancelled as exc:
             continuation["stopped_at"] = exc.where
             return finish("cancelled", error=str(exc))

@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from openprogram.contract.suppressions import has_file_noqa
+
 _TOKEN = re.compile(r"\"\"\"|'''|\"|'|#|[()\[\]{}]|\\\r?\n|\r\n|\n|\r")
 _STR_END = {
     '"""': re.compile(r'\\.|"""', re.S),
@@ -31,7 +33,6 @@ _STR_END = {
 _NEWLINE = re.compile(r"\r\n|\n|\r")
 _CONTINUATION = re.compile(r"(else|elif|except|finally)\b")
 _IMPORT = re.compile(r"(import|from)\s")
-_FILE_NOQA = re.compile(r"#\s*openprogram\s*:\s*noqa\b(?!\s*\[)", re.IGNORECASE)
 CACHE_SIZE = 4096
 # Codes whose findings are unsound for a statement checked alone (they would be false
 # positives without the rest of the module); the full analysis reports them.
@@ -181,7 +182,7 @@ class IncrementalAnalyzer:
         """Findings for ``text`` re-checking only chunks unknown to the base."""
         from openprogram_analyzers import analyze_source
 
-        if _FILE_NOQA.search(text):
+        if has_file_noqa(text):
             return ()
         with self._lock:
             base = self.base

@@ -120,16 +120,11 @@ def recorded_steps_for(
 ) -> dict[str, list[list[tuple[str, int]]]] | None:
     """``recorded_steps`` argument of ``analyze_source`` (OP209): qualname -> runs -> steps.
 
-    Each step is ``(name, occurrence)``; None when the file has no paused/running runs.
+    Each step is ``(name, occurrence)``; None when no run of the file can be broken by an
+    edit. The analyzer's reader (each run's recorded policy applied) is the one query.
     """
     if not program_path:
         return None
-    with _reader(store_dir) as runs:
-        if runs is None:
-            return None
-        try:
-            found = runs.recorded_step_sequences(program_path)
-        except OpenProgramError as exc:
-            log.info("no run steps from %s: %s", store_dir, exc)
-            return None
-    return found or None
+    from openprogram_analyzers.store_adapter import recorded_steps
+
+    return recorded_steps(str(store_dir), program_path) or None

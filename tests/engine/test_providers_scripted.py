@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from openprogram.decision import DECISION_FINISH_INSTRUCTION
 from openprogram.errors import ConfigError
 from openprogram.runtime import (
     BlockedRequestError,
@@ -52,12 +53,16 @@ def test_function_sees_request_tools_and_choices() -> None:
 
     def model(request: ModelRequest) -> str:
         seen.append(request)
-        return f"{len(request.tools)} tools, choices={request.choices}, system={request.system}"
+        pick = "b" if len(request.tools) == 1 and request.system == "S" else "a"
+        return f'```json\n{{"call": "{pick}"}}\n```'
 
     with Runtime(provider=ScriptedProvider(function=model), system="S") as rt:
-        text = rt.exec("pick", tools=[add], choices={"a": "first", "b": "second"})
-    assert text == "1 tools, choices={'a': 'first', 'b': 'second'}, system=S"
-    assert seen[0].messages[0].content == "pick"
+        chosen = rt.exec("pick", tools=[add], choices={"a": "first", "b": "second"})
+    assert chosen == "second"  # exec(choices=) resolves the decision
+    assert seen[0].choices == {"a": "first", "b": "second"}
+    prompt = seen[0].messages[0].content
+    assert isinstance(prompt, str) and prompt.startswith("pick\n\n")
+    assert DECISION_FINISH_INSTRUCTION in prompt and "b" in prompt
 
 
 async def test_async_function_and_async_exec() -> None:

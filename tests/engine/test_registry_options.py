@@ -106,6 +106,7 @@ def test_schema_from_signature_and_input_metadata() -> None:
             "limit": {"type": "integer", "default": 3, "description": "How many results."},
         },
         "required": ["query"],
+        "additionalProperties": False,
     }
     assert REGISTRY.get("search") is not None
 
@@ -141,7 +142,7 @@ def test_unsafe_in_hides_the_tool_for_that_channel(chat: ChatServer, rt: Runtime
 def test_check_fn_blocks_a_call(chat: ChatServer, rt: Runtime) -> None:
     calls: list[str] = []
 
-    @function(check_fn=lambda args: args["path"].startswith("/tmp/"))
+    @function(check_fn=lambda path: path.startswith("/tmp/"))
     def remove(path: str) -> str:
         calls.append(path)
         return "removed"
@@ -223,7 +224,7 @@ def test_requires_approval(chat: ChatServer, rt: Runtime) -> None:
         ran.append(amount)
         return "paid"
 
-    @function(requires_approval=lambda args: args["amount"] > 100)
+    @function(requires_approval=lambda amount: amount > 100)
     def tip(amount: int) -> str:
         ran.append(amount)
         return "tipped"

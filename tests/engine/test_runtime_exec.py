@@ -100,15 +100,12 @@ def test_duck_typed_tool_objects_plug_in() -> None:
     ]
 
 
-def test_duplicate_tool_names_and_non_tools_are_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(Runtime, "toolset_resolver", None)  # as before the registry is loaded
+def test_duplicate_tool_names_and_non_tools_are_rejected() -> None:
     with Runtime("scripted:echo") as rt:
         with pytest.raises(ConfigError, match="two tools are named 'noop'"):
             rt.exec("x", tools=[noop, noop])
         with pytest.raises(ConfigError, match="is not a tool"):
             rt.exec("x", tools=[42])
-        with pytest.raises(ConfigError, match="needs the tool registry"):
-            rt.exec("x", toolset="files")
 
 
 def test_tool_spec_from_signature_and_docstring() -> None:
@@ -142,9 +139,10 @@ def test_tool_spec_from_signature_and_docstring() -> None:
                 "default": 10,
             },
             "mode": {"enum": ["fast", "deep"], "default": "fast"},
-            "tags": {"type": "array", "items": {"type": "string"}, "default": None},
+            "tags": {"type": ["array", "null"], "items": {"type": "string"}, "default": None},
         },
         "required": ["query"],
+        "additionalProperties": False,
     }
     assert parse_docstring(":param x: the x\n")[1] == {"x": "the x"}
     with pytest.raises(ConfigError, match="not valid"):
@@ -324,15 +322,25 @@ def test_history_is_sent_before_the_new_message() -> None:
     ]
 
 
-def test_toolset_names_go_through_the_registry_resolver(monkeypatch: pytest.MonkeyPatch) -> None:
-    asked: list[Any] = []
+def test_toolset_names_are_resolved_by_the_registry_before_any_agent_call() -> None:
+    """Issue 11 item 5: ``Runtime.exec(toolset=...)`` needs no earlier agent()/llm() call,
+    and an unknown toolset name is an error naming the known ones."""
+    from openprogram.programs import function
+    from openprogram.programs.registry import isolated_registry
 
-    def resolver(toolset: Any) -> list[Any]:
-        asked.append(toolset)
-        return [noop]
+    with isolated_registry():
 
-    monkeypatch.setattr(Runtime, "toolset_resolver", staticmethod(resolver))
-    provider = ScriptedProvider(replies=["ok"])
-    with Runtime(provider=provider) as rt:
-        rt.exec("x", toolset="basics")
-    assert asked == ["basics"] and [t.name for t in provider.requests[0].tools] == ["noop"]
+        @function(toolset="basics")
+        def shout(text: str) -> str:
+            """Upper-case text."""
+            return text.upper()
+
+        provider = ScriptedProvider(
+            replies=[{"tool_calls": [{"name": "shout", "arguments": {"text": "hi"}}]}, "ok"]
+        )
+        with Runtime(provider=provider) as rt:
+            result = rt.exec_full("x", toolset="basics")
+            with pytest.raises(ConfigError, match=r"unknown toolset 'no-such'.*basics"):
+                rt.exec("x", toolset="no-such")
+    assert [t.name for t in provider.requests[0].tools] == ["shout"]
+    assert result.tool_calls[0].result == "HI"

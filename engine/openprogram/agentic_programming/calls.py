@@ -2,33 +2,35 @@
 
 Every call assembles one prompt and runs it on a :class:`~openprogram.runtime.Runtime`:
 
-* **runtime**: ``runtime=``, else the one bound by the enclosing call, else
-  ``create_runtime()`` — closed again when the call returns;
+* **runtime**: ``runtime=`` (or the Agent's), else the one bound by the enclosing call,
+  else one ``create_runtime()`` for this outermost call, closed again when it returns;
 * **system**: ``system=``, else the nearest enclosing method's ``system`` option, else the
   Agent's ``instructions``;
-* **content**: the Context's blocks and provider values (providers run now; a failing
-  provider fails this request), then the session history rendered by
-  :mod:`openprogram.history` when a session writer is in effect, then ``content``.
+* **content**: the Context's blocks and provider values (providers run at every model
+  request, tool-loop iterations included; a failing provider fails that request), then
+  the session history rendered by :mod:`openprogram.history` when a session writer is in
+  effect, then ``content``.
 
-``choices=`` makes the final reply a next-step decision (``openprogram.decision``): the
-finish instruction and the menu are appended, the reply is parsed, bad replies are retried
-as recorded model calls, and the resolved choice is returned.
+``choices=`` makes the final reply a next-step decision: this is ``Runtime.exec(choices=)``
+(the finish instruction and the menu are appended, the reply is parsed, a bad reply is
+retried once as a recorded model call, and the resolved choice is returned).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from openprogram import history as _history
 from openprogram.context import Context
 from openprogram.scope import (
     current_frame,
-    current_runtime,
     current_writer,
     nearest_option,
+    runtime_for_call,
+    runtime_scope,
     use_writer,
 )
 
@@ -94,6 +96,14 @@ def assemble_prompt(content: Content, context: Context | None) -> Content:
 
     ``content`` is returned unchanged when there is no context and no history.
     """
+    return compose_prompt(content, context, render_history_for_request(context), None)
+
+
+def compose_prompt(
+    content: Content, context: Context | None, history: str, menu: str | None
+) -> Content:
+    """The user message of a request: the Context's blocks and provider values (providers
+    run now), the rendered ``history``, ``content``, then the decision ``menu``."""
     if not isinstance(content, (str, list)):
         raise TypeError(
             f"content must be a string or a list of content blocks, got {type(content).__name__}"
@@ -103,13 +113,19 @@ def assemble_prompt(content: Content, context: Context | None) -> Content:
         for name, value in context.evaluate().items():
             tag = _history.CONTEXT_TAG
             blocks.append(_text_block(f'<{tag} name="{name}">\n{_format_value(value)}\n</{tag}>'))
-    past = render_history_for_request(context)
-    if past:
+    if history:
         tag = _history.HISTORY_TAG
-        blocks.append(_text_block(f"<{tag}>\n{past}\n</{tag}>"))
+        blocks.append(_text_block(f"<{tag}>\n{history}\n</{tag}>"))
     if not blocks:
-        return content
-    return blocks + _as_blocks(content)
+        if menu is None:
+            return content
+        if isinstance(content, str):
+            return f"{content}\n\n{menu}"
+        return [*content, _text_block(menu)]
+    out = blocks + _as_blocks(content)
+    if menu is not None:
+        out.append(_text_block(menu))
+    return out
 
 
 def _system_for(system: str | None, instructions: str | None) -> str | None:
@@ -117,24 +133,6 @@ def _system_for(system: str | None, instructions: str | None) -> str | None:
     if system is not None:
         return system
     return nearest_option("system") or instructions
-
-
-@contextmanager
-def _runtime_for(runtime: Runtime | None) -> Iterator[Runtime]:
-    if runtime is not None:
-        yield runtime
-        return
-    bound = current_runtime()
-    if bound is not None:
-        yield bound
-        return
-    from openprogram.runtime import create_runtime
-
-    created = create_runtime()
-    try:
-        yield created
-    finally:
-        created.close()
 
 
 def _writer_for(context: Context | None) -> Any:
@@ -145,31 +143,6 @@ def _writer_for(context: Context | None) -> Any:
     if writer is None or writer is current_writer():
         return nullcontext()
     return use_writer(writer)
-
-
-def _with_menu(content: Content, choices: Any, context: Context | None) -> Content:
-    from openprogram.decision import DECISION_FINISH_INSTRUCTION, render_options
-
-    menu = f"{DECISION_FINISH_INSTRUCTION}\n\n{render_options(choices, context=context)}"
-    if isinstance(content, str):
-        return f"{content}\n\n{menu}"
-    return [*content, _text_block(menu)]
-
-
-def _resolve_toolset(toolset: Any) -> list[Any]:
-    """``Runtime.exec(toolset=...)``: registry toolset names, or a list of tool objects."""
-    from openprogram.programs.registry import REGISTRY
-
-    if isinstance(toolset, (list, tuple)) and all(not isinstance(t, str) for t in toolset):
-        return list(toolset)
-    return REGISTRY.resolve(None, toolset=toolset)
-
-
-def _install_toolset_resolver() -> None:
-    from openprogram.runtime.runtime import Runtime
-
-    if Runtime.toolset_resolver is None:
-        Runtime.toolset_resolver = staticmethod(_resolve_toolset)
 
 
 def _run(
@@ -188,59 +161,34 @@ def _run(
     max_iterations: int = 20,
     timeout_s: float | None = None,
     use_tools: bool = True,
-    max_retries: int = 1,
 ) -> Any:
-    from openprogram.runtime.types import Message
+    """One ``llm``/``agent`` call: resolve the runtime and tools, run ``Runtime.exec``.
 
+    Runtime: ``runtime`` (the call argument, or the Agent's), else the enclosing call's,
+    else one created for this outermost call and closed when it returns.
+    """
     ctx = context if context is not None else Context.current()
     if ctx is not None and not isinstance(ctx, Context):
         raise TypeError(f"context must be a Context, got {type(ctx).__name__}")
-    with _writer_for(ctx), _runtime_for(runtime) as rt:
-        prompt = assemble_prompt(content, ctx)
-        if choices is not None:
-            prompt = _with_menu(prompt, choices, ctx)
+    with _writer_for(ctx), runtime_scope():
+        rt = runtime if runtime is not None else runtime_for_call()
+        assert rt is not None  # runtime_scope() always provides one
         offered: list[Any] = []
         if use_tools:
             from openprogram.programs.registry import resolve_tools
 
-            _install_toolset_resolver()
             offered = resolve_tools(tools, toolset=toolset)
-        sys_prompt = _system_for(system, instructions)
-        reply = rt.exec(
-            prompt,
+        return rt.exec(
+            content,
             tools=offered,
             response_format=response_format,
             model=model,
             effort=effort,
-            system=sys_prompt,
+            system=_system_for(system, instructions),
             choices=choices,
             max_iterations=max_iterations,
             timeout_s=timeout_s,
-        )
-        if choices is None:
-            return reply
-        from openprogram.decision import decide_from_reply
-
-        asked: list[Any] = [Message(role="user", content=prompt)]
-
-        def retry(message: str) -> str:
-            nonlocal reply
-            past = [*asked, Message(role="assistant", content=reply)]
-            reply = rt.exec(
-                message,
-                tools=[],
-                model=model,
-                effort=effort,
-                system=sys_prompt,
-                choices=choices,
-                timeout_s=timeout_s,
-                history=past,
-            )
-            asked[:] = [*past, Message(role="user", content=message)]
-            return reply
-
-        return decide_from_reply(
-            reply, choices, retry=retry, max_retries=max_retries, context=ctx, runtime=rt
+            context=ctx if ctx is not None else Context(),
         )
 
 

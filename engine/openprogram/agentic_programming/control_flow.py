@@ -1,5 +1,9 @@
 """Model-judged control flow (SPEC §2.8): validate, route, branch, loop, fan out.
 
+Outside any call, each primitive is an outermost call: its actions and judgements share
+one runtime (the ``runtime=`` argument, else one from ``create_runtime()`` created on first
+need and closed when the primitive returns).
+
 A string ``check`` / ``condition`` is judged by a decision (:func:`openprogram.decision.make`
 with a yes/no menu), so each judgement is one recorded model call and an unusable answer
 is retried, then raises :class:`~openprogram.decision.DecisionError` — never a substring
@@ -17,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from openprogram import decision
-from openprogram.scope import call_scope, set_output
+from openprogram.scope import call_scope, runtime_scope, set_output
 
 __all__ = ["conditional", "judge", "parallel", "repeat_until", "route", "validate_and_retry"]
 
@@ -77,7 +81,8 @@ def judge(
         f"{label}:\n{_as_text(subject)}\n\n"
         'Choose "yes" if the condition holds and "no" if it does not.'
     )
-    verdict = decision.make(prompt, _YES_NO, runtime=runtime, max_retries=max_retries)
+    with runtime_scope():
+        verdict = decision.make(prompt, _YES_NO, runtime=runtime, max_retries=max_retries)
     return bool(verdict)
 
 
@@ -97,11 +102,12 @@ def validate_and_retry(
     if max_retries < 0:
         raise ValueError(f"max_retries must be >= 0, got {max_retries}")
     again = retry if retry is not None else action
-    result = action()
-    for _ in range(max_retries):
-        if judge(check, result, runtime=runtime):
-            return result
-        result = again()
+    with runtime_scope():
+        result = action()
+        for _ in range(max_retries):
+            if judge(check, result, runtime=runtime):
+                return result
+            result = again()
     return result
 
 
@@ -135,7 +141,8 @@ def route(
     if context is not None:
         prompt += f"\n\nContext:\n{_as_text(context)}"
     prompt += "\n\nChoose the option that answers the question."
-    chosen = decision.make(prompt, menu, runtime=runtime, max_retries=max_retries)
+    with runtime_scope():
+        chosen = decision.make(prompt, menu, runtime=runtime, max_retries=max_retries)
     return str(chosen)
 
 
@@ -148,9 +155,10 @@ def conditional(
     runtime: Any = None,
 ) -> T | None:
     """Judge ``condition`` on ``context``; run ``if_true()`` or ``if_false()``."""
-    holds = judge(condition, context, label="Context", runtime=runtime)
-    branch = if_true if holds else if_false
-    return branch() if branch is not None else None
+    with runtime_scope():
+        holds = judge(condition, context, label="Context", runtime=runtime)
+        branch = if_true if holds else if_false
+        return branch() if branch is not None else None
 
 
 def repeat_until(
@@ -167,11 +175,12 @@ def repeat_until(
     """
     if max_rounds < 1:
         raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
-    result = action()
-    for _ in range(max_rounds - 1):
-        if judge(condition, result, runtime=runtime):
-            return result
+    with runtime_scope():
         result = action()
+        for _ in range(max_rounds - 1):
+            if judge(condition, result, runtime=runtime):
+                return result
+            result = action()
     return result
 
 

@@ -1,15 +1,26 @@
-"""Pre-run determinism check: the analyzer's OP2xx rules, run before the first step.
+"""Pre-run check of a resumable entry: ``openprogram-lint`` restricted to that entry.
 
-The engine imports ``openprogram_analyzers.determinism`` lazily so the static check
-(``openprogram-lint``) and this runtime check are the same code with the same codes.
+The engine imports ``openprogram_analyzers`` lazily, so the static check and this
+runtime check are the same code with the same codes, messages, suppressions
+(``# noqa: OP205``) and config (``[tool.openprogram.lint]``). A clean result is cached
+by the content hash of the Program file, its nearest ``pyproject.toml`` and the
+analyzer's code, so starting a resumable run again costs little more than a plain run
+(a warm start neither parses nor imports the analyzer).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+from pathlib import Path
 from typing import Any
 
 from openprogram.durable.errors import DeterminismError
+
+CACHE_ENV = "OPENPROGRAM_CHECK_CACHE"
+"""Directory of the pre-run check cache (default: ``$XDG_CACHE_HOME/openprogram/checks``)."""
+_STAMP: list[str] = []
 
 
 def display_path(path: str) -> str:
@@ -21,23 +32,110 @@ def display_path(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def check_resumable(source: str, path: str, qualname: str) -> None:
-    """Raise :class:`DeterminismError` listing every error finding for ``qualname``."""
+def cache_dir() -> Path:
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "openprogram" / "checks"
+
+
+def _analyzer_stamp() -> str:
+    """Names, sizes and mtimes of the analyzer's source files (no import)."""
+    if _STAMP:
+        return _STAMP[0]
+    import importlib.util
+
+    spec = importlib.util.find_spec("openprogram_analyzers")
+    h = hashlib.sha256()
+    roots = list(spec.submodule_search_locations or []) if spec is not None else []
+    for root in roots:
+        for dirpath, _dirs, files in sorted(os.walk(root)):
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    st = os.stat(os.path.join(dirpath, name))
+                    h.update(f"{dirpath}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    _STAMP.append(h.hexdigest())
+    return _STAMP[0]
+
+
+def _pyproject(path: str) -> bytes:
+    folder = Path(path).resolve().parent
+    for candidate in (folder, *folder.parents):
+        found = candidate / "pyproject.toml"
+        if found.is_file():
+            try:
+                return found.read_bytes()
+            except OSError:
+                return b""
+    return b""
+
+
+def _key(source: str, path: str, qualname: str) -> str:
+    h = hashlib.sha256()
+    for part in (_analyzer_stamp(), os.path.abspath(path), qualname):
+        h.update(part.encode() + b"\0")
+    h.update(source.encode() + b"\0")
+    h.update(_pyproject(path))
+    return h.hexdigest()
+
+
+def _digest(path: str) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _cached(key: str) -> list[str] | None:
+    try:
+        data = json.loads((cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("reached"), list):
+        return None
+    helpers = data.get("helpers") or {}
+    if any(_digest(p) != d for p, d in helpers.items()):  # a helper module changed
+        return None
+    return [str(q) for q in data["reached"]]
+
+
+def _store(key: str, reached: list[str], helpers: dict[str, str]) -> None:
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f"{key}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps({"reached": reached, "helpers": helpers}), encoding="utf-8")
+        os.replace(tmp, folder / f"{key}.json")
+    except OSError:  # a read-only cache only costs speed
+        pass
+
+
+def check_resumable(source: str, path: str, qualname: str) -> list[str]:
+    """Raise :class:`DeterminismError` listing every error finding for ``qualname``;
+    otherwise return the qualnames of the functions the check reached (saved for
+    ``keep_original``)."""
+    key = _key(source, path, qualname)
+    reached = _cached(key)
+    if reached is not None:
+        return reached
     import importlib
 
     try:
-        module = importlib.import_module("openprogram_analyzers.determinism")
+        analysis = importlib.import_module("openprogram_analyzers.analysis")
     except ModuleNotFoundError as exc:
         if exc.name and "openprogram_analyzers" in exc.name:
             raise  # not installed: the caller decides
         raise DeterminismError(f"the determinism checker cannot be imported: {exc}") from None
     try:
-        findings = module.check_resumable(source, path, qualname)
+        result = analysis.check_entry(source, path, qualname)
+    except ValueError as exc:  # a bad [tool.openprogram.lint] section
+        raise DeterminismError(f"{qualname} cannot be checked: {exc}") from None
     except Exception as exc:
         raise DeterminismError(
             f"the determinism check of {qualname} failed internally: {type(exc).__name__}: {exc}"
         ) from None
-    errors = [f for f in findings if getattr(f, "severity", "error") == "error"]
+    errors = [f for f in result.findings if getattr(f, "severity", "error") == "error"]
     if errors:
         import dataclasses
 
@@ -51,3 +149,6 @@ def check_resumable(source: str, path: str, qualname: str) -> None:
         raise DeterminismError(
             f"{qualname} cannot run as a resumable function:\n" + "\n".join(lines)
         )
+    helpers = {p: d for p in result.helper_files if (d := _digest(p)) is not None}
+    _store(key, list(result.reached), helpers)
+    return list(result.reached)

@@ -37,7 +37,7 @@ from openprogram.durable.errors import (
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave
 from openprogram.errors import StoreError
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
-from openprogram.scope import call_scope, set_output, to_json_value, use_writer
+from openprogram.scope import ENTRY_EXTRA, call_scope, set_output, to_json_value, use_writer
 from openprogram.store.lease import Heartbeat, Owner, lease_seconds, local_pid, owner_alive
 from openprogram.store.runs import RunRecord, RunStore, open_run_store, read_run_store
 
@@ -119,15 +119,16 @@ def _bind_args(entry: ProgramEntry, args: Any) -> dict[str, Any]:
     return args
 
 
-def _determinism(entry: ProgramEntry) -> None:
+def _determinism(entry: ProgramEntry) -> list[str]:
+    """Run the pre-run check; the qualnames it reached (what ``keep_original`` saves)."""
     if entry.path is None:
-        return
+        return []
     try:
         source = Path(entry.path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ProgramLoadError(f"{entry.path}: cannot read the Program: {exc}") from None
     try:
-        checks.check_resumable(source, entry.path, entry.qualname)
+        return checks.check_resumable(source, entry.path, entry.qualname)
     except ModuleNotFoundError:  # analyzer not installed: run without the static pre-check
         warnings.warn(
             "openprogram_analyzers.determinism is not available; the pre-run determinism "
@@ -135,6 +136,7 @@ def _determinism(entry: ProgramEntry) -> None:
             RuntimeWarning,
             stacklevel=3,
         )
+        return []
 
 
 def _writer_for(db: RunStore, session_id: str, *, counting: bool) -> Any:
@@ -217,6 +219,7 @@ def _execute_leased(
     try:
         with use_writer(writer), call_scope(entry.name, inputs=args) as frame:
             node_id = frame.node_id
+            frame.extras[ENTRY_EXTRA] = fn  # an Agent-method entry records no second node
             try:
                 value = fn(**args)
             finally:
@@ -430,8 +433,8 @@ def resume_run(
         if pol == "keep_original" and run.source_snapshot:
             fn = snapshot.restore(run.source_snapshot, entry.module, entry.instance)
         else:
-            _determinism(entry)
-            new_snap = snapshot.capture(entry.function, entry.module, entry.qualname)
+            reached = _determinism(entry)
+            new_snap = snapshot.capture(entry.function, entry.module, entry.qualname, reached)
             fn = entry.target
         owner = Owner.this_process()
         lease_s = lease_seconds()
@@ -462,8 +465,8 @@ def prepare_entry(
     bound = _bind_args(entry, args or {})
     snap: dict[str, Any] | None = None
     if entry.resumable:
-        _determinism(entry)
-        snap = snapshot.capture(entry.function, entry.module, entry.qualname)
+        reached = _determinism(entry)
+        snap = snapshot.capture(entry.function, entry.module, entry.qualname, reached)
     return entry, bound, snap
 
 

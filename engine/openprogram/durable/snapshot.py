@@ -1,8 +1,8 @@
 """Saved source of a resumable function and its same-module helpers (``keep_original``).
 
-At the first run the source of the function, of the same-module functions it references
-(transitively: helpers and step functions) and, for methods, of the ``self.<name>``
-methods it calls, is saved as JSON together with the module objects it uses (only
+At the first run the source of the function and of the functions the pre-run check
+reached (the analyzer's Program model: helpers, step functions and, for methods, the
+``self.<name>`` methods it calls) is saved as JSON together with the module objects it uses (only
 standard-library modules are pinned, by name). Resuming with ``keep_original`` compiles
 that saved source in a fresh namespace built from the module's current globals.
 """
@@ -16,7 +16,7 @@ import inspect
 import sys
 import textwrap
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from openprogram.durable.errors import ProgramLoadError
@@ -40,60 +40,51 @@ def _is_stdlib(module: types.ModuleType) -> bool:
 
 
 def capture(
-    entry_fn: Callable[..., Any], module: types.ModuleType, qualname: str
+    entry_fn: Callable[..., Any],
+    module: types.ModuleType,
+    qualname: str,
+    reached: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Snapshot of ``entry_fn`` (function or method ``Cls.name``) and its helpers."""
+    """Snapshot of ``entry_fn`` (function or method ``Cls.name``) and the functions the
+    pre-run check reached (``reached``: the analyzer's Program model, so what is checked
+    is exactly what is saved): module-level functions by name, and methods of the entry's
+    class (or its bases), which are bound to the instance on restore."""
     cls_name = qualname.rsplit(".", 1)[0] if "." in qualname else None
     cls = getattr(module, cls_name, None) if cls_name else None
+    mro = {k.__qualname__ for k in getattr(cls, "__mro__", ())}
     functions: dict[str, str] = {}
     methods: dict[str, str] = {}
     modules: dict[str, str] = {}
-    todo: list[tuple[str, Any]] = [(qualname, _unwrap(entry_fn))]
-    seen: set[str] = set()
-    while todo:
-        qn, fn = todo.pop()
-        if qn in seen:
+    for qn in dict.fromkeys([qualname, *reached]):
+        if "<locals>" in qn:
+            continue  # saved with the function it is nested in
+        owner, _, name = qn.rpartition(".")
+        if not owner:
+            fn = entry_fn if qn == qualname else module.__dict__.get(qn)
+        elif owner in mro and cls is not None:
+            fn = entry_fn if qn == qualname else inspect.getattr_static(cls, name, None)
+            if isinstance(fn, (staticmethod, classmethod)) or getattr(fn, "kind", "instance") != (
+                "instance"
+            ):
+                continue
+        else:
+            continue  # a method of another class: resolved from the module on resume
+        target = _unwrap(fn) if fn is not None else None
+        if not inspect.isfunction(target):
             continue
-        seen.add(qn)
         try:
-            src = _source(fn)
+            src = _source(target)
         except (OSError, TypeError) as exc:
             raise ProgramLoadError(f"cannot read the source of {qn}: {exc}") from None
-        if "." in qn:
-            methods[qn.rsplit(".", 1)[1]] = src
+        if owner:
+            methods[name] = src
         else:
             functions[qn] = src
-        tree = ast.parse(src)
-        for node in ast.walk(tree):
+        for node in ast.walk(ast.parse(src)):  # pin the standard-library modules it uses
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 obj = module.__dict__.get(node.id)
-                if isinstance(obj, types.ModuleType):
-                    if _is_stdlib(obj):
-                        modules[node.id] = obj.__name__
-                    continue
-                target = _unwrap(obj) if obj is not None else None
-                if (
-                    inspect.isfunction(target)
-                    and target.__module__ == module.__name__
-                    and target.__name__ != "<lambda>"
-                    and "<locals>" not in target.__qualname__
-                    and "." not in target.__qualname__
-                ):
-                    todo.append((node.id, obj))
-            elif (
-                cls is not None
-                and isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name)
-                and node.value.id == "self"
-            ):
-                meth = inspect.getattr_static(cls, node.attr, None)
-                if isinstance(meth, (staticmethod, classmethod)):
-                    continue
-                if getattr(meth, "kind", "instance") != "instance":  # scoped static/class
-                    continue
-                target = _unwrap(meth) if meth is not None else None
-                if inspect.isfunction(target):
-                    todo.append((f"{cls_name}.{node.attr}", target))
+                if isinstance(obj, types.ModuleType) and _is_stdlib(obj):
+                    modules[node.id] = obj.__name__
     digest = hashlib.sha256(
         "\n".join(functions[k] for k in sorted(functions)).encode()
         + "\n".join(methods[k] for k in sorted(methods)).encode()

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
+from openprogram.contract import steps as step_rules
 from openprogram.durable.errors import (
     LeaseLost,
     RunCancelled,
@@ -232,10 +233,10 @@ def leave(token: contextvars.Token[Any]) -> None:
 
 # -- validation --------------------------------------------------------------------
 def _check_name(kind: str, name: object) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise StepUsageError(f"{kind} name must be a non-empty string, got {name!r}")
-    if "/" in name or "#" in name:
-        raise StepUsageError(f"{kind} name {name!r} must not contain '/' or '#'")
+    problem = step_rules.name_problem(kind, name)
+    if problem is not None:
+        raise StepUsageError(" ".join(problem))
+    assert isinstance(name, str)
     return name
 
 
@@ -250,15 +251,9 @@ def _check_fn(kind: str, name: str, fn: object) -> None:
     target = getattr(fn, "__func__", fn)
     qualname = getattr(target, "__qualname__", "")
     if getattr(target, "__name__", "") == "<lambda>":
-        raise StepUsageError(
-            f"{kind} '{name}': a lambda cannot be a step function (its code cannot be "
-            "saved or identified); define a module-level function"
-        )
+        raise StepUsageError(" ".join(step_rules.lambda_problem(kind, name)))
     if inspect.isfunction(target) and (target.__closure__ or "<locals>" in qualname):
-        raise StepUsageError(
-            f"{kind} '{name}': {qualname} is a nested function or closure; step functions "
-            "must be module-level functions or methods (pass state as JSON arguments)"
-        )
+        raise StepUsageError(" ".join(step_rules.nested_problem(kind, name, qualname)))
     if inspect.isfunction(fn) and len(_CHECKED_FNS) < 4096:
         _CHECKED_FNS.add(fn)
 

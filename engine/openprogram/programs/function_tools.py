@@ -104,6 +104,8 @@ def parameters_schema(
             continue
         annotation = hints.get(param.name, param.annotation)
         schema = {} if annotation is inspect.Parameter.empty else dict(type_schema(annotation))
+        if param.default is None:
+            schema = nullable(schema)  # ``x: T = None`` accepts an explicit null
         if descriptions and param.name in descriptions:
             schema["description"] = descriptions[param.name]
         if param.default is inspect.Parameter.empty:
@@ -114,7 +116,35 @@ def parameters_schema(
     out: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         out["required"] = required
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()):
+        out["additionalProperties"] = False  # closed, as strict tool calling requires
     return out
+
+
+def nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` that also accepts ``null`` (``{}`` accepts anything already)."""
+    if not schema:
+        return schema
+    out = dict(schema)
+    kind = out.get("type")
+    if isinstance(kind, str):
+        out["type"] = [kind, "null"] if kind != "null" else "null"
+        if "enum" in out and None not in out["enum"]:
+            out["enum"] = [*out["enum"], None]
+        return out
+    if isinstance(kind, list):
+        if "null" not in kind:
+            out["type"] = [*kind, "null"]
+        return out
+    if "enum" in out:
+        if None not in out["enum"]:
+            out["enum"] = [*out["enum"], None]
+        return out
+    if "anyOf" in out:
+        if {"type": "null"} not in out["anyOf"]:
+            out["anyOf"] = [*out["anyOf"], {"type": "null"}]
+        return out
+    return {"anyOf": [out, {"type": "null"}]}
 
 
 def type_schema(annotation: Any) -> dict[str, Any]:
@@ -131,9 +161,12 @@ def type_schema(annotation: Any) -> dict[str, Any]:
         return {"enum": list(args)}
     if origin is Union or (hasattr(types, "UnionType") and origin is types.UnionType):
         options = [a for a in args if a is not type(None)]
-        if len(options) == 1:
-            return type_schema(options[0])
-        return {"anyOf": [type_schema(a) for a in options]}
+        union: dict[str, Any] = (
+            type_schema(options[0])
+            if len(options) == 1
+            else {"anyOf": [type_schema(a) for a in options]}
+        )
+        return nullable(union) if len(options) < len(args) else union
     if annotation in (list, set, frozenset, tuple) or origin in (list, set, frozenset, tuple):
         item = args[0] if args and (origin is not tuple or len(args) == 2) else None
         schema: dict[str, Any] = {"type": "array"}

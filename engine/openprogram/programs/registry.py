@@ -3,9 +3,11 @@
 A :class:`Tool` wraps a callable with its registration options and is what the model
 sees (``tool.spec``) and what the tool loop dispatches (``tool.execute(**kwargs)``).
 Dispatch applies, in order: argument validation against the schema, the approval
-requirement, ``check_fn``, the result cache, the wall-clock ``timeout``, then
-head/tail truncation of the text fed back to the model. Every refusal or failure is
-raised as :class:`ToolError`, which the tool loop returns to the model as an error result.
+requirement, ``check_fn``, the result cache, the wall-clock ``timeout`` (an async tool
+is awaited under it), then head/tail truncation of the text fed back to the model.
+Gates (``check_fn``, a callable ``requires_approval``) take the tool's arguments as
+named parameters and fail closed. Every refusal or failure is raised as
+:class:`ToolError`, which the tool loop returns to the model as an error result.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from openprogram.errors import OpenProgramError
+from openprogram.errors import ConfigError, OpenProgramError
 from openprogram.programs.function_tools import parse_docstring
 from openprogram.programs.schema import INJECTED_PARAMS, build_parameters, validate_arguments
 
@@ -51,6 +53,8 @@ DEFAULT_MAX_RESULT_CHARS = 30_000
 DEFAULT_HEAD_RATIO = 0.7
 DEFAULT_CACHE_TTL = 300.0
 DEFERRED_TOOL_NAME = "deferred_tool"
+#: ``toolset="default"``: every available registered tool (as ``tools=None``).
+DEFAULT_TOOLSET = "default"
 
 
 class ToolError(OpenProgramError):
@@ -144,6 +148,73 @@ def _call_flex(fn: Callable[..., Any], *args: Any) -> Any:
     return fn(*args[: len(params)])
 
 
+class _GateMismatch(Exception):
+    """A gate's signature does not fit the tool's arguments."""
+
+
+def _gate_arguments(gate: Callable[..., Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments for ``gate``: the tool arguments its parameters name.
+
+    Gates take the tool's arguments as named parameters (``def gate(path: str) -> bool``),
+    any subset of them, or ``**kwargs`` for all. A parameter that names no argument of the
+    tool (and has no default) or is positional-only does not fit.
+    """
+    try:
+        params = list(inspect.signature(gate).parameters.values())
+    except (TypeError, ValueError) as exc:
+        raise _GateMismatch(f"its signature cannot be read ({exc})") from None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return dict(arguments)
+    out: dict[str, Any] = {}
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            continue
+        if p.name in arguments and p.kind is not p.POSITIONAL_ONLY:
+            out[p.name] = arguments[p.name]
+        elif p.default is p.empty:
+            known = ", ".join(arguments) or "(none)"
+            raise _GateMismatch(
+                f"its parameter {p.name!r} is not an argument of the tool (arguments: {known})"
+            )
+    return out
+
+
+def _run_gate(tool: Tool, kind: str, gate: Callable[..., Any], arguments: Mapping[str, Any]) -> Any:
+    """Call a ``check_fn`` / ``requires_approval`` gate; fail closed with a :class:`ToolError`."""
+    name = getattr(gate, "__name__", type(gate).__name__)
+    try:
+        kwargs = _gate_arguments(gate, arguments)
+    except _GateMismatch as exc:
+        raise ToolError(
+            f"tool {tool.name!r} was blocked: its {kind} {name} does not fit the tool's "
+            f"arguments: {exc}; a gate takes the tool's arguments as named parameters, "
+            "e.g. def gate(path: str) -> bool"
+        ) from None
+    try:
+        return gate(**kwargs)
+    except Exception as exc:
+        raise ToolError(
+            f"tool {tool.name!r} was blocked: its {kind} {name} raised {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _await_result(value: Any, timeout: float | None) -> Any:
+    """Run an async tool's coroutine to its result (under ``timeout``) from sync code."""
+    import asyncio
+    import concurrent.futures
+
+    async def run() -> Any:
+        return await asyncio.wait_for(value, timeout) if timeout is not None else await value
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run())
+    ctx = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(ctx.run, asyncio.run, run()).result()
+
+
 def truncate_result(text: str, max_chars: int, head_ratio: float, *, note: str = "") -> str:
     """Keep the head and tail of ``text`` (``head_ratio`` of ``max_chars`` from the head)."""
     if len(text) <= max_chars:
@@ -184,6 +255,7 @@ class Tool:
         # True when ``fn`` already opens its own call scope (Agent methods).
         self.scoped = scoped
         src = signature_of or fn
+        self._src = src
         self.name: str = self.options.name or str(getattr(src, "__name__", "tool"))
         text = doc if doc is not None else inspect.getdoc(src) or ""
         self.description: str = self.options.description or parse_docstring(text)[0]
@@ -247,13 +319,7 @@ class Tool:
             raise ToolError(f"invalid arguments for tool {self.name!r}: {problem}")
         self._check_approval(kwargs)
         if opts.check_fn is not None:
-            try:
-                allowed = _call_flex(opts.check_fn, dict(kwargs))
-            except Exception as exc:
-                raise ToolError(
-                    f"tool {self.name!r} was blocked: check_fn raised {type(exc).__name__}: {exc}"
-                ) from exc
-            if not allowed:
+            if not _run_gate(self, "check_fn", opts.check_fn, self._gate_view(kwargs)):
                 raise ToolError(f"tool {self.name!r} was blocked by its check_fn")
         key = ""
         if opts.cache:
@@ -268,10 +334,24 @@ class Tool:
                 self._cache[key] = (self.clock() + float(opts.cache_ttl), text)
         return text
 
+    def _gate_view(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The call's arguments with the tool's defaults filled in (what gates see)."""
+        view: dict[str, Any] = {}
+        try:
+            for p in inspect.signature(self._src).parameters.values():
+                if p.name in kwargs:
+                    view[p.name] = kwargs[p.name]
+                elif p.default is not p.empty and p.name not in INJECTED_PARAMS:
+                    view[p.name] = p.default
+        except (TypeError, ValueError):
+            pass
+        view.update(kwargs)
+        return view
+
     def _check_approval(self, kwargs: Mapping[str, Any]) -> None:
         need = self.options.requires_approval
         if callable(need):
-            need = _call_flex(need, dict(kwargs))
+            need = _run_gate(self, "requires_approval", need, self._gate_view(kwargs))
         if not need:
             return
         approver = _approver.get()
@@ -315,7 +395,8 @@ class Tool:
         timeout = self.options.timeout
         if timeout is None:
             try:
-                return self.fn(**kwargs)
+                value = self.fn(**kwargs)
+                return _await_result(value, None) if inspect.isawaitable(value) else value
             except ToolError:
                 raise
             except Exception as exc:
@@ -323,9 +404,13 @@ class Tool:
         box: dict[str, Any] = {}
         ctx = contextvars.copy_context()
 
+        def call() -> Any:
+            value = self.fn(**kwargs)  # an async tool is awaited under the same timeout
+            return _await_result(value, timeout) if inspect.isawaitable(value) else value
+
         def run() -> None:
             try:
-                box["value"] = ctx.run(self.fn, **kwargs)
+                box["value"] = ctx.run(call)
             except BaseException as exc:
                 box["error"] = exc
 
@@ -341,6 +426,11 @@ class Tool:
             failure = box["error"]
             if isinstance(failure, ToolError):
                 raise failure
+            if isinstance(failure, TimeoutError):
+                raise ToolError(
+                    f"tool {self.name!r} timed out after {timeout:g} s (its timeout); "
+                    "the call was cancelled"
+                ) from failure
             raise ToolError(
                 f"tool {self.name!r} failed: {type(failure).__name__}: {failure}"
             ) from failure
@@ -486,6 +576,10 @@ class ToolRegistry:
         """
         chan = channel_name if channel_name is not None else current_channel()
         sets = (toolset,) if isinstance(toolset, str) else tuple(toolset or ())
+        if DEFAULT_TOOLSET in sets:  # every available registered tool
+            sets = ()
+            tools = None if tools is None else [*tools, *self.tools()]
+        self._check_toolsets(sets)
         if tools is None:
             chosen: list[Any] = [
                 t for t in self.tools() if not sets or set(sets) & set(t.options.toolset)
@@ -521,6 +615,20 @@ class ToolRegistry:
         if deferred:
             offered.append(_DeferredTool(deferred))
         return offered
+
+    def toolsets(self) -> list[str]:
+        """Names of the toolsets registered tools belong to (plus ``"default"``)."""
+        names = {name for t in self.tools() for name in t.options.toolset}
+        return sorted(names | {DEFAULT_TOOLSET})
+
+    def _check_toolsets(self, sets: Sequence[str]) -> None:
+        known = self.toolsets()
+        for name in sets:
+            if not isinstance(name, str) or name not in known:
+                raise ConfigError(
+                    f"unknown toolset {name!r}; known toolsets: {', '.join(known)} "
+                    "(a tool joins one with @function(toolset=...) or method_options)"
+                )
 
 
 REGISTRY = ToolRegistry()

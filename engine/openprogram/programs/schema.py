@@ -74,6 +74,8 @@ def build_parameters(
     out: dict[str, Any] = {"type": "object", "properties": props}
     if required:
         out["required"] = required
+    if "additionalProperties" in schema:
+        out["additionalProperties"] = schema["additionalProperties"]
     return out
 
 

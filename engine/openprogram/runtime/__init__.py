@@ -55,7 +55,9 @@ def create_runtime(model: str | None = None, **kwargs: Any) -> Runtime:
     record_to = os.environ.get("OPENPROGRAM_RECORD_TO")
     if record_to and "record_to" not in kwargs:
         kwargs["record_to"] = CassetteWriter(record_to, append=True)
-    return Runtime(model if model is not None else detect_model(), **kwargs)
+    if model is None and kwargs.get("provider") is None:
+        model = detect_model()
+    return Runtime(model, **kwargs)
 
 
 __all__ = [

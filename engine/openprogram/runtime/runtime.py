@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import dataclasses
 import inspect
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from openprogram import safepoints
 from openprogram.errors import ConfigError, OpenProgramError
@@ -22,9 +24,17 @@ from openprogram.runtime.providers.base import Provider
 from openprogram.runtime.providers.openai import INVALID_ARGUMENTS_KEY
 from openprogram.runtime.retry import RetryPolicy
 from openprogram.runtime.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
-from openprogram.scope import nearest_option, record_llm_call
+from openprogram.scope import (
+    Frame,
+    current_frame,
+    nearest_option,
+    pop_frame,
+    push_frame,
+    record_llm_call,
+)
 
 if TYPE_CHECKING:
+    from openprogram.context import Context
     from openprogram.programs.function_tools import Tool
     from openprogram.store import SessionStore
 
@@ -57,6 +67,8 @@ class ExecResult:
     tool_calls: list[ToolCallRecord]
     usage: Usage
     messages: list[Message]
+    #: With ``choices=``: the resolved decision (the chosen function's result or value).
+    decision: Any = None
 
     @property
     def iterations(self) -> int:
@@ -77,9 +89,6 @@ class Runtime:
     ``record_to=`` writes a JSONL cassette of every request for later ``replay:``.
     The API key is held by the provider and never shown in reprs, logs or errors.
     """
-
-    #: Set by the tool registry to resolve ``toolset=`` names into tools.
-    toolset_resolver: ClassVar[Callable[[Any], Sequence[Any]] | None] = None
 
     def __init__(
         self,
@@ -175,9 +184,18 @@ class Runtime:
         max_iterations: int = 20,
         timeout_s: float | None = None,
         history: Sequence[Message] | None = None,
-    ) -> str:
-        """Run one model turn (with the tool loop) and return the final reply text."""
-        return self.exec_full(
+        context: Context | None = None,
+    ) -> Any:
+        """Run one model turn (with the tool loop) and return the final reply text.
+
+        With ``choices`` the turn ends in a next-step decision (seed next-step-decision,
+        "entry two"): the menu and :data:`~openprogram.decision.DECISION_FINISH_INSTRUCTION`
+        are appended to ``content``, the turn runs with its tools, and the final reply is
+        parsed and resolved (one fixed retry); the resolved result is returned.
+        ``context`` adds its blocks and provider values (evaluated at every model request,
+        tool-loop iterations included) and the session history before ``content``.
+        """
+        result = self.exec_full(
             content,
             tools=tools,
             toolset=toolset,
@@ -189,7 +207,9 @@ class Runtime:
             max_iterations=max_iterations,
             timeout_s=timeout_s,
             history=history,
-        ).text
+            context=context,
+        )
+        return result.text if choices is None else result.decision
 
     def exec_full(
         self,
@@ -205,12 +225,29 @@ class Runtime:
         max_iterations: int = 20,
         timeout_s: float | None = None,
         history: Sequence[Message] | None = None,
+        context: Context | None = None,
     ) -> ExecResult:
-        """Like :meth:`exec` but returns the :class:`ExecResult` (replies, tool trace, usage)."""
+        """Like :meth:`exec` but returns the :class:`ExecResult` (replies, tool trace, usage;
+        ``decision`` holds the resolved choice)."""
         turn = self._start(
             content, tools, toolset, choices, response_format, model, effort, system,
-            max_iterations, timeout_s, history,
+            max_iterations, timeout_s, history, context,
         )  # fmt: skip
+        result = self._loop(turn)
+        if choices is not None:
+            result.decision = self._decide(turn, result, choices)
+        return result
+
+    def ask_for_decision(self, content: Content, choices: Any) -> str:
+        """One model request for ``decision.make``: ``content`` (prompt and menu, as the
+        caller wrote it) with no tools; ``choices`` ride along on the request for
+        providers that look at them (``scripted:``). Returns the reply text unparsed."""
+        turn = self._start(
+            content, [], None, choices, None, None, None, None, 1, None, None, None, menu=False
+        )
+        return self._loop(turn).text
+
+    def _loop(self, turn: _Turn) -> ExecResult:
         while True:
             request = turn.next_request()
             _before_request(turn, request)
@@ -223,6 +260,43 @@ class Runtime:
                 record = self._run_tool(turn, call)
                 _after_tool(record)
                 turn.add_tool_result(call, record)
+
+    async def _aloop(self, turn: _Turn) -> ExecResult:
+        while True:
+            request = turn.next_request()
+            _before_request(turn, request)
+            response = await self._acall(turn.provider, request)
+            _after_response(turn, response)
+            if turn.accept(response):
+                return self._finish(turn)
+            for call in response.tool_calls:
+                _before_tool(turn, call)
+                record = await self._arun_tool(turn, call)
+                _after_tool(record)
+                turn.add_tool_result(call, record)
+
+    def _decide(self, turn: _Turn, result: ExecResult, choices: Any) -> Any:
+        """Parse the turn's final reply as a decision (one fixed retry) and resolve it."""
+        from openprogram.decision import decide_from_reply
+
+        asked = list(turn.messages)
+        reply = result.text
+
+        def retry(message: str) -> str:
+            nonlocal reply, asked
+            past = [*asked, Message(role="assistant", content=reply)]
+            again = self._start(
+                message, [], None, choices, None, None, turn.effort, turn.template.system,
+                1, turn.template.timeout_s, past, None, menu=False, model_id=turn.model_id,
+                provider=turn.provider,
+            )  # fmt: skip
+            reply = self._loop(again).text
+            asked = list(again.messages)
+            return reply
+
+        return decide_from_reply(
+            reply, choices, retry=retry, max_retries=1, context=turn.menu_context, runtime=self
+        )
 
     async def aexec(
         self,
@@ -238,7 +312,8 @@ class Runtime:
         max_iterations: int = 20,
         timeout_s: float | None = None,
         history: Sequence[Message] | None = None,
-    ) -> str:
+        context: Context | None = None,
+    ) -> Any:
         """Async :meth:`exec`: provider calls are awaited, sync tools run in a thread."""
         result = await self.aexec_full(
             content,
@@ -252,8 +327,9 @@ class Runtime:
             max_iterations=max_iterations,
             timeout_s=timeout_s,
             history=history,
+            context=context,
         )
-        return result.text
+        return result.text if choices is None else result.decision
 
     async def aexec_full(
         self,
@@ -269,24 +345,20 @@ class Runtime:
         max_iterations: int = 20,
         timeout_s: float | None = None,
         history: Sequence[Message] | None = None,
+        context: Context | None = None,
     ) -> ExecResult:
         """Async :meth:`exec_full`."""
         turn = self._start(
             content, tools, toolset, choices, response_format, model, effort, system,
-            max_iterations, timeout_s, history,
+            max_iterations, timeout_s, history, context,
         )  # fmt: skip
-        while True:
-            request = turn.next_request()
-            _before_request(turn, request)
-            response = await self._acall(turn.provider, request)
-            _after_response(turn, response)
-            if turn.accept(response):
-                return self._finish(turn)
-            for call in response.tool_calls:
-                _before_tool(turn, call)
-                record = await self._arun_tool(turn, call)
-                _after_tool(record)
-                turn.add_tool_result(call, record)
+        result = await self._aloop(turn)
+        if choices is not None:
+            # the retry (if any) and the chosen function run in a worker thread
+            result.decision = await asyncio.to_thread(
+                contextvars.copy_context().run, self._decide, turn, result, choices
+            )
+        return result
 
     def close(self) -> None:
         """Close providers this runtime created and the cassette file."""
@@ -341,6 +413,11 @@ class Runtime:
         max_iterations: int,
         timeout_s: float | None,
         history: Sequence[Message] | None,
+        context: Context | None,
+        *,
+        menu: bool = True,
+        model_id: str | None = None,
+        provider: Provider | None = None,
     ) -> _Turn:
         if self._closed:
             raise ConfigError(f"{self!r} is closed; create a new Runtime")
@@ -350,10 +427,17 @@ class Runtime:
             )
         if max_iterations < 1:
             raise ValueError(f"max_iterations must be >= 1, got {max_iterations}")
-        provider, model_id = self._provider_for(model)
+        if provider is None or model_id is None:
+            provider, model_id = self._provider_for(model)
         prepared = self._prepare_tools(tools, toolset)
+        menu_context = context
+        if choices is not None and menu_context is None:
+            from openprogram.context import Context
+
+            menu_context = Context.current()
+        prompt = _Prompt.build(content, context, choices if menu else None, menu_context)
         messages = list(history or [])
-        messages.append(Message(role="user", content=content))
+        messages.append(Message(role="user", content=prompt.first()))
         return _Turn(
             provider=provider,
             template=ModelRequest(
@@ -369,6 +453,9 @@ class Runtime:
             tools={t.name: t for t in prepared},
             messages=messages,
             max_iterations=max_iterations,
+            prompt=prompt,
+            prompt_index=len(messages) - 1,
+            menu_context=menu_context,
         )
 
     def _provider_for(self, model: str | None) -> tuple[Provider, str]:
@@ -399,16 +486,12 @@ class Runtime:
 
         items = list(tools or [])
         if toolset is not None:
-            resolver = type(self).toolset_resolver
             if isinstance(toolset, (list, tuple)) and all(not isinstance(t, str) for t in toolset):
                 items.extend(toolset)  # tool objects, not names
-            elif resolver is not None:
-                items.extend(resolver(toolset))
-            else:
-                raise ConfigError(
-                    f"toolset={toolset!r} needs the tool registry (openprogram.programs); "
-                    "pass tools=[...] instead"
-                )
+            else:  # names of registry toolsets (an unknown name is an error)
+                from openprogram.programs.registry import REGISTRY
+
+                items.extend(t for t in REGISTRY.resolve(None, toolset=toolset) if t not in items)
         prepared = [as_tool(item) for item in items]
         seen: set[str] = set()
         for tool in prepared:
@@ -470,6 +553,7 @@ class Runtime:
         tool, problem = turn.lookup(call)
         if tool is None:
             return _record_of(call, problem, True)
+        token = push_frame(Frame("tool-dispatch", current_frame(), self))
         try:
             check_arguments(tool, call.arguments)
             value = tool.invoke(call.arguments, runtime=self)
@@ -478,6 +562,8 @@ class Runtime:
         except Exception as exc:
             log.debug("tool %s failed: %s", call.name, type(exc).__name__)
             return _record_of(call, f"{type(exc).__name__}: {exc}", True)
+        finally:
+            pop_frame(token)
         return _record_of(call, format_tool_result(value), False)
 
     async def _arun_tool(self, turn: _Turn, call: ToolCall) -> ToolCallRecord:
@@ -486,6 +572,7 @@ class Runtime:
         tool, problem = turn.lookup(call)
         if tool is None:
             return _record_of(call, problem, True)
+        token = push_frame(Frame("tool-dispatch", current_frame(), self))
         try:
             check_arguments(tool, call.arguments)
             if _is_async(tool.call):
@@ -497,6 +584,8 @@ class Runtime:
         except Exception as exc:
             log.debug("tool %s failed: %s", call.name, type(exc).__name__)
             return _record_of(call, f"{type(exc).__name__}: {exc}", True)
+        finally:
+            pop_frame(token)
         return _record_of(call, format_tool_result(value), False)
 
     def _finish(self, turn: _Turn) -> ExecResult:
@@ -515,6 +604,48 @@ class Runtime:
         return result
 
 
+class _Prompt:
+    """The user message of one exec: Context blocks (re-evaluated at every model request),
+    the session history (rendered once, at the start), ``content``, then the decision menu."""
+
+    def __init__(self, content: Content, context: Any, menu: str | None, history: str) -> None:
+        self.content = content
+        self.context = context
+        self.menu = menu
+        self.history = history
+
+    @classmethod
+    def build(cls, content: Content, context: Any, choices: Any, menu_context: Any) -> _Prompt:
+        menu: str | None = None
+        if choices is not None:
+            from openprogram.decision import DECISION_FINISH_INSTRUCTION, render_options
+
+            menu = (
+                f"{DECISION_FINISH_INSTRUCTION}\n\n{render_options(choices, context=menu_context)}"
+            )
+        history = ""
+        if context is not None:
+            from openprogram.agentic_programming.calls import render_history_for_request
+
+            history = render_history_for_request(context)
+        return cls(content, context, menu, history)
+
+    def first(self) -> Content:
+        return self._compose()
+
+    def refresh(self) -> Content | None:
+        """The prompt again with current blocks and fresh provider values (``None`` when
+        there is no Context, so it cannot change)."""
+        if self.context is None:
+            return None
+        return self._compose()
+
+    def _compose(self) -> Content:
+        from openprogram.agentic_programming.calls import compose_prompt
+
+        return compose_prompt(self.content, self.context, self.history, self.menu)
+
+
 @dataclasses.dataclass
 class _Turn:
     """State of one exec: conversation so far, replies, tool trace."""
@@ -524,10 +655,26 @@ class _Turn:
     tools: dict[str, Tool]
     messages: list[Message]
     max_iterations: int
+    prompt: _Prompt
+    prompt_index: int
+    menu_context: Any = None
     responses: list[ModelResponse] = dataclasses.field(default_factory=list)
     trace: list[ToolCallRecord] = dataclasses.field(default_factory=list)
 
+    @property
+    def model_id(self) -> str:
+        return self.template.model_id
+
+    @property
+    def effort(self) -> str | None:
+        return self.template.effort
+
     def next_request(self) -> ModelRequest:
+        if self.responses:  # context providers run at every model request
+            refreshed = self.prompt.refresh()
+            if refreshed is not None:
+                old = self.messages[self.prompt_index]
+                self.messages[self.prompt_index] = dataclasses.replace(old, content=refreshed)
         if len(self.responses) >= self.max_iterations:
             names = ", ".join(c.name for c in self.responses[-1].tool_calls)
             raise MaxIterationsExceeded(
@@ -662,6 +809,40 @@ def _run_sync(awaitable: Any) -> Any:
         return asyncio.run(wrap())
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, wrap()).result()
+
+
+_SHARED_REPLAYS: dict[tuple[Any, ...], Provider] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def implicit_runtime() -> Runtime:
+    """The runtime ``create_runtime()`` gives a call or run that was given none.
+
+    A ``replay:`` model shares one provider per recording across the whole process, so
+    the cassette is consumed in order even over several top-level calls (running past
+    its end raises ``ReplayMismatch``); the recording is re-read when the file changes.
+    """
+    from openprogram.runtime import create_runtime
+
+    model = detect_model()
+    parsed = parse_model_string(model)
+    if parsed.provider != "replay":
+        return create_runtime(model)
+    key: tuple[Any, ...] = (parsed.model_id,)
+    if not parsed.model_id.startswith("session:"):
+        try:
+            st = Path(parsed.model_id).resolve().stat()
+            key = (str(Path(parsed.model_id).resolve()), st.st_mtime_ns, st.st_size)
+        except OSError:
+            pass  # the provider reports the missing file
+    with _SHARED_LOCK:
+        provider = _SHARED_REPLAYS.get(key)
+        if provider is None:
+            from openprogram.runtime.providers.replay import ReplayProvider
+
+            provider = ReplayProvider.from_target(parsed.model_id)
+            _SHARED_REPLAYS[key] = provider
+    return create_runtime(provider=provider)
 
 
 def format_tool_result(value: Any) -> str:

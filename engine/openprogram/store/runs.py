@@ -71,7 +71,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from openprogram.contract.runs import DURABILITY_MODES, Durability
+from openprogram.contract.runs import DURABILITY_MODES, Durability, Policy
 from openprogram.errors import StoreError
 from openprogram.store.lease import Owner
 
@@ -430,12 +430,15 @@ class RunStore(ABC):
     def recorded_step_sequences(
         self, program_path: str | None = None
     ) -> dict[str, list[list[tuple[str, int]]]]:
-        """``{function_qualname: [[(name, occurrence), ...] per paused/running run]}``:
-        each run's top-level calls in order — the identities an edit must keep for the
-        run to resume (OP209)."""
+        """``{function_qualname: [[(name, occurrence), ...] per run an edit can break]}``:
+        the top-level calls, in order, of each paused/running run that resumes the latest
+        source — the identities an edit must keep for it to resume (OP209). A
+        ``keep_original`` run with a saved source resumes that source: no edit breaks it."""
         out: dict[str, list[list[tuple[str, int]]]] = {}
         for run in self.runs_of_program(program_path):
             if run.status not in ("paused", "running"):
+                continue
+            if run.policy == Policy.KEEP_ORIGINAL and run.source_snapshot:
                 continue
             seq = [
                 (s.name, int(s.occurrence))

@@ -227,6 +227,13 @@ class CheckpointRuntime:
         )
         return result
 
+    def ask_for_decision(self, content: Any, choices: Any) -> str:
+        """``decision.make``'s request (control-flow judgements), logged like ``exec``."""
+        result: str = self._checkpoint.call(
+            "llm", prompt_text(content), lambda: self._inner.ask_for_decision(content, choices)
+        )
+        return result
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 

@@ -1,0 +1,44 @@
+"""Suppression comment patterns, shared by the analyzer and the server's incremental pass.
+
+``# noqa`` / ``# noqa: OP203`` and ``# openprogram: ignore[OP203]`` suppress findings on
+their line; ``# openprogram: noqa`` in a comment anywhere suppresses the whole file. Only
+comments count: the same text inside a string literal suppresses nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+
+LINE_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
+LINE_IGNORE = re.compile(r"#\s*openprogram:\s*ignore\[(?P<codes>[^\]]*)\]")
+FILE_NOQA = re.compile(r"#\s*openprogram\s*:\s*noqa\b(?!\s*\[)", re.I)
+CODE = re.compile(r"[A-Z]+[0-9]+")
+MAY_SUPPRESS = re.compile(r"noqa|openprogram\s*:", re.I)  # cheap pre-check of a whole file
+
+
+def comments(source: str) -> list[tuple[int, int, str]]:
+    """``(line, column0, text)`` of every comment (tokenize; stops at a tokenize error)."""
+    out: list[tuple[int, int, str]] = []
+    if "#" not in source:
+        return out
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                out.append((tok.start[0], tok.start[1], tok.string))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return out
+
+
+def is_file_noqa(comment: str) -> bool:
+    """Whether one comment's text is a file-level suppression."""
+    return FILE_NOQA.search(comment) is not None
+
+
+def has_file_noqa(source: str) -> bool:
+    """Whether a comment of ``source`` suppresses the whole file (cheap when none can)."""
+    if FILE_NOQA.search(source) is None:
+        return False
+    return any(is_file_noqa(text) for _line, _col, text in comments(source))

@@ -1,0 +1,157 @@
+"""One rulebook from the user's side: ``openprogram-lint`` and ``openprogram run`` (real
+subprocesses) refuse the same Programs with the same code, however the import is spelt,
+and honour the same suppressions and config."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from cli_programs import cli, cli_json
+
+LINT = str(Path(sys.executable).parent / "openprogram-lint")
+
+TEMPLATE = """\
+{imports}
+from openprogram import step
+
+
+def double(n: int) -> int:
+    return 2 * n
+
+
+def main(n: int = 1) -> dict:
+    {line}
+    return {{"value": step("double", double, n)}}
+
+
+main.__agent_options__ = {{"resumable": True}}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+# (imports, offending line, code): the spellings people actually write
+SPELLINGS = [
+    ("import time as t", "started = t.time()", "OP205"),
+    ("from random import choice", "pick = choice([1, 2])", "OP205"),
+    ("from time import monotonic", "started = monotonic()", "OP205"),
+    ("from secrets import token_hex", "token = token_hex(4)", "OP205"),
+    ("from importlib import import_module", 'mod = import_module("json")', "OP201"),
+    ("from httpx import get", 'page = get("http://127.0.0.1:9")', "OP206"),
+    ("from subprocess import check_output", 'out = check_output(["true"])', "OP206"),
+    ("from urllib.request import urlopen", 'page = urlopen("http://127.0.0.1:9")', "OP206"),
+    ("import os", 'home = os.environ["HOME"]', "OP205"),
+    ("from os import getenv", 'home = getenv("HOME")', "OP205"),
+]
+
+
+def lint(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [LINT, "--no-cache", *args], capture_output=True, text=True, timeout=120, cwd=cwd
+    )
+
+
+def write(folder: Path, imports: str, line: str) -> None:
+    (folder / "prog.py").write_text(TEMPLATE.format(imports=imports, line=line), encoding="utf-8")
+
+
+@pytest.fixture(autouse=True)
+def _own_check_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+
+
+@pytest.mark.parametrize(("imports", "line", "code"), SPELLINGS, ids=[s[0] for s in SPELLINGS])
+def test_lint_and_run_refuse_every_spelling(
+    tmp_path: Path, imports: str, line: str, code: str
+) -> None:
+    write(tmp_path, imports, line)
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    (finding,) = [ln for ln in linted.stdout.splitlines() if f" {code} " in ln]
+    assert finding.startswith("prog.py:10:")
+    ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    # the run refuses with the linter's own line, verbatim
+    assert finding in ran.stderr
+
+
+def test_noqa_works_at_run_time_and_in_lint(tmp_path: Path) -> None:
+    write(tmp_path, "import random", "rng = random.Random(42)  # noqa: OP205")
+    assert lint("prog.py", cwd=tmp_path).returncode == 0
+    code, out = cli_json("run", "prog.py:main", "--args", '{"n": 3}', "--store", "st", cwd=tmp_path)
+    assert (code, out["status"], out["result"]) == (0, "completed", {"value": 6})
+
+
+def test_config_ignore_applies_at_run_time(tmp_path: Path) -> None:
+    write(tmp_path, "import time as t", "started = t.time()")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.openprogram.lint]\nper-file-ignores = {"prog.py" = ["OP205"]}\n', encoding="utf-8"
+    )
+    assert lint("prog.py", cwd=tmp_path).returncode == 0
+    code, out = cli_json("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert (code, out["status"]) == (0, "completed")
+
+
+def test_cached_check_notices_an_edit(tmp_path: Path) -> None:
+    write(tmp_path, "import time as t", "started = 1")
+    assert cli("run", "prog.py:main", "--store", "st", cwd=tmp_path).returncode == 0
+    assert cli("run", "prog.py:main", "--store", "st", cwd=tmp_path).returncode == 0  # warm
+    write(tmp_path, "import time as t", "started = t.time()")
+    ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2 and "OP205" in ran.stderr
+
+
+AGENT_PROGRAM = textwrap.dedent(
+    """\
+    from openprogram import Agent, step
+
+    critic = Agent(model="m")
+
+
+    class Writer(Agent):
+        def draft(self, topic: str) -> str:
+            return self(topic)
+
+
+    class Base(Agent):
+        method_options = {"report": {"resumable": True}}
+
+        def report(self, topic: str) -> str:
+            return step("echo", str.upper, topic)
+
+
+    class Child(Base):
+        def report(self, topic: str) -> str:
+            {line}
+            return step("echo", str.upper, topic)
+
+
+    report = Child().report
+    PROGRAM_ENTRIES = ["report"]
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['critic("judge " + topic)', "Writer().draft(topic)", "writer = Writer(); writer.draft(topic)"],
+)
+def test_model_call_through_agent_in_inherited_resumable(tmp_path: Path, line: str) -> None:
+    (tmp_path / "prog.py").write_text(AGENT_PROGRAM.replace("{line}", line), encoding="utf-8")
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 1 and "OP206 model call" in linted.stdout, linted.stdout
+    ran = cli("run", "prog.py:report", "--args", '{"topic": "x"}', "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2 and "OP206 model call" in ran.stderr, ran.stdout + ran.stderr
+
+
+def test_inherited_resumable_without_model_call_runs(tmp_path: Path) -> None:
+    (tmp_path / "prog.py").write_text(
+        AGENT_PROGRAM.replace("{line}", "topic = topic.strip()"), encoding="utf-8"
+    )
+    assert lint("prog.py", cwd=tmp_path).returncode == 0
+    code, out = cli_json(
+        "run", "prog.py:report", "--args", '{"topic": "x"}', "--store", "s", cwd=tmp_path
+    )
+    assert (code, out["status"], out["result"]) == (0, "completed", "X")
