@@ -55,11 +55,15 @@ def work(tmp_path: Path) -> Path:
 
 
 def test_run_pause_lint_resume_show_cancel_on_postgresql(work: Path, pg_dsn: str) -> None:
+    from openprogram.durable import start_run
+
     args = json.dumps({"store": pg_dsn})
-    proc = run("run", "prog.py:main", "--args", args, "--store", pg_dsn, "--json", cwd=work)
-    out = json.loads(proc.stdout)
-    assert proc.returncode == 3 and out["status"] == "paused", proc.stderr
-    rid = out["run_id"]
+    # use_latest: the run resumes the current source, so an edit can break it (OP209)
+    out = start_run(
+        f"{work / 'prog.py'}:main", {"store": pg_dsn}, store=pg_dsn, policy="use_latest"
+    )
+    assert out.status == "paused", out
+    rid = out.run_id
     listed = json.loads(run("runs", "--json", "--store", pg_dsn, cwd=work).stdout)
     assert [(r["run_id"], r["status"]) for r in listed] == [(rid, "paused")]
     # the linter reads the recorded steps of the paused run from PostgreSQL (OP209)
