@@ -33,18 +33,9 @@ def analyze_source(
     enabled = cfg.enabled_codes(RULES, path)
     if not enabled or (prefilter and not may_trigger(source)):
         return []
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError as exc:
-        if "OP001" not in enabled:
-            return []
-        return [parse_error(exc, path)]
-    except (RecursionError, MemoryError, ValueError) as exc:
-        if "OP001" not in enabled:
-            return []
-        return [
-            Finding("OP001", f"cannot parse file: {type(exc).__name__}", "error", path, 1, 1, 1, 1)
-        ]
+    module = parse_checked(source, path)
+    if not isinstance(module, cst.Module):
+        return [module] if "OP001" in enabled else []
     rules = [RULES[c]() for c in sorted(enabled) if c not in ("OP001", "OP900")]
     try:
         findings = _run(module, source, path, rules, enabled, recorded_steps)
@@ -54,7 +45,7 @@ def analyze_source(
         return [
             Finding(
                 "OP001",
-                "file is too deeply nested to analyze (recursion limit)",
+                "file is too deeply nested to analyse (recursion limit)",
                 "error",
                 path,
                 1,
@@ -67,7 +58,17 @@ def analyze_source(
     # suppression fixes only for the findings that survive the suppressions.
     text = SourceText(source)
     kept = apply_suppressions(source, path, findings, enabled, text)
-    return [f if f.fix is not None else replace(f, fix=suppression_fix(text, f)) for f in kept]
+    return [_with_fix(source, text, f) for f in kept]
+
+
+def _with_fix(source: str, text: SourceText, finding: Finding) -> Finding:
+    """The finding with its rule's fix, or the suppression fix when it has none or when
+    its fix would create a duplicate dict key (that silently changes behaviour)."""
+    from openprogram_analyzers.fixes import creates_duplicate_key
+
+    if finding.fix is not None and not creates_duplicate_key(source, finding.fix):
+        return finding
+    return replace(finding, fix=suppression_fix(text, finding))
 
 
 def _run(
@@ -112,13 +113,58 @@ def resolve(module: cst.Module, path: str, pending: list[Pending]) -> list[Findi
         fix = None
         if p.fix_description is not None:
             edits = tuple(TextEdit(*rng(n), new_text=text) for n, text in p.fix_edits)
-            fix = Fix(p.fix_description, edits, safe=True)
+            fix = Fix(p.fix_description, edits, safe=p.fix_safe)
         related = tuple(Related(msg, path, *rng(n)) for msg, n in p.related)
         out.append(
             Finding(p.code, p.message, p.severity, path, line, col, eline, ecol, fix, related)
         )
     out.sort(key=Finding.sort_key)
     return out
+
+
+def parse_checked(source: str, path: str) -> cst.Module | Finding:
+    """The libcst module of ``source``, or the OP001 finding saying why there is none.
+
+    Python's own parser decides first (``guard.check``): libcst never sees a source that
+    is invalid, nested too deeply or too large, so it cannot crash the process. Valid
+    Python that libcst still rejects is an info finding ("cannot analyse"), not an error.
+    """
+    from openprogram_analyzers.guard import check
+
+    refusal = check(source)
+    if refusal is not None:
+        return Finding(
+            "OP001",
+            refusal.message,
+            "error",
+            path,
+            refusal.line,
+            refusal.column,
+            refusal.line,
+            refusal.column + 1,
+        )
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        found = parse_error(exc, path)
+        message = found.message.replace("file does not parse: ", "")
+        return replace(
+            found,
+            severity="info",
+            message=f"cannot analyse this valid Python (the analyzer's parser rejects it: "
+            f"{message})",
+        )
+    except (RecursionError, MemoryError, ValueError) as exc:
+        return Finding(
+            "OP001",
+            f"cannot analyse this file ({type(exc).__name__} in the parser)",
+            "info",
+            path,
+            1,
+            1,
+            1,
+            1,
+        )
 
 
 def parse_error(exc: cst.ParserSyntaxError, path: str) -> Finding:
@@ -181,10 +227,9 @@ def check_entry(
 
     cfg = config or config_for(path)
     enabled = cfg.enabled_codes(ENGINE_CODES - {"OP900"}, path)
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError as exc:
-        return EntryCheck([parse_error(exc, path)], [])
+    module = parse_checked(source, path)
+    if not isinstance(module, cst.Module):
+        return EntryCheck([module], [])
     index = build_index(module)
     fn = index.functions.get(qualname)
     if fn is None:

@@ -1,8 +1,10 @@
 """Result cache keyed by file content hash + configuration + analyzer version.
 
-One JSON file per (config, version) under ``.openprogram-lint-cache/``: ``files`` maps a
-path to ``[mtime_ns, size, sha256]`` (a stat fast path) and ``results`` maps a content hash
-to its findings. Corrupt or foreign cache files are ignored.
+One JSON file per (config, version) under ``.openprogram-lint-cache/``: ``results`` maps a
+file content's SHA-256 to its findings, so a file is always read and hashed (an edit that
+keeps the size and the mtime is never served stale); ``files`` maps a path to the digest
+last seen there, only to drop results no file has any more. Corrupt or foreign cache files
+are ignored.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ class ResultCache:
         self.dir = os.path.join(root, CACHE_DIR)
         # the code hash covers the analyzer's sources and the engine's version file
         self.file = cache_stem(root, fingerprint) + ".json"
-        self.files: dict[str, list[Any]] = {}
+        self.files: dict[str, str] = {}
         self.results: dict[str, list[dict[str, Any]]] = {}
         self.dirty = False
         import json
@@ -55,17 +57,12 @@ class ResultCache:
             with open(self.file, "rb") as fh:
                 data = json.loads(fh.read())
             if isinstance(data, dict):
-                self.files = dict(data.get("files", {}))
+                files = data.get("files", {})
+                if isinstance(files, dict):
+                    self.files = {k: v for k, v in files.items() if isinstance(v, str)}
                 self.results = dict(data.get("results", {}))
         except (OSError, ValueError):
             pass
-
-    def lookup_stat(self, path: str, st: os.stat_result) -> str | None:
-        """Content hash recorded for ``path`` if mtime and size are unchanged."""
-        entry = self.files.get(path)
-        if entry and entry[0] == st.st_mtime_ns and entry[1] == st.st_size:
-            return str(entry[2])
-        return None
 
     def get(self, digest: str, display: str) -> list[Finding] | None:
         items = self.results.get(digest)
@@ -80,8 +77,9 @@ class ResultCache:
     def put(
         self, path: str, st: os.stat_result | None, digest: str, findings: list[Finding]
     ) -> None:
-        if st is not None:
-            self.files[path] = [st.st_mtime_ns, st.st_size, digest]
+        if self.files.get(path) == digest and digest in self.results:
+            return
+        self.files[path] = digest
         self.results[digest] = [f.to_json() for f in findings]
         self.dirty = True
 
@@ -97,9 +95,11 @@ class ResultCache:
             import json
             import tempfile
 
+            live = set(self.files.values())
+            results = {d: r for d, r in self.results.items() if d in live}
             fd, tmp = tempfile.mkstemp(dir=self.dir, suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"files": self.files, "results": self.results}, fh)
+                json.dump({"files": self.files, "results": results}, fh)
             os.replace(tmp, self.file)
         except OSError:
             pass

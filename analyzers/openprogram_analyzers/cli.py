@@ -18,18 +18,22 @@ if TYPE_CHECKING:
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 PARALLEL_THRESHOLD = 24
+DEFAULT_TIME_LIMIT = 60.0
 
 
 class Job:
     """One file to analyze (a plain class: ``dataclasses`` stays off the warm path)."""
 
-    __slots__ = ("display", "path", "source", "store")
+    __slots__ = ("display", "encoding", "path", "source", "store")
 
-    def __init__(self, path: str, display: str, source: str, store: str | None) -> None:
+    def __init__(
+        self, path: str, display: str, source: str, store: str | None, encoding: str = "utf-8"
+    ) -> None:
         self.path = path  # absolute
         self.display = display
         self.source = source
         self.store = store
+        self.encoding = encoding  # written back in it by --fix
 
 
 def _codes(values: Sequence[str] | None) -> list[str] | None:
@@ -41,27 +45,64 @@ def _codes(values: Sequence[str] | None) -> list[str] | None:
     return out
 
 
+FORMATS = ("text", "json", "json-lines", "sarif", "github", "gitlab", "junit")
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from openprogram_analyzers.cache import version
+
     p = argparse.ArgumentParser(
         prog="openprogram-lint",
         description="Check OpenProgram Programs (method_options, determinism of resumable "
         "functions, decision menus, PROGRAM_ENTRIES).",
     )
     p.add_argument("paths", nargs="*", help="files or directories (default: .); '-' reads stdin")
+    p.add_argument("--version", action="version", version=f"openprogram-lint {version()}")
     p.add_argument("--stdin-filename", help="path reported for source read from stdin")
     p.add_argument("--select", action="append", help="comma-separated codes or prefixes")
     p.add_argument("--ignore", action="append", help="comma-separated codes or prefixes")
     p.add_argument("--extend-select", action="append", help="add codes to the selection")
+    p.add_argument("--extend-ignore", action="append", help="add codes to the ignored ones")
     p.add_argument(
-        "--format", choices=("text", "json", "sarif", "github"), default="text", dest="fmt"
+        "--extend-exclude", action="append", help="comma-separated patterns to exclude as well"
     )
+    p.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="apply exclude patterns to files named on the command line too (pre-commit)",
+    )
+    p.add_argument("--format", choices=FORMATS, default="text", dest="fmt")
+    p.add_argument("--output-file", "-o", metavar="PATH", help="write the report to PATH")
     p.add_argument("--fix", action="store_true", help="apply safe fixes in place")
-    p.add_argument("--diff", action="store_true", help="show safe fixes as a diff, change nothing")
-    p.add_argument("--explain", metavar="CODE", help="explain a rule and exit")
+    p.add_argument(
+        "--unsafe-fixes", action="store_true", help="with --fix/--diff: also apply unsafe fixes"
+    )
+    p.add_argument("--diff", action="store_true", help="show fixes as a diff, change nothing")
+    p.add_argument("--show-fixes", action="store_true", help="list fixes (applied or available)")
+    p.add_argument("--quiet", "-q", action="store_true", help="print findings and nothing else")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (2 stays 2)")
+    p.add_argument(
+        "--fail-on-info", action="store_true", help="info findings (OP108) fail the run too"
+    )
+    p.add_argument(
+        "--explain",
+        metavar="CODES",
+        help="explain rules (codes or names, comma-separated, or 'all') and exit",
+    )
+    p.add_argument(
+        "--list-rules", action="store_true", help="list every rule (code, name, severity)"
+    )
     p.add_argument("--statistics", action="store_true", help="count findings per code")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     p.add_argument("--store", metavar="DIR", help="store root for OP209 (recorded runs)")
     p.add_argument("--config", metavar="PYPROJECT", help="use this pyproject.toml")
+    p.add_argument(
+        "--file-time-limit",
+        type=float,
+        default=DEFAULT_TIME_LIMIT,
+        metavar="SECONDS",
+        help=f"report a file not analysed after this long (default {DEFAULT_TIME_LIMIT:g}; 0: none)",
+    )
     return p
 
 
@@ -84,26 +125,18 @@ def _analyze_job(job: Job, config: LintConfig) -> tuple[list[Finding], str | Non
         return [], f"{job.display}: internal error: {type(exc).__name__}: {exc}"
 
 
-def _analyze_chunk(jobs: list[Job], config: LintConfig) -> list[tuple[list[Finding], str | None]]:
-    return [_analyze_job(j, config) for j in jobs]
+def _decode(data: bytes) -> tuple[str, str] | Finding:
+    """``(source text, encoding)`` (UTF-8 or the PEP 263 coding cookie), or OP001."""
+    from openprogram_analyzers.fixes import read_source
 
-
-def _decode(data: bytes) -> str | Finding:
-    """Source text (UTF-8 or the PEP 263 coding cookie), or an OP001 finding."""
     try:
-        return data.decode("utf-8")
+        return read_source(data)
     except UnicodeDecodeError as exc:
-        first = exc
-    import io
-    import tokenize
-
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding)
-    except (SyntaxError, LookupError, UnicodeDecodeError):
         return _read_error(
-            "", f"file is not valid text in its encoding: {first.reason} at byte {first.start}"
+            "", f"file is not valid {exc.encoding} text: {exc.reason} at byte {exc.start}"
         )
+    except (SyntaxError, LookupError) as exc:
+        return _read_error("", f"file has an invalid coding cookie: {exc}")
 
 
 def _read_error(display: str, message: str) -> Finding:
@@ -114,15 +147,24 @@ def _read_error(display: str, message: str) -> Finding:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.explain:
-        from openprogram_analyzers.rules import RULES
+    if args.output_file:
+        import contextlib
 
-        code = args.explain.strip().upper()
-        if code not in RULES:
-            _err(f"unknown rule code {args.explain!r} (known: {', '.join(sorted(RULES))})")
+        try:
+            out = open(args.output_file, "w", encoding="utf-8")
+        except OSError as exc:
+            _err(f"cannot write {args.output_file}: {exc.strerror}")
             return 2
-        sys.stdout.write(RULES[code].explain())
-        return 0
+        with out, contextlib.redirect_stdout(out):
+            code = _main(args)
+    else:
+        code = _main(args)
+    return 0 if code == 1 and args.exit_zero else code
+
+
+def _main(args: argparse.Namespace) -> int:
+    if args.explain or args.list_rules:
+        return _explain(args)
     cwd = os.getcwd()
     paths = args.paths or ["."]
     if "-" not in paths and _cacheable(args):
@@ -142,14 +184,54 @@ def main(argv: Sequence[str] | None = None) -> int:
             select=_codes(args.select),
             ignore=_codes(args.ignore),
             extend_select=_codes(args.extend_select),
+            extend_ignore=_codes(args.extend_ignore),
+            extend_exclude=_codes(args.extend_exclude),
+            force_exclude=args.force_exclude or None,
         )
         config.validate("command line")
     except LintConfigError as exc:
         _err(str(exc))
         return 2
+    if args.store:
+        from openprogram_analyzers.store_adapter import StoreUnreadable, check_store
+
+        try:
+            check_store(args.store)
+        except StoreUnreadable as exc:
+            _err(str(exc))
+            return 2
     if "-" in paths:
         return _run_stdin(args, config)
     return _run_files(args, config, paths, cwd)
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from openprogram_analyzers.rules import RULES
+
+    if args.list_rules:
+        for code, rule in sorted(RULES.items()):
+            fix = "" if not _has_fix(rule) else " [*]" if rule.fix_safe else " [unsafe fix]"
+            print(f"{code}  {rule.name:<28} {rule.severity:<8}{rule.summary}{fix}")
+        return 0
+    by_name = {rule.name: code for code, rule in RULES.items()}
+    wanted: list[str] = []
+    for item in _codes([args.explain]) or []:
+        key = item.strip()
+        if key.lower() == "all":
+            wanted.extend(sorted(RULES))
+        elif key.upper() in RULES:
+            wanted.append(key.upper())
+        elif key.lower() in by_name:
+            wanted.append(by_name[key.lower()])
+        else:
+            _err(f"unknown rule code or name {key!r} (known: {', '.join(sorted(RULES))})")
+            return 2
+    sys.stdout.write("\n".join(RULES[code].explain() for code in dict.fromkeys(wanted)))
+    return 0
+
+
+def _has_fix(rule: type) -> bool:
+    return "fix_for" in vars(rule)
 
 
 def _cacheable(args: argparse.Namespace) -> bool:
@@ -159,29 +241,39 @@ def _cacheable(args: argparse.Namespace) -> bool:
 
 def _run_stdin(args: argparse.Namespace, config: LintConfig) -> int:
     from openprogram_analyzers.analysis import analyze_source
-    from openprogram_analyzers.fixes import apply_safe_fixes, unified_diff
+    from openprogram_analyzers.fixes import fix_until_stable, unified_diff
 
     display = args.stdin_filename or "<stdin>"
-    data = sys.stdin.buffer.read()
-    try:
-        source = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        findings = [
-            _read_error(display, f"file is not UTF-8 text: {exc.reason} at byte {exc.start}")
-        ]
+    decoded = _decode(sys.stdin.buffer.read())  # a PEP 263 coding cookie is honoured
+    if not isinstance(decoded, tuple):
+        from dataclasses import replace
+
+        findings = [replace(decoded, path=display)]
         _emit(args, findings)
         return 1
-    findings = analyze_source(source, display, config=config)
+    source, encoding = decoded
+
+    def analyze(text: str) -> list[Finding]:
+        return analyze_source(text, display, config=config)
+
+    findings = analyze(source)
     if args.fix or args.diff:
-        fixed, count = apply_safe_fixes(source, findings)
+        fixed, count, remaining = fix_until_stable(
+            source, analyze, findings, unsafe=args.unsafe_fixes
+        )
         if args.diff:
             sys.stdout.write(unified_diff(display, source, fixed))
             return 1 if count else 0
-        sys.stdout.write(fixed)
-        remaining = analyze_source(fixed, display, config=config)
-        return 1 if remaining else 0
+        sys.stdout.flush()
+        sys.stdout.buffer.write(fixed.encode(encoding, "surrogateescape"))
+        return _exit_code(args, remaining)
     _emit(args, findings)
-    return 1 if findings else 0
+    return _exit_code(args, findings)
+
+
+def _exit_code(args: argparse.Namespace, findings: Sequence[Finding]) -> int:
+    """1 when a finding fails the run (info findings only with ``--fail-on-info``)."""
+    return 1 if any(f.severity != "info" or args.fail_on_info for f in findings) else 0
 
 
 def _run_files(args: argparse.Namespace, config: LintConfig, paths: list[str], cwd: str) -> int:
@@ -192,7 +284,7 @@ def _run_files(args: argparse.Namespace, config: LintConfig, paths: list[str], c
     internal: list[str] = []
     entries: list[tuple[str, str, os.stat_result]] = []
     replayable = use_cache  # every output line comes from analysis or the result cache
-    for key, display in discover(paths, config, cwd):
+    for key, display in discover(paths, config, cwd, force_exclude=config.force_exclude):
         try:
             entries.append((key, display, os.stat(key)))
         except OSError as exc:
@@ -233,17 +325,10 @@ def _lint_entries(
     pending: list[tuple[Job, str, os.stat_result]] = []
     uncached = False  # findings the result cache does not hold (a memo could not replay)
     for key, display, st in entries:
-        if cache is not None:
-            digest = cache.lookup_stat(key, st)
-            if digest is not None:
-                hit = cache.get(digest, display)
-                if hit is not None:
-                    findings.extend(hit)
-                    continue
         if st.st_size > MAX_FILE_BYTES:
             uncached = True
             findings.append(
-                _read_error(display, f"file too large to analyze ({st.st_size} bytes), skipped")
+                _read_error(display, f"file too large to analyse ({st.st_size} bytes), skipped")
             )
             continue
         try:
@@ -253,6 +338,8 @@ def _lint_entries(
             uncached = True
             findings.append(_read_error(display, f"cannot read file: {exc.strerror}"))
             continue
+        # Results are keyed by the content's digest: an edit is never served stale,
+        # whatever the file's mtime and size say.
         digest = content_hash(data)
         if cache is not None:
             hit = cache.get(digest, display)
@@ -261,29 +348,29 @@ def _lint_entries(
                 findings.extend(hit)
                 continue
         # Binary and undecodable files depend on their content only: cached like results.
-        source_or_error: str | Finding
+        decoded: tuple[str, str] | Finding
         if b"\0" in data:
-            source_or_error = _read_error(display, "binary file (contains NUL bytes), skipped")
+            decoded = _read_error(display, "binary file (contains NUL bytes), skipped")
         else:
-            source_or_error = _decode(data)
-        if not isinstance(source_or_error, str):
+            decoded = _decode(data)
+        if not isinstance(decoded, tuple):
             from dataclasses import replace
 
-            unreadable = [replace(source_or_error, path=display)]
+            unreadable = [replace(decoded, path=display)]
             findings.extend(unreadable)
             if cache is not None:
                 cache.put(key, st, digest, unreadable)
             continue
-        source = source_or_error
+        source, encoding = decoded
         if not may_trigger(source) and not args.store:
             if cache is not None:
                 cache.put(key, st, digest, [])
             continue
-        job = Job(key, display, source, args.store)
+        job = Job(key, display, source, args.store, encoding)
         jobs.append(job)
         pending.append((job, digest, st))
 
-    results = _analyze_all(jobs, config)
+    results = _analyze_all(jobs, config, args.file_time_limit or None)
     for (job, digest, st), (found, error) in zip(pending, results, strict=True):
         if error is not None:
             internal.append(error)
@@ -306,7 +393,7 @@ def _lint_entries(
     sys.stdout.write(output)
     if internal:
         return 2
-    code = 1 if findings or diff_found else 0
+    code = 1 if diff_found else _exit_code(args, findings)
     if memo is not None and not uncached:
         memo.save(code, output)
     return code
@@ -328,29 +415,34 @@ def _load_analyzer() -> None:
             gc.enable()
 
 
-def _analyze_all(jobs: list[Job], config: LintConfig) -> list[tuple[list[Finding], str | None]]:
+def _analyze_all(
+    jobs: list[Job], config: LintConfig, time_limit: float | None
+) -> list[tuple[list[Finding], str | None]]:
+    """Every job's result; each file runs in a forked worker (a crash or an overrun
+    costs that file only, see ``workers.py``)."""
     if not jobs:
         return []
     _load_analyzer()
-    cpus = os.cpu_count() or 1
-    if len(jobs) < PARALLEL_THRESHOLD or cpus < 2:
-        return [_analyze_job(j, config) for j in jobs]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from openprogram_analyzers.workers import Pool, cpu_count
 
-    # Forked workers inherit the imported analyzer instead of importing libcst again.
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    workers = min(cpus, 8)
-    # Interleave to balance big and small files between workers.
-    chunks = [jobs[i :: workers * 4] for i in range(workers * 4)]
-    out: dict[int, tuple[list[Finding], str | None]] = {}
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = [pool.submit(_analyze_chunk, chunk, config) for chunk in chunks if chunk]
-        for ci, fut in enumerate(futures):
-            for k, res in enumerate(fut.result()):
-                out[ci + k * workers * 4] = res
-    return [out[i] for i in range(len(jobs))]
+    workers = 1 if len(jobs) < PARALLEL_THRESHOLD else min(cpu_count(), 8)
+    pool: Pool[Job, tuple[list[Finding], str | None]] = Pool(
+        lambda job: _analyze_job(job, config),
+        _crashed,
+        _timed_out,
+        workers=workers,
+        time_limit=time_limit,
+    )
+    return pool.run(jobs)
+
+
+def _crashed(job: Job, how: str) -> tuple[list[Finding], str | None]:
+    return [], f"{job.display}: internal error: {how}"
+
+
+def _timed_out(job: Job, limit: float) -> tuple[list[Finding], str | None]:
+    message = f"not analysed: the analysis took longer than the time limit of {limit:g} s"
+    return [_read_error(job.display, message + " (--file-time-limit)")], None
 
 
 def _apply_fixes(
@@ -359,8 +451,10 @@ def _apply_fixes(
     findings: list[Finding],
     pending: list[tuple[Job, str, os.stat_result]],
 ) -> tuple[list[Finding], bool]:
+    """Apply (``--fix``) or show (``--diff``) the fixes of every file, re-analysing until
+    nothing changes; files keep their encoding and line endings."""
     from openprogram_analyzers.analysis import analyze_source
-    from openprogram_analyzers.fixes import apply_safe_fixes, unified_diff
+    from openprogram_analyzers.fixes import applicable, fix_until_stable, unified_diff
 
     by_display = {job.display: job for job, _, _ in pending}
     result: list[Finding] = []
@@ -370,11 +464,18 @@ def _apply_fixes(
         grouped.setdefault(f.path, []).append(f)
     for display, items in grouped.items():
         job = by_display.get(display)
-        if job is None:
+        if job is None or not any(applicable(f.fix, unsafe=args.unsafe_fixes) for f in items):
             result.extend(items)
             continue
-        fixed, count = apply_safe_fixes(job.source, items)
-        if not count:
+        fixed_findings = [f for f in items if applicable(f.fix, unsafe=args.unsafe_fixes)]
+
+        def analyze(text: str, display: str = display) -> list[Finding]:
+            return analyze_source(text, display, config=config)
+
+        fixed, count, remaining = fix_until_stable(
+            job.source, analyze, items, unsafe=args.unsafe_fixes
+        )
+        if fixed == job.source:
             result.extend(items)
             continue
         diff_found = True
@@ -382,10 +483,22 @@ def _apply_fixes(
             sys.stdout.write(unified_diff(display, job.source, fixed))
             result.extend(items)
             continue
-        with open(job.path, "w", encoding="utf-8") as fh:
-            fh.write(fixed)
-        print(f"Fixed {count} finding{'s' if count != 1 else ''} in {display}", file=sys.stderr)
-        result.extend(analyze_source(fixed, display, config=config))
+        try:
+            data = fixed.encode(job.encoding, "surrogateescape")
+            with open(job.path, "wb") as fh:  # bytes: no newline translation
+                fh.write(data)
+        except (OSError, UnicodeEncodeError) as exc:
+            _err(f"{display}: cannot write the fixed file: {exc}")
+            result.extend(items)
+            continue
+        if not args.quiet:
+            plural = "s" if count != 1 else ""
+            print(f"Fixed {count} finding{plural} in {display}", file=sys.stderr)
+            if args.show_fixes:
+                for f in fixed_findings:
+                    assert f.fix is not None
+                    print(f"    {f.code} {f.fix.description}", file=sys.stderr)
+        result.extend(remaining)
     if args.fix:
         diff_found = False
     return result, diff_found
@@ -401,16 +514,16 @@ def _render(args: argparse.Namespace, findings: list[Finding]) -> str:
     if args.diff and args.fmt == "text":
         return ""
     if args.statistics:
+        if args.fmt in ("json", "json-lines"):
+            return formats.statistics_json(findings)
         return formats.statistics(findings)
-    if args.fmt == "json":
-        return formats.as_json(findings)
     if args.fmt == "sarif":
         from openprogram_analyzers.cache import version
 
         return formats.sarif(findings, version())
-    if args.fmt == "github":
-        return formats.github(findings)
-    return formats.text(findings)
+    if args.fmt == "text":
+        return formats.text(findings, show_fixes=args.show_fixes, quiet=args.quiet)
+    return formats.RENDERERS[args.fmt](findings)
 
 
 __all__ = ["ALL_CODES", "main"]

@@ -28,6 +28,14 @@ class LintConfig:
     per_file_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     exclude: tuple[str, ...] = ()
     root: str = "."
+    extend_ignore: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    force_exclude: bool = False  # exclude files named explicitly too (pre-commit)
+
+    @property
+    def excludes(self) -> tuple[str, ...]:
+        """Every exclude pattern (``exclude`` and ``extend-exclude``)."""
+        return (*self.exclude, *self.extend_exclude)
 
     def enabled(self, code: str, path: str | None = None) -> bool:
         """Whether ``code`` is reported (for ``path`` when per-file ignores apply)."""
@@ -35,7 +43,7 @@ class LintConfig:
             return False
         # The most specific selector wins between select and ignore (ruff semantics).
         sel = max(_match_len(code, (*self.select, *self.extend_select)), 0)
-        ign = _match_len(code, self.ignore)
+        ign = _match_len(code, (*self.ignore, *self.extend_ignore))
         if ign >= sel and ign >= 0:
             return False
         if path is not None and self.per_file_ignores:
@@ -49,7 +57,7 @@ class LintConfig:
         return frozenset(c for c in codes if self.enabled(c, path))
 
     def is_excluded(self, path: str) -> bool:
-        return excluded(path, self.root, self.exclude)
+        return excluded(path, self.root, self.excludes)
 
     def relative(self, path: str) -> str:
         """``path`` relative to the config root, '/'-separated (no symlink resolution)."""
@@ -61,6 +69,7 @@ class LintConfig:
             ("select", tuple(self.select)),
             ("ignore", tuple(self.ignore)),
             ("extend_select", tuple(self.extend_select)),
+            ("extend_ignore", tuple(self.extend_ignore)),
             (
                 "per_file_ignores",
                 tuple((k, tuple(v)) for k, v in sorted(self.per_file_ignores.items())),
@@ -76,8 +85,17 @@ class LintConfig:
         select: Iterable[str] | None = None,
         ignore: Iterable[str] | None = None,
         extend_select: Iterable[str] | None = None,
+        extend_ignore: Iterable[str] | None = None,
+        extend_exclude: Iterable[str] | None = None,
+        force_exclude: bool | None = None,
     ) -> LintConfig:
         cfg = self
+        if extend_ignore is not None:
+            cfg = replace(cfg, extend_ignore=(*cfg.extend_ignore, *extend_ignore))
+        if extend_exclude is not None:
+            cfg = replace(cfg, extend_exclude=(*cfg.extend_exclude, *extend_exclude))
+        if force_exclude is not None:
+            cfg = replace(cfg, force_exclude=force_exclude)
         if select is not None:
             cfg = replace(cfg, select=tuple(select))
         if ignore is not None:
@@ -117,12 +135,19 @@ class LintConfig:
             "per-file-ignores",
             "per_file_ignores",
             "exclude",
+            "extend-ignore",
+            "extend_ignore",
+            "extend-exclude",
+            "extend_exclude",
+            "force-exclude",
+            "force_exclude",
         }
         for key in section:
             if key not in known:
                 raise LintConfigError(
                     f"{source}: unknown key {key!r} in [tool.openprogram.lint] "
-                    f"(allowed: select, ignore, extend-select, per-file-ignores, exclude)"
+                    f"(allowed: select, ignore, extend-select, extend-ignore, per-file-ignores, "
+                    f"exclude, extend-exclude, force-exclude)"
                 )
 
         def str_list(key: str, alt: str | None = None) -> tuple[str, ...] | None:
@@ -139,6 +164,13 @@ class LintConfig:
         ignore = str_list("ignore") or ()
         extend = str_list("extend-select", "extend_select") or ()
         exclude = str_list("exclude") or ()
+        extend_ignore = str_list("extend-ignore", "extend_ignore") or ()
+        extend_exclude = str_list("extend-exclude", "extend_exclude") or ()
+        force = section.get("force-exclude", section.get("force_exclude", False))
+        if not isinstance(force, bool):
+            raise LintConfigError(
+                f"{source}: [tool.openprogram.lint] force-exclude must be true or false"
+            )
         pfi_raw = section.get("per-file-ignores", section.get("per_file_ignores", {}))
         if not isinstance(pfi_raw, dict):
             raise LintConfigError(f"{source}: per-file-ignores must be a table")
@@ -156,6 +188,9 @@ class LintConfig:
             per_file_ignores=pfi,
             exclude=exclude,
             root=root,
+            extend_ignore=extend_ignore,
+            extend_exclude=extend_exclude,
+            force_exclude=force,
         )
         cfg.validate(source)
         return cfg
@@ -164,7 +199,7 @@ class LintConfig:
         """Raise :class:`LintConfigError` for selectors that match no rule code."""
         from openprogram_analyzers.codes import ALL_CODES
 
-        selectors = [*self.select, *self.ignore, *self.extend_select]
+        selectors = [*self.select, *self.ignore, *self.extend_select, *self.extend_ignore]
         for codes in self.per_file_ignores.values():
             selectors.extend(codes)
         for sel in selectors:

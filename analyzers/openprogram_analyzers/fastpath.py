@@ -30,9 +30,12 @@ Entries = list[tuple[str, str, os.stat_result]]
 class _Snapshot:
     """The parts of a validated ``LintConfig`` a warm run needs."""
 
-    def __init__(self, fingerprint: str, root: str, exclude: tuple[str, ...]) -> None:
+    def __init__(
+        self, fingerprint: str, root: str, force_exclude: bool, exclude: tuple[str, ...]
+    ) -> None:
         self.fingerprint = fingerprint
         self.root = root
+        self.force_exclude = force_exclude
         self.exclude = exclude
 
     def is_excluded(self, path: str) -> bool:
@@ -42,7 +45,16 @@ class _Snapshot:
 def _snapshot_file(args: argparse.Namespace, cwd: str) -> str | None:
     """Where the snapshot for this pyproject (by stat) and these options lives."""
     pyproject = args.config or find_pyproject_str(cwd)
-    parts: list[object] = [cwd, args.select, args.ignore, args.extend_select, _code_hash()]
+    parts: list[object] = [
+        cwd,
+        args.select,
+        args.ignore,
+        args.extend_select,
+        args.extend_ignore,
+        args.extend_exclude,
+        args.force_exclude,
+        _code_hash(),
+    ]
     if pyproject:
         try:
             st = os.stat(pyproject)
@@ -58,7 +70,8 @@ def _snapshot_file(args: argparse.Namespace, cwd: str) -> str | None:
 
 def save_settings(args: argparse.Namespace, cwd: str, config: LintConfig) -> None:
     """Store the snapshot of ``config`` (already validated) for later warm runs."""
-    fields = [config.fingerprint(), str(config.root), *config.exclude]
+    force = "1" if config.force_exclude else "0"
+    fields = [config.fingerprint(), str(config.root), force, *config.excludes]
     if any("\n" in f or "\r" in f for f in fields):
         return
     path = _snapshot_file(args, cwd)
@@ -77,7 +90,10 @@ def save_settings(args: argparse.Namespace, cwd: str, config: LintConfig) -> Non
 def run_memo(args: argparse.Namespace, root: str, fingerprint: str, entries: Entries) -> RunMemo:
     """The memo of a run with these output options over these files."""
     stem = cache_stem(root, fingerprint)
-    return RunMemo(stem + ".last", memo_key(f"{args.fmt}:{args.statistics}", entries))
+    header = ":".join(
+        str(o) for o in (args.fmt, args.statistics, args.quiet, args.show_fixes, args.fail_on_info)
+    )
+    return RunMemo(stem + ".last", memo_key(header, entries))
 
 
 def try_replay(args: argparse.Namespace, paths: list[str], cwd: str) -> tuple[int, str] | None:
@@ -90,11 +106,11 @@ def try_replay(args: argparse.Namespace, paths: list[str], cwd: str) -> tuple[in
             lines = fh.read().split("\n")
     except OSError:
         return None
-    if len(lines) < 3 or lines[-1] != "":
+    if len(lines) < 4 or lines[-1] != "":
         return None
-    snapshot = _Snapshot(lines[0], lines[1], tuple(lines[2:-1]))
+    snapshot = _Snapshot(lines[0], lines[1], lines[2] == "1", tuple(lines[3:-1]))
     entries: Entries = []
-    for key, display in discover(paths, snapshot, cwd):
+    for key, display in discover(paths, snapshot, cwd, force_exclude=snapshot.force_exclude):
         try:
             entries.append((key, display, os.stat(key)))
         except OSError:

@@ -1,4 +1,5 @@
-"""Output formats of ``openprogram-lint``: text, json, sarif (2.1.0), github."""
+"""Output formats of ``openprogram-lint``: text, json, json-lines, sarif (2.1.0), github,
+gitlab (Code Quality), junit (XML)."""
 
 from __future__ import annotations
 
@@ -12,28 +13,44 @@ from urllib.parse import quote
 from openprogram_analyzers.findings import Finding
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+DOCS_URI = "https://github.com/openprogram/openprogram"
+"""Home of the README whose rule table has one anchor per code (``#op102``)."""
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 
-def text_lines(finding: Finding) -> list[str]:
+def text_lines(finding: Finding, *, show_fixes: bool = False) -> list[str]:
     """The lines ``openprogram-lint`` prints for one finding (the runtime's
     pre-run determinism check prints exactly these too)."""
+    from openprogram_analyzers.fixes import applicable
+
     f = finding
-    fixable = " [*]" if f.fix is not None and f.fix.safe else ""
+    fixable = " [*]" if applicable(f.fix) else ""
     lines = [f"{f.path}:{f.line}:{f.column}: {f.code}{fixable} {f.message}"]
     for r in f.related:
         lines.append(f"    {r.path}:{r.line}:{r.column}: note: {r.message}")
+    if show_fixes and applicable(f.fix, unsafe=True):
+        assert f.fix is not None
+        unsafe = "" if f.fix.safe else " (unsafe: --unsafe-fixes)"
+        lines.append(f"    fix: {f.fix.description}{unsafe}")
     return lines
 
 
-def text(findings: Sequence[Finding]) -> str:
-    lines = [line for f in findings for line in text_lines(f)]
-    if findings:
+def text(findings: Sequence[Finding], *, show_fixes: bool = False, quiet: bool = False) -> str:
+    from openprogram_analyzers.fixes import applicable
+
+    lines = [line for f in findings for line in text_lines(f, show_fixes=show_fixes)]
+    if findings and not quiet:
         n = len(findings)
-        fixable_n = sum(1 for f in findings if f.fix is not None and f.fix.safe)
+        safe_n = sum(1 for f in findings if applicable(f.fix))
+        unsafe_n = sum(1 for f in findings if applicable(f.fix, unsafe=True)) - safe_n
+        notes = []
+        if safe_n:
+            notes.append(f"{safe_n} fixable with --fix")
+        if unsafe_n:
+            notes.append(f"{unsafe_n} more with --fix --unsafe-fixes")
         lines.append(
             f"Found {n} finding{'s' if n != 1 else ''}"
-            + (f" ({fixable_n} fixable with --fix)." if fixable_n else ".")
+            + (f" ({'; '.join(notes)})." if notes else ".")
         )
     return "\n".join(lines) + ("\n" if lines else "")
 
@@ -62,16 +79,97 @@ def github(findings: Sequence[Finding]) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
+def _counts(findings: Sequence[Finding]) -> list[tuple[str, int, int]]:
+    """``(code, findings, safely fixable)`` per code, most frequent first."""
+    from openprogram_analyzers.fixes import applicable
+
+    counts = Counter(f.code for f in findings)
+    fixable = Counter(f.code for f in findings if applicable(f.fix))
+    return [
+        (code, n, fixable[code])
+        for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+
+
 def statistics(findings: Sequence[Finding]) -> str:
     from openprogram_analyzers.rules import RULES
 
-    counts = Counter(f.code for f in findings)
-    fixable = Counter(f.code for f in findings if f.fix is not None and f.fix.safe)
     lines = []
-    for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        mark = "[*]" if fixable[code] else "   "
+    for code, n, fixable in _counts(findings):
+        mark = "[*]" if fixable else "   "
         lines.append(f"{n:>5}  {code}  {mark} {RULES[code].name if code in RULES else ''}")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def statistics_json(findings: Sequence[Finding]) -> str:
+    from openprogram_analyzers.rules import RULES
+
+    rows = [
+        {
+            "code": code,
+            "name": RULES[code].name if code in RULES else "",
+            "count": n,
+            "fixable": fixable,
+        }
+        for code, n, fixable in _counts(findings)
+    ]
+    return json.dumps(rows, indent=2) + "\n"
+
+
+def json_lines(findings: Sequence[Finding]) -> str:
+    return "".join(json.dumps(f.to_json()) + "\n" for f in findings)
+
+
+def gitlab(findings: Sequence[Finding]) -> str:
+    """GitLab Code Quality report (a JSON array; stable fingerprints per finding)."""
+    import hashlib
+
+    severity = {"error": "major", "warning": "minor", "info": "info"}
+    seen: Counter[str] = Counter()
+    out = []
+    for f in findings:
+        base = f"{f.path}\0{f.code}\0{f.message}"
+        seen[base] += 1  # identical findings in one file stay distinct
+        out.append(
+            {
+                "description": f"{f.code} {f.message}",
+                "check_name": f.code,
+                "fingerprint": hashlib.sha256(f"{base}\0{seen[base]}".encode()).hexdigest(),
+                "severity": severity[f.severity],
+                "location": {"path": f.path, "lines": {"begin": f.line, "end": f.end_line}},
+            }
+        )
+    return json.dumps(out, indent=2) + "\n"
+
+
+def junit(findings: Sequence[Finding]) -> str:
+    """JUnit XML: one test suite per file, one failed test case per finding."""
+    from xml.etree import ElementTree as ET
+
+    by_path: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_path.setdefault(f.path, []).append(f)
+    root = ET.Element(
+        "testsuites", name="openprogram-lint", tests=str(len(findings)), failures=str(len(findings))
+    )
+    for path, items in by_path.items():
+        suite = ET.SubElement(
+            root, "testsuite", name=path, tests=str(len(items)), failures=str(len(items))
+        )
+        for f in items:
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                name=f"org.openprogram.{f.code}",
+                classname=path,
+                line=str(f.line),
+                column=str(f.column),
+            )
+            failure = ET.SubElement(case, "failure", message=f"{f.code} {f.message}")
+            failure.text = f"line {f.line}, col {f.column}, {f.message}"
+    if not findings:
+        ET.SubElement(root, "testsuite", name="openprogram-lint", tests="0", failures="0")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
 
 
 def _uri(path: str) -> str:
@@ -97,6 +195,7 @@ def sarif(findings: Sequence[Finding], version: str) -> str:
                 "shortDescription": {"text": rule.summary},
                 "fullDescription": {"text": (rule.__doc__ or rule.summary).strip()},
                 "help": {"text": rule.explain()},
+                "helpUri": f"{DOCS_URI}#{c.lower()}",
                 "defaultConfiguration": {"level": _LEVEL[rule.severity]},
             }
         )
@@ -158,7 +257,7 @@ def sarif(findings: Sequence[Finding], version: str) -> str:
                     "driver": {
                         "name": "openprogram-lint",
                         "version": version,
-                        "informationUri": "https://github.com/openprogram/openprogram",
+                        "informationUri": DOCS_URI,
                         "rules": rules,
                     }
                 },
@@ -168,3 +267,13 @@ def sarif(findings: Sequence[Finding], version: str) -> str:
         ],
     }
     return json.dumps(log, indent=2) + "\n"
+
+
+RENDERERS = {
+    "json": as_json,
+    "json-lines": json_lines,
+    "github": github,
+    "gitlab": gitlab,
+    "junit": junit,
+}
+"""Formats rendered from the findings alone (text and sarif take options)."""

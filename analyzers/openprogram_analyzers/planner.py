@@ -73,7 +73,11 @@ def analyze_planner(
 ) -> list[Finding]:
     """All findings of Planner-written ``source`` given the ``injected`` names (sorted)."""
     from openprogram_analyzers.analysis import parse_error, resolve
+    from openprogram_analyzers.guard import too_deep_finding
 
+    refused = too_deep_finding(source, path)
+    if refused is not None:  # libcst would crash or take minutes on it
+        return [refused]
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:

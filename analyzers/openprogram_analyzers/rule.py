@@ -37,6 +37,7 @@ class Pending:
     severity: Severity
     fix_description: str | None = None
     fix_edits: list[tuple[cst.CSTNode, str]] = field(default_factory=list)
+    fix_safe: bool = True
     related: list[tuple[str, cst.CSTNode]] = field(default_factory=list)
 
 
@@ -73,6 +74,7 @@ class Context:
         *,
         fix: tuple[str, list[tuple[cst.CSTNode, str]]] | None = None,
         related: list[tuple[str, cst.CSTNode]] | None = None,
+        fix_safe: bool = True,
     ) -> None:
         from openprogram_analyzers.rules import RULES
 
@@ -84,6 +86,7 @@ class Context:
                 severity=RULES[code].severity,
                 fix_description=fix[0] if fix else None,
                 fix_edits=list(fix[1]) if fix else [],
+                fix_safe=fix_safe,
                 related=list(related or ()),
             )
         )
@@ -96,6 +99,9 @@ class Rule:
     name: ClassVar[str]
     summary: ClassVar[str]
     severity: ClassVar[Severity] = "error"
+    fix_safe: ClassVar[bool] = True
+    """Whether the rule's own fix keeps the program's meaning (``--fix`` applies it);
+    a fix that guesses intent is unsafe (``--unsafe-fixes``)."""
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[tuple[str, Invalid]]] = []
 
@@ -138,6 +144,7 @@ class FamilyRule(Rule):
                 f.message,
                 related=list(getattr(f, "chain", ()) or ()),
                 fix=self.fix_for(ctx, f),
+                fix_safe=self.fix_safe,
             )
 
     def fix_for(

@@ -1,11 +1,46 @@
 """Recorded step identities of the runs an edit can break (for OP209).
 
 Reads through the store's read API (:func:`openprogram.store.runs.read_run_store`,
-read-only, SQLite or PostgreSQL); a missing store or one without run tables yields
-nothing.
+read-only, SQLite or PostgreSQL). A store without the durable tables (schema v1) has no
+recorded runs; a store that is missing, unreadable, corrupt, locked or newer than this
+code is a :class:`StoreUnreadable` error (``openprogram-lint`` exits 2): OP209 is never
+silently dropped.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+
+
+class StoreUnreadable(Exception):
+    """The store given to ``--store`` cannot be read (the message says why)."""
+
+
+def check_store(store_dir: str) -> None:
+    """Raise :class:`StoreUnreadable` unless ``store_dir`` holds a readable store."""
+    from openprogram.store import store_url
+
+    if store_url(store_dir) is None:
+        db = Path(store_dir) / "openprogram.db"
+        if not Path(store_dir).is_dir():
+            raise StoreUnreadable(f"--store {store_dir}: no such directory")
+        if not db.is_file():
+            raise StoreUnreadable(f"--store {store_dir}: no store there ({db.name} not found)")
+    _read(store_dir, None)
+
+
+def _read(store_dir: str, program_path: str | None) -> dict[str, list[list[tuple[str, int]]]]:
+    from openprogram.errors import OpenProgramError
+    from openprogram.store.runs import read_run_store
+
+    try:
+        runs = read_run_store(store_dir)
+        if runs is None:
+            return {}  # no store yet, or a store without durable runs (schema v1)
+        with runs:
+            return runs.recorded_step_sequences(program_path)
+    except OpenProgramError as exc:
+        raise StoreUnreadable(f"--store {store_dir}: {exc}") from None
 
 
 def recorded_steps(
@@ -14,14 +49,4 @@ def recorded_steps(
     """``{function_qualname: [[(name, occurrence), ...] per run]}`` of top-level steps of
     the runs an edit can break: paused/running runs that resume the latest source (each
     run's recorded policy is ``use_latest``, or it has no saved source)."""
-    from openprogram.errors import OpenProgramError
-    from openprogram.store.runs import read_run_store
-
-    try:
-        runs = read_run_store(store_dir)
-        if runs is None:
-            return {}
-        with runs:
-            return runs.recorded_step_sequences(program_path)
-    except OpenProgramError:
-        return {}
+    return _read(store_dir, program_path)

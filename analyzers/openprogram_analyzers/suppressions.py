@@ -1,5 +1,5 @@
 """Suppression comments (``# noqa: OP203``, ``# openprogram: ignore[OP203]``, file-level
-``# openprogram: noqa``), unused-suppression findings (OP900) and the suppress fix."""
+``# openprogram: noqa[: CODES]``), unused-suppression findings (OP900) and the suppress fix."""
 
 from __future__ import annotations
 
@@ -11,9 +11,12 @@ from openprogram.contract.suppressions import (
     LINE_NOQA,
     MAY_SUPPRESS,
     comments,
-    is_file_noqa,
+    file_noqa_codes,
 )
 from openprogram_analyzers.findings import Finding, Fix, TextEdit
+
+SUPPRESS_PREFIX = "suppress "
+"""How the description of every suppression fix starts (``--fix`` never applies them)."""
 
 
 @dataclass
@@ -58,15 +61,20 @@ class SourceText:
 
 def parse_suppressions(
     source: str, source_text: SourceText | None = None
-) -> tuple[bool, list[Suppression]]:
-    """File-level flag and line suppressions of ``source``."""
+) -> tuple[frozenset[str] | None, list[Suppression]]:
+    """File-level codes (None: no file-level comment; empty: every code) and the line
+    suppressions of ``source``."""
     if MAY_SUPPRESS.search(source) is None:
-        return False, []
-    file_level = False
+        return None, []
+    file_level: frozenset[str] | None = None
     sups: list[Suppression] = []
     for line, col, text in (source_text or SourceText(source)).comments():
-        if is_file_noqa(text):
-            file_level = True
+        codes_for_file = file_noqa_codes(text)
+        if codes_for_file is not None:
+            if file_level is None or not codes_for_file:
+                file_level = codes_for_file
+            elif file_level:
+                file_level = file_level | codes_for_file
             continue
         for rx in (LINE_IGNORE, LINE_NOQA):
             m = rx.search(text)
@@ -86,8 +94,10 @@ def apply_suppressions(
     """Drop suppressed findings and add OP900 for unused OP suppressions."""
     text = source_text or SourceText(source)
     file_level, sups = parse_suppressions(source, text)
-    if file_level:
-        return []
+    if file_level is not None:
+        if not file_level:
+            return []  # a bare file-level noqa: every finding
+        findings = [f for f in findings if f.code not in file_level]
     if not sups:
         return findings
     by_line: dict[int, list[Suppression]] = {}
@@ -157,7 +167,7 @@ def suppression_fix(source: str | SourceText, finding: Finding) -> Fix:
             codes = [*CODE.findall(m.group("codes")), finding.code]
             new = "# noqa: " + ", ".join(dict.fromkeys(codes))
             edit = TextEdit(finding.line, start, finding.line, end, new)
-            return Fix(f"suppress {finding.code} on this line", (edit,), safe=False)
+            return Fix(f"{SUPPRESS_PREFIX}{finding.code} on this line", (edit,), safe=False)
     end = len(text) + 1
     edit = TextEdit(finding.line, end, finding.line, end, f"  # noqa: {finding.code}")
-    return Fix(f"suppress {finding.code} on this line", (edit,), safe=False)
+    return Fix(f"{SUPPRESS_PREFIX}{finding.code} on this line", (edit,), safe=False)

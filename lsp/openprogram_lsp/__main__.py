@@ -36,7 +36,10 @@ def main(argv: list[str] | None = None) -> int:
         server.start_tcp(*ns.tcp)
     else:
         server.start_io()
-    return 0
+    # LSP: exit code 0 only after a `shutdown` request, 1 otherwise (pygls swallows its
+    # own sys.exit); the analysis worker goes with the server
+    server.diagnostics.close()
+    return 0 if server.protocol._shutdown else 1
 
 
 if __name__ == "__main__":

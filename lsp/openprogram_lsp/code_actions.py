@@ -1,6 +1,8 @@
 """Quick fixes from the analyzer's ``Finding.fix`` and "suppress OPxxx on this line".
 
-Each action carries its ``edit`` (applied by the client). The command
+Each action carries its ``edit`` (applied by the client). ``source.fixAll.openprogram``
+(asked for explicitly, e.g. by ``editor.codeActionsOnSave``) applies every safe fix,
+re-analysing until nothing changes, as one edit of the document. The command
 ``openprogram.applyFix(uri, code, line, kind)`` applies the same edit from the server side
 through ``workspace/applyEdit`` (kind ``"fix"`` or ``"suppress"``; ``line`` 0-based).
 """
@@ -16,12 +18,14 @@ from pygls.workspace import TextDocument
 
 from .analysis import AnalysisResult
 from .diagnostics import SOURCE
-from .positions import finding_range
+from .positions import finding_range, offset_of
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
 
 APPLY_FIX = "openprogram.applyFix"
+FIX_ALL = "source.fixAll.openprogram"
+MAX_FIX_PASSES = 5
 
 
 def workspace_edit(
@@ -95,10 +99,86 @@ def actions_for(
     return fixes + out
 
 
+def _wants(only: Sequence[str] | None, kind: str) -> bool:
+    """Whether a client's ``context.only`` asks for actions of ``kind`` (prefix match)."""
+    if only is None:
+        return kind != FIX_ALL  # source actions only when asked for (fix-on-save)
+    return any(kind == k or kind.startswith(k + ".") for k in only)
+
+
+def apply_text_edits(text: str, edits: Sequence[Any]) -> str:
+    """``text`` with analyzer edits (1-based, code points) applied, last first."""
+    lines = text.splitlines(keepends=True)
+
+    def offset(line: int, col: int) -> int:
+        if line - 1 >= len(lines):
+            return len(text)
+        return offset_of(lines, line - 1, min(col - 1, len(lines[line - 1].rstrip("\r\n"))))
+
+    for e in sorted(edits, key=lambda e: (e.line, e.column), reverse=True):
+        a, b = offset(e.line, e.column), offset(e.end_line, e.end_column)
+        text = text[:a] + e.new_text + text[b:]
+    return text
+
+
+def safe_edits(findings: Sequence[Any]) -> list[Any]:
+    """The edits of every safe fix, skipping a fix that overlaps one already taken."""
+    taken: list[Any] = []
+    spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    for f in sorted(findings, key=lambda f: (f.line, f.column)):
+        fix = f.fix
+        if fix is None or not fix.safe or not fix.edits:
+            continue
+        mine = [((e.line, e.column), (e.end_line, e.end_column)) for e in fix.edits]
+        if any(a < d and c < b for a, b in mine for c, d in spans):
+            continue  # overlapping fixes: the next pass takes the other one
+        spans.extend(mine)
+        taken.extend(fix.edits)
+    return taken
+
+
+async def fix_all_text(ls: OpenProgramLanguageServer, uri: str, doc: TextDocument) -> str | None:
+    """The document with every safe fix applied, re-analysed until nothing changes
+    (bounded); None when there is nothing to fix. Analysis runs in the worker."""
+    from .diagnostics import document_path
+
+    text = original = doc.source
+    settings = ls.settings_for(uri)
+    path = document_path(uri, doc)
+    for _ in range(MAX_FIX_PASSES):
+        findings = await ls.diagnostics.findings_of(text, path, settings.lint_config())
+        edits = safe_edits(findings)
+        if not edits:
+            break
+        fixed = apply_text_edits(text, edits)
+        if fixed == text:
+            break
+        text = fixed
+    return None if text == original else text
+
+
+def _whole_document_edit(uri: str, doc: TextDocument, new_text: str) -> types.WorkspaceEdit:
+    lines = doc.source.splitlines(keepends=True)
+    end = types.Position(line=len(lines), character=0)
+    return types.WorkspaceEdit(
+        document_changes=[
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(
+                    uri=uri, version=doc.version
+                ),
+                edits=[types.TextEdit(types.Range(types.Position(0, 0), end), new_text)],
+            )
+        ]
+    )
+
+
 def register(server: OpenProgramLanguageServer) -> None:
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL],
+            resolve_provider=False,
+        ),
     )
     async def code_actions(
         ls: OpenProgramLanguageServer, params: types.CodeActionParams
@@ -107,6 +187,23 @@ def register(server: OpenProgramLanguageServer) -> None:
         doc = ls.open_document(uri)
         if doc is None:
             return []
+        only = [str(k) for k in params.context.only] if params.context.only else None
+        out: list[types.CodeAction] = []
+        if _wants(only, FIX_ALL):
+            version = doc.version
+            fixed = await fix_all_text(ls, uri, doc)
+            if ls.open_document(uri) is not doc or doc.version != version:
+                return []  # document changed meanwhile: the client will ask again
+            if fixed is not None:
+                out.append(
+                    types.CodeAction(
+                        title="OpenProgram: fix all safely fixable findings",
+                        kind=FIX_ALL,
+                        edit=_whole_document_edit(uri, doc, fixed),
+                    )
+                )
+        if not _wants(only, types.CodeActionKind.QuickFix):
+            return out
         result = await ls.diagnostics.analyse(uri, doc)
         if ls.open_document(uri) is not doc or doc.version != result.version:
             return []  # document changed meanwhile: the client will ask again
@@ -115,9 +212,9 @@ def register(server: OpenProgramLanguageServer) -> None:
             for d in params.context.diagnostics
             if d.source == SOURCE and d.code
         }
-        only = {c for c, _ in diags} if diags else None
+        codes = {c for c, _ in diags} if diags else None
         rng = (params.range.start.line, params.range.end.line)
-        return actions_for(result, doc, rng, only, diags)
+        return actions_for(result, doc, rng, codes, diags) + out
 
     @server.command(APPLY_FIX)
     async def apply_fix(server_: LanguageServer, *args: Any) -> dict[str, Any]:

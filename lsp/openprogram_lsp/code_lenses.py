@@ -45,7 +45,7 @@ def code_lenses(ls: OpenProgramLanguageServer, uri: str) -> list[types.CodeLens]
         )
     runs: list[RunInfo] = []
     if uri.startswith("file:") and doc.path:
-        runs = runs_for_file(ls.settings.store_dir(), doc.path)
+        runs = runs_for_file(ls.settings_for(doc.path).store_dir(), doc.path)
     if not runs:
         return lenses
     for f in outline.all_functions():

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -21,7 +20,8 @@ from lsprotocol import types
 from pygls.workspace import TextDocument
 
 from .analysis import AnalysisResult, analyze
-from .full_worker import FullAnalysisWorker
+from .documents import DocumentState
+from .full_worker import FullAnalysisWorker, WorkerCrashed
 from .incremental import IncrementalAnalyzer
 from .positions import finding_range
 
@@ -111,102 +111,95 @@ def to_diagnostics(
 
 
 class DiagnosticsEngine:
-    """Owns analysis scheduling; keeps the latest result per document.
+    """Owns analysis scheduling; the results live in each document's ``DocumentState``.
 
     Per document one loop runs at a time: an incremental pass right after a change
     (leading edge; changes arriving meanwhile are coalesced into the next pass), then,
     once the document has been quiet for the debounce delay, a full analysis that
-    refreshes cross-statement findings and becomes the new incremental base.
+    refreshes cross-statement findings and becomes the new incremental base. Pull clients
+    are asked to pull again (``workspace/diagnostic/refresh``) after each full analysis.
     """
 
     def __init__(self, server: OpenProgramLanguageServer) -> None:
         self.server = server
         self.fast_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="op-fast")
         self.full_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="op-full")
-        self.results: dict[str, AnalysisResult] = {}
-        self.incremental: dict[str, IncrementalAnalyzer] = {}
-        self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._full_tasks: dict[str, asyncio.Task[None]] = {}
-        self._wake: dict[str, asyncio.Event] = {}
         self.worker: FullAnalysisWorker | None = FullAnalysisWorker()
-        self._changes: dict[str, int] = {}
-        self._last_change: dict[str, float] = {}
+
+    def close(self) -> None:
+        """Server shutdown: stop the worker process and the analysis threads."""
+        if self.worker is not None:
+            self.worker.close()
+        self.fast_pool.shutdown(wait=False, cancel_futures=True)
+        self.full_pool.shutdown(wait=False, cancel_futures=True)
 
     # -- scheduling ------------------------------------------------------------------
     def schedule(self, uri: str) -> None:
         """Request analysis of the current version of ``uri``."""
-        self._changes[uri] = self._changes.get(uri, 0) + 1
-        self._last_change[uri] = time.monotonic()
-        wake = self._wake.get(uri)
-        if wake is not None:
-            wake.set()
-        task = self._tasks.get(uri)
-        if task is not None and not task.done():
+        state = self.server.document_state(uri)
+        if state is None:
+            return
+        state.changes += 1
+        state.wake.set()
+        if state.task is not None and not state.task.done():
             return  # the running loop picks up the newest version
-        self._tasks[uri] = asyncio.ensure_future(self._loop(uri))
+        state.task = asyncio.ensure_future(self._loop(state))
 
     def schedule_all(self) -> None:
         """Configuration changed: forget results and bases, re-analyse open documents."""
-        for uri in list(self.server.open_uris()):
-            self.results.pop(uri, None)
-            self.incremental.pop(uri, None)
-            self.schedule(uri)
+        for state in list(self.server.documents.values()):
+            state.result = None
+            state.incremental = IncrementalAnalyzer()
+            state.worker_crash_key = None
+            self.schedule(state.uri)
 
-    def forget(self, uri: str) -> None:
-        """Document closed: stop work, drop results, clear its diagnostics."""
-        for tasks in (self._tasks, self._full_tasks):
-            task = tasks.pop(uri, None)
-            if task is not None:
-                task.cancel()
-        self.results.pop(uri, None)
-        self.incremental.pop(uri, None)
-        self._changes.pop(uri, None)
-        self._last_change.pop(uri, None)
-        self._wake.pop(uri, None)
+    def clear(self, uri: str) -> None:
+        """Document closed: clear its diagnostics in the client."""
         self.server.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
         )
 
-    async def _loop(self, uri: str) -> None:
+    async def _loop(self, state: DocumentState) -> None:
+        uri = state.uri
         try:
             while True:
-                seen = self._changes.get(uri, 0)
+                seen = state.changes
                 doc = self.server.open_document(uri)
-                if doc is None:
+                if doc is None or self.server.documents.get(uri) is not state:
                     return
                 result = await self.analyse(uri, doc)
-                self._publish_if_current(uri, result)
-                if self._changes.get(uri, 0) != seen:
+                self._publish_if_current(result)
+                if state.changes != seen:
                     continue  # coalesced changes: analyse the newest version now
                 if result.complete:
                     return
                 # wait for a quiet moment, waking up at once on a new change
-                delay = self.server.settings.debounce_s
-                wake = self._wake.setdefault(uri, asyncio.Event())
-                wake.clear()
-                if self._changes.get(uri, 0) == seen:
+                delay = self.server.settings_for(uri).debounce_s
+                state.wake.clear()
+                if state.changes == seen:
                     with contextlib.suppress(asyncio.TimeoutError):
-                        await asyncio.wait_for(wake.wait(), delay)
-                if self._changes.get(uri, 0) != seen:
+                        await asyncio.wait_for(state.wake.wait(), delay)
+                if state.changes != seen:
                     continue
-                full = self._full_tasks.get(uri)
-                if full is None or full.done():
+                if state.full_task is None or state.full_task.done():
                     # not awaited: new edits get their incremental pass meanwhile
-                    self._full_tasks[uri] = asyncio.ensure_future(self._full(uri))
+                    state.full_task = asyncio.ensure_future(self._full(state))
                 return
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("diagnostics loop failed for %s", uri)
 
-    async def _full(self, uri: str) -> None:
+    async def _full(self, state: DocumentState) -> None:
         """Whole-file analysis of the current version; publishes if still current."""
+        uri = state.uri
         try:
             doc = self.server.open_document(uri)
             if doc is None:
                 return
             full = await self.analyse(uri, doc, full=True)
-            self._publish_if_current(uri, full)
+            if self._publish_if_current(full):
+                self.server.refresh_pull_diagnostics()
             current = self.server.open_document(uri)
             if current is not None and current.version != full.version:
                 self.schedule(uri)  # edits arrived meanwhile: their full pass is due
@@ -215,46 +208,65 @@ class DiagnosticsEngine:
         except Exception:
             log.exception("full analysis failed for %s", uri)
 
-    def _publish_if_current(self, uri: str, result: AnalysisResult) -> None:
-        current = self.server.open_document(uri)
+    def _publish_if_current(self, result: AnalysisResult) -> bool:
+        current = self.server.open_document(result.uri)
         if current is not None and current.version == result.version:
             self.publish(result, current)
+            return True
+        return False
 
     async def analyse(self, uri: str, doc: TextDocument, *, full: bool = False) -> AnalysisResult:
         """Analyse the document's current text off the event loop (cached per version).
 
         ``full=False`` runs the incremental pass; ``full=True`` the whole-file analysis,
-        whose findings become the incremental base.
+        whose findings become the incremental base. The whole-file analysis runs in the
+        worker process; text that crashed the worker is never analysed in this process.
         """
-        cached = self.results.get(uri)
+        state = self.server.document_state(uri) or DocumentState(uri)
+        # the version is read together with the text: a change landing during an await
+        # below must not make this text's findings pass for the new version's
+        text, version = doc.source, doc.version
+        cached = state.result
         if (
             cached is not None
-            and cached.version == doc.version
-            and cached.text == doc.source
+            and cached.version == version
+            and cached.text == text
             and (cached.complete or not full)
         ):
             return cached
-        text = doc.source
-        settings = self.server.settings
-        full = full or len(text) < settings.incremental_min_chars
-        recorded = self.server.recorded_steps(uri)
-        inc = self.incremental.setdefault(uri, IncrementalAnalyzer())
+        settings = self.server.settings_for(uri)
         path = document_path(uri, doc)
         config = settings.lint_config()
+        if config is not None and uri.startswith("file:") and config.is_excluded(path):
+            return self._keep(state, AnalysisResult(uri, version, text, ()))  # `exclude`d
+        full = full or len(text) < settings.incremental_min_chars
+        recorded = self.server.recorded_steps(uri)
+        inc = state.incremental
+        key = (version, hash(text))
         result: AnalysisResult | None = None
         if full and self.worker is not None:
-            try:
-                found = await self.worker.analyze(text, path, config, recorded)
-                result = AnalysisResult(uri, doc.version, text, found)
-            except Exception as exc:
-                self.server.log(f"analysis worker: {exc}; analysing in-process", error=True)
+            if state.worker_crash_key == key:
+                result = self._crashed(state, version, text, "analysis worker crashed")
+            else:
+                try:
+                    found = await self.worker.analyze(text, path, config, recorded)
+                    result = AnalysisResult(uri, version, text, found)
+                except WorkerCrashed as exc:
+                    # never retried here: what killed the worker would kill the server
+                    state.worker_crash_key = key
+                    self.server.log(f"analysis worker crashed on {uri}: {exc}", error=True)
+                    result = self._crashed(state, version, text, str(exc))
+                except OSError as exc:
+                    self.server.log(f"analysis worker: {exc}; analysing in-process", error=True)
+                except Exception as exc:
+                    result = AnalysisResult(uri, version, text, (), internal_error=str(exc))
         if result is None:
             loop = asyncio.get_running_loop()
             result = await loop.run_in_executor(
                 self.full_pool if full else self.fast_pool,
                 analyze,
                 uri,
-                doc.version,
+                version,
                 text,
                 path,
                 config,
@@ -263,18 +275,47 @@ class DiagnosticsEngine:
             )
         if result.internal_error:
             self.server.log(f"analyzer error on {uri}: {result.internal_error}", error=True)
-        elif full and self.incremental.get(uri) is inc:
+        elif full and state.incremental is inc:
             inc.set_base(result.text, result.findings)
-        current = self.server.open_document(uri)
+        return self._keep(state, result)
+
+    async def findings_of(self, text: str, path: str, config: Any) -> tuple[Any, ...]:
+        """Whole-file findings of ``text`` (not tied to a document version), computed
+        in the worker; ``()`` if it crashes on the text."""
+        if self.worker is not None:
+            try:
+                return await self.worker.analyze(text, path, config, None)
+            except WorkerCrashed:
+                return ()
+            except OSError:
+                pass  # no worker: in-process (the nesting guard still applies)
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(
+            self.full_pool, analyze, "", None, text, path, config, None, None
+        )
+        return result.findings
+
+    def _crashed(
+        self, state: DocumentState, version: int | None, text: str, why: str
+    ) -> AnalysisResult:
+        """Result of a version the worker died on: the fast pass's findings are kept."""
+        kept = state.result.findings if state.result and state.result.version == version else ()
+        msg = f"{why}; cross-statement checks skipped for this version"
+        return AnalysisResult(state.uri, version, text, kept, internal_error=msg)
+
+    def _keep(self, state: DocumentState, result: AnalysisResult) -> AnalysisResult:
+        """Remember ``result`` if it is for the current version (a full one wins)."""
+        current = self.server.open_document(state.uri)
         if current is not None and current.version == result.version:
-            prev = self.results.get(uri)
+            prev = state.result
             if prev is None or prev.version != result.version or not prev.complete:
-                self.results[uri] = result
+                state.result = result
         return result
 
     def diagnostics_for(self, result: AnalysisResult, doc: TextDocument) -> list[types.Diagnostic]:
         lines = result.text.splitlines(keepends=True)
-        return to_diagnostics(result, lines, doc, self.server.settings.rule_docs_url)
+        docs_url = self.server.settings_for(result.uri).rule_docs_url
+        return to_diagnostics(result, lines, doc, docs_url)
 
     def publish(self, result: AnalysisResult, doc: TextDocument) -> None:
         if not self.server.push_diagnostics:

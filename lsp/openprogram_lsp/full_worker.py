@@ -3,7 +3,9 @@ event loop and incremental passes for the GIL.
 
 Protocol (JSON lines on stdin/stdout, no pickling): request
 ``{"id", "source", "path", "config": {LintConfig fields} | null, "recorded": {...} | null}``,
-response ``{"id", "findings": [Finding.to_json()...]}`` or ``{"id", "error": "..."}``.
+acknowledgement ``{"id", "started": true}`` (so a worker that dies afterwards died on
+this request, and one that dies before is simply replaced), then the response
+``{"id", "findings": [Finding.to_json()...]}`` or ``{"id", "error": "..."}``.
 The worker only parses source text; it never imports or runs user code.
 """
 
@@ -19,6 +21,19 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 MAX_LINE = 256 * 1024 * 1024
+MAX_WORKER_RSS_MB = 400  # the worker is replaced after a request that left it bigger
+
+
+def _rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` in MB (0 where /proc is unavailable)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return 0.0
 
 
 def config_to_json(config: Any) -> dict[str, Any] | None:
@@ -51,6 +66,12 @@ def config_from_json(data: dict[str, Any] | None) -> Any:
 def handle(request: dict[str, Any]) -> dict[str, Any]:
     from openprogram_analyzers import analyze_source
 
+    from .analysis import nesting_guard
+
+    config = config_from_json(request.get("config"))
+    too_deep = nesting_guard(request["source"], request["path"], config)
+    if too_deep is not None:
+        return {"id": request.get("id"), "findings": [f.to_json() for f in too_deep]}
     recorded = request.get("recorded")
     if recorded:
         recorded = {
@@ -60,7 +81,7 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
         findings = analyze_source(
             request["source"],
             request["path"],
-            config=config_from_json(request.get("config")),
+            config=config,
             recorded_steps=recorded or None,
         )
         return {"id": request.get("id"), "findings": [f.to_json() for f in findings]}
@@ -75,6 +96,11 @@ def main() -> int:
         except json.JSONDecodeError as exc:
             response: dict[str, Any] = {"id": None, "error": f"bad request: {exc}"}
         else:
+            try:  # acknowledge first: the server then knows a crash was this request's
+                sys.stdout.write(json.dumps({"id": request.get("id"), "started": True}) + "\n")
+                sys.stdout.flush()
+            except BrokenPipeError:
+                return 0
             response = handle(request)
         try:
             sys.stdout.write(json.dumps(response) + "\n")
@@ -82,6 +108,10 @@ def main() -> int:
         except BrokenPipeError:  # the server went away
             return 0
     return 0
+
+
+class WorkerCrashed(RuntimeError):
+    """The worker died while analysing a document (e.g. a native parser crash)."""
 
 
 class FullAnalysisWorker:
@@ -109,8 +139,6 @@ class FullAnalysisWorker:
         from openprogram_analyzers import Finding
 
         async with self._lock:
-            proc = await self._ensure()
-            assert proc.stdin is not None and proc.stdout is not None
             self._next_id += 1
             request = {
                 "id": self._next_id,
@@ -119,20 +147,42 @@ class FullAnalysisWorker:
                 "config": config_to_json(config),
                 "recorded": recorded,
             }
+            payload = (json.dumps(request) + "\n").encode("utf-8", "surrogatepass")
+            proc, ack = await self._send(payload)
+            assert proc.stdout is not None
             try:
-                proc.stdin.write((json.dumps(request) + "\n").encode("utf-8", "surrogatepass"))
-                await proc.stdin.drain()
-                line = await proc.stdout.readline()
+                line = await proc.stdout.readline() if ack else b""
             except (OSError, asyncio.LimitOverrunError, ValueError) as exc:
                 self.close()
-                raise RuntimeError(f"analysis worker failed: {exc}") from None
+                raise WorkerCrashed(f"analysis worker failed: {exc}") from None
             if not line:
-                self.close()
-                raise RuntimeError("analysis worker exited")
+                code = await proc.wait()
+                self._proc = None  # the next request starts a new worker
+                raise WorkerCrashed(f"analysis worker exited with code {code}")
             response = json.loads(line)
+            if _rss_mb(proc.pid) > MAX_WORKER_RSS_MB:
+                self.close()  # fragmentation or a huge file: a fresh worker next time
             if "error" in response:
                 raise RuntimeError(response["error"])
             return tuple(Finding.from_json(f) for f in response["findings"])
+
+    async def _send(self, payload: bytes) -> tuple[asyncio.subprocess.Process, bool]:
+        """Send ``payload``; a worker that died before taking it is replaced once."""
+        for attempt in (1, 2):
+            proc = await self._ensure()
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                proc.stdin.write(payload)
+                await proc.stdin.drain()
+                ack = await proc.stdout.readline()
+            except (OSError, asyncio.LimitOverrunError, ValueError):
+                ack = b""
+            if ack:
+                return proc, True
+            self.close()  # it died before this request: not this document's fault
+            if attempt == 2:
+                return proc, False
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         proc, self._proc = self._proc, None

@@ -14,6 +14,7 @@ server runs once the document has been quiet for the debounce delay.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 import threading
 from collections import OrderedDict
@@ -33,7 +34,8 @@ _STR_END = {
 _NEWLINE = re.compile(r"\r\n|\n|\r")
 _CONTINUATION = re.compile(r"(else|elif|except|finally)\b")
 _IMPORT = re.compile(r"(import|from)\s")
-CACHE_SIZE = 4096
+CACHE_BYTES = 2 * 1024 * 1024  # chunk texts cached per document (bytes, not entries)
+FINDING_BYTES = 512  # rough size of one cached finding
 # Codes whose findings are unsound for a statement checked alone (they would be false
 # positives without the rest of the module); the full analysis reports them.
 ISOLATION_UNSOUND = frozenset({"OP402", "OP900"})
@@ -163,7 +165,9 @@ class IncrementalAnalyzer:
 
     def __init__(self) -> None:
         self.base: Base | None = None
-        self._cache: OrderedDict[tuple[str, str], tuple[Any, ...]] = OrderedDict()
+        # (digest of the import context, chunk text) -> findings; bounded by CACHE_BYTES
+        self._cache: OrderedDict[tuple[bytes, str], tuple[Any, ...]] = OrderedDict()
+        self._cache_bytes = 0
         self._lock = threading.Lock()
         self.last_reanalysed = 0  # chunks analysed by the last fast pass (for tests/benchmarks)
 
@@ -190,6 +194,9 @@ class IncrementalAnalyzer:
         imports = [c for c in chunks if _IMPORT.match(c.text)]
         context = "".join(c.text if _ends_newline(c.text) else c.text + "\n" for c in imports)
         ctx_lines = len(_NEWLINE.findall(context))
+        # keyed by a digest: a key holding the context text kept one copy per entry
+        ctx_key = hashlib.blake2b(context.encode("utf-8", "surrogatepass"), digest_size=16)
+        ctx_digest = ctx_key.digest()
         out: list[Any] = []
         analysed = 0
         for chunk in chunks:
@@ -197,7 +204,7 @@ class IncrementalAnalyzer:
                 out.extend(shift_finding(f, chunk.start_line) for f in base.by_chunk[chunk.text])
                 continue
             is_import = _IMPORT.match(chunk.text) is not None
-            key = ("" if is_import else context, chunk.text)
+            key = (b"" if is_import else ctx_digest, chunk.text)
             cached = self._cache.get(key)
             if cached is None:
                 analysed += 1
@@ -210,14 +217,20 @@ class IncrementalAnalyzer:
                     if f.line > offset and f.code not in ISOLATION_UNSOUND
                 )
                 self._cache[key] = cached
-                if len(self._cache) > CACHE_SIZE:
-                    self._cache.popitem(last=False)
+                self._cache_bytes += _entry_bytes(key, cached)
+                while self._cache_bytes > CACHE_BYTES and len(self._cache) > 1:
+                    old_key, old_value = self._cache.popitem(last=False)
+                    self._cache_bytes -= _entry_bytes(old_key, old_value)
             else:
                 self._cache.move_to_end(key)
             out.extend(shift_finding(f, chunk.start_line) for f in cached)
         self.last_reanalysed = analysed
         out.sort(key=lambda f: (f.line, f.column, f.code))
         return tuple(out)
+
+
+def _entry_bytes(key: tuple[bytes, str], findings: tuple[Any, ...]) -> int:
+    return len(key[0]) + len(key[1]) + FINDING_BYTES * len(findings) + 100
 
 
 def _drop_context_related(f: Any, ctx_lines: int) -> Any:

@@ -9,8 +9,13 @@ Signatures (``workspace/executeCommand`` arguments, positional):
 * ``openprogram.showRuns(uri?, function?)`` — both optional (``null`` allowed): runs of
   the file (of one function of it), or of the whole workspace; newest first.
 
-Runs execute ``python -m openprogram.cli run|resume ... --json`` in a subprocess of the
-workspace interpreter (never inside the server, never through a shell). Stderr lines are
+Runs execute ``python -m openprogram.cli run|resume [options] -- POSITIONAL`` in a
+subprocess of the workspace interpreter (never inside the server, never through a shell;
+``--`` before every positional, so no argument is read as an option). Arguments are
+checked before spawning: a run id must have the exact shape the store generates
+(``openprogram.contract.runs.is_run_id``), and a run's entry and keyword arguments must
+match the Program's ``PROGRAM_ENTRIES`` and the entry's signature, read statically
+(``entry_check``): a rejected command never imports the Program. Stderr lines are
 streamed to the client log and as ``$/progress`` reports; the final JSON object from
 stdout is shown with ``window/showMessage`` and returned; code lenses are refreshed.
 ``showRuns`` only reads the store (the store's read API via ``run_index``), never user code.
@@ -30,6 +35,9 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
+from openprogram.contract.runs import RUN_ID_LENGTH, is_run_id
+
+from .entry_check import EntryCheckError, check_run
 from .run_index import RunInfo, runs_for_file, store_program_paths
 
 if TYPE_CHECKING:
@@ -39,8 +47,7 @@ RUN = "openprogram.run"
 RESUME = "openprogram.resume"
 SHOW_RUNS = "openprogram.showRuns"
 EXIT_STATUS = {0: "completed", 1: "failed", 2: "usage error", 3: "paused"}
-_ENTRY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
+_ENTRY = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?\Z")
 MAX_STDOUT = 16 * 1024 * 1024
 POLICIES = ("keep_original", "use_latest")
 RESUME_OPTIONS = ("policy", "rerunUncertain")
@@ -52,10 +59,10 @@ class CommandError(Exception):
 
 
 def resolve_program(ls: OpenProgramLanguageServer, target: Any) -> Path:
-    """URI or path of the Program file; must exist inside the workspace root."""
+    """URI or path of the Program file; must exist inside a workspace folder."""
     if not isinstance(target, str) or not target:
         raise CommandError("first argument must be the Program's URI or path")
-    root = ls.root
+    root = ls.root or next(iter(ls.folders()), None)
     if root is None:
         raise CommandError("no workspace folder is open: cannot run entries")
     raw = to_fs_path(target) if "://" in target or target.startswith("file:") else target
@@ -68,19 +75,17 @@ def resolve_program(ls: OpenProgramLanguageServer, target: Any) -> Path:
         real = path.resolve(strict=True)
     except (OSError, RuntimeError):
         raise CommandError(f"Program file not found: {path}") from None
-    try:
-        real.relative_to(root.resolve())
-    except ValueError:
-        raise CommandError(f"{real} is outside the workspace {root}: refusing to run it") from None
+    if ls.folder_of(real) is None:
+        raise CommandError(f"{real} is outside the workspace {root}: refusing to run it")
     if not real.is_file() or real.suffix != ".py":
         raise CommandError(f"not a Python file: {real}")
     return real
 
 
-def parse_args_json(value: Any) -> str:
-    """The entry's keyword arguments as a JSON object string (default ``{}``)."""
+def parse_args_json(value: Any) -> dict[str, Any]:
+    """The entry's keyword arguments as a JSON object (default ``{}``)."""
     if value is None or value == "":
-        return "{}"
+        return {}
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -90,7 +95,7 @@ def parse_args_json(value: Any) -> str:
             ) from None
     if not isinstance(value, dict):
         raise CommandError("entry arguments must be a JSON object of keyword arguments")
-    return json.dumps(value)
+    return value
 
 
 def parse_resume_options(value: Any) -> tuple[str | None, bool]:
@@ -116,13 +121,34 @@ def resume_argv(
     interpreter: str, store: Path, run_id: str, policy: str | None, rerun_uncertain: bool
 ) -> list[str]:
     """Command line of ``openprogram resume`` for the workspace interpreter."""
-    argv = [interpreter, "-m", "openprogram.cli", "resume", run_id, "--json"]
-    argv += ["--store", str(store)]
+    if not is_run_id(run_id):
+        raise CommandError(f"invalid run id: {run_id!r}")
+    argv = [interpreter, "-m", "openprogram.cli", "resume", "--json", "--store", str(store)]
     if policy:
         argv += ["--policy", policy]
     if rerun_uncertain:
         argv.append("--rerun-uncertain")
-    return argv
+    return [*argv, "--", run_id]
+
+
+def run_argv(interpreter: str, store: Path, program: Path, entry: str, kwargs: str) -> list[str]:
+    """Command line of ``openprogram run`` for the workspace interpreter."""
+    if not _ENTRY.match(entry) or not program.is_absolute():
+        raise CommandError(f"invalid entry {program}:{entry}")
+    argv = [interpreter, "-m", "openprogram.cli", "run", "--args", kwargs, "--json"]
+    return [*argv, "--store", str(store), "--", f"{program}:{entry}"]
+
+
+def check_entry(program: Path, entry: str, kwargs: dict[str, Any]) -> str:
+    """The CLI name of ``entry`` after the static check (``CommandError`` if it cannot run)."""
+    try:
+        source = program.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise CommandError(f"cannot read {program}: {exc.strerror or exc}") from None
+    try:
+        return check_run(source, entry, kwargs)
+    except EntryCheckError as exc:
+        raise CommandError(f"{program.name}: {exc}") from None
 
 
 def _optional_str(value: Any, what: str) -> str | None:
@@ -202,9 +228,21 @@ async def _progress_begin(ls: OpenProgramLanguageServer, title: str) -> str | No
     return token
 
 
-async def run_cli(ls: OpenProgramLanguageServer, argv: list[str], title: str) -> dict[str, Any]:
+def folder_with_run(ls: OpenProgramLanguageServer, run_id: str) -> Path | None:
+    """The workspace folder whose store holds ``run_id`` (the first folder if none)."""
+    folders = ls.folders()
+    for folder in folders:
+        store = ls.settings_for(folder).store_dir()
+        if any(r.id == run_id for r in select_runs(store, None, None, None)):
+            return folder
+    return folders[0] if folders else None
+
+
+async def run_cli(
+    ls: OpenProgramLanguageServer, argv: list[str], title: str, cwd: Path | None = None
+) -> dict[str, Any]:
     """Run the CLI subprocess, stream stderr, parse the JSON result, notify the client."""
-    root = ls.root
+    root = cwd or ls.root
     token = await _progress_begin(ls, title)
     ls.log(f"$ {' '.join(argv)}")
     try:
@@ -312,39 +350,34 @@ def register(server: OpenProgramLanguageServer) -> None:
         try:
             if len(args) < 2:
                 raise CommandError("usage: openprogram.run(uri, entry, args?)")
+            if len(args) > 3:
+                raise CommandError("usage: openprogram.run(uri, entry, args?)")
             path = resolve_program(ls, args[0])
             entry = args[1]
             if not isinstance(entry, str) or not _ENTRY.match(entry):
                 raise CommandError(f"invalid entry name: {entry!r}")
             kwargs = parse_args_json(args[2] if len(args) > 2 else None)
+            name = check_entry(path, entry, kwargs)
+            settings = ls.settings_for(path)  # the Program's folder: its store, interpreter
+            argv = run_argv(
+                settings.interpreter(), settings.store_dir(), path, name, json.dumps(kwargs)
+            )
         except CommandError as exc:
             ls.show(f"openprogram.run: {exc}", error=True)
             return {"status": "error", "error": str(exc)}
-        settings = ls.settings
-        argv = [
-            settings.interpreter(),
-            "-m",
-            "openprogram.cli",
-            "run",
-            f"{path}:{entry}",
-            "--args",
-            kwargs,
-            "--json",
-            "--store",
-            str(settings.store_dir()),
-        ]
-        return await run_cli(ls, argv, f"Run {entry}")
+        return await run_cli(ls, argv, f"Run {entry}", ls.folder_of(path))
 
     @server.command(RESUME)
     async def resume(server_: LanguageServer, *args: Any) -> dict[str, Any]:
         """``openprogram.resume(run_id, {"policy"?: str, "rerunUncertain"?: bool}?)``."""
         ls = cast("OpenProgramLanguageServer", server_)
         run_id = args[0] if args else None
-        if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
-            msg = f"invalid run id: {run_id!r}"
+        if not is_run_id(run_id):
+            msg = f"invalid run id: {run_id!r} (a run id is {RUN_ID_LENGTH} lowercase hex digits)"
             ls.show(f"openprogram.resume: {msg}", error=True)
             return {"status": "error", "error": msg}
-        if ls.root is None:
+        folder = folder_with_run(ls, run_id)
+        if folder is None:
             msg = "no workspace folder is open: cannot resume runs"
             ls.show(f"openprogram.resume: {msg}", error=True)
             return {"status": "error", "error": msg}
@@ -352,12 +385,12 @@ def register(server: OpenProgramLanguageServer) -> None:
             if len(args) > 2:
                 raise CommandError("usage: openprogram.resume(run_id, options?)")
             policy, rerun = parse_resume_options(args[1] if len(args) > 1 else None)
+            settings = ls.settings_for(folder)
+            argv = resume_argv(settings.interpreter(), settings.store_dir(), run_id, policy, rerun)
         except CommandError as exc:
             ls.show(f"openprogram.resume: {exc}", error=True)
             return {"status": "error", "error": str(exc)}
-        settings = ls.settings
-        argv = resume_argv(settings.interpreter(), settings.store_dir(), run_id, policy, rerun)
-        return await run_cli(ls, argv, f"Resume {run_id}")
+        return await run_cli(ls, argv, f"Resume {run_id}", folder)
 
     @server.command(SHOW_RUNS)
     def show_runs(server_: LanguageServer, *args: Any) -> list[dict[str, Any]]:
@@ -376,7 +409,16 @@ def register(server: OpenProgramLanguageServer) -> None:
         except CommandError as exc:
             ls.show(f"openprogram.showRuns: {exc}", error=True)
             return []
-        runs = select_runs(ls.settings.store_dir(), ls.root, program, function)
+        if program is not None:
+            runs = select_runs(ls.settings_for(program).store_dir(), None, program, function)
+        else:  # every folder's runs, each from its own store
+            seen: dict[str, RunInfo] = {}
+            folders: list[Path | None] = [*ls.folders()] or [None]
+            for folder in folders:
+                store = ls.settings_for(folder).store_dir()
+                for r in select_runs(store, folder, None, function):
+                    seen.setdefault(r.id, r)
+            runs = sorted(seen.values(), key=lambda r: r.updated_at, reverse=True)
         rows = [run_row(r) for r in runs]
         where = function or (Path(program).name if program else "this workspace")
         paused = sum(1 for r in runs if r.resumable)

@@ -67,19 +67,11 @@ def folder_stores(ls: OpenProgramLanguageServer) -> list[FolderStore]:
     """One store per workspace folder: the ``store`` setting resolved against each folder."""
     folders = list(ls.workspace.folders.values())
     out: list[FolderStore] = []
-    setting = ls.settings.client.store
     for folder in folders:
         path = to_fs_path(folder.uri)
         if path is None:
             continue
-        root = Path(path)
-        if setting:
-            p = Path(setting).expanduser()
-            store = p if p.is_absolute() else root / p
-        elif ls.settings.root is not None and root == ls.settings.root:
-            store = ls.settings.store_dir()
-        else:
-            store = root / ".openprogram"
+        store = ls.settings_for(Path(path)).store_dir()  # the folder's own settings
         out.append(FolderStore(folder.name, folder.uri, store))
     if not out:
         store = ls.settings.store_dir()

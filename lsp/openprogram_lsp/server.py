@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
@@ -36,6 +38,7 @@ from .config import (
     parse_client_settings,
 )
 from .diagnostics import DiagnosticsEngine
+from .documents import DocumentState
 from .outline import Outline, build_outline
 
 log = logging.getLogger(__name__)
@@ -46,6 +49,25 @@ except Exception:  # pragma: no cover - engine always installed alongside
     _VERSION = "0"
 
 
+class OpenProgramProtocol(LanguageServerProtocol):
+    """pygls protocol answering requests after ``shutdown`` with ``InvalidRequest``
+    (pygls drops them silently, leaving the client waiting forever)."""
+
+    def handle_message(self, message: Any) -> None:
+        method = getattr(message, "method", "")
+        msg_id = getattr(message, "id", None)
+        if self._shutdown and method and method != types.EXIT and msg_id is not None:
+            self._send_response(
+                msg_id,
+                error=types.ResponseError(
+                    code=types.ErrorCodes.InvalidRequest,
+                    message=f"{method}: the server is shut down (only 'exit' is accepted)",
+                ),
+            )
+            return
+        super().handle_message(message)
+
+
 class OpenProgramLanguageServer(LanguageServer):
     """pygls server with OpenProgram state."""
 
@@ -54,13 +76,16 @@ class OpenProgramLanguageServer(LanguageServer):
             "openprogram-lsp",
             _VERSION,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=OpenProgramProtocol,
         )
-        self.settings = Settings()
+        self.settings = Settings()  # of the first workspace folder (or no folder)
+        self.folder_settings: dict[Path, Settings] = {}
         self.init_settings = ClientSettings()
         self.workspace_settings = ClientSettings()
+        self.documents: dict[str, DocumentState] = {}
         self.diagnostics = DiagnosticsEngine(self)
-        self._outlines: dict[str, tuple[int | None, str, Outline | None]] = {}
         self._settings_generation = 0
+        self._shown_config_errors: set[str] = set()
 
     # -- documents --------------------------------------------------------------------
     def open_uris(self) -> list[str]:
@@ -70,28 +95,84 @@ class OpenProgramLanguageServer(LanguageServer):
         """The open document for ``uri``, or None (never reads unknown URIs from disk)."""
         return self.workspace.text_documents.get(uri)
 
+    def document_state(self, uri: str) -> DocumentState | None:
+        """The state of an open document (created on first use), None if not open."""
+        state = self.documents.get(uri)
+        if state is None and self.open_document(uri) is not None:
+            state = self.documents[uri] = DocumentState(uri)
+        return state
+
     def outline(self, uri: str) -> Outline | None:
-        """AST outline of the open document (cached per version); None if it does not parse."""
+        """AST outline of the open document (cached per version). While the text does
+        not parse (mid-edit), the last outline that parsed: lenses and symbols stay."""
         doc = self.open_document(uri)
-        if doc is None:
+        state = self.document_state(uri)
+        if doc is None or state is None:
             return None
         text = doc.source
-        cached = self._outlines.get(uri)
-        if cached is not None and cached[0] == doc.version and cached[1] == text:
-            return cached[2]
-        outline = build_outline(text)
-        self._outlines[uri] = (doc.version, text, outline)
-        return outline
+        key = (doc.version, hash(text))
+        if state.outline_key != key:
+            state.outline_key = key
+            built = build_outline(text)
+            if built is not None:
+                state.outline = built
+        return state.outline
+
+    def opened(self, uri: str) -> None:
+        """didOpen: fresh state (a reopened document starts from scratch)."""
+        old = self.documents.pop(uri, None)
+        if old is not None:
+            old.close()
+        self.documents[uri] = DocumentState(uri)
+        self.diagnostics.schedule(uri)
 
     def forget_document(self, uri: str) -> None:
-        self._outlines.pop(uri, None)
-        self.diagnostics.forget(uri)
+        """didClose: stop its work and drop all it state at once."""
+        state = self.documents.pop(uri, None)
+        if state is not None:
+            state.close()
+        self.diagnostics.clear(uri)
 
     # -- settings ---------------------------------------------------------------------
     @property
     def root(self) -> Path | None:
         root = self.workspace.root_path
         return Path(root) if root else None
+
+    def folders(self) -> list[Path]:
+        """Workspace folders (multi-root), else the root; the first is the default."""
+        out: list[Path] = []
+        for folder in self.workspace.folders.values():
+            path = fs_path(folder.uri)
+            if path:
+                out.append(Path(path))
+        root = self.root
+        if root is not None and root not in out:
+            out.insert(0, root)
+        return out
+
+    def folder_of(self, path: str | Path | None) -> Path | None:
+        """The innermost workspace folder holding ``path`` (None if none does)."""
+        if not path:
+            return None
+        real = os.path.realpath(path)
+        best: Path | None = None
+        for folder in self.folders():
+            base = os.path.realpath(folder)
+            if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
+                if best is None or len(str(folder)) > len(str(best)):
+                    best = folder
+        return best
+
+    def settings_for(self, uri_or_path: str | Path | None) -> Settings:
+        """Settings of the folder holding the document (its pyproject, store, interpreter)."""
+        target = uri_or_path
+        if isinstance(target, str) and target.startswith("file:"):
+            target = fs_path(target)
+        folder = self.folder_of(target)
+        if folder is not None:
+            return self.folder_settings.get(folder, self.settings)
+        return self.settings
 
     @property
     def push_diagnostics(self) -> bool:
@@ -100,16 +181,33 @@ class OpenProgramLanguageServer(LanguageServer):
         td = caps.text_document if caps else None
         return not (td is not None and td.diagnostic is not None)
 
+    def refresh_pull_diagnostics(self) -> None:
+        """Ask a pull client to pull again (new findings it cannot know about)."""
+        caps = self.client_capabilities
+        ws = caps.workspace if caps else None
+        if self.push_diagnostics or ws is None or ws.diagnostics is None:
+            return
+        if ws.diagnostics.refresh_support:
+            self.workspace_diagnostic_refresh(None)
+
     def recompute_settings(self) -> None:
-        pyproject, err = load_pyproject(self.root)
-        if err:
-            self.log(err, error=True)
-        self.settings = Settings(
-            root=self.root,
-            client=self.init_settings.overlay(self.workspace_settings),
-            pyproject_config=pyproject,
-            pyproject_error=err,
-        )
+        """Settings per workspace folder; a broken pyproject.toml is shown to the user."""
+        client = self.init_settings.overlay(self.workspace_settings)
+        folders = self.folders()
+        per_folder: dict[Path, Settings] = {}
+        for folder in folders:
+            pyproject, err = load_pyproject(folder)
+            if err:
+                self.log(err, error=True)
+                if err not in self._shown_config_errors:
+                    self._shown_config_errors.add(err)
+                    self.show(err, error=True)
+            per_folder[folder] = Settings(
+                root=folder, client=client, pyproject_config=pyproject, pyproject_error=err
+            )
+        self._shown_config_errors &= {s.pyproject_error for s in per_folder.values()}
+        self.folder_settings = per_folder
+        self.settings = per_folder[folders[0]] if folders else Settings(client=client)
 
     async def refresh_workspace_settings(self, generation: int | None = None) -> None:
         """Pull the ``openprogram`` section; ignored if settings were pushed since ``generation``."""
@@ -150,7 +248,7 @@ class OpenProgramLanguageServer(LanguageServer):
         doc = self.open_document(uri)
         if doc is None or not uri.startswith("file:"):
             return None
-        return recorded_steps_for(self.settings.store_dir(), doc.path)
+        return recorded_steps_for(self.settings_for(doc.path).store_dir(), doc.path)
 
     # -- client messages ----------------------------------------------------------------
     def log(self, message: str, *, error: bool = False) -> None:
@@ -162,7 +260,10 @@ class OpenProgramLanguageServer(LanguageServer):
 
     def show(self, message: str, *, error: bool = False) -> None:
         kind = types.MessageType.Error if error else types.MessageType.Info
-        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+        try:
+            self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+        except Exception:  # transport gone
+            log.warning("%s", message)
 
 
 def _is_pyproject(uri: str) -> bool:
@@ -207,10 +308,13 @@ def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
         ls.recompute_settings()
         ls.diagnostics.schedule_all()
 
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: OpenProgramLanguageServer, params: None) -> None:
+        ls.diagnostics.close()
+
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: OpenProgramLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.diagnostics.results.pop(params.text_document.uri, None)
-        ls.diagnostics.schedule(params.text_document.uri)
+        ls.opened(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(
@@ -231,6 +335,12 @@ def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
     def watched(ls: OpenProgramLanguageServer, params: types.DidChangeWatchedFilesParams) -> None:
         if any(_is_pyproject(c.uri) for c in params.changes):
             _reload_config(ls)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def folders_changed(
+        ls: OpenProgramLanguageServer, params: types.DidChangeWorkspaceFoldersParams
+    ) -> None:
+        _reload_config(ls)  # pygls has updated workspace.folders already
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def config_changed(
@@ -257,10 +367,7 @@ def _reload_config(ls: OpenProgramLanguageServer) -> None:
 
 
 def _refresh_client_views(ls: OpenProgramLanguageServer) -> None:
-    caps = ls.client_capabilities
-    ws = caps.workspace if caps else None
-    if ws is not None and ws.diagnostics is not None and ws.diagnostics.refresh_support:
-        ls.workspace_diagnostic_refresh(None)
+    ls.refresh_pull_diagnostics()
 
 
 def create_server() -> OpenProgramLanguageServer:

@@ -57,7 +57,8 @@ def test_exit_codes_and_text(project: Path) -> None:
     assert run("good.py", cwd=project).returncode == 0
     r = run(cwd=project)
     assert r.returncode == 1
-    assert "bad.py:5:29: OP102 [*] unknown method_options key 'expsoe'" in r.stdout
+    # a did-you-mean rename is an unsafe fix: no [*]
+    assert "bad.py:5:29: OP102 unknown method_options key 'expsoe'" in r.stdout
     r = run("--select", "OP999", cwd=project)
     assert r.returncode == 2 and "unknown rule code or prefix 'OP999'" in r.stderr
     assert run("--format", "xml", cwd=project).returncode == 2
@@ -135,11 +136,14 @@ def test_stdin_and_fix_and_diff(project: Path) -> None:
     r = run("-", "--stdin-filename", "x.py", "--format", "json", cwd=project, stdin=BAD_SRC)
     assert json.loads(r.stdout)[0]["path"] == "x.py"
     r = run("-", "--fix", cwd=project, stdin=BAD_SRC)
+    assert r.returncode == 1 and r.stdout == BAD_SRC  # the rename is unsafe
+    r = run("-", "--fix", "--unsafe-fixes", cwd=project, stdin=BAD_SRC)
     assert r.returncode == 0 and r.stdout == GOOD
-    r = run("--diff", "bad.py", cwd=project)
+    assert run("--diff", "bad.py", cwd=project).stdout == ""
+    r = run("--diff", "--unsafe-fixes", "bad.py", cwd=project)
     assert r.returncode == 1 and '+    method_options = {"f": {"expose": "io"}}' in r.stdout
     assert (project / "bad.py").read_text() == BAD_SRC
-    r = run("--fix", "bad.py", cwd=project)
+    r = run("--fix", "--unsafe-fixes", "bad.py", cwd=project)
     assert r.returncode == 0 and (project / "bad.py").read_text() == GOOD
 
 
@@ -199,7 +203,7 @@ def test_explain_and_statistics(project: Path) -> None:
     )
     assert run("--explain", "OP999", cwd=project).returncode == 2
     r = run("--statistics", "--no-cache", cwd=project)
-    assert r.stdout.split() == ["1", "OP102", "[*]", "unknown-option-key"]
+    assert r.stdout.split() == ["1", "OP102", "unknown-option-key"]  # no safe fix
 
 
 def test_cache_hit_and_miss(project: Path) -> None:

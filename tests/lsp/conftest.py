@@ -28,7 +28,12 @@ async def client(
     marker = request.node.get_closest_marker("lsp_init")
     opts = marker.kwargs if marker else {}
     await lsp_client.initialize_session(
-        init_params(workspace, init_options=opts.get("options"), pull=opts.get("pull", False))
+        init_params(
+            workspace,
+            init_options=opts.get("options"),
+            pull=opts.get("pull", False),
+            folders=opts.get("folders"),
+        )
     )
     yield
     await lsp_client.shutdown_session()
@@ -36,5 +41,6 @@ async def client(
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "lsp_init(options=None, pull=False): initialize options of the lsp client"
+        "markers",
+        "lsp_init(options=None, pull=False, folders=None): initialize options of the lsp client",
     )

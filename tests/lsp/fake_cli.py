@@ -2,7 +2,7 @@
 
 Invoked as an executable "interpreter": argv = [-m, openprogram.cli, run|resume, ...].
 Prints progress lines on stderr and one JSON object on stdout, with the CLI's exit codes.
-Appends its argv to ``calls.jsonl`` next to the store, and for ``resume`` marks the run
+Expects ``--`` before the positional argument (as the server sends). Appends its argv to ``calls.jsonl`` next to the store, and for ``resume`` marks the run
 completed in the store's ``runs`` table (a real SQLite file) when there is one.
 """
 
@@ -17,12 +17,15 @@ from pathlib import Path
 def main(argv: list[str]) -> int:
     assert argv[:2] == ["-m", "openprogram.cli"], argv
     cmd, rest = argv[2], argv[3:]
+    # like argparse: options first, then ``--`` and the one positional argument
+    assert rest.count("--") == 1 and rest.index("--") == len(rest) - 2, rest
+    positional = rest[-1]
     store = Path(rest[rest.index("--store") + 1])
     store.mkdir(parents=True, exist_ok=True)
     with open(store / "calls.jsonl", "a", encoding="utf-8") as fh:
         fh.write(json.dumps(argv) + "\n")
     if cmd == "run":
-        target = rest[0]
+        target = positional
         args = json.loads(rest[rest.index("--args") + 1])
         entry = target.rpartition(":")[2]
         for i in range(3):
@@ -52,7 +55,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps({"run_id": "r-2", "status": "failed", "error": f"boom in {entry}"}))
         return 1
     if cmd == "resume":
-        run_id = rest[0]
+        run_id = positional
         db = sqlite3.connect(store / "openprogram.db")
         try:
             with db:

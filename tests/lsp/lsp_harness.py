@@ -24,6 +24,9 @@ def capabilities(*, pull: bool = False) -> types.ClientCapabilities:
             apply_edit=True,
             workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True),
             code_lens=types.CodeLensWorkspaceClientCapabilities(refresh_support=True),
+            diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+            if pull
+            else None,
             did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(
                 dynamic_registration=True
             ),
@@ -53,6 +56,7 @@ class Recorder:
     def __init__(self) -> None:
         self.published: list[types.PublishDiagnosticsParams] = []
         self.lens_refreshes = 0
+        self.diagnostic_refreshes = 0
         self.registrations: list[types.Registration] = []
         self.docs: dict[str, tuple[int, str]] = {}  # uri -> (version, text) client side
 
@@ -62,7 +66,7 @@ def make_client() -> LanguageClient:
     features = {
         k: v
         for k, v in DEFAULT_CLIENT_FEATURES.items()
-        if k != types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+        if k not in (types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, types.WORKSPACE_DIAGNOSTIC_REFRESH)
     }
     register_lsp_features(client, features)
     rec = Recorder()
@@ -76,6 +80,10 @@ def make_client() -> LanguageClient:
     @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
     def lens_refresh(ls: LanguageClient, params: None) -> None:
         rec.lens_refreshes += 1
+
+    @client.feature(types.WORKSPACE_DIAGNOSTIC_REFRESH)
+    def diagnostic_refresh(ls: LanguageClient, params: None) -> None:
+        rec.diagnostic_refreshes += 1
 
     @client.feature(types.CLIENT_REGISTER_CAPABILITY)
     def register_cap(ls: LanguageClient, params: types.RegistrationParams) -> None:
@@ -181,12 +189,20 @@ async def diags_for(client: LanguageClient, uri: str, version: int) -> list[type
 
 
 def init_params(
-    root: Path, *, init_options: Any = None, pull: bool = False
+    root: Path,
+    *,
+    init_options: Any = None,
+    pull: bool = False,
+    folders: list[str] | None = None,
 ) -> types.InitializeParams:
+    """``folders``: names of subdirectories of ``root`` opened as a multi-root workspace."""
+    roots = [root / name for name in folders] if folders else [root]
+    for r in roots:
+        r.mkdir(parents=True, exist_ok=True)
     return types.InitializeParams(
         capabilities=capabilities(pull=pull),
-        root_uri=root.as_uri(),
-        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name="ws")],
+        root_uri=roots[0].as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=r.as_uri(), name=r.name) for r in roots],
         initialization_options=init_options,
     )
 

@@ -30,3 +30,12 @@ def summarize(text):
 reporter = Reporter()
 PROGRAM_ENTRIES = [summarize, reporter.report]
 """
+
+# 2,000 nested parentheses: libcst's native parser overflows the C stack on this
+DEEP_PROGRAM = (
+    "from openprogram import step\n\n\ndef f():\n    return "
+    + "(" * 2_000
+    + "1"
+    + ")" * 2_000
+    + "\n\n\nPROGRAM_ENTRIES = [f]\n"
+)

@@ -99,17 +99,17 @@ async def test_show_runs_with_and_without_function(
     other.write_text("def main():\n    return 1\n")
     outside = tmp_path / "outside.py"
     outside.write_text("def main():\n    return 2\n")
-    _add_run(workspace, prog, "run-a", "Reporter.report", "paused", 300.0, step="fetch")
-    _add_run(workspace, prog, "run-b", "summarize", "completed", 100.0)
-    _add_run(workspace, other, "run-c", "main", "failed", 200.0)
-    _add_run(workspace, outside, "run-x", "main", "completed", 400.0)
+    _add_run(workspace, prog, "0a0a0a0a0a0a0a0a", "Reporter.report", "paused", 300.0, step="fetch")
+    _add_run(workspace, prog, "0b0b0b0b0b0b0b0b", "summarize", "completed", 100.0)
+    _add_run(workspace, other, "0c0c0c0c0c0c0c0c", "main", "failed", 200.0)
+    _add_run(workspace, outside, "0f0f0f0f0f0f0f0f", "main", "completed", 400.0)
     _configure(client, fake_interpreter)
 
     # palette, no document: every run of a Program inside the workspace, newest first
     rows = await execute(client, "openprogram.showRuns")
-    assert _ids(rows) == ["run-a", "run-c", "run-b"]
+    assert _ids(rows) == ["0a0a0a0a0a0a0a0a", "0c0c0c0c0c0c0c0c", "0b0b0b0b0b0b0b0b"]
     assert rows[0] == {
-        "run_id": "run-a",
+        "run_id": "0a0a0a0a0a0a0a0a",
         "function": "Reporter.report",
         "entry": f"{prog}:Reporter.report",
         "status": "paused",
@@ -127,11 +127,19 @@ async def test_show_runs_with_and_without_function(
 
     # the current file, every function of it; then one function (the Runs (N) lens)
     uri = prog.as_uri()
-    assert _ids(await execute(client, "openprogram.showRuns", uri)) == ["run-a", "run-b"]
-    assert _ids(await execute(client, "openprogram.showRuns", uri, None)) == ["run-a", "run-b"]
-    assert _ids(await execute(client, "openprogram.showRuns", uri, "Reporter.report")) == ["run-a"]
+    assert _ids(await execute(client, "openprogram.showRuns", uri)) == [
+        "0a0a0a0a0a0a0a0a",
+        "0b0b0b0b0b0b0b0b",
+    ]
+    assert _ids(await execute(client, "openprogram.showRuns", uri, None)) == [
+        "0a0a0a0a0a0a0a0a",
+        "0b0b0b0b0b0b0b0b",
+    ]
+    assert _ids(await execute(client, "openprogram.showRuns", uri, "Reporter.report")) == [
+        "0a0a0a0a0a0a0a0a"
+    ]
     # a function name alone: across the workspace (the outside Program is not listed)
-    assert _ids(await execute(client, "openprogram.showRuns", None, "main")) == ["run-c"]
+    assert _ids(await execute(client, "openprogram.showRuns", None, "main")) == ["0c0c0c0c0c0c0c0c"]
     assert await execute(client, "openprogram.showRuns", other.as_uri(), "nope") == []
     assert any(m.message == "No runs of nope" for m in client.messages)
 
@@ -170,10 +178,11 @@ async def test_resume_options_reach_the_cli(
 ) -> None:
     prog = workspace / "prog.py"
     prog.write_text(AGENT_PROGRAM)
-    _add_run(workspace, prog, "run-7", "Reporter.report", "paused", 100.0, step="fetch")
+    _add_run(workspace, prog, "0707070707070707", "Reporter.report", "paused", 100.0, step="fetch")
     _configure(client, fake_interpreter)
     store = str(workspace / STORE)
-    base = ["-m", "openprogram.cli", "resume", "run-7", "--json", "--store", store]
+    base = ["-m", "openprogram.cli", "resume", "--json", "--store", store]
+    run_id = ["--", "0707070707070707"]  # the id after "--": never read as an option
 
     cases: list[tuple[tuple[Any, ...], list[str]]] = [
         ((), []),
@@ -188,9 +197,9 @@ async def test_resume_options_reach_the_cli(
         ),
     ]
     for options, extra in cases:
-        result = await execute(client, "openprogram.resume", "run-7", *options)
+        result = await execute(client, "openprogram.resume", "0707070707070707", *options)
         assert result["status"] == "completed", (options, result)
-        assert _calls(workspace)[-1] == base + extra, options
+        assert _calls(workspace)[-1] == base + extra + run_id, options
 
 
 async def test_resume_rejects_other_option_shapes(
@@ -205,7 +214,7 @@ async def test_resume_rejects_other_option_shapes(
         (({"rerunUncertain": "yes"},), "rerunUncertain must be true or false"),
     ]
     for options, message in bad:
-        result = await execute(client, "openprogram.resume", "run-7", *options)
+        result = await execute(client, "openprogram.resume", "0707070707070707", *options)
         assert result["status"] == "error" and message in result["error"], (options, result)
     assert _calls(workspace) == []  # nothing was started
 
@@ -215,7 +224,7 @@ async def test_rerun_uncertain_lens_sends_the_options_object(
 ) -> None:
     prog = workspace / "prog.py"
     prog.write_text(AGENT_PROGRAM)
-    _add_run(workspace, prog, "run-9", "Reporter.report", "paused", 100.0, step="fetch")
+    _add_run(workspace, prog, "0909090909090909", "Reporter.report", "paused", 100.0, step="fetch")
     _configure(client, fake_interpreter)
     uri = prog.as_uri()
     open_doc(client, uri, AGENT_PROGRAM)
@@ -227,7 +236,7 @@ async def test_rerun_uncertain_lens_sends_the_options_object(
         for lens in lenses or []
         if lens.command and lens.command.title.startswith("⟳ Re-run uncertain")
     )
-    assert rerun.arguments == ("run-9", {"rerunUncertain": True})
+    assert rerun.arguments == ("0909090909090909", {"rerunUncertain": True})
     result = await execute(client, rerun.command, *(rerun.arguments or ()))
     assert result["status"] == "completed"
-    assert _calls(workspace)[-1][-1] == "--rerun-uncertain"
+    assert _calls(workspace)[-1][-3:] == ["--rerun-uncertain", "--", "0909090909090909"]

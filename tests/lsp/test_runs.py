@@ -96,12 +96,13 @@ async def test_run_lens_executes_entry_in_subprocess(
         "-m",
         "openprogram.cli",
         "run",
-        f"{program}:summarize",
         "--args",
         '{"text": "hi"}',
         "--json",
         "--store",
         str(_store(workspace)),
+        "--",
+        f"{program}:summarize",
     ]
     # progress begin / reports from stderr / end, output in the log, result shown
     reports: list[Any] = [r for rs in client.progress_reports.values() for r in rs]
@@ -139,14 +140,15 @@ async def test_run_errors_are_results_not_crashes(
     assert res["status"] == "error" and "invalid entry" in str(res["error"])
     res = await run(42)
     assert res["status"] == "error"
-    # missing required parameter: the CLI's usage error is reported (args default {})
+    # missing required parameter, unknown entry: rejected before anything is started
     res = await run(program.as_uri(), "summarize")
-    assert res["status"] == "failed" and "missing required argument 'text'" in str(res["error"])
-    assert res["exit_code"] == 2
-    calls = [json.loads(x) for x in (_store(workspace) / "calls.jsonl").read_text().splitlines()]
-    assert calls[-1][4:6] == ["--args", "{}"]
+    assert res == {
+        "status": "error",
+        "error": "prog.py: summarize(text): missing required argument(s) 'text'",
+    }
     res = await run(program.as_uri(), "boom")
-    assert res["status"] == "failed" and res["exit_code"] == 1
+    assert res["status"] == "error" and "'boom' is not in PROGRAM_ENTRIES" in str(res["error"])
+    assert not (_store(workspace) / "calls.jsonl").exists()
     # a missing interpreter
     client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(
@@ -174,20 +176,20 @@ async def test_resume_lens_for_paused_run(
     open_doc(client, uri, AGENT_PROGRAM)
     assert not [lens for lens in await _lenses(client, uri) if "Resume" in _title(lens)]
 
-    _paused_run(workspace, program, "run-7", "Reporter.report", "fetch")
+    _paused_run(workspace, program, "0707070707070707", "Reporter.report", "fetch")
     lenses = await _lenses(client, uri)
     titles = [_title(lens) for lens in lenses]
     assert '⟳ Resume (step "fetch" #1)' in titles and "Runs (1)" in titles
     resume = next(lens for lens in lenses if "Resume" in _title(lens))
     report_line = AGENT_PROGRAM.splitlines().index("    def report(self, topic):")
     assert resume.range.start.line == report_line
-    assert resume.command is not None and resume.command.arguments == ("run-7",)
+    assert resume.command is not None and resume.command.arguments == ("0707070707070707",)
 
     runs = await execute(client, "openprogram.showRuns", uri, "Reporter.report")
-    assert [r["run_id"] for r in runs] == ["run-7"]
+    assert [r["run_id"] for r in runs] == ["0707070707070707"]
 
     result = await execute(client, resume.command.command, *(resume.command.arguments or ()))
-    assert result["status"] == "completed" and result["run_id"] == "run-7"
+    assert result["status"] == "completed" and result["run_id"] == "0707070707070707"
     lenses = await _lenses(client, uri)
     assert not [lens for lens in lenses if "Resume" in _title(lens)]
     assert "Runs (1)" in [_title(lens) for lens in lenses]
@@ -362,7 +364,7 @@ async def test_cancelling_the_progress_kills_the_run(
     import asyncio
 
     program = workspace / "prog.py"
-    program.write_text(AGENT_PROGRAM)
+    program.write_text("def slow():\n    return 1\n\n\nPROGRAM_ENTRIES = [slow]\n")
     client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"openprogram": _options(fake_interpreter)})
     )

@@ -105,8 +105,14 @@ export function validateRunId(text: string): string | undefined {
   if (id === '') {
     return 'Type the id of a paused run (shown by "openprogram runs --status paused")';
   }
-  return /\s/.test(id) ? 'A run id contains no spaces' : undefined;
+  if (/\s/.test(id)) {
+    return 'A run id contains no spaces';
+  }
+  // the store's exact format (openprogram.contract.runs.is_run_id); the server refuses others
+  return RUN_ID.test(id) ? undefined : `"${id}" is not a run id (16 lowercase hex digits)`;
 }
+
+const RUN_ID = /^[0-9a-f]{16}$/;
 
 /** Options object of `openprogram.resume` (second argument; omitted when empty). */
 export interface ResumeOptions {

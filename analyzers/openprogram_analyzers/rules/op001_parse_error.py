@@ -21,7 +21,7 @@ class RuleOP001(Rule):
     INVALID: ClassVar[list[tuple[str, Invalid]]] = [
         (
             "from openprogram import Agent\n\ndef f(:\n    pass\n",
-            Invalid("OP001", 4, 5, 4, 6, "file does not parse", fixed=None),
+            Invalid("OP001", 3, 7, 3, 8, "file does not parse: invalid syntax", fixed=None),
         ),
     ]
 

@@ -20,6 +20,7 @@ class RuleOP104(FamilyRule):
     name = "invalid-expose"
     summary = "invalid expose value"
     family = "options_family"
+    fix_safe = False  # a did-you-mean guesses intent ("tol" -> "tool" makes a tool)
     VALID: ClassVar[list[str]] = [
         'from openprogram import Agent\n\n\nclass A(Agent):\n    method_options = {"f": {"expose": "hidden"}}\n\n    def f(self) -> None:\n        pass\n',
     ]

@@ -7,6 +7,7 @@ store holds and serialises as that text in JSON.
 from __future__ import annotations
 
 import enum
+from typing import TypeGuard
 
 
 class RunStatus(str, enum.Enum):
@@ -66,3 +67,26 @@ PAUSE_REASONS: tuple[str, ...] = tuple(r.value for r in PauseReason)
 POLICIES: tuple[str, ...] = tuple(p.value for p in Policy)
 DURABILITY_MODES: tuple[str, ...] = tuple(d.value for d in Durability)
 DEFAULT_POLICY = Policy.KEEP_ORIGINAL
+
+RUN_ID_LENGTH = 16
+"""A run id is ``RUN_ID_LENGTH`` lowercase hex digits (see :func:`new_run_id`)."""
+
+
+def new_run_id() -> str:
+    """A fresh random run id (16 lowercase hex digits; also the run's session id)."""
+    import uuid
+
+    return uuid.uuid4().hex[:RUN_ID_LENGTH]
+
+
+def is_run_id(text: object) -> TypeGuard[str]:
+    """Whether ``text`` has the exact shape :func:`new_run_id` generates.
+
+    Anything else (a leading ``-``, spaces, upper case, another length) is refused by
+    callers that put the id on a command line.
+    """
+    return (
+        isinstance(text, str)
+        and len(text) == RUN_ID_LENGTH
+        and all(c in "0123456789abcdef" for c in text)
+    )

@@ -1,8 +1,10 @@
 """Suppression comment patterns, shared by the analyzer and the server's incremental pass.
 
 ``# noqa`` / ``# noqa: OP203`` and ``# openprogram: ignore[OP203]`` suppress findings on
-their line; ``# openprogram: noqa`` in a comment anywhere suppresses the whole file. Only
-comments count: the same text inside a string literal suppresses nothing.
+their line; ``# openprogram: noqa`` in a comment anywhere suppresses the whole file, and
+``# openprogram: noqa: OP404, OP203`` only those codes in the whole file (as
+``# ruff: noqa: F401``). Only comments count: the same text inside a string literal
+suppresses nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +15,11 @@ import tokenize
 
 LINE_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 LINE_IGNORE = re.compile(r"#\s*openprogram:\s*ignore\[(?P<codes>[^\]]*)\]")
-FILE_NOQA = re.compile(r"#\s*openprogram\s*:\s*noqa\b(?!\s*\[)", re.I)
+FILE_NOQA = re.compile(
+    r"#\s*openprogram\s*:\s*noqa\b(?!\s*\[)"
+    r"(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?",
+    re.I,
+)
 CODE = re.compile(r"[A-Z]+[0-9]+")
 MAY_SUPPRESS = re.compile(r"noqa|openprogram\s*:", re.I)  # cheap pre-check of a whole file
 
@@ -32,9 +38,19 @@ def comments(source: str) -> list[tuple[int, int, str]]:
     return out
 
 
+def file_noqa_codes(comment: str) -> frozenset[str] | None:
+    """For one comment's text: the codes a file-level suppression lists (empty: every
+    code); None when it is not a file-level suppression."""
+    m = FILE_NOQA.search(comment)
+    if m is None:
+        return None
+    return frozenset(CODE.findall((m.group("codes") or "").upper()))
+
+
 def is_file_noqa(comment: str) -> bool:
-    """Whether one comment's text is a file-level suppression."""
-    return FILE_NOQA.search(comment) is not None
+    """Whether one comment's text suppresses every finding of the file (a bare
+    ``# openprogram: noqa``; one that lists codes suppresses only those)."""
+    return file_noqa_codes(comment) == frozenset()
 
 
 def has_file_noqa(source: str) -> bool:

@@ -13,14 +13,13 @@ import os
 import sys
 import threading
 import time
-import uuid
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openprogram.contract.runs import POLICIES, PauseReason, Policy, RunStatus
+from openprogram.contract.runs import POLICIES, PauseReason, Policy, RunStatus, new_run_id
 from openprogram.durable import checks, snapshot
 from openprogram.durable.errors import (
     DeterminismError,
@@ -326,7 +325,7 @@ def start_run(
     """
     _check_policy(policy)
     entry, bound, snap = prepare_entry(ref, args)
-    rid = run_id or uuid.uuid4().hex[:16]
+    rid = run_id or new_run_id()
     owner = Owner.this_process()
     lease_s = lease_seconds()
     with open_run_store(store, durability=durability) as db:
@@ -484,7 +483,7 @@ def submit_run(
     Raises the errors of :func:`start_run` before anything is recorded."""
     _check_policy(policy)
     entry, bound, snap = prepare_entry(ref, args)
-    rid = uuid.uuid4().hex[:16]
+    rid = new_run_id()
     with open_run_store(store) as db:
         db.store.create_session(rid, metadata={"run_id": rid, "entry": ref, "queue": queue})
         db.insert_run(

@@ -321,17 +321,18 @@ test('lens and palette command arguments built by the extension are what the ser
   assert.equal(ran.status, 'completed', JSON.stringify(ran));
   assert.equal(ran.result, 'HI');
   const runArgv = recordedCalls(store).at(-1) ?? [];
-  assert.deepEqual(runArgv.slice(0, 4), ['-m', 'openprogram.cli', 'run', `${path.join(workspace, 'prog.py')}:summarize`]);
+  assert.deepEqual(runArgv.slice(0, 3), ['-m', 'openprogram.cli', 'run']);
+  assert.deepEqual(runArgv.slice(-2), ['--', `${path.join(workspace, 'prog.py')}:summarize`]);
   assert.equal(runArgv[runArgv.indexOf('--args') + 1], '{"text": "hi"}');
 
   // Resume…: the options object reaches the CLI as --policy / --rerun-uncertain
   const resumed = await session.connection.sendRequest<Record<string, unknown>>('workspace/executeCommand', {
     command: SERVER_COMMANDS.resume,
-    arguments: buildResumeArguments('run-7', { policy: 'use_latest', rerunUncertain: true }),
+    arguments: buildResumeArguments('0707070707070707', { policy: 'use_latest', rerunUncertain: true }),
   });
   assert.equal(resumed.status, 'completed', JSON.stringify(resumed));
   assert.deepEqual(recordedCalls(store).at(-1), [
-    '-m', 'openprogram.cli', 'resume', 'run-7', '--json', '--store', store, '--policy', 'use_latest', '--rerun-uncertain',
+    '-m', 'openprogram.cli', 'resume', '--json', '--store', store, '--policy', 'use_latest', '--rerun-uncertain', '--', '0707070707070707',
   ]);
 
   // Show Runs from the palette, no document: a list (empty here), not a usage error

@@ -70,23 +70,25 @@ test('run arguments are [uri, entry, args] and reject bad names', () => {
 });
 
 test('resume arguments: run id, then an options object {policy?, rerunUncertain?}', () => {
-  assert.deepEqual(buildResumeArguments(' r-1 '), ['r-1']);
-  assert.deepEqual(buildResumeArguments('r-1', {}), ['r-1']);
-  assert.deepEqual(buildResumeArguments('r-1', { policy: 'use_latest' }), ['r-1', { policy: 'use_latest' }]);
-  assert.deepEqual(buildResumeArguments('r-1', { policy: 'keep_original', rerunUncertain: true }), [
-    'r-1',
+  assert.deepEqual(buildResumeArguments(' 0123456789abcdef '), ['0123456789abcdef']);
+  assert.deepEqual(buildResumeArguments('0123456789abcdef', {}), ['0123456789abcdef']);
+  assert.deepEqual(buildResumeArguments('0123456789abcdef', { policy: 'use_latest' }), ['0123456789abcdef', { policy: 'use_latest' }]);
+  assert.deepEqual(buildResumeArguments('0123456789abcdef', { policy: 'keep_original', rerunUncertain: true }), [
+    '0123456789abcdef',
     { policy: 'keep_original', rerunUncertain: true },
   ]);
-  assert.deepEqual(buildResumeArguments('r-1', { rerunUncertain: true }), ['r-1', { rerunUncertain: true }]);
-  assert.deepEqual(buildResumeArguments('r-1', { rerunUncertain: false }), ['r-1', { rerunUncertain: false }]);
+  assert.deepEqual(buildResumeArguments('0123456789abcdef', { rerunUncertain: true }), ['0123456789abcdef', { rerunUncertain: true }]);
+  assert.deepEqual(buildResumeArguments('0123456789abcdef', { rerunUncertain: false }), ['0123456789abcdef', { rerunUncertain: false }]);
   // exactly the shape of the server's "Re-run uncertain" lens
   assert.deepEqual(
-    buildResumeArguments('run-9', { rerunUncertain: true }),
-    ['run-9', { rerunUncertain: true }],
+    buildResumeArguments('0909090909090909', { rerunUncertain: true }),
+    ['0909090909090909', { rerunUncertain: true }],
   );
   assert.throws(() => buildResumeArguments('', { policy: 'use_latest' }), /id of a paused run/);
-  assert.throws(() => buildResumeArguments('r-1', { policy: 'newest' as ResumePolicy }), /Unknown resume policy "newest"/);
+  assert.throws(() => buildResumeArguments('0123456789abcdef', { policy: 'newest' as ResumePolicy }), /Unknown resume policy "newest"/);
   assert.match(validateRunId('a b') ?? '', /no spaces/);
+  assert.match(validateRunId('--all-interrupted') ?? '', /not a run id/);
+  assert.equal(validateRunId('0123456789abcdef'), undefined);
 });
 
 test('show-runs arguments: (uri?, function?), nothing for the whole workspace', () => {
@@ -135,8 +137,8 @@ test('a ▶ Run lens (uri + entry) gets the typed arguments object before reachi
     'main',
     { n: 1 },
   ]);
-  assert.deepEqual(await prepareServerCommand(SERVER_COMMANDS.resume, ['r-1', { rerunUncertain: true }], never), [
-    'r-1',
+  assert.deepEqual(await prepareServerCommand(SERVER_COMMANDS.resume, ['0123456789abcdef', { rerunUncertain: true }], never), [
+    '0123456789abcdef',
     { rerunUncertain: true },
   ]);
   assert.deepEqual(await prepareServerCommand(SERVER_COMMANDS.showRuns, [], never), []);

@@ -1,0 +1,43 @@
+"""Per-document state: one object per open URI, dropped as a whole when it closes.
+
+Everything the server derives from one document lives here — the latest analysis, the
+incremental base, the scheduled analysis tasks and the last outline that parsed — so
+closing a document (or reopening it) cannot leave a stale piece behind in another map.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .analysis import AnalysisResult
+from .incremental import IncrementalAnalyzer
+
+if TYPE_CHECKING:
+    from .outline import Outline
+
+
+@dataclass(eq=False)
+class DocumentState:
+    """What the server knows about one open document."""
+
+    uri: str
+    result: AnalysisResult | None = None  # latest analysis (of the current version, or older)
+    incremental: IncrementalAnalyzer = field(default_factory=IncrementalAnalyzer)
+    changes: int = 0  # didChange count: a pass compares it to see newer edits
+    task: asyncio.Task[None] | None = None  # the diagnostics loop
+    full_task: asyncio.Task[None] | None = None  # the debounced whole-file pass
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    outline: Outline | None = None  # last outline that parsed (survives a syntax error)
+    outline_key: tuple[int | None, int] | None = None  # (version, hash) it was built for
+    worker_crash_key: tuple[int | None, int] | None = None  # text that killed the worker
+
+    def close(self) -> None:
+        """Stop this document's work (its state is dropped by the caller)."""
+        for task in (self.task, self.full_task):
+            if task is not None and not task.done():
+                task.cancel()
+        self.task = self.full_task = None
+        self.result = None
+        self.incremental = IncrementalAnalyzer()
