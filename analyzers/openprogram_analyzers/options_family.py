@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from openprogram.options import UNKNOWN, OptionProblem, check_method_options
+from openprogram_analyzers.decorator_options import decorator_problems
 from openprogram_analyzers.index import ClassInfo, FunctionInfo, ModuleIndex
 from openprogram_analyzers.literals import rebuild
 from openprogram_analyzers.rule import Context
@@ -98,6 +99,8 @@ def compute(ctx: Context) -> list[OptionFinding]:
             key_node, val_node = locs.get(problem.path, (None, value_node))
             node = key_node if problem.on_key and key_node is not None else val_node
             out.append(OptionFinding(problem.code, problem.message, node, problem))
+    for problem, node in decorator_problems(index):  # @agentic_function(...) arguments
+        out.append(OptionFinding(problem.code, problem.message, node, problem))
     return out
 
 

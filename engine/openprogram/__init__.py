@@ -15,9 +15,13 @@ from openprogram._version import __version__
 _EXPORTS: dict[str, str] = {
     "Agent": "openprogram.agents",
     "ChatAgent": "openprogram.turns",
+    "TextAgent": "openprogram.programs.text_agent",
     "agent": "openprogram.agentic_programming.calls",
+    "agentic_function": "openprogram.scoped_function",
+    "RunPaused": "openprogram.durable",
     "agent_async": "openprogram.agentic_programming.calls",
     "llm": "openprogram.agentic_programming.calls",
+    "goal": "openprogram.agentic_programming.goals",
     "Context": "openprogram.context",
     "DecisionError": "openprogram.decision",
     "Runtime": "openprogram.runtime",
@@ -65,14 +69,18 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from openprogram.agentic_programming.control_flow import (
         validate_and_retry as validate_and_retry,
     )
+    from openprogram.agentic_programming.goals import goal as goal
     from openprogram.agents import Agent as Agent
     from openprogram.context import Context as Context
     from openprogram.decision import DecisionError as DecisionError
+    from openprogram.durable import RunPaused as RunPaused
     from openprogram.durable import parallel as parallel
     from openprogram.durable import step as step
     from openprogram.durable import workflow as workflow
+    from openprogram.programs.text_agent import TextAgent as TextAgent
     from openprogram.runtime import Runtime as Runtime
     from openprogram.runtime import create_runtime as create_runtime
+    from openprogram.scoped_function import agentic_function as agentic_function
     from openprogram.turns import ChatAgent as ChatAgent
     from openprogram.turns import TurnCancelled as TurnCancelled
     from openprogram.turns import TurnRequest as TurnRequest

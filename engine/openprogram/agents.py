@@ -242,6 +242,12 @@ class ScopedMethod:
     def invoke(self, cls: type, bound: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if self.is_async:
             return self._ainvoke(cls, bound, args, kwargs)
+        if self.options_for(cls).get("resumable"):
+            from openprogram.durable.direct import call_durably, in_run
+
+            if not in_run():  # a direct call from Python: run durably (a new run)
+                public = self.__get__(bound, cls)
+                return call_durably(public, self.func, bound, args, kwargs)
         with self._scope(cls, bound, args, kwargs) as (frame, a, kw):
             return set_output(frame, self.func(*a, **kw))
 

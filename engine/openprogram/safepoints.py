@@ -1,4 +1,5 @@
-"""Turn control: cooperative cancellation at safe points and the turn's event sink.
+"""Turn control: cooperative cancellation and pausing at safe points, input appended to a
+running turn, and the turn's event sink.
 
 A running turn installs a :class:`TurnControl` in a ``ContextVar`` (so worker threads
 started with a copied context and asyncio tasks see it too). Code on the execution path
@@ -26,6 +27,8 @@ __all__ = [
     "EventFn",
     "TurnCancelled",
     "TurnControl",
+    "TurnPaused",
+    "append_input",
     "checkpoint",
     "current_control",
     "emit",
@@ -52,10 +55,30 @@ class TurnCancelled(asyncio.CancelledError):
         super().__init__(f"turn cancelled at {at}" + (f" ({name})" if name else ""))
 
 
-class TurnControl:
-    """Cancel event and event sink of one running turn (``parent``: an enclosing turn)."""
+class TurnPaused(TurnCancelled):
+    """The turn's pause event was set; raised at the next safe point. The turn ends
+    ``paused`` with its continuation saved (resume it with ``resume_turn``)."""
 
-    __slots__ = ("cancel_event", "on_event", "parent", "request_id", "stopped_at")
+    def __str__(self) -> str:
+        at = self.where.get("type", "a safe point")
+        name = self.where.get("name")
+        return f"turn paused at {at}" + (f" ({name})" if name else "")
+
+
+class TurnControl:
+    """Cancel/pause events, input inbox and event sink of one running turn (``parent``:
+    an enclosing turn)."""
+
+    __slots__ = (
+        "cancel_event",
+        "inbox",
+        "lock",
+        "on_event",
+        "parent",
+        "pause_event",
+        "request_id",
+        "stopped_at",
+    )
 
     def __init__(
         self,
@@ -64,12 +87,27 @@ class TurnControl:
         cancel_event: threading.Event | None = None,
         on_event: EventFn | None = None,
         parent: TurnControl | None = None,
+        pause_event: threading.Event | None = None,
     ) -> None:
         self.request_id = request_id
         self.cancel_event = cancel_event
+        self.pause_event = pause_event
         self.on_event = on_event
         self.parent = parent
         self.stopped_at: dict[str, Any] | None = None
+        self.inbox: list[Any] = []  # input appended while the turn runs
+        self.lock = threading.Lock()
+
+    def append_input(self, content: Any) -> None:
+        """Queue ``content``; it is delivered at the next safe point before a model request."""
+        with self.lock:
+            self.inbox.append(content)
+
+    def take_input(self) -> list[Any]:
+        """Remove and return the queued input (oldest first)."""
+        with self.lock:
+            taken, self.inbox = self.inbox, []
+        return taken
 
     @property
     def cancelled(self) -> bool:
@@ -97,10 +135,14 @@ class TurnControl:
             log.warning("on_event failed for %s: %s: %s", event_type, type(exc).__name__, exc)
 
     def checkpoint(self, event_type: str, info: dict[str, Any]) -> None:
-        """Raise :class:`TurnCancelled` if cancelled, else emit the event."""
+        """Raise :class:`TurnCancelled` if cancelled (:class:`TurnPaused` if paused), else
+        emit the event."""
         if self.cancelled:
             self.stopped_at = {"type": event_type, **info}
             raise TurnCancelled(self.stopped_at)
+        if self.pause_event is not None and self.pause_event.is_set():
+            self.stopped_at = {"type": event_type, **info}
+            raise TurnPaused(self.stopped_at)
         self.emit(event_type, info)
 
 
@@ -114,16 +156,39 @@ def current_control() -> TurnControl | None:
     return _control.get()
 
 
+_running: dict[str, TurnControl] = {}  # request id -> control of a running turn
+_running_lock = threading.Lock()
+
+
 @contextmanager
 def turn_control(control: TurnControl) -> Iterator[TurnControl]:
     """Install ``control`` for the ``with`` block (the enclosing turn becomes its parent)."""
     if control.parent is None:
         control.parent = _control.get()
     token = _control.set(control)
+    with _running_lock:
+        outer = _running.get(control.request_id)
+        _running[control.request_id] = control
     try:
         yield control
     finally:
         _control.reset(token)
+        with _running_lock:
+            if outer is None:
+                _running.pop(control.request_id, None)
+            else:
+                _running[control.request_id] = outer
+
+
+def append_input(request_id: str, content: Any) -> bool:
+    """Append ``content`` to the running turn ``request_id``: it is delivered at the next
+    safe point, before the next model request. False when no such turn is running."""
+    with _running_lock:
+        control = _running.get(request_id)
+    if control is None:
+        return False
+    control.append_input(content)
+    return True
 
 
 def checkpoint(event_type: str, **info: Any) -> None:

@@ -27,6 +27,8 @@ bare name used in type position (``str``, ``MyClass``) is passed as :class:`Type
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -588,7 +590,12 @@ def validate_value(spec: FieldSpec, value: Any, *, where: str = "value") -> Any:
             "invalid_option", f"{where} must be one of {allowed}, got {_json_literal(value)}"
         )
     if spec.type == "float":
-        return float(value)
+        number = float(value) if abs(value) <= sys.float_info.max else math.inf
+        if not math.isfinite(number):  # 1e400, Infinity, NaN, or an int no float can hold
+            raise ValueMismatch(
+                "invalid_type", f"{where} must be a finite number, got {_json_literal(value)}"
+            )
+        return number
     if spec.type == "list":
         items = list(value)
         if spec.items is None:

@@ -451,7 +451,14 @@ def _is_cancel(exc: BaseException) -> bool:
 
 
 def _calls(calls: Any) -> list[dict[str, Any]]:
-    return [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+    return [_call(c) for c in calls]
+
+
+def _call(c: Any) -> dict[str, Any]:
+    out = {"id": c.id, "name": c.name, "arguments": c.arguments}
+    if c.arguments_error is not None:  # unusable arguments: the model's text and the problem
+        out.update(raw_arguments=c.raw_arguments, arguments_error=c.arguments_error)
+    return out
 
 
 def _message_dict(m: Any) -> dict[str, Any]:

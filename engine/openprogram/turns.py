@@ -35,7 +35,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from openprogram.agents import Agent
-from openprogram.safepoints import TurnCancelled, TurnControl, turn_control
+from openprogram.durable.errors import RunPaused
+from openprogram.safepoints import (
+    TurnCancelled,
+    TurnControl,
+    TurnPaused,
+    append_input,
+    turn_control,
+)
 from openprogram.scope import call_scope, set_output, to_json_value
 
 if TYPE_CHECKING:
@@ -45,8 +52,10 @@ if TYPE_CHECKING:
 __all__ = [
     "ChatAgent",
     "TurnCancelled",
+    "TurnPaused",
     "TurnRequest",
     "TurnResult",
+    "append_input",
     "aresume_turn",
     "arun_turn",
     "resume_turn",
@@ -92,7 +101,8 @@ class TurnRequest:
 
 @dataclass(frozen=True)
 class TurnResult:
-    """How a turn ended: ``completed`` (``output``), ``cancelled`` or ``failed`` (``error``).
+    """How a turn ended: ``completed`` (``output``), ``cancelled``, ``paused`` (a resumable
+    tool's run paused; its tool call is pending) or ``failed`` (``error``).
 
     ``continuation`` (JSON) resumes a turn that did not complete via ``resume_turn``;
     ``turn_node_id`` is the turn's node in the session DAG (when recorded).
@@ -138,6 +148,7 @@ def run_turn(
     on_event: EventFn | None = None,
     cancel_event: threading.Event | None = None,
     execution_context: Mapping[str, Any] | None = None,
+    pause_event: threading.Event | None = None,
 ) -> TurnResult:
     """Run one turn of ``agent`` (see the module docstring)."""
     return _run(
@@ -148,6 +159,7 @@ def run_turn(
         cancel_event=cancel_event,
         execution_context=execution_context,
         resumed_from=None,
+        pause_event=pause_event,
     )
 
 
@@ -160,6 +172,8 @@ def _run(
     cancel_event: threading.Event | None,
     execution_context: Mapping[str, Any] | None,
     resumed_from: str | None,
+    pause_event: threading.Event | None = None,
+    pending_input: list[Any] | None = None,
 ) -> TurnResult:
     if not isinstance(request, TurnRequest):
         raise TypeError(f"run_turn expects a TurnRequest, got {type(request).__name__}")
@@ -174,7 +188,14 @@ def _run(
         "request": {**request.to_json(), "session_id": sid, "head_id": start_head},
         "execution_context": dict(execution_context or {}),
     }
-    control = TurnControl(request.request_id, cancel_event=cancel_event, on_event=on_event)
+    control = TurnControl(
+        request.request_id, cancel_event=cancel_event, on_event=on_event, pause_event=pause_event
+    )
+    for content in pending_input or ():  # appended before the turn paused, not yet delivered
+        control.append_input(content)
+    pending_runs = _pending_runs()  # runs of resumable tools this turn hands back
+    if pending_runs:
+        continuation["pending_runs"] = pending_runs
     started = time.perf_counter()
     node_id: str | None = None
 
@@ -182,7 +203,10 @@ def _run(
         done = status == "completed"
         continuation["turn_node_id"] = node_id
         if not done and writer is not None and node_id is not None:
-            writer.update(node_id, metadata={"continuation": continuation})
+            if status == "paused":
+                writer.update(node_id, status="paused", metadata={"continuation": continuation})
+            else:
+                writer.update(node_id, metadata={"continuation": continuation})
         event: dict[str, Any] = {"status": status, "turn_node_id": node_id}
         if done:
             event["output"] = to_json_value(output)
@@ -230,9 +254,23 @@ def _run(
                 else:
                     reply = agent(request.content)
                 output = set_output(frame, reply)
+        except TurnPaused as exc:  # paused at a safe point: persisted, resumable
+            continuation["stopped_at"] = exc.where
+            undelivered = control.take_input()
+            if undelivered:
+                continuation["pending_input"] = undelivered
+            return finish("paused", error=str(exc))
         except TurnCancelled as exc:
             continuation["stopped_at"] = exc.where
             return finish("cancelled", error=str(exc))
+        except RunPaused as exc:  # a resumable tool's run paused: its tool call is pending
+            if exc.run_id is None:
+                raise
+            if exc.call_identity is not None:
+                pending_runs[exc.call_identity] = exc.run_id
+                continuation["pending_runs"] = pending_runs
+            continuation["stopped_at"] = {"type": "run.paused", "run_id": exc.run_id}
+            return finish("paused", error=str(exc))
         except (asyncio.CancelledError, concurrent.futures.CancelledError) as exc:
             if not control.cancelled:
                 raise
@@ -241,6 +279,12 @@ def _run(
         except Exception as exc:
             return finish("failed", error=f"{type(exc).__name__}: {exc}")
     return finish("completed", output=output)
+
+
+def _pending_runs() -> dict[str, str]:
+    from openprogram.durable.direct import adopted_runs
+
+    return adopted_runs()
 
 
 def _bound(ctx: Context | None) -> Any:
@@ -316,15 +360,21 @@ def resume_turn(
         )
     options.setdefault("execution_context", data.get("execution_context"))
     resumed_from = data.get("turn_node_id") or _node_of(continuation)
-    return _run(
-        agent,
-        request,
-        context=options.get("context"),
-        on_event=options.get("on_event"),
-        cancel_event=options.get("cancel_event"),
-        execution_context=options.get("execution_context"),
-        resumed_from=resumed_from,
-    )
+    from openprogram.durable.direct import adopting_runs
+
+    # a resumable tool call that paused the turn continues its run and hands its result over
+    with adopting_runs(data.get("pending_runs")):
+        return _run(
+            agent,
+            request,
+            context=options.get("context"),
+            on_event=options.get("on_event"),
+            cancel_event=options.get("cancel_event"),
+            execution_context=options.get("execution_context"),
+            resumed_from=resumed_from,
+            pause_event=options.get("pause_event"),
+            pending_input=list(data.get("pending_input") or ()),
+        )
 
 
 def _node_of(continuation: Any) -> str | None:

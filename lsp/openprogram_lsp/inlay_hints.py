@@ -21,7 +21,7 @@ from openprogram.durable.queries import RunRow, StepRow
 
 from .outline import FunctionInfo, Outline, StepCall
 from .run_index import RunInfo
-from .runs_view import folder_stores, short_json, watcher
+from .runs_view import EncodedList, folder_stores, pass_through, short_json, watcher
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
@@ -98,6 +98,7 @@ class _Runs:
     def __init__(self, runs: list[tuple[str, RunRow]]) -> None:
         self.runs = runs  # (db path, run), newest first
         self._steps: dict[str, dict[str, list[StepRow]]] = {}
+        self._own: dict[str, list[tuple[str, RunRow]]] = {}
 
     def steps(self, db: str, run: RunRow) -> dict[str, list[StepRow]]:
         got = self._steps.get(run.id)
@@ -109,8 +110,12 @@ class _Runs:
         return got
 
     def for_step(self, f: FunctionInfo, name: str) -> tuple[RunRow, list[StepRow]] | None:
-        own = [(db, r) for db, r in self.runs if r.function_qualname in (f.qualname, f.name)]
-        for db, run in own[:1] or self.runs:
+        own = self._own.get(f.qualname)
+        if own is None:
+            own = self._own[f.qualname] = [
+                (db, r) for db, r in self.runs if r.function_qualname in (f.qualname, f.name)
+            ][:1]
+        for db, run in own or self.runs:
             rows = self.steps(db, run).get(name)
             if rows or (run.status == "paused" and run.paused_step == name):
                 return run, rows or []
@@ -119,19 +124,20 @@ class _Runs:
 
 def inlay_hints(
     ls: OpenProgramLanguageServer, uri: str, rng: types.Range | None = None
-) -> list[types.InlayHint]:
+) -> EncodedList:
+    """``textDocument/inlayHint`` results as JSON dicts (the ``InlayHint`` wire form)."""
     doc = ls.open_document(uri)
     outline: Outline | None = ls.outline(uri)
     if doc is None or outline is None or not uri.startswith("file:") or not doc.path:
-        return []
+        return EncodedList()
     functions = [f for f in outline.all_functions() if f.steps]
     if not functions:
-        return []
+        return EncodedList()
     runs: list[tuple[str, RunRow]] = []
     for fs in folder_stores(ls):
         runs += [(str(fs.db), r) for r in queries.list_runs(fs.db, doc.path, limit=MAX_RUNS)]
     if not runs:
-        return []
+        return EncodedList()
     runs.sort(key=lambda item: item[1].created_at, reverse=True)
     data = _Runs(runs)
     lines = doc.lines
@@ -146,27 +152,28 @@ def inlay_hints(
             elif call.name is not None:
                 sites.append((f, call.name, call.span.line))
         sites += [(f, name, line) for name, line in _branch_keys(doc.source, parallels)]
-    hints = []
+    hints = EncodedList()
     seen: set[int] = set()
     for f, name, line in sites:
         if not first <= line <= last or line in seen or line >= len(lines):
             continue
         found = data.for_step(f, name)
-        text = hint_text(name, *found) if found else None
+        if found is None:
+            continue
+        text = hint_text(name, *found)
         if text is None:
             continue
         seen.add(line)
-        end = len(lines[line].rstrip("\r\n"))
-        col = len(lines[line][:end].encode("utf-16-le")) // 2
+        text_line = lines[line].rstrip("\r\n")
+        col = len(text_line) if text_line.isascii() else len(text_line.encode("utf-16-le")) // 2
+        # Plain JSON (InlayHint's wire form): thousands of hints skip the protocol converter.
         hints.append(
-            types.InlayHint(
-                position=types.Position(line=line, character=col),
-                label=text,
-                padding_left=True,
-                tooltip=f'step "{name}" in run {found[0].id} ({found[0].status})'
-                if found
-                else None,
-            )
+            {
+                "position": {"line": line, "character": col},
+                "label": text,
+                "paddingLeft": True,
+                "tooltip": f'step "{name}" in run {found[0].id} ({found[0].status})',
+            }
         )
     return hints
 
@@ -178,6 +185,8 @@ def _call_start(lines: Sequence[str], call: StepCall) -> tuple[int, int]:
 
 
 def register(server: OpenProgramLanguageServer) -> None:
+    pass_through(server)
+
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
     def hints(
         ls: OpenProgramLanguageServer, params: types.InlayHintParams

@@ -2,8 +2,7 @@
 
 ``runGraph {runId}`` → the payload of :func:`openprogram.cli.graph.graph_payload` (the same
 one ``openprogram show ID --format html`` draws); ``runNode {runId, nodeId}`` → one node
-with its whole input and output. Read from the store (read-only queries and the session
-store), never by importing user code.
+with its whole input and output. Read from the store's read-only queries, never by importing user code.
 """
 
 from __future__ import annotations
@@ -12,9 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram.cli.graph import graph_payload, node_json
 from openprogram.durable import queries
-from openprogram.store import SessionStore
 
-from .runs_view import find_run, param, run_json, watcher
+from .runs_view import Encoded, find_run, param, run_json, watcher
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
@@ -36,13 +34,12 @@ def graph_for(ls: OpenProgramLanguageServer, run_id: str) -> dict[str, Any] | No
     if found is None:
         return None
     fs, run = found
-    with SessionStore(fs.store, create=False) as store:
-        session = store.get_session(run.session_id or run.id)
-        nodes = store.list_nodes(session.id) if session is not None else []
-    if session is None:
+    session_id = run.session_id or run.id
+    nodes = queries.session_nodes(fs.db, session_id)
+    if not nodes:
         return None
     steps = [(s.name, s.occurrence, s.started_at) for s in queries.run_steps(fs.db, run.id)]
-    return graph_payload(session, nodes, run=run_json(run), steps=steps)
+    return Encoded(graph_payload(session_id, nodes, run=run_json(run), steps=steps))
 
 
 def node_for(ls: OpenProgramLanguageServer, run_id: str, node_id: str) -> dict[str, Any] | None:
@@ -50,11 +47,10 @@ def node_for(ls: OpenProgramLanguageServer, run_id: str, node_id: str) -> dict[s
     if found is None:
         return None
     fs, run = found
-    with SessionStore(fs.store, create=False) as store:
-        node = store.get_node(node_id)
-    if node is None or node.session_id != (run.session_id or run.id):
-        return None
-    return node_json(node, None, FULL)
+    row = next(
+        (n for n in queries.session_nodes(fs.db, run.session_id or run.id) if n.id == node_id), None
+    )
+    return None if row is None else node_json(row, None, FULL)
 
 
 def register(server: OpenProgramLanguageServer) -> None:

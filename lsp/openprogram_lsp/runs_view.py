@@ -43,6 +43,23 @@ POLL_S = 0.5
 SHORT = 80
 
 
+class Encoded(dict[str, Any]):
+    """A large JSON-ready result: handed to ``json.dumps`` as is, not walked by the
+    protocol's converter first (a 10,000-step answer would spend most of its time there)."""
+
+
+class EncodedList(list[Any]):
+    """A large JSON-ready list result (see :class:`Encoded`)."""
+
+
+def pass_through(server: OpenProgramLanguageServer) -> None:
+    """Let ``Encoded`` results skip the converter (they hold only JSON values already)."""
+    converter = getattr(server.protocol, "_converter", None)
+    if converter is not None:
+        converter.register_unstructure_hook(Encoded, lambda value: value)
+        converter.register_unstructure_hook(EncodedList, lambda value: value)
+
+
 @dataclass(frozen=True)
 class FolderStore:
     name: str
@@ -84,6 +101,8 @@ def short_json(text: str | None, limit: int = SHORT) -> str:
     """One line of at most ``limit`` characters of a JSON text (or plain text)."""
     if text is None:
         return ""
+    if len(text) <= limit and "\n" not in text and "\t" not in text and "\r" not in text:
+        return text
     one = " ".join(text.split())
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
@@ -184,7 +203,7 @@ def steps_payload(ls: OpenProgramLanguageServer, run_id: str) -> dict[str, Any]:
     live = rj["status"] == "running"
     now = time.time()
     steps = [step_json(s, run, live, now) for s in queries.run_steps(fs.db, run_id)]
-    return {"run": rj, "steps": steps}
+    return Encoded(run=rj, steps=steps)
 
 
 class RunsWatcher:
@@ -250,6 +269,8 @@ def watcher(ls: OpenProgramLanguageServer) -> RunsWatcher:
 
 
 def register(server: OpenProgramLanguageServer) -> None:
+    pass_through(server)
+
     @server.feature(RUNS)
     def runs(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
         watcher(ls)

@@ -127,12 +127,13 @@ def test_show_mermaid(store_dir: Path) -> None:
     assert pred_edges == {"n1 -.-> n2", "n2 -.-> n3", "n3 -.-> n4"}
 
 
-def test_show_unknown_session_is_exit_1(store_dir: Path, tmp_path: Path) -> None:
+def test_show_unknown_session_is_a_usage_error(store_dir: Path, tmp_path: Path) -> None:
+    # exit 2 like an unknown run id in resume/cancel (openprogram.cli.exits)
     proc = cli("show", "nope", "--store", str(store_dir))
-    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.returncode == 2 and proc.stdout == ""
     assert "'nope'" in _assert_one_line_error(proc)
     proc = cli("show", "nope", "--store", str(tmp_path / "nothing"))
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert "no store" in _assert_one_line_error(proc)
 
 
@@ -148,7 +149,7 @@ def test_store_path_that_is_a_file(tmp_path: Path) -> None:
     target.write_text("x")
     for args in (("sessions",), ("show", "demo")):
         proc = cli(*args, "--store", str(target))
-        assert proc.returncode == 1
+        assert proc.returncode == 2
         assert "is a file" in _assert_one_line_error(proc)
     assert target.read_text() == "x"
 
@@ -158,7 +159,7 @@ def test_corrupted_store(tmp_path: Path) -> None:
     db.write_bytes(b"garbage" * 1000)
     for args in (("sessions", "--json"), ("show", "demo")):
         proc = cli(*args, "--store", str(tmp_path))
-        assert proc.returncode == 1 and proc.stdout == ""
+        assert proc.returncode == 2 and proc.stdout == ""
         assert "corrupted" in _assert_one_line_error(proc)
     assert db.read_bytes() == b"garbage" * 1000
 
@@ -174,5 +175,5 @@ def test_main_returns_codes_in_process(store_dir: Path, capsys: pytest.CaptureFi
 
     assert main(["sessions", "--json", "--store", str(store_dir)]) == 0
     assert isinstance(json.loads(capsys.readouterr().out), list)
-    assert main(["show", "missing", "--store", str(store_dir)]) == 1
+    assert main(["show", "missing", "--store", str(store_dir)]) == 2
     assert main(["--nope"]) == 2

@@ -302,11 +302,18 @@ def test_hover_explains_an_option_key(editor: Editor) -> None:
 
 
 def test_quick_fix_is_applied(editor: Editor) -> None:
-    editor.go_to(8, 24)  # on "exposse"
-    editor.page.keyboard.press("Control+.")
     fix = editor.page.locator(
         ".action-widget .monaco-list-row", has_text="replace 'exposse' by 'expose'"
     )
+    for attempt in range(4):  # the menu lists what the server had answered at that moment
+        editor.page.keyboard.press("Escape")
+        editor.go_to(8, 24)  # on "exposse"
+        editor.page.keyboard.press("Control+.")
+        try:
+            fix.first.wait_for(timeout=WAIT_MS // 4)
+            break
+        except Exception:
+            editor.shot(f"quick-fix-menu-not-yet-{attempt}")
     fix.first.wait_for(timeout=WAIT_MS)
     editor.shot("quick-fix-menu")
     fix.first.click()

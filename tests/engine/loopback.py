@@ -2,8 +2,8 @@
 
 ``openai_server`` speaks Chat Completions (``base_url`` ends in ``/v1``), ``anthropic_server``
 speaks the Messages API. Tests queue replies (``reply_text``, ``reply_tool_calls``,
-``reply_error``, ``reply_raw`` or ``reply_with(handler)``), run the client, then inspect
-``server.requests``. When the queue is empty the server answers HTTP 418 so a missing
+``reply_error``, ``reply_raw``, ``reply_stream`` or ``reply_with(handler)``), run the client,
+then inspect ``server.requests``. When the queue is empty the server answers HTTP 418 so a missing
 reply is a clear, non-retried failure. ``closed_port_url`` is a URL nobody listens on.
 """
 
@@ -13,7 +13,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -47,6 +47,10 @@ class Reply:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    # When set, the body is these chunks (``body`` is ignored), each sent after
+    # ``chunk_delay_s``; Content-Length only if ``headers`` names one.
+    chunks: Iterable[bytes] | None = None
+    chunk_delay_s: float = 0.0
 
 
 Handler = Callable[[Received], Reply]
@@ -121,6 +125,18 @@ class LoopbackServer:
             Reply(status, raw, {"content-type": content_type, **(headers or {})}, delay_s)
         )
 
+    def reply_stream(
+        self,
+        chunks: Iterable[bytes],
+        *,
+        chunk_delay_s: float = 0.0,
+        headers: dict[str, str] | None = None,
+        status: int = 200,
+    ) -> None:
+        """Send ``chunks`` one by one (a trickle or a body too big to build in memory)."""
+        all_headers = {"content-type": "application/json", **(headers or {})}
+        self.reply_with(Reply(status, b"", all_headers, 0.0, chunks, chunk_delay_s))
+
     def reply_text(self, text: str, **kw: Any) -> None:
         self.reply_with(self._json_reply(self.text_payload(text, **kw)))
 
@@ -183,14 +199,23 @@ class LoopbackServer:
         if reply.delay_s:
             time.sleep(reply.delay_s)
         headers = {self.request_id_header: f"req_{number}", **reply.headers}
+        if reply.chunks is None:
+            headers["content-length"] = str(len(reply.body))
         try:
             handler.send_response(reply.status)
             for key, value in headers.items():
                 handler.send_header(key, value)
-            handler.send_header("content-length", str(len(reply.body)))
             handler.end_headers()
-            handler.wfile.write(reply.body)
-        except OSError:  # the client gave up (timeout test)
+            if reply.chunks is None:
+                handler.wfile.write(reply.body)
+                return
+            handler.wfile.flush()
+            for chunk in reply.chunks:
+                if reply.chunk_delay_s:
+                    time.sleep(reply.chunk_delay_s)
+                handler.wfile.write(chunk)
+                handler.wfile.flush()
+        except OSError:  # the client gave up (timeout and size-limit tests)
             pass
 
 

@@ -211,7 +211,9 @@ def test_429_with_retry_after_then_success(server: LoopbackServer, sleeps: Recor
 
 
 def test_retry_after_is_capped(server: LoopbackServer, sleeps: RecordedSleeps) -> None:
-    server.reply_error(529 if server.wire == "anthropic" else 503, "busy", {"retry-after": "3600"})
+    # the call budget (4 x 60 s + 3.5 s backoff) leaves 63.5 s for waiting before 3 more
+    # attempts of 60 s: 62 s fits it, but not the 60 s cap
+    server.reply_error(529 if server.wire == "anthropic" else 503, "busy", {"retry-after": "62"})
     server.reply_text("ok")
     with make_runtime(server, sleeps) as rt:
         assert rt.exec("hi") == "ok"

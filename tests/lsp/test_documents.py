@@ -113,9 +113,10 @@ async def test_fix_all_source_action_applies_every_safe_fix(
     change = action.edit.document_changes[0]  # type: ignore[index]
     assert isinstance(change, types.TextDocumentEdit)
     new_text = change.edits[0].new_text
-    assert new_text == AGENT_PROGRAM + "LIMIT = 3\n"
+    # the did-you-mean for OP104 is an unsafe fix (it guesses intent): only OP900's applies
+    assert new_text == BAD_EXPOSE + "LIMIT = 3\n"
     version = edit_doc(client, uri, new_text)
-    assert await diags_for(client, uri, version) == []
+    assert [str(d.code) for d in await diags_for(client, uri, version)] == ["OP104"]
     # nothing left to fix: no action
     actions = await client.text_document_code_action_async(
         types.CodeActionParams(

@@ -23,6 +23,7 @@ class RuleOP102(FamilyRule):
     fix_safe = False  # a did-you-mean guesses intent ("tol" -> "tool" makes a tool)
     VALID: ClassVar[list[str]] = [
         'from openprogram import Agent\n\n\nclass A(Agent):\n    method_options = {"f": {"expose": "io"}}\n\n    def f(self) -> None:\n        pass\n',
+        'from openprogram import agentic_function\n\n\n@agentic_function(expose="io", tool=True, timeout=2)\ndef f(text: str) -> str:\n    return text\n',
     ]
     INVALID: ClassVar[list[tuple[str, Invalid]]] = [
         (
@@ -35,6 +36,18 @@ class RuleOP102(FamilyRule):
                 37,
                 "unknown method_options key 'expsoe' (method 'f'); did you mean 'expose'?",
                 fixed='from openprogram import Agent\n\n\nclass A(Agent):\n    method_options = {"f": {"expose": "io"}}\n\n    def f(self) -> None:\n        pass\n',
+            ),
+        ),
+        (  # @agentic_function(...) arguments are one method_options entry
+            'from openprogram import agentic_function\n\n\n@agentic_function(expsoe="io")\ndef f(text: str) -> str:\n    return text\n',
+            Invalid(
+                "OP102",
+                4,
+                19,
+                4,
+                25,
+                "unknown method_options key 'expsoe' (method 'f'); did you mean 'expose'?",
+                fixed=None,
             ),
         ),
     ]

@@ -6,21 +6,15 @@ import argparse
 import sys
 from typing import Any
 
+from openprogram.cli.exits import CliError, error_line
 from openprogram.store import SessionStore, resolve_root, store_db_path, store_url
 
-
-class CliError(Exception):
-    """A one-line error for stderr with the exit code to return."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
+__all__ = ["CliError", "add_store_argument", "error", "open_existing_store"]
 
 
 def error(message: str) -> None:
     """Print ``openprogram: error: <message>`` as one line on stderr."""
-    one_line = " ".join(str(message).split())
-    print(f"openprogram: error: {one_line}", file=sys.stderr)
+    print(error_line(message), file=sys.stderr)
 
 
 def add_store_argument(parser: argparse.ArgumentParser) -> None:
@@ -37,15 +31,15 @@ def add_store_argument(parser: argparse.ArgumentParser) -> None:
 def open_existing_store(args: Any) -> SessionStore | None:
     """Open the store named by ``args.store`` if it exists (``None`` when there is none).
 
-    Reading commands never create a store; a store path that is a file, or a database
-    that cannot be read, raises ``StoreError``.
+    Reading commands never create, write or migrate a store (it is opened read-only); a
+    store path that is a file, or a database that cannot be read, raises ``StoreError``.
     """
     if store_url(getattr(args, "store", None)) is not None:
         return SessionStore(getattr(args, "store", None), create=False)
     root = resolve_root(getattr(args, "store", None))
     if root.exists() and not root.is_dir():
         # Let the store produce its one-line message.
-        return SessionStore(root, create=False)
+        return SessionStore(root, create=False, read_only=True)
     if not store_db_path(root).exists():
         return None
-    return SessionStore(root, create=False)
+    return SessionStore(root, create=False, read_only=True)

@@ -10,8 +10,9 @@ or, for full control, ``register(subparsers)`` that adds its parser and sets
 ``passthrough(argv) -> int``: its arguments are then handed over untouched (``lint`` and
 ``lsp`` delegate to other tools).
 
-Exit codes: 0 ok, 1 failed / not found, 2 usage error (plus what a command documents).
-Errors are one line on stderr (``openprogram: error: ...``), never a traceback.
+Exit codes and error lines come from the one table in :mod:`openprogram.cli.exits`
+(0 ok, 1 failed, 2 usage, 3 paused, 130 interrupted). Errors are one line on stderr
+(``openprogram: error: ...``), never a traceback.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from openprogram._version import __version__
-from openprogram.cli.common import CliError, error
+from openprogram.cli.common import error
+from openprogram.cli.exits import CliError, Exit, code_for
 from openprogram.errors import OpenProgramError
 
 PROG = "openprogram"
@@ -76,16 +78,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = getattr(args, "handler", None)
         if handler is None:
             parser.print_help(sys.stderr)
-            return 2
+            return Exit.USAGE
         return int(handler(args) or 0)
-    except CliError as exc:
+    except (CliError, OpenProgramError) as exc:
         error(str(exc))
-        return exc.code
-    except OpenProgramError as exc:
-        error(str(exc))
-        return 1
-    except KeyboardInterrupt:
+        return code_for(exc)
+    except KeyboardInterrupt as exc:
         error("interrupted")
-        return 130
+        return code_for(exc)
     except BrokenPipeError:  # e.g. `openprogram sessions | head`
         return 0

@@ -8,6 +8,8 @@ Each fact lives in exactly one submodule here and is imported wherever it is nee
 * :mod:`openprogram.contract.store_root` — the DB file name and store-root resolution.
 * :mod:`openprogram.contract.nodes` — node kinds and node states.
 * :mod:`openprogram.contract.suppressions` — noqa comment patterns.
+* :mod:`openprogram.contract.pyproject` — the ``[tool.openprogram]`` table of the nearest
+  ``pyproject.toml``.
 
 Importing this package must stay cheap: no third-party imports, no engine imports.
 """

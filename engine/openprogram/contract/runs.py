@@ -36,6 +36,8 @@ class PauseReason(str, enum.Enum):
     UNCERTAIN = "uncertain"
     INCOMPATIBLE = "incompatible"
     INTERRUPTED = "interrupted"
+    AWAITING_APPROVAL = "awaiting_approval"
+    """A ``requires_approval`` tool was called in the run and nobody approved it yet."""
 
     def __str__(self) -> str:
         return self.value
@@ -46,6 +48,17 @@ class Policy(str, enum.Enum):
 
     KEEP_ORIGINAL = "keep_original"
     USE_LATEST = "use_latest"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class ApprovalStatus(str, enum.Enum):
+    """The state of one tool call waiting for approval inside a run."""
+
+    REQUESTED = "requested"
+    APPROVED = "approved"
+    DENIED = "denied"
 
     def __str__(self) -> str:
         return self.value

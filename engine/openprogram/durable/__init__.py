@@ -9,6 +9,7 @@ records and ``durable.runner`` for the task API.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -17,6 +18,7 @@ from openprogram.durable.errors import (
     DurableError,
     ProgramLoadError,
     RunNotFound,
+    RunPaused,
     RunStateError,
     StepUsageError,
 )
@@ -26,16 +28,32 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def resumable(fn: F) -> F:
-    """Mark a module-level function as a resumable orchestration (sets ``__agent_options__``)."""
+    """Mark a module-level function as a resumable orchestration (sets ``__agent_options__``).
+
+    Called directly from Python outside a run, it runs durably: a new run in the
+    configured store, its result returned, :class:`RunPaused` raised when it pauses
+    (see :mod:`openprogram.durable.direct`).
+    """
     opts = dict(getattr(fn, "__agent_options__", None) or {})
     opts["resumable"] = True
-    fn.__agent_options__ = opts  # type: ignore[attr-defined]
-    return fn
+
+    @functools.wraps(fn)
+    def durable_entry(*args: Any, **kwargs: Any) -> Any:
+        from openprogram.durable.direct import call_durably, in_run
+
+        if in_run():
+            return fn(*args, **kwargs)
+        return call_durably(durable_entry, fn, None, args, kwargs)
+
+    durable_entry.__agent_options__ = opts  # type: ignore[attr-defined]
+    return durable_entry  # type: ignore[return-value]
 
 
 def __getattr__(name: str) -> Any:
     import importlib
 
+    if name in ("approve_run", "deny_run"):
+        return getattr(importlib.import_module("openprogram.durable.approvals"), name)
     runner = importlib.import_module("openprogram.durable.runner")
     if name in runner.__all__:
         return getattr(runner, name)
@@ -47,10 +65,13 @@ __all__ = [
     "DurableError",
     "ProgramLoadError",
     "RunNotFound",
+    "RunPaused",
     "RunStateError",
     "StepUsageError",
+    "approve_run",
     "cancel_run",
     "current_run_id",
+    "deny_run",
     "list_runs",
     "parallel",
     "pause_run",

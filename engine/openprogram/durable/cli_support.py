@@ -1,8 +1,8 @@
 """Shared pieces of the ``run`` / ``resume`` / ``runs`` / ``cancel`` commands.
 
-Exit codes: 0 completed, 1 failed (or cancelled), 2 usage error, 3 paused. With
-``--json`` stdout carries exactly one JSON object; anything the Program prints goes to
-stderr meanwhile. A progress line (steps done, current step, model calls) is drawn on
+Exit codes and error lines: :mod:`openprogram.cli.exits` (0 completed, 1 failed or
+cancelled, 2 usage error, 3 paused). With ``--json`` stdout carries exactly one JSON
+object; anything the Program prints goes to stderr meanwhile. A progress line (steps done, current step, model calls) is drawn on
 stderr only when stderr is a terminal.
 """
 
@@ -11,15 +11,17 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED = 0, 1, 2, 3
+from openprogram.cli.exits import Exit, code_for, error_line, for_status, report_error
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED = Exit.OK, Exit.FAILED, Exit.USAGE, Exit.PAUSED
 
 
 def exit_code(status: str) -> int:
-    return {"completed": EXIT_OK, "paused": EXIT_PAUSED}.get(status, EXIT_FAILED)
+    return for_status(status)
 
 
 @contextmanager
@@ -39,12 +41,37 @@ def stdout_to_stderr(enabled: bool) -> Iterator[None]:
         os.close(saved)
 
 
+def use_run_model(store: str | None, run_id: str) -> None:
+    """Without ``OPENPROGRAM_MODEL`` set, use the model the run was started with."""
+    if os.environ.get("OPENPROGRAM_MODEL"):
+        return
+    from openprogram.store.runs import open_run_store
+
+    with open_run_store(store, create=False) as db:
+        run = db.get_run(run_id)
+    if run is not None and run.model:
+        os.environ["OPENPROGRAM_MODEL"] = run.model
+
+
 def usage_error(command: str, message: str, as_json: bool) -> int:
     """Report a usage error (exit 2); with ``--json`` also as the one JSON object."""
-    print(f"openprogram {command}: error: {message}", file=sys.stderr)
+    return report_error(message, code=Exit.USAGE, as_json=as_json)
+
+
+def command_error(command: str, exc: BaseException, as_json: bool) -> int:
+    """Report the error that stopped ``command`` with its code from the exit table."""
+    return report_error(str(exc), code=code_for(exc), as_json=as_json)
+
+
+def report_interrupted(exc: KeyboardInterrupt, as_json: bool) -> int:
+    """Ctrl-C: the error line, and with ``--json`` the interrupted run's JSON (exit 130)."""
+    outcome = getattr(exc, "outcome", None)  # a RunInterrupted names the run it paused
+    if outcome is None:
+        return report_error("interrupted", code=Exit.INTERRUPTED, as_json=as_json)
+    print(error_line(f"interrupted: {outcome.error}"), file=sys.stderr)
     if as_json:
-        print(json.dumps({"run_id": None, "status": "error", "error": message}))
-    return EXIT_USAGE
+        print(json.dumps(outcome.to_json(), ensure_ascii=False, default=repr))
+    return Exit.INTERRUPTED
 
 
 def report_outcome(outcome: Any, as_json: bool) -> int:
@@ -69,37 +96,10 @@ def report_outcome(outcome: Any, as_json: bool) -> int:
         hint = " --rerun-uncertain" if outcome.pause_reason == "uncertain" else ""
         if outcome.pause_reason == "incompatible":
             hint = " --policy keep_original  (or restore the recorded steps)"
-        print(f"resume with: openprogram resume {rid}{hint}")
+        if outcome.pause_reason == "awaiting_approval":
+            print(f"approve with: openprogram approve {rid}   (or: openprogram deny {rid})")
+        else:
+            print(f"resume with: openprogram resume {rid}{hint}")
     else:
         print(f"run {rid} {outcome.status}: {outcome.error}", file=sys.stderr)
     return exit_code(outcome.status)
-
-
-class Progress:
-    """A one-line progress display on stderr (only when it is a terminal)."""
-
-    def __init__(self, run_label: str, stream: Any = None) -> None:
-        self.stream = stream or sys.stderr
-        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.label = run_label
-        self.done = 0
-        self.current = ""
-        self.model_calls: Callable[[], int] = lambda: 0
-
-    def __call__(self, event: str, key: str) -> None:
-        if event in ("done", "skipped"):
-            self.done += 1
-        if event == "start":
-            self.current = key
-        if self.enabled:
-            line = (
-                f"\r\x1b[2K{self.label}: {self.done} steps done · current: "
-                f"{self.current or '-'} · model calls: {self.model_calls()}"
-            )
-            self.stream.write(line)
-            self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\r\x1b[2K")
-            self.stream.flush()

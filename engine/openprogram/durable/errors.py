@@ -29,19 +29,48 @@ class ProgramLoadError(DurableError):
     """The Program file/module of a run cannot be loaded any more."""
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run; it was saved as paused. ``outcome`` is how it ended."""
+
+    def __init__(self, outcome: object) -> None:
+        super().__init__()
+        self.outcome = outcome
+
+
 class RunPaused(BaseException):
-    """Unwinds a run to its driver so it can be saved as ``paused``.
+    """A run paused: unwinds the run to its driver so it is saved as ``paused``, and is
+    what a direct Python call of a resumable function raises when its run pauses.
 
     A ``BaseException`` so that a Program's ``except Exception`` cannot swallow it.
-    ``reason`` is ``uncertain`` | ``incompatible`` | ``requested``.
+    ``reason`` is a :class:`~openprogram.contract.runs.PauseReason` value; ``run_id`` is
+    set once the run is saved (resume it with ``openprogram resume RUN_ID``).
     """
 
-    def __init__(self, reason: str, message: str, step: str | None, occurrence: int | None):
+    def __init__(
+        self,
+        reason: str,
+        message: str,
+        step: str | None,
+        occurrence: int | None,
+        *,
+        run_id: str | None = None,
+    ):
         super().__init__(message)
         self.reason = reason
         self.message = message
         self.step = step
         self.occurrence = occurrence
+        self.run_id = run_id
+        self.call_identity: str | None = None  # set for a direct call (see durable.direct)
+
+    def __str__(self) -> str:
+        if self.run_id is None:
+            return self.message
+        where = f" at step '{self.step}'" if self.step else ""
+        return (
+            f"run {self.run_id} paused{where} ({self.reason}): {self.message}; "
+            f"resume with: openprogram resume {self.run_id}"
+        )
 
 
 class RunCancelled(BaseException):

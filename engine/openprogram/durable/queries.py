@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from openprogram.errors import OpenProgramError
 from openprogram.store.lease import owner_alive
 from openprogram.store.runs import RunRecord, RunStore, read_run_store
 
 __all__ = [
+    "NodeRow",
     "RunRow",
     "StepRow",
     "get_run",
@@ -26,6 +26,7 @@ __all__ = [
     "paused_runs_by_function",
     "recorded_step_sequences",
     "run_steps",
+    "session_nodes",
     "store_version",
 ]
 
@@ -33,8 +34,7 @@ StepId = tuple[str, int]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class RunRow:
+class RunRow(NamedTuple):
     """One run as the editor shows it (JSON columns left as text: decode on demand)."""
 
     id: str
@@ -56,8 +56,7 @@ class RunRow:
     owner_alive: bool = False  # a running run whose lease is held (``store.lease``)
 
 
-@dataclass(frozen=True)
-class StepRow:
+class StepRow(NamedTuple):
     """One step identity of a run (``run_steps``), result as JSON text or error text."""
 
     step_key: str
@@ -224,3 +223,32 @@ def store_version(db_path: str | os.PathLike[str]) -> tuple[int, int, int, int]:
         except OSError:
             out += [0, 0]
     return (out[0], out[1], out[2], out[3])
+
+
+class NodeRow(NamedTuple):
+    """One session-DAG node as stored: ``input``/``output`` kept as JSON text (a graph of
+    10,000 nodes shows previews of them; decoding every one would be the slowest part)."""
+
+    id: str
+    seq: int
+    kind: str
+    name: str
+    caller_id: str | None
+    predecessor_id: str | None
+    input_json: str | None
+    output_json: str | None
+    status: str
+    metadata_json: str | None
+    created_at: float
+
+
+def session_nodes(db_path: str | os.PathLike[str], session_id: str) -> list[NodeRow]:
+    """The session's nodes in ``seq`` order, read-only ([] without a store or session)."""
+    return _read(
+        db_path, lambda runs: [NodeRow(*r) for r in runs.session_node_rows(session_id)], []
+    )
+
+
+def llm_usage(db_path: str | os.PathLike[str], session_id: str) -> tuple[int, tuple[int, int]]:
+    """``(model calls, (input tokens, output tokens))`` recorded so far in a session."""
+    return _read(db_path, lambda runs: runs.llm_usage(session_id), (0, (0, 0)))

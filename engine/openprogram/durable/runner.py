@@ -21,18 +21,21 @@ from typing import Any
 
 from openprogram.contract.runs import POLICIES, PauseReason, Policy, RunStatus, new_run_id
 from openprogram.durable import checks, snapshot
+from openprogram.durable.approvals import refuse_undecided, run_database
 from openprogram.durable.errors import (
     DeterminismError,
     LeaseLost,
     ProgramLoadError,
     RunCancelled,
     RunClaimLost,
+    RunInterrupted,
     RunNotFound,
     RunPaused,
     RunReleased,
     RunStateError,
     StepUsageError,
 )
+from openprogram.durable.policy import policy_for_resume, policy_for_start
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave
 from openprogram.errors import StoreError
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
@@ -50,6 +53,7 @@ __all__ = [
     "pause_run",
     "resume_interrupted",
     "resume_run",
+    "start_entry",
     "start_run",
     "submit_run",
 ]
@@ -91,12 +95,6 @@ class RunOutcome:
 
 
 # -- helpers ---------------------------------------------------------------------------
-def _check_policy(policy: str) -> str:
-    if policy not in POLICIES:
-        raise ArgsError(f"unknown code-change policy {policy!r}: use keep_original or use_latest")
-    return policy
-
-
 def _bind_args(entry: ProgramEntry, args: Any) -> dict[str, Any]:
     import inspect
 
@@ -216,7 +214,11 @@ def _execute_leased(
     node_id: str | None = None
     token = enter(executor, root)
     try:
-        with use_writer(writer), call_scope(entry.name, inputs=args) as frame:
+        with (
+            use_writer(writer),
+            run_database(db),
+            call_scope(entry.name, inputs=args) as frame,
+        ):
             node_id = frame.node_id
             frame.extras[ENTRY_EXTRA] = fn  # an Agent-method entry records no second node
             try:
@@ -254,14 +256,18 @@ def _execute_leased(
         outcome = _outcome(db, run_id, RunStatus.RUNNING)
         return dataclasses.replace(outcome, error=str(lost), lease_lost=True)
     except KeyboardInterrupt:
-        db.finish_run(
+        stored = db.finish_run(
             run_id,
             RunStatus.PAUSED,
             error=f"run {run_id} was interrupted (Ctrl-C)",
             pause_reason=PauseReason.REQUESTED,
             token=lease,
         )
-        raise
+        raise RunInterrupted(_outcome(db, run_id, stored)) from None
+    except SystemExit as exc:  # sys.exit() in the Program: a failed run, not a dead CLI
+        error = f"the Program called sys.exit({exc.code!r})"
+        stored = db.finish_run(run_id, RunStatus.FAILED, error=error, token=lease)
+        return _outcome(db, run_id, stored)
     except StoreError:
         if stop is not None:  # a worker: the store went away; the lease will expire
             raise
@@ -297,6 +303,17 @@ def _outcome(db: RunStore, run_id: str, status: str) -> RunOutcome:
     )
 
 
+def _unsaved(run_id: str, exc: StoreError) -> RunOutcome:
+    """The outcome of a run whose records could not be written after it started."""
+    return RunOutcome(
+        run_id,
+        "failed",
+        error=f"run {run_id} stopped because the store could not be written: {exc}; "
+        f"what was saved is kept: resume it with `openprogram resume {run_id}` "
+        "once the store is writable",
+    )
+
+
 def _entry_ref(ref: str) -> str:
     """Store file entries with an absolute path so resume works from any directory."""
     kind, location, name = parse_entry_ref(ref)
@@ -311,7 +328,7 @@ def start_run(
     args: Mapping[str, Any] | None = None,
     *,
     store: str | os.PathLike[str] | None = None,
-    policy: str = "keep_original",
+    policy: str | None = None,
     model: str | None = None,
     durability: str | None = None,
     run_id: str | None = None,
@@ -319,12 +336,45 @@ def start_run(
 ) -> RunOutcome:
     """Run the entry ``ref`` (``FILE.py:ENTRY`` / ``MODULE:ENTRY``) as a new run.
 
+    ``policy`` (``keep_original`` | ``use_latest``) defaults to the project's
+    ``[tool.openprogram.execution] code_change_policy``, else ``keep_original``.
     Raises :class:`EntryError`/:class:`ArgsError` (bad entry or arguments) and
     :class:`DeterminismError` before anything is recorded; otherwise returns how the run
     ended (``completed``, ``failed``, ``paused`` or ``cancelled``).
     """
-    _check_policy(policy)
-    entry, bound, snap = prepare_entry(ref, args)
+    entry = load_entry(ref)
+    return start_entry(
+        entry,
+        _entry_ref(ref),
+        args,
+        store=store,
+        policy=policy,
+        model=model,
+        durability=durability,
+        run_id=run_id,
+        on_progress=on_progress,
+    )
+
+
+def start_entry(
+    entry: ProgramEntry,
+    ref: str,
+    args: Mapping[str, Any] | None = None,
+    *,
+    store: str | os.PathLike[str] | None = None,
+    policy: str | None = None,
+    model: str | None = None,
+    durability: str | None = None,
+    run_id: str | None = None,
+    on_progress: ProgressFn | None = None,
+    call: Callable[..., Any] | None = None,
+) -> RunOutcome:
+    """Run an already loaded ``entry`` as a new run recorded under ``ref``.
+
+    ``call`` (default ``entry.target``) is what the run calls with the arguments.
+    """
+    pol = policy_for_start(policy, entry.path)
+    bound, snap = _prepare(entry, args)
     rid = run_id or new_run_id()
     owner = Owner.this_process()
     lease_s = lease_seconds()
@@ -332,29 +382,32 @@ def start_run(
         db.store.create_session(rid, metadata={"run_id": rid, "entry": ref})
         db.insert_run(
             run_id=rid,
-            entry=_entry_ref(ref),
+            entry=ref,
             program_path=entry.path,
             function_qualname=entry.qualname,
             args=bound,
-            policy=policy,
+            policy=pol.value,
             model=model,
             source_snapshot=snap,
             session_id=rid,
             owner=owner,
             lease_s=lease_s,
         )
-        return _execute(
-            db,
-            rid,
-            entry,
-            entry.target,
-            bound,
-            owner=owner,
-            lease_s=lease_s,
-            durable=entry.resumable,
-            rerun_uncertain=False,
-            on_progress=on_progress,
-        )
+        try:
+            return _execute(
+                db,
+                rid,
+                entry,
+                call if call is not None else entry.target,
+                bound,
+                owner=owner,
+                lease_s=lease_s,
+                durable=entry.resumable,
+                rerun_uncertain=False,
+                on_progress=on_progress,
+            )
+        except StoreError as exc:
+            return _unsaved(rid, exc)
 
 
 def _load_for_resume(run: RunRecord) -> ProgramEntry:
@@ -366,6 +419,11 @@ def _load_for_resume(run: RunRecord) -> ProgramEntry:
     try:
         return load_entry(run.entry)
     except EntryError as exc:
+        from openprogram.durable.direct import load_direct_entry
+
+        direct = load_direct_entry(run.entry)  # a run started by a direct Python call
+        if direct is not None:
+            return direct
         raise ProgramLoadError(f"cannot resume run {run.id}: {exc}") from None
 
 
@@ -386,6 +444,7 @@ def _resumable_run(db: RunStore, run_id: str, *, force_takeover: bool = False) -
             f"lease is renewed; it expires {left:.0f} s after the last heartbeat); if that "
             "process is gone, resume with --force-takeover"
         )
+    refuse_undecided(db, run_id, run.pause_reason)  # awaiting approval: decide first
     return run
 
 
@@ -422,14 +481,14 @@ def resume_run(
     """
     with open_run_store(store, durability=durability, create=False) as db:
         run = _resumable_run(db, run_id, force_takeover=force_takeover)
-        pol = _check_policy(policy or run.policy)
+        pol = policy_for_resume(policy, run.program_path, run.policy)
         entry = _load_for_resume(run)
         if not entry.resumable:
             raise RunStateError(
                 f"run {run_id}: {run.function_qualname} is not declared resumable; run it again"
             )
         new_snap: dict[str, Any] | None = None
-        if pol == "keep_original" and run.source_snapshot:
+        if pol is Policy.KEEP_ORIGINAL and run.source_snapshot:
             fn = snapshot.restore(run.source_snapshot, entry.module, entry.instance)
         else:
             reached = _determinism(entry)
@@ -438,35 +497,37 @@ def resume_run(
         owner = Owner.this_process()
         lease_s = lease_seconds()
         _claim(db, run, owner, lease_s)
-        outcome = _execute(
-            db,
-            run_id,
-            entry,
-            fn,
-            dict(run.args),
-            owner=owner,
-            lease_s=lease_s,
-            durable=True,
-            rerun_uncertain=rerun_uncertain,
-            on_progress=on_progress,
-        )
+        try:
+            outcome = _execute(
+                db,
+                run_id,
+                entry,
+                fn,
+                dict(run.args),
+                owner=owner,
+                lease_s=lease_s,
+                durable=True,
+                rerun_uncertain=rerun_uncertain,
+                on_progress=on_progress,
+            )
+        except StoreError as exc:
+            return _unsaved(run_id, exc)
         if new_snap is not None and outcome.pause_reason != PauseReason.INCOMPATIBLE:
             db.update_snapshot(run_id, new_snap)  # the compatible new code is adopted
         return outcome
 
 
-def prepare_entry(
-    ref: str, args: Mapping[str, Any] | None
-) -> tuple[ProgramEntry, dict[str, Any], dict[str, Any] | None]:
-    """Load ``ref``, bind ``args`` and run the pre-run checks of a new run: the entry, the
-    bound arguments and the saved source (``None`` for a non-resumable entry)."""
-    entry = load_entry(ref)
+def _prepare(
+    entry: ProgramEntry, args: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Bind ``args`` and run the pre-run checks of a new run of ``entry``: the bound
+    arguments and the saved source (``None`` for a non-resumable entry)."""
     bound = _bind_args(entry, args or {})
     snap: dict[str, Any] | None = None
     if entry.resumable:
         reached = _determinism(entry)
         snap = snapshot.capture(entry.function, entry.module, entry.qualname, reached)
-    return entry, bound, snap
+    return bound, snap
 
 
 def submit_run(
@@ -475,14 +536,15 @@ def submit_run(
     *,
     store: str | os.PathLike[str] | None = None,
     queue: str = "default",
-    policy: str = Policy.KEEP_ORIGINAL,
+    policy: str | None = None,
     model: str | None = None,
 ) -> str:
     """Enqueue the entry ``ref`` with ``args`` on ``queue`` for workers; returns the run id.
 
     Raises the errors of :func:`start_run` before anything is recorded."""
-    _check_policy(policy)
-    entry, bound, snap = prepare_entry(ref, args)
+    entry = load_entry(ref)
+    pol = policy_for_start(policy, entry.path)
+    bound, snap = _prepare(entry, args)
     rid = new_run_id()
     with open_run_store(store) as db:
         db.store.create_session(rid, metadata={"run_id": rid, "entry": ref, "queue": queue})
@@ -492,7 +554,7 @@ def submit_run(
             program_path=entry.path,
             function_qualname=entry.qualname,
             args=bound,
-            policy=policy,
+            policy=pol.value,
             model=model,
             source_snapshot=snap,
             session_id=rid,

@@ -65,6 +65,13 @@ _result_dumps = make_dumps(ensure_ascii=False, allow_nan=False)
 _STOP = (RunPaused, RunCancelled, LeaseLost, RunReleased, KeyboardInterrupt, SystemExit)
 
 
+def _keeps_step_open(exc: BaseException) -> bool:
+    """Whether a step interrupted by ``exc`` stays ``dispatched`` (uncertain on resume)
+    rather than ``failed`` (re-run on resume): a pause that says the step's operation
+    did not happen (e.g. awaiting a tool approval) lets the step run again."""
+    return isinstance(exc, _STOP) and not getattr(exc, "reruns_step", False)
+
+
 @dataclass
 class Pending:
     """A returned step's result (JSON text, also its node's output) and its DAG node
@@ -407,7 +414,7 @@ def _run_step(
                 status, output, meta = exit_record(exc, round(time.perf_counter() - started, 6))
                 writer.update(node.id, output=output, status=status, metadata=meta)
         finally:
-            if not isinstance(exc, _STOP):
+            if not _keeps_step_open(exc):
                 db.fail_step(run_id, key, f"{type(exc).__name__}: {exc}")
         raise
     finally:
@@ -491,7 +498,7 @@ def _run_step_unjoined(
             text = _result_json("step", name, value)
             set_output(frame, value)
     except BaseException as exc:
-        if not isinstance(exc, _STOP):
+        if not _keeps_step_open(exc):
             db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}")
         raise
     finally:

@@ -26,6 +26,7 @@ from openprogram.errors import OpenProgramError
 __all__ = [
     "EntryError",
     "ProgramEntry",
+    "entry_for",
     "list_entries",
     "load_entry",
     "load_program",
@@ -81,6 +82,13 @@ def load_program(kind: str, location: str) -> types.ModuleType:
             return importlib.import_module(location)
         except ImportError as exc:
             raise EntryError(f"cannot import Program module {location!r}: {exc}") from None
+        except SyntaxError as exc:
+            where = f"{exc.filename}:{exc.lineno}" if exc.filename else location
+            raise EntryError(f"{where}: syntax error: {exc.msg}") from None
+        except (Exception, SystemExit) as exc:  # the module's own top-level code raised (or exited)
+            raise EntryError(
+                f"cannot import Program module {location!r}: importing it raised {exc!r}"
+            ) from None
     path = Path(location).resolve()
     if not path.is_file():
         raise EntryError(f"{location}: Program file not found")
@@ -105,7 +113,7 @@ def load_program(kind: str, location: str) -> types.ModuleType:
     except SyntaxError as exc:
         del sys.modules[name]
         raise EntryError(f"{location}:{exc.lineno}: syntax error: {exc.msg}") from None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # SystemExit: not the Program's exit code for the CLI
         del sys.modules[name]
         raise EntryError(f"{location}: importing the Program failed: {exc!r}") from None
     return module
@@ -163,6 +171,12 @@ def _entry(name: str, obj: Any, module: types.ModuleType) -> ProgramEntry:
         instance=instance,
         options=options,
     )
+
+
+def entry_for(name: str, obj: Any, module: types.ModuleType) -> ProgramEntry:
+    """``obj`` (a function or bound method of ``module``) as an entry named ``name``,
+    whether or not ``PROGRAM_ENTRIES`` lists it (direct durable calls use this)."""
+    return _entry(name, obj, module)
 
 
 def list_entries(module: types.ModuleType) -> dict[str, ProgramEntry]:

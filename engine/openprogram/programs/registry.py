@@ -355,6 +355,18 @@ class Tool:
         if not need:
             return
         approver = _approver.get()
+        if approver is None:
+            from openprogram.durable.approvals import decide_in_run
+
+            # inside a durable run: pauses the run as awaiting_approval until decided
+            decided = decide_in_run(self.name, kwargs)
+            if decided:
+                return
+            if decided is False:
+                raise ToolError(
+                    f"tool {self.name!r} was denied by the user; do not retry it, "
+                    "continue without it"
+                )
         if approver is None or not approver(self, dict(kwargs)):
             raise ToolError(
                 f"tool {self.name!r} requires approval and was not approved; "

@@ -10,29 +10,14 @@ step is skipped.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
+from openprogram.contract.pyproject import nearest_openprogram_table
 from openprogram.errors import ConfigError
 
 DEFAULT_OPENAI_MODEL = "openai:gpt-4.1-mini"
 DEFAULT_ANTHROPIC_MODEL = "anthropic:claude-sonnet-4-5"
-
-_toml: ModuleType | None
-if sys.version_info >= (3, 11):
-    import tomllib
-
-    _toml = tomllib
-else:  # pragma: no cover - depends on the interpreter
-    try:
-        import tomli
-
-        _toml = tomli
-    except ModuleNotFoundError:
-        _toml = None
 
 HOW_TO_CONFIGURE = (
     "no model configured: set OPENPROGRAM_MODEL (e.g. export OPENPROGRAM_MODEL="
@@ -59,35 +44,16 @@ def detect_model(cwd: str | Path | None = None, environ: Mapping[str, str] | Non
 
 def pyproject_model(start: Path) -> str | None:
     """``[tool.openprogram] model`` from the nearest pyproject.toml having that table."""
-    if _toml is None:
+    found = nearest_openprogram_table(start)
+    if found is None:
         return None
-    for directory in (start.resolve(), *start.resolve().parents):
-        path = directory / "pyproject.toml"
-        if not path.is_file():
-            continue
-        table = _openprogram_table(path)
-        if table is None:
-            continue
-        model = table.get("model")
-        if model is None:
-            return None
-        if not isinstance(model, str) or not model.strip():
-            raise ConfigError(
-                f"{path}: [tool.openprogram] model must be a non-empty string such as "
-                '"openai:gpt-4.1-mini"'
-            )
-        return model.strip()
-    return None
-
-
-def _openprogram_table(path: Path) -> dict[str, Any] | None:
-    assert _toml is not None
-    try:
-        data = _toml.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-    except (ValueError, UnicodeDecodeError) as exc:  # TOMLDecodeError is a ValueError
-        raise ConfigError(f"{path}: invalid TOML ({exc})") from None
-    tool = data.get("tool")
-    table = tool.get("openprogram") if isinstance(tool, dict) else None
-    return table if isinstance(table, dict) else None
+    path, table = found
+    model = table.get("model")
+    if model is None:
+        return None
+    if not isinstance(model, str) or not model.strip():
+        raise ConfigError(
+            f"{path}: [tool.openprogram] model must be a non-empty string such as "
+            '"openai:gpt-4.1-mini"'
+        )
+    return model.strip()

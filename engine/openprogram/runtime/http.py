@@ -3,6 +3,13 @@
 Every failure becomes one :class:`~openprogram.errors.ProviderError` whose message names
 the provider, the HTTP status, the request id and a short excerpt of the body; the API
 key is never part of it (bodies that echo the key are redacted).
+
+Limits: each attempt must deliver its whole response within ``timeout_s`` (a deadline,
+not a per-read timeout); the whole call ends within :meth:`RetryPolicy.call_budget`
+(attempts x ``timeout_s`` + the backoff ceilings), so a ``Retry-After`` beyond what is
+left fails at once. Bodies are read as a stream and refused past ``max_response_bytes``
+(:data:`MAX_RESPONSE_BYTES`, 32 MiB, by default). A ``user:password@`` in the base URL
+is sent as HTTP Basic auth and never appears in a logged URL or an error.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import json
 import logging
 import re
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -21,31 +29,38 @@ from urllib.parse import urlsplit
 import httpx
 
 from openprogram.errors import ConfigError, ProviderError
-from openprogram.runtime.retry import RetryPolicy, is_retryable_status
+from openprogram.runtime.deadline import DeadlineTransport, attempt_deadline
+from openprogram.runtime.retry import RetryPolicy, is_retryable_status, parse_retry_after
 from openprogram.runtime.secret import Secret, redact
 
 log = logging.getLogger("openprogram.runtime")
 
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+"""Default cap on one response body; a larger reply is a :class:`ProviderError`."""
+
+_ERROR_BODY_BYTES = 64 * 1024  # enough of an error body for its excerpt
 _EXCERPT_CHARS = 200
+_USERINFO = re.compile(r"(?<=//)[^/?#@\s]*@")
 _LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 
 
 def validate_base_url(url: str, env_name: str) -> str:
     """``url`` without a trailing slash, or ConfigError when it is not an http(s) URL."""
     text = url.strip()
+    shown = _USERINFO.sub("", text)  # never echo a password
     try:
         parts = urlsplit(text)
     except ValueError as exc:
-        raise ConfigError(f"invalid {env_name} {url!r}: {exc}") from None
+        raise ConfigError(f"invalid {env_name} {shown!r}: {_USERINFO.sub('', str(exc))}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
-            f"invalid {env_name} {url!r}: expected an http(s) URL such as "
+            f"invalid {env_name} {shown!r}: expected an http(s) URL such as "
             "'http://127.0.0.1:8000/v1'"
         )
     try:
         parts.port  # noqa: B018 - validates the port
     except ValueError:
-        raise ConfigError(f"invalid {env_name} {url!r}: bad port") from None
+        raise ConfigError(f"invalid {env_name} {shown!r}: bad port") from None
     return text.rstrip("/")
 
 
@@ -60,9 +75,16 @@ def display_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.username is None and parts.password is None:
         return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return parts._replace(netloc=netloc).geturl()
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+
+
+def _basic_auth(url: str) -> tuple[httpx.BasicAuth | None, Secret | None]:
+    """HTTP Basic auth from the ``user:password@`` of ``url`` and the password to redact."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return None, None
+    user, password = httpx.URL(url).username, httpx.URL(url).password
+    return httpx.BasicAuth(user, password), Secret(password) if password else None
 
 
 @dataclass
@@ -77,12 +99,20 @@ class JsonReply:
 class _Retry(Exception):
     """Internal: this attempt failed in a retryable way."""
 
-    def __init__(self, reason: str, status: int | None, request_id: str | None, delay: float):
+    def __init__(
+        self,
+        reason: str,
+        status: int | None,
+        request_id: str | None,
+        delay: float,
+        asked: float | None = None,
+    ):
         super().__init__(reason)
         self.reason = reason
         self.status = status
         self.request_id = request_id
-        self.delay = delay
+        self.delay = delay  # -1: use the policy's backoff
+        self.asked = asked  # the server's Retry-After, uncapped
 
 
 class JsonTransport:
@@ -100,9 +130,13 @@ class JsonTransport:
         request_id_header: str,
         timeout_s: float,
         retry: RetryPolicy,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         self.provider = provider
         self.base_url = base_url
+        # userinfo travels as a Basic auth header, so httpx never logs it in a URL
+        self._auth, self._url_secret = _basic_auth(base_url)
+        self._send_base = display_url(base_url)
         self._headers = dict(headers)
         self._secret = secret
         self._key_env = key_env
@@ -110,6 +144,7 @@ class JsonTransport:
         self._request_id_header = request_id_header
         self.timeout_s = timeout_s
         self.retry = retry
+        self.max_response_bytes = max_response_bytes
         self._client: httpx.Client | None = None
         self._aclient: httpx.AsyncClient | None = None
         self._aloop: asyncio.AbstractEventLoop | None = None
@@ -122,56 +157,50 @@ class JsonTransport:
 
     def post(self, path: str, payload: Mapping[str, Any], *, timeout_s: float | None) -> JsonReply:
         """POST ``payload`` to ``base_url + path``; retries; returns the parsed JSON body."""
-        url = self.base_url + path
+        url = self._send_base + path
         timeout = timeout_s or self.timeout_s
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    self._client = httpx.Client()
+        client = self._sync_client()
+        call_deadline = time.monotonic() + self.retry.call_budget(timeout)
         last: _Retry | None = None
         for attempt in range(1, self.retry.attempts + 1):
             self._log_attempt(url, attempt)
             try:
-                response = self._client.post(
-                    url, json=payload, headers=self._request_headers(), timeout=timeout
-                )
-                return self._handle(response, attempt)
+                with attempt_deadline(time.monotonic() + timeout):
+                    return self._send(client, url, payload, timeout, attempt)
             except _Retry as retry:
                 last = retry
             except httpx.HTTPError as exc:
                 last = self._transport_retry(exc, url, timeout)
             if attempt < self.retry.attempts:
-                delay = last.delay if last.delay >= 0 else self.retry.backoff(attempt)
-                self._log_retry(last, delay, attempt)
-                self.retry.sleep(delay)
+                self.retry.sleep(self._next_delay(last, attempt, call_deadline, timeout))
         assert last is not None
-        raise self._final_error(last)
+        raise self._final_error(last, self.retry.attempts)
 
     async def apost(
         self, path: str, payload: Mapping[str, Any], *, timeout_s: float | None
     ) -> JsonReply:
         """Async form of :meth:`post`."""
-        url = self.base_url + path
+        url = self._send_base + path
         timeout = timeout_s or self.timeout_s
         client = self._async_client()
+        call_deadline = time.monotonic() + self.retry.call_budget(timeout)
         last: _Retry | None = None
         for attempt in range(1, self.retry.attempts + 1):
             self._log_attempt(url, attempt)
             try:
-                response = await client.post(
-                    url, json=payload, headers=self._request_headers(), timeout=timeout
+                return await asyncio.wait_for(
+                    self._asend(client, url, payload, timeout, attempt), timeout
                 )
-                return self._handle(response, attempt)
             except _Retry as retry:
                 last = retry
+            except asyncio.TimeoutError:
+                last = _Retry(_timed_out(timeout), None, None, -1.0)
             except httpx.HTTPError as exc:
                 last = self._transport_retry(exc, url, timeout)
             if attempt < self.retry.attempts:
-                delay = last.delay if last.delay >= 0 else self.retry.backoff(attempt)
-                self._log_retry(last, delay, attempt)
-                await self.retry.asleep(delay)
+                await self.retry.asleep(self._next_delay(last, attempt, call_deadline, timeout))
         assert last is not None
-        raise self._final_error(last)
+        raise self._final_error(last, self.retry.attempts)
 
     def close(self) -> None:
         """Close the sync client; drop the async one (use :meth:`aclose` to close it)."""
@@ -204,7 +233,7 @@ class JsonTransport:
     def reply_error(self, reply: JsonReply, what: str, excerpt: str) -> ProviderError:
         """A ProviderError about a reply's content (e.g. invalid JSON under response_format)."""
         return ProviderError(
-            self._message(what, reply.request_id, redact(_short(excerpt), self._secret)),
+            self._message(what, reply.request_id, _short(excerpt)),
             provider=self.provider,
             status=reply.status,
             request_id=reply.request_id,
@@ -212,13 +241,89 @@ class JsonTransport:
 
     # -- internals ----------------------------------------------------------------
 
+    def _sync_client(self) -> httpx.Client:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = httpx.Client(transport=DeadlineTransport(), auth=self._auth)
+        return self._client
+
     def _async_client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
         if self._aclient is None or self._aloop is not loop:
             # An AsyncClient's pool is bound to the loop it was first used on.
-            self._aclient = httpx.AsyncClient()
+            self._aclient = httpx.AsyncClient(auth=self._auth)
             self._aloop = loop
         return self._aclient
+
+    def _send(
+        self,
+        client: httpx.Client,
+        url: str,
+        payload: Mapping[str, Any],
+        timeout: float,
+        attempt: int,
+    ) -> JsonReply:
+        headers = self._request_headers()
+        with client.stream("POST", url, json=payload, headers=headers, timeout=timeout) as response:
+            cap = self._cap(response)
+            parts: list[bytes] = []
+            size = 0
+            for chunk in response.iter_bytes():
+                parts.append(chunk)
+                size += len(chunk)
+                if size > cap:
+                    break
+        return self._handle(response, self._body(response, parts, size, cap), attempt)
+
+    async def _asend(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        payload: Mapping[str, Any],
+        timeout: float,
+        attempt: int,
+    ) -> JsonReply:
+        headers = self._request_headers()
+        request = client.stream("POST", url, json=payload, headers=headers, timeout=timeout)
+        async with request as response:
+            cap = self._cap(response)
+            parts: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                parts.append(chunk)
+                size += len(chunk)
+                if size > cap:
+                    break
+        return self._handle(response, self._body(response, parts, size, cap), attempt)
+
+    def _cap(self, response: httpx.Response) -> int:
+        """How much of this body to read; a declared oversize 2xx body fails at once."""
+        if not 200 <= response.status_code < 300:
+            return _ERROR_BODY_BYTES  # only its excerpt is shown
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_response_bytes:
+            raise self._too_large(response, f"Content-Length is {int(declared):,} bytes")
+        return self.max_response_bytes
+
+    def _body(self, response: httpx.Response, parts: list[bytes], size: int, cap: int) -> bytes:
+        if size > cap and 200 <= response.status_code < 300:
+            raise self._too_large(response, f"more than {size:,} bytes were sent")
+        return b"".join(parts)[:cap]
+
+    def _too_large(self, response: httpx.Response, what: str) -> ProviderError:
+        request_id = response.headers.get(self._request_id_header)
+        return ProviderError(
+            self._message(
+                f"response body too large: {what}, the limit is {self.max_response_bytes:,} bytes",
+                request_id,
+                None,
+                hint="pass max_response_bytes= to the provider to allow more",
+            ),
+            provider=self.provider,
+            status=response.status_code,
+            request_id=request_id,
+        )
 
     def _request_headers(self) -> dict[str, str]:
         headers = dict(self._headers)
@@ -229,19 +334,20 @@ class JsonTransport:
                 headers["authorization"] = f"Bearer {self._secret.reveal()}"
         return headers
 
-    def _handle(self, response: httpx.Response, attempt: int) -> JsonReply:
+    def _handle(self, response: httpx.Response, body: bytes, attempt: int) -> JsonReply:
         status = response.status_code
         request_id = response.headers.get(self._request_id_header)
         if 200 <= status < 300:
-            return JsonReply(self._parse_body(response, request_id), status, request_id)
+            return JsonReply(self._parse_body(response, body, request_id), status, request_id)
         if is_retryable_status(status):
             delay = self.retry.delay(attempt, response.headers)
-            raise _Retry(self._status_text(response), status, request_id, delay)
+            asked = parse_retry_after(response.headers.get("retry-after"))
+            raise _Retry(self._status_text(status, body), status, request_id, delay, asked)
         raise ProviderError(
             self._message(
                 f"HTTP {status} {_reason(status)}",
                 request_id,
-                self._excerpt(response),
+                self._excerpt(body),
                 hint=self._hint(status),
             ),
             provider=self.provider,
@@ -249,16 +355,18 @@ class JsonTransport:
             request_id=request_id,
         )
 
-    def _parse_body(self, response: httpx.Response, request_id: str | None) -> dict[str, Any]:
+    def _parse_body(
+        self, response: httpx.Response, content: bytes, request_id: str | None
+    ) -> dict[str, Any]:
         try:
-            body = json.loads(response.content)
-        except (ValueError, UnicodeDecodeError):
+            body = json.loads(content)
+        except (ValueError, UnicodeDecodeError, RecursionError):
             kind = response.headers.get("content-type", "no content-type")
             raise ProviderError(
                 self._message(
                     f"response is not valid JSON (HTTP {response.status_code}, {kind})",
                     request_id,
-                    self._excerpt(response),
+                    self._excerpt(content),
                     hint=f"check that {self._base_url_env} points at the API",
                 ),
                 provider=self.provider,
@@ -270,7 +378,7 @@ class JsonTransport:
                 self._message(
                     f"response JSON is a {type(body).__name__}, expected an object",
                     request_id,
-                    self._excerpt(response),
+                    self._excerpt(content),
                 ),
                 provider=self.provider,
                 status=response.status_code,
@@ -278,14 +386,34 @@ class JsonTransport:
             )
         return body
 
+    def _next_delay(
+        self, last: _Retry, attempt: int, call_deadline: float, timeout: float
+    ) -> float:
+        """The wait before the next attempt; fails fast when the remaining attempts could
+        then no longer finish by the call's deadline (each keeps its full ``timeout``)."""
+        delay = last.delay if last.delay >= 0 else self.retry.backoff(attempt)
+        wanted = max(delay, last.asked or 0.0)
+        attempts_left = self.retry.attempts - attempt
+        left = call_deadline - time.monotonic() - attempts_left * timeout
+        if wanted > left:
+            asked = "the server asked to wait" if last.asked is not None else "the next try is in"
+            raise self._final_error(
+                last,
+                attempt,
+                f"not retried: {asked} {wanted:g} s, but only {max(left, 0.0):.1f} s of the "
+                "call's deadline are left for waiting",
+            )
+        self._log_retry(last, delay, attempt)
+        return delay
+
     def _transport_retry(self, exc: httpx.HTTPError, url: str, timeout: float) -> _Retry:
         if isinstance(exc, (httpx.InvalidURL, httpx.UnsupportedProtocol)):
             raise ConfigError(
                 f"invalid {self._base_url_env} {display_url(self.base_url)!r}: "
-                f"{redact(str(exc), self._secret)}"
+                f"{redact(str(exc), self._secret, self._url_secret)}"
             ) from None
         if isinstance(exc, httpx.TimeoutException):
-            reason = f"request timed out after {timeout:g} s"
+            reason = _timed_out(timeout)
         elif isinstance(exc, httpx.ConnectError):
             reason = (
                 f"cannot connect to {display_url(url)} ({_short(str(exc))}); "
@@ -293,21 +421,20 @@ class JsonTransport:
             )
         else:
             reason = f"connection error talking to {display_url(url)} ({type(exc).__name__}: {_short(str(exc))})"
-        return _Retry(redact(reason, self._secret), None, None, -1.0)
+        return _Retry(redact(reason, self._secret, self._url_secret), None, None, -1.0)
 
-    def _final_error(self, last: _Retry) -> ProviderError:
-        attempts = self.retry.attempts
+    def _final_error(self, last: _Retry, attempts: int, note: str | None = None) -> ProviderError:
         tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
+        what = f"{last.reason} (gave up after {tries}{'; ' + note if note else ''})"
         return ProviderError(
-            self._message(f"{last.reason} (gave up after {tries})", last.request_id, None),
+            self._message(what, last.request_id, None),
             provider=self.provider,
             status=last.status,
             request_id=last.request_id,
         )
 
-    def _status_text(self, response: httpx.Response) -> str:
-        status = response.status_code
-        return f"HTTP {status} {_reason(status)}: {self._excerpt(response)}"
+    def _status_text(self, status: int, body: bytes) -> str:
+        return f"HTTP {status} {_reason(status)}: {self._excerpt(body)}"
 
     def _message(
         self, what: str, request_id: str | None, excerpt: str | None, *, hint: str | None = None
@@ -318,7 +445,7 @@ class JsonTransport:
             text += f": {excerpt}"
         if hint:
             text += f" -- {hint}"
-        return redact(text, self._secret)
+        return redact(text, self._secret, self._url_secret)
 
     def _hint(self, status: int) -> str | None:
         if status in (401, 403):
@@ -327,11 +454,11 @@ class JsonTransport:
             return f"check the model name and {self._base_url_env}"
         return None
 
-    def _excerpt(self, response: httpx.Response) -> str:
-        text = response.content.decode("utf-8", errors="replace")
+    def _excerpt(self, content: bytes) -> str:
+        text = content.decode("utf-8", errors="replace")
         try:
             body = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             body = None
         if isinstance(body, dict):
             err = body.get("error")
@@ -341,7 +468,7 @@ class JsonTransport:
                 text = err
         elif "<" in text and ">" in text:
             text = re.sub(r"<[^>]*>", " ", text)
-        return redact(_short(text), self._secret) or "(empty body)"
+        return redact(_short(text), self._secret, self._url_secret) or "(empty body)"
 
     def _log_attempt(self, url: str, attempt: int) -> None:
         log.debug("%s: POST %s (attempt %d)", self.provider, display_url(url), attempt)
@@ -350,11 +477,15 @@ class JsonTransport:
         log.warning(
             "%s: %s; retrying in %.2f s (attempt %d of %d)",
             self.provider,
-            redact(last.reason, self._secret),
+            redact(last.reason, self._secret, self._url_secret),
             delay,
             attempt + 1,
             self.retry.attempts,
         )
+
+
+def _timed_out(timeout: float) -> str:
+    return f"request timed out after {timeout:g} s (no complete response by the deadline)"
 
 
 def _reason(status: int) -> str:

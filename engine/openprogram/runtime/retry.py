@@ -2,7 +2,9 @@
 
 Retried: HTTP 429, 500, 502, 503, 504, 529, timeouts and connection errors. Every other
 status is final at once. ``Retry-After`` (seconds or an HTTP date) replaces the computed
-delay, capped at ``retry_after_cap_s``. Delays and the sleep functions are configurable so
+delay, capped at ``retry_after_cap_s``. A whole call (every attempt and every wait) ends
+within :meth:`RetryPolicy.call_budget`; a ``Retry-After`` that reaches past it is not
+waited for: the call fails at once. Delays and the sleep functions are configurable so
 tests can run with tiny (or recorded, not slept) delays.
 """
 
@@ -50,10 +52,22 @@ class RetryPolicy:
         """Total number of attempts (first try plus retries)."""
         return self.max_retries + 1
 
+    def ceiling(self, retry_number: int) -> float:
+        """The longest backoff before retry ``retry_number`` (1-based)."""
+        return min(self.cap_s, self.base_s * (2 ** max(0, retry_number - 1)))
+
     def backoff(self, retry_number: int) -> float:
         """Full-jitter delay before retry ``retry_number`` (1-based)."""
-        ceiling = min(self.cap_s, self.base_s * (2 ** max(0, retry_number - 1)))
-        return self.rng.uniform(0.0, ceiling)
+        return self.rng.uniform(0.0, self.ceiling(retry_number))
+
+    def call_budget(self, timeout_s: float) -> float:
+        """How long a whole call may take: ``attempts x timeout_s`` + every backoff ceiling.
+
+        Each attempt has ``timeout_s`` for its whole response (a deadline, not a per-read
+        timeout); with the defaults and ``timeout_s=60`` a call ends within 307.5 s.
+        """
+        backoff = sum(self.ceiling(n) for n in range(1, self.max_retries + 1))
+        return self.attempts * timeout_s + backoff
 
     def delay(self, retry_number: int, headers: Mapping[str, str] | None = None) -> float:
         """The delay before retry ``retry_number``: ``Retry-After`` if given, else backoff."""

@@ -21,7 +21,6 @@ from openprogram.runtime.cassette import CassetteWriter
 from openprogram.runtime.config import detect_model
 from openprogram.runtime.model_string import PROVIDER_PREFIXES, ModelString, parse_model_string
 from openprogram.runtime.providers.base import Provider
-from openprogram.runtime.providers.openai import INVALID_ARGUMENTS_KEY
 from openprogram.runtime.retry import RetryPolicy
 from openprogram.runtime.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from openprogram.scope import (
@@ -249,8 +248,7 @@ class Runtime:
 
     def _loop(self, turn: _Turn) -> ExecResult:
         while True:
-            request = turn.next_request()
-            _before_request(turn, request)
+            request = _before_request(turn, turn.next_request())
             response = self._call(turn.provider, request)
             _after_response(turn, response)
             if turn.accept(response):
@@ -263,8 +261,7 @@ class Runtime:
 
     async def _aloop(self, turn: _Turn) -> ExecResult:
         while True:
-            request = turn.next_request()
-            _before_request(turn, request)
+            request = _before_request(turn, turn.next_request())
             response = await self._acall(turn.provider, request)
             _after_response(turn, response)
             if turn.accept(response):
@@ -699,9 +696,13 @@ class _Turn:
         if tool is None:
             offered = ", ".join(self.tools) or "(none)"
             return None, f"unknown tool {call.name!r}; available tools: {offered}"
-        if INVALID_ARGUMENTS_KEY in call.arguments:
-            raw = str(call.arguments[INVALID_ARGUMENTS_KEY])[:200]
-            return None, f"the arguments for tool {call.name!r} were not valid JSON: {raw}"
+        if call.arguments_error is not None:
+            raw = str(call.raw_arguments)
+            shown = raw if len(raw) <= 200 else raw[:197] + "..."
+            return None, (
+                f"the arguments for tool {call.name!r} are {call.arguments_error}: {shown}; "
+                "send one JSON object of named arguments"
+            )
         return tool, ""
 
     def add_tool_result(self, call: ToolCall, record: ToolCallRecord) -> None:
@@ -720,14 +721,24 @@ class _Turn:
 # -- turn safe points (openprogram.safepoints; a ContextVar lookup when no turn runs) --
 
 
-def _before_request(turn: _Turn, request: ModelRequest) -> None:
-    """Safe point before a model request (may raise ``TurnCancelled``)."""
-    if safepoints.current_control() is not None:
-        safepoints.checkpoint(
-            "llm.request",
-            model=f"{turn.provider.name}:{request.model_id}",
-            iteration=len(turn.responses) + 1,
-        )
+def _before_request(turn: _Turn, request: ModelRequest) -> ModelRequest:
+    """Safe point before a model request (may raise ``TurnCancelled``/``TurnPaused``);
+    input appended to the running turn meanwhile joins the request as user messages."""
+    control = safepoints.current_control()
+    if control is None:
+        return request
+    safepoints.checkpoint(
+        "llm.request",
+        model=f"{turn.provider.name}:{request.model_id}",
+        iteration=len(turn.responses) + 1,
+    )
+    arrived = control.take_input()
+    if not arrived:
+        return request
+    for content in arrived:
+        turn.messages.append(Message(role="user", content=content))
+    safepoints.emit("input.delivered", count=len(arrived), iteration=len(turn.responses) + 1)
+    return turn.next_request()
 
 
 def _after_response(turn: _Turn, response: ModelResponse) -> None:

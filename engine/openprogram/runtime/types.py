@@ -11,11 +11,18 @@ ContentBlocks = list[dict[str, Any]]
 
 @dataclass
 class ToolCall:
-    """One tool call requested by the model."""
+    """One tool call requested by the model.
+
+    When the model's arguments are unusable (not JSON, or JSON but not an object),
+    ``arguments`` is empty, ``raw_arguments`` keeps the model's own text (sent back to it
+    unchanged in the history) and ``arguments_error`` says what was wrong.
+    """
 
     id: str
     name: str
     arguments: dict[str, Any]
+    raw_arguments: str | None = None
+    arguments_error: str | None = None
 
 
 @dataclass

@@ -429,3 +429,58 @@ class PostgresRunStore(RunStore):
                 (run_id, status),
             )
         return int(rows[0][0])
+
+    # -- approvals -----------------------------------------------------------------
+    def request_approval(self, run_id: str, key: str, tool: str, arguments_json: str) -> None:
+        self._q(
+            "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
+            "input_hash, status, result, started_at, finished_at) VALUES "
+            "(%s, %s, 'approvals', 0, 'approval', %s, 0, %s, 'requested', %s, %s, NULL) "
+            "ON CONFLICT (run_id, step_key) DO NOTHING",
+            (run_id, key, tool, key, arguments_json, time.time()),
+        )
+
+    def approval_status(self, run_id: str, key: str) -> str | None:
+        rows = self._q(
+            "SELECT status FROM run_steps WHERE run_id = %s AND step_key = %s "
+            "AND kind = 'approval'",
+            (run_id, key),
+        )
+        return str(rows[0][0]) if rows else None
+
+    def pending_approval(self, run_id: str) -> tuple[str, str, str] | None:
+        rows = self._q(
+            "SELECT step_key, name, result FROM run_steps WHERE run_id = %s AND "
+            "kind = 'approval' AND status = 'requested' ORDER BY started_at LIMIT 1",
+            (run_id,),
+        )
+        return (str(rows[0][0]), str(rows[0][1]), str(rows[0][2])) if rows else None
+
+    def decide_approval(self, run_id: str, key: str, decision: str) -> bool:
+        count = self._q(
+            "UPDATE run_steps SET status = %s, finished_at = %s WHERE run_id = %s AND "
+            "step_key = %s AND kind = 'approval' AND status = 'requested'",
+            (str(decision), time.time(), run_id, key),
+        )
+        return bool(count == 1)
+
+    # -- session-DAG reads -----------------------------------------------------------
+    def session_node_rows(self, session_id: str) -> list[tuple[Any, ...]]:
+        rows = self._q(
+            "SELECT id, seq, kind, name, caller_id, predecessor_id, input, output, status, "
+            "metadata, created_at FROM nodes WHERE session_id = %s ORDER BY seq",
+            (session_id,),
+        )
+        return [tuple(r) for r in rows]
+
+    def llm_usage(self, session_id: str) -> tuple[int, tuple[int, int]]:
+        rows = self._q(
+            "SELECT COUNT(*), COALESCE(SUM(CASE WHEN i ~ '^[0-9]{1,18}$' THEN i::bigint END), 0), "
+            "COALESCE(SUM(CASE WHEN o ~ '^[0-9]{1,18}$' THEN o::bigint END), 0) FROM ("
+            "SELECT metadata::jsonb #>> '{usage,input_tokens}' AS i, "
+            "metadata::jsonb #>> '{usage,output_tokens}' AS o "
+            "FROM nodes WHERE session_id = %s AND kind = 'llm') AS usage",
+            (session_id,),
+        )
+        row = rows[0]
+        return int(row[0]), (int(row[1]), int(row[2]))

@@ -48,7 +48,9 @@ step_key           scope path + name + occurrence, e.g. ``fetch#0``, ``sub#0/fet
                    ``parallel#0/left/fetch#0``
 scope              key of the enclosing workflow / parallel branch (``""`` at top level)
 position           0-based call order inside ``scope``
-kind               ``step`` | ``workflow`` | ``parallel`` | ``branch``
+kind               ``step`` | ``workflow`` | ``parallel`` | ``branch`` | ``approval`` (one
+                   tool call awaiting/decided approval; scope ``approvals``, status
+                   ``requested`` | ``approved`` | ``denied``, result: its JSON arguments)
 name               the step name as written in the Program
 occurrence         0-based count of earlier calls of ``name`` in ``scope``
 input_hash         sha256 of the canonical JSON of the step's arguments
@@ -418,6 +420,37 @@ class RunStore(ABC):
     @abstractmethod
     def count_steps(self, run_id: str, status: str | None = None) -> int:
         """How many records of kind ``step`` the run has (in ``status`` when given)."""
+
+    # -- approvals of requires_approval tools ---------------------------------------
+    # Rows of ``run_steps`` with kind ``approval`` and scope ``approvals``: step_key the
+    # call's key, name the tool, result its JSON arguments, status an ApprovalStatus.
+    @abstractmethod
+    def request_approval(self, run_id: str, key: str, tool: str, arguments_json: str) -> None:
+        """Record that the run waits for approval of one tool call (idempotent)."""
+
+    @abstractmethod
+    def approval_status(self, run_id: str, key: str) -> str | None:
+        """``requested`` | ``approved`` | ``denied`` of one tool call, or ``None``."""
+
+    @abstractmethod
+    def pending_approval(self, run_id: str) -> tuple[str, str, str] | None:
+        """``(key, tool, arguments_json)`` of the run's oldest undecided request."""
+
+    @abstractmethod
+    def decide_approval(self, run_id: str, key: str, decision: str) -> bool:
+        """Record ``approved`` / ``denied`` for a requested call (``False``: it was not
+        requested or was decided meanwhile)."""
+
+    # -- session-DAG reads for tooling ------------------------------------------------
+    @abstractmethod
+    def session_node_rows(self, session_id: str) -> list[tuple[Any, ...]]:
+        """The session's nodes in ``seq`` order as ``(id, seq, kind, name, caller_id,
+        predecessor_id, input, output, status, metadata, created_at)`` with the JSON
+        columns left as stored text (a 10,000-node graph decodes only what it shows)."""
+
+    @abstractmethod
+    def llm_usage(self, session_id: str) -> tuple[int, tuple[int, int]]:
+        """``(model calls, (input tokens, output tokens))`` recorded so far in a session."""
 
     # -- tooling reads -------------------------------------------------------------
     def runs_of_program(self, program_path: str | None) -> list[RunRecord]:

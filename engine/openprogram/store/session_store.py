@@ -65,6 +65,17 @@ def _prepare_root(root: Path, *, create: bool) -> Path:
     return db
 
 
+def _sqlite_backend(db: Path, read_only: bool) -> StoreBackend:
+    from openprogram.store.sqlite import MigrationNeeded, SqliteBackend
+
+    try:
+        return SqliteBackend(db, read_only=read_only)
+    except MigrationNeeded:
+        if not (os.access(db, os.W_OK) and os.access(db.parent, os.W_OK)):
+            raise
+        return SqliteBackend(db)  # an older store that can be written: migrate it now
+
+
 class SessionStore:
     """Sessions and their node DAGs under one store root.
 
@@ -72,7 +83,9 @@ class SessionStore:
     ``./.openprogram`` (created on demand; ``create=False`` refuses to create it). The
     database is ``<root>/openprogram.db``; a ``postgresql://`` URL opens that database
     instead (:mod:`openprogram.store.postgres`). Callers own an explicit store and close it
-    (``close()`` or ``with SessionStore(...) as store:``). ``backend=`` plugs in another
+    (``close()`` or ``with SessionStore(...) as store:``); ``read_only=True`` only reads
+    (never creates; migrates an older SQLite schema only when the store is writable).
+    ``backend=`` plugs in another
     :class:`~openprogram.store.base.StoreBackend` (the root is then ignored).
     """
 
@@ -82,6 +95,7 @@ class SessionStore:
         *,
         create: bool = True,
         backend: StoreBackend | None = None,
+        read_only: bool = False,
     ) -> None:
         url = store_url(root_path) if backend is None else None
         self.root_path = resolve_root(None if url else root_path)
@@ -90,9 +104,8 @@ class SessionStore:
 
             backend = PostgresBackend(url)
         elif backend is None:
-            from openprogram.store.sqlite import SqliteBackend
-
-            backend = SqliteBackend(_prepare_root(self.root_path, create=create))
+            db = _prepare_root(self.root_path, create=create and not read_only)
+            backend = _sqlite_backend(db, read_only)
         self.backend = backend
 
     @property

@@ -27,6 +27,10 @@ All of them join a transaction the caller already opened on :meth:`SqliteBackend
 
 Other store-backed modules may use :meth:`SqliteBackend.connection` and
 :meth:`SqliteBackend.transaction` for their own tables (see ``migrations.py``).
+
+``read_only=True`` (the listing commands) opens with ``mode=ro`` and never migrates, so a
+store on a read-only disk or directory can be read; one that needs a migration raises
+:class:`MigrationNeeded` (``SessionStore`` then migrates it if it is writable).
 """
 
 from __future__ import annotations
@@ -116,6 +120,10 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
 
+class MigrationNeeded(StoreError):
+    """A store opened read-only has an older schema and must be migrated first."""
+
+
 def new_id() -> str:
     """A fresh random node/session id (32 hex digits)."""
     return os.urandom(16).hex()
@@ -187,12 +195,12 @@ class SqliteBackend(StoreBackend):
         *,
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
         migrations: list[Migration] | None = None,
-        readonly: bool = False,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
-        self.readonly = readonly
         self.location = str(self.path)
         self.busy_timeout_s = busy_timeout_s
+        self.read_only = read_only
         self._migrations = sorted(migrations or MIGRATIONS, key=lambda m: m.version)
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -201,10 +209,7 @@ class SqliteBackend(StoreBackend):
         self._update_sql: dict[tuple[bool, bool, int, bool], str] = {}
         self._open_nodes: dict[str, Node] = {}
         self._synchronous = "NORMAL"
-        if readonly:
-            self._check_version()
-        else:
-            self._migrate(self.connection())
+        self._migrate(self.connection())
 
     # -- connections -------------------------------------------------------------------
 
@@ -224,16 +229,9 @@ class SqliteBackend(StoreBackend):
             raise StoreError(f"the store {self.location} is closed; open a new SessionStore")
         conn: sqlite3.Connection | None = None
         try:
-            conn = sqlite3.connect(
-                f"{self.path.resolve().as_uri()}?mode=ro" if self.readonly else self.path,
-                timeout=self.busy_timeout_s,
-                isolation_level=None,
-                check_same_thread=False,
-                cached_statements=256,
-                uri=self.readonly,
-            )
+            conn = self._connect()
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            if not self.readonly:
+            if not self.read_only:
                 conn.execute("PRAGMA journal_mode = WAL").fetchone()
                 conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         except sqlite3.Error as exc:
@@ -247,6 +245,29 @@ class SqliteBackend(StoreBackend):
         # session id -> (seq, id) of the last node this connection appended: a guess the
         # fast append checks in SQL (see append_node).
         self._local.last = {}
+        return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        options: dict[str, Any] = {
+            "timeout": self.busy_timeout_s,
+            "isolation_level": None,
+            "check_same_thread": False,
+            "cached_statements": 256,
+        }
+        if not self.read_only:
+            return sqlite3.connect(self.path, **options)
+        uri = self.path.resolve().as_uri()
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, **options)
+        try:
+            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        except sqlite3.OperationalError as exc:
+            if "unable to open" not in str(exc):
+                conn.close()
+                raise
+            # A WAL store in a read-only directory cannot get its -shm file: nobody can
+            # write there either, so reading it as immutable is exact.
+            conn.close()
+            conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, **options)
         return conn
 
     def set_synchronous(self, level: str) -> None:
@@ -334,6 +355,13 @@ class SqliteBackend(StoreBackend):
         current = self._check_version()
         if current == target:
             return
+        if self.read_only:
+            self.close()
+            raise MigrationNeeded(
+                f"the store {self.location} has schema version {current} and needs a "
+                f"migration to {target}, which cannot happen while it is opened read-only; "
+                "run a writing command (e.g. openprogram run) on it once with write access"
+            )
         with self.transaction():
             conn.execute(VERSION_TABLE)
             row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()

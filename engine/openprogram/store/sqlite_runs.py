@@ -165,20 +165,24 @@ class SqliteRunStore(RunStore):
 
     @classmethod
     def open_readonly(cls, root: str | os.PathLike[str] | None) -> SqliteRunStore | None:
-        from openprogram.store import SessionStore, store_db_path
+        from openprogram.store import SessionStore, resolve_root, store_db_path
 
         path = store_db_path(root)
-        if not path.is_file():
-            return None
-        backend = SqliteBackend(path, readonly=True, busy_timeout_s=2.0)
+        if not path.is_file() and not resolve_root(root).is_file():
+            return None  # no store yet: no runs (a store path that is a file is an error)
+        # read-only; an older schema is migrated only when the store is writable
+        store = SessionStore(path.parent, create=False, read_only=True)
+        backend = store.backend
         try:
-            if not backend.has_tables("runs", "run_steps"):
-                backend.close()
+            if not isinstance(backend, SqliteBackend) or not backend.has_tables(
+                "runs", "run_steps"
+            ):
+                store.close()
                 return None
         except BaseException:
-            backend.close()
+            store.close()
             raise
-        return cls(SessionStore(path.parent, backend=backend), Durability.PROCESS)
+        return cls(store, Durability.PROCESS)
 
     # -- plumbing ------------------------------------------------------------------
     def owns(self, writer: Any) -> bool:
@@ -489,3 +493,54 @@ class SqliteRunStore(RunStore):
                 (run_id, status),
             ).fetchone()
         return int(row[0])
+
+    # -- approvals -----------------------------------------------------------------
+    def request_approval(self, run_id: str, key: str, tool: str, arguments_json: str) -> None:
+        self._exec(
+            "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
+            "input_hash, status, result, started_at, finished_at) VALUES "
+            "(?, ?, 'approvals', 0, 'approval', ?, 0, ?, 'requested', ?, ?, NULL) "
+            "ON CONFLICT(run_id, step_key) DO NOTHING",
+            (run_id, key, tool, key, arguments_json, time.time()),
+        )
+
+    def approval_status(self, run_id: str, key: str) -> str | None:
+        row = self._exec(
+            "SELECT status FROM run_steps WHERE run_id = ? AND step_key = ? AND kind = 'approval'",
+            (run_id, key),
+        ).fetchone()
+        return str(row[0]) if row else None
+
+    def pending_approval(self, run_id: str) -> tuple[str, str, str] | None:
+        row = self._exec(
+            "SELECT step_key, name, result FROM run_steps WHERE run_id = ? AND "
+            "kind = 'approval' AND status = 'requested' ORDER BY started_at LIMIT 1",
+            (run_id,),
+        ).fetchone()
+        return (str(row[0]), str(row[1]), str(row[2])) if row else None
+
+    def decide_approval(self, run_id: str, key: str, decision: str) -> bool:
+        cur = self._exec(
+            "UPDATE run_steps SET status = ?, finished_at = ? WHERE run_id = ? AND "
+            "step_key = ? AND kind = 'approval' AND status = 'requested'",
+            (decision, time.time(), run_id, key),
+        )
+        return cur.rowcount == 1
+
+    # -- session-DAG reads -----------------------------------------------------------
+    def session_node_rows(self, session_id: str) -> list[tuple[Any, ...]]:
+        return self._exec(
+            "SELECT id, seq, kind, name, caller_id, predecessor_id, input, output, status, "
+            "metadata, created_at FROM nodes WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+
+    def llm_usage(self, session_id: str) -> tuple[int, tuple[int, int]]:
+        row = self._exec(
+            "SELECT COUNT(*), "
+            "COALESCE(SUM(json_extract(metadata, '$.usage.input_tokens')), 0), "
+            "COALESCE(SUM(json_extract(metadata, '$.usage.output_tokens')), 0) "
+            "FROM nodes WHERE session_id = ? AND kind = 'llm'",
+            (session_id,),
+        ).fetchone()
+        return int(row[0]), (int(row[1]), int(row[2]))

@@ -93,6 +93,7 @@ function draw(payload: GraphPayload): void {
     style: STYLE,
     layout,
     minZoom: 0.05,
+    maxZoom: 1.6,
   });
   cy.add(elements.filter((e) => e.classes === 'conversation') as cytoscape.ElementDefinition[]);
   cy.on('tap', 'node', (event) => {

@@ -32,7 +32,7 @@ def execute(ns: argparse.Namespace) -> int:
     try:
         state = cancel_run(ns.run_id, store=ns.store, kill=ns.kill)
     except OpenProgramError as exc:
-        return cs.usage_error("cancel", str(exc), False)
+        return cs.command_error("cancel", exc, False)
     if state == "requested":
         print(
             f"run {ns.run_id}: cancel requested; the process executing it stops at its next "

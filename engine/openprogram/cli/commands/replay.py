@@ -46,7 +46,7 @@ def execute(ns: argparse.Namespace) -> int:
             session_id = run.session_id or run.id
             recordings = load_session(db.store, session_id)
     except OpenProgramError as exc:
-        return cs.usage_error("replay", str(exc), ns.json)
+        return cs.command_error("replay", exc, ns.json)
 
     if ns.cassette:
         path = write_cassette(ns.cassette, recordings)
@@ -63,7 +63,7 @@ def execute(ns: argparse.Namespace) -> int:
         with cs.stdout_to_stderr(ns.json):
             outcome = start_run(run.entry, run.args, store=root, policy=run.policy)
     except OpenProgramError as exc:
-        return cs.usage_error("replay", str(exc), ns.json)
+        return cs.command_error("replay", exc, ns.json)
     matches = outcome.status == "completed" and _same(outcome.result, run.result)
     if ns.json:
         payload: dict[str, Any] = {**outcome.to_json(), "replayed": run.id, "matches": matches}

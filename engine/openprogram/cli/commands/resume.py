@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
+
+from openprogram.contract.runs import POLICIES
 
 NAME = "resume"
 HELP = "resume a paused, failed or interrupted run"
@@ -20,9 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", nargs="?", metavar="RUN_ID", help="run to resume")
     parser.add_argument(
         "--policy",
-        choices=("keep_original", "use_latest"),
+        choices=POLICIES,
         default=None,
-        help="code-change policy for this resume (default: the run's)",
+        help="code-change policy for this resume (default: [tool.openprogram.execution] "
+        "code_change_policy in pyproject.toml, else the run's)",
     )
     parser.add_argument(
         "--rerun-uncertain",
@@ -47,21 +49,18 @@ def execute(ns: argparse.Namespace) -> int:
     from openprogram.durable import cli_support as cs
     from openprogram.durable.runner import resume_interrupted, resume_run
     from openprogram.errors import OpenProgramError
-    from openprogram.store.runs import open_run_store
 
     if ns.all_interrupted == bool(ns.run_id):
         return cs.usage_error("resume", "give either RUN_ID or --all-interrupted", ns.json)
-    progress = cs.Progress("resume")
+    from openprogram.cli.progress import LiveProgress
+
+    progress = LiveProgress("resume", ns.store)
     try:
         with cs.stdout_to_stderr(ns.json):
             if ns.all_interrupted:
                 outcomes = resume_interrupted(store=ns.store, on_progress=progress)
             else:
-                if not os.environ.get("OPENPROGRAM_MODEL"):
-                    with open_run_store(ns.store, create=False) as db:
-                        run = db.get_run(ns.run_id)
-                    if run is not None and run.model:
-                        os.environ["OPENPROGRAM_MODEL"] = run.model
+                cs.use_run_model(ns.store, ns.run_id)
                 outcomes = [
                     resume_run(
                         ns.run_id,
@@ -74,7 +73,10 @@ def execute(ns: argparse.Namespace) -> int:
                 ]
     except OpenProgramError as exc:
         progress.close()
-        return cs.usage_error("resume", str(exc), ns.json)
+        return cs.command_error("resume", exc, ns.json)
+    except KeyboardInterrupt as exc:
+        progress.close()
+        return cs.report_interrupted(exc, ns.json)
     progress.close()
     if not ns.all_interrupted:
         return cs.report_outcome(outcomes[0], ns.json)

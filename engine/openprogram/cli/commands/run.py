@@ -1,4 +1,5 @@
-"""``openprogram run FILE.py:ENTRY | MODULE:ENTRY [--args JSON] [--model M] [--store DIR] [--json]``."""
+"""``openprogram run FILE.py:ENTRY | MODULE:ENTRY [--args JSON] [--model M] [--policy P]
+[--store DIR] [--json]``."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import argparse
 import json
 import os
 from typing import Any
+
+from openprogram.contract.runs import POLICIES
 
 NAME = "run"
 HELP = "run a Program entry as a resumable run"
@@ -15,6 +18,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("entry", metavar="FILE.py:ENTRY|MODULE:ENTRY", help="entry to run")
     parser.add_argument("--args", default=None, metavar="JSON_OBJECT", help="keyword arguments")
     parser.add_argument("--model", default=None, metavar="M", help="model, e.g. openai:gpt-4.1")
+    parser.add_argument(
+        "--policy",
+        choices=POLICIES,
+        default=None,
+        help="code-change policy of this run (default: [tool.openprogram.execution] "
+        "code_change_policy in pyproject.toml, else keep_original)",
+    )
     parser.add_argument("--store", default=None, metavar="DIR", help="store root directory")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -30,21 +40,34 @@ def execute(ns: argparse.Namespace) -> int:
             args = json.loads(ns.args)
         except json.JSONDecodeError as exc:
             return cs.usage_error("run", f"--args is not valid JSON: {exc}", ns.json)
+        except (ValueError, RecursionError) as exc:  # e.g. an integer of 5,000 digits
+            reason = "it is nested too deeply" if isinstance(exc, RecursionError) else exc
+            return cs.usage_error("run", f"--args cannot be read: {reason}", ns.json)
         if not isinstance(args, dict):
             return cs.usage_error(
                 "run", f"--args must be a JSON object, got {type(args).__name__}", ns.json
             )
     if ns.model:
         os.environ["OPENPROGRAM_MODEL"] = ns.model
-    progress = cs.Progress("run")
+    from openprogram.cli.progress import LiveProgress
+
+    progress = LiveProgress("run", ns.store)
     try:
         with cs.stdout_to_stderr(ns.json):
             outcome = start_run(
-                ns.entry, args, store=ns.store, model=ns.model, on_progress=progress
+                ns.entry,
+                args,
+                store=ns.store,
+                model=ns.model,
+                policy=ns.policy,
+                on_progress=progress,
             )
     except OpenProgramError as exc:  # bad entry/args, determinism refusal, store problems
         progress.close()
-        return cs.usage_error("run", str(exc), ns.json)
+        return cs.command_error("run", exc, ns.json)
+    except KeyboardInterrupt as exc:
+        progress.close()
+        return cs.report_interrupted(exc, ns.json)
     progress.close()
     return cs.report_outcome(outcome, ns.json)
 

@@ -7,7 +7,7 @@ import json
 import time
 from typing import Any
 
-from openprogram.contract.runs import RUN_STATES
+from openprogram.contract.runs import RUN_STATES, PauseReason, RunStatus
 
 NAME = "runs"
 HELP = "list runs"
@@ -16,9 +16,9 @@ HELP = "list runs"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--status",
-        choices=RUN_STATES,
+        choices=(*RUN_STATES, PauseReason.AWAITING_APPROVAL.value),
         default=None,
-        help="only runs in this state",
+        help="only runs in this state (awaiting_approval: paused runs waiting for a decision)",
     )
     parser.add_argument("--json", action="store_true", help="print a JSON array of runs")
     parser.add_argument("--store", default=None, metavar="DIR", help="store root directory")
@@ -29,10 +29,13 @@ def execute(ns: argparse.Namespace) -> int:
     from openprogram.durable.runner import list_runs
     from openprogram.errors import OpenProgramError
 
+    awaiting = ns.status == PauseReason.AWAITING_APPROVAL
     try:
-        runs = list_runs(store=ns.store, status=ns.status)
+        runs = list_runs(store=ns.store, status=RunStatus.PAUSED if awaiting else ns.status)
+        if awaiting:
+            runs = [r for r in runs if r.pause_reason == PauseReason.AWAITING_APPROVAL]
     except OpenProgramError as exc:
-        return cs.usage_error("runs", str(exc), False)
+        return cs.command_error("runs", exc, False)
     if ns.json:
         print(json.dumps([r.to_json() for r in runs], ensure_ascii=False))
         return 0
@@ -42,7 +45,10 @@ def execute(ns: argparse.Namespace) -> int:
     rows = [("RUN_ID", "STATUS", "ENTRY", "PAUSED_STEP", "UPDATED")]
     for r in runs:
         updated = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.updated_at))
-        rows.append((r.id, r.status, r.function_qualname, r.paused_step or "-", updated))
+        status = r.status
+        if status == RunStatus.PAUSED and r.pause_reason == PauseReason.AWAITING_APPROVAL:
+            status = PauseReason.AWAITING_APPROVAL.value  # a decision is needed, not a resume
+        rows.append((r.id, status, r.function_qualname, r.paused_step or "-", updated))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())

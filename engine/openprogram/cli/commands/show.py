@@ -15,7 +15,7 @@ from openprogram.cli.common import CliError, add_store_argument, open_existing_s
 from openprogram.cli.graph import graph_payload, render_html
 from openprogram.cli.render import render_mermaid, render_tree
 from openprogram.durable import queries
-from openprogram.store import Node, Session, resolve_root
+from openprogram.store import Session, resolve_root, store_url
 
 NAME = "show"
 
@@ -57,7 +57,7 @@ def execute(args: argparse.Namespace) -> int:
     elif args.format == "mermaid":
         text = render_mermaid(session, nodes)
     elif args.format == "html":
-        text = render_html(_payload(store.location, session, nodes))
+        text = render_html(_payload(store_url(args.store) or store.location, session))
     else:
         text = render_tree(session, nodes)
     if args.output:
@@ -71,11 +71,12 @@ def execute(args: argparse.Namespace) -> int:
     return 0
 
 
-def _payload(location: str, session: Session, nodes: list[Node]) -> dict[str, Any]:
+def _payload(location: str, session: Session) -> dict[str, Any]:
     """The graph of the session, with its run's status and steps when it is a run."""
+    nodes = queries.session_nodes(location, session.id)
     run = queries.get_run(location, session.id)
     if run is None:
-        return graph_payload(session, nodes)
+        return graph_payload(session.id, nodes)
     steps = [(s.name, s.occurrence, s.started_at) for s in queries.run_steps(location, run.id)]
     info = {"id": run.id, "status": run.status, "entry": run.entry}
-    return graph_payload(session, nodes, run=info, steps=steps)
+    return graph_payload(session.id, nodes, run=info, steps=steps)

@@ -54,6 +54,8 @@ Rules:
 Functions:
 - llm(prompt) -> str: one model answer, no tools.
 - agent(prompt) -> str: a model turn that may use tools.
+- goal(objective, max_iterations=5) -> str: agent turns toward an objective until the
+  model judges it met (at most max_iterations turns); returns the last result.
 - validate_and_retry(action, check, retry=None, max_retries=2): run action(), retry while
   the check (a condition string) fails; returns the last result.
 - route(question, options, context=None) -> str: the model picks one option string.
@@ -123,10 +125,12 @@ class WorkflowRun:
 def _primitives() -> dict[str, Callable[..., Any]]:
     from openprogram.agentic_programming import control_flow
     from openprogram.agentic_programming.calls import agent, llm
+    from openprogram.agentic_programming.goals import goal
 
     return {
         "llm": llm,
         "agent": agent,
+        "goal": goal,
         "validate_and_retry": control_flow.validate_and_retry,
         "route": control_flow.route,
         "conditional": control_flow.conditional,
@@ -148,8 +152,8 @@ def _build_namespace(
 ) -> dict[str, Any]:
     """The ``exec`` namespace: checkpoint-wrapped primitives and restricted builtins.
 
-    ``llm``/``agent`` (and ``extra`` callables) are logged as checkpoint calls; the
-    control-flow primitives are transparent (their inner calls are logged), ``parallel``
+    ``llm``/``agent`` (and ``extra`` callables) are logged as checkpoint calls; ``goal``
+    and the control-flow primitives are transparent (their inner calls are logged), ``parallel``
     numbers each branch's calls under its own position.
     """
     from openprogram_analyzers.planner import WORKFLOW_BUILTINS

@@ -15,10 +15,19 @@ import re
 from typing import Any
 
 from openprogram.errors import ConfigError
-from openprogram.runtime.http import JsonReply, JsonTransport, is_loopback, validate_base_url
+from openprogram.runtime.http import (
+    MAX_RESPONSE_BYTES,
+    JsonReply,
+    JsonTransport,
+    display_url,
+    is_loopback,
+    validate_base_url,
+)
+from openprogram.runtime.providers.tool_arguments import tool_call_from_value
+from openprogram.runtime.providers.usage import usage_from
 from openprogram.runtime.retry import RetryPolicy
 from openprogram.runtime.secret import Secret
-from openprogram.runtime.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from openprogram.runtime.types import Message, ModelRequest, ModelResponse, ToolCall
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -43,6 +52,7 @@ class AnthropicProvider:
         api_key: str | None = None,
         timeout_s: float = 60.0,
         retry: RetryPolicy | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
         max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> None:
         env_url = os.environ.get("ANTHROPIC_BASE_URL") or None
@@ -66,6 +76,7 @@ class AnthropicProvider:
             request_id_header="request-id",
             timeout_s=timeout_s,
             retry=retry or RetryPolicy(),
+            max_response_bytes=max_response_bytes,
         )
 
     @property
@@ -73,9 +84,7 @@ class AnthropicProvider:
         return self._transport.base_url
 
     def __repr__(self) -> str:
-        return (
-            f"AnthropicProvider(model_id={self.model_id!r}, base_url={self._transport.base_url!r})"
-        )
+        return f"AnthropicProvider(model_id={self.model_id!r}, base_url={display_url(self.base_url)!r})"
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         payload = build_payload(request, max_tokens=self.max_tokens)
@@ -155,6 +164,7 @@ def _wire_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     )
     if message.role == "assistant":
         blocks.extend(
+            # (unusable arguments go back as {}: the Messages API takes only an object)
             {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
             for c in message.tool_calls
         )
@@ -181,30 +191,22 @@ def parse_reply(reply: JsonReply, transport: JsonTransport, request: ModelReques
             if block.get("type") == "text":
                 texts.append(str(block.get("text", "")))
             elif block.get("type") == "tool_use":
-                arguments = block.get("input") or {}
-                calls.append(
-                    ToolCall(
-                        id=str(block["id"]),
-                        name=str(block["name"]),
-                        arguments=arguments if isinstance(arguments, dict) else {},
-                    )
+                call = tool_call_from_value(
+                    str(block["id"]), str(block["name"]), block.get("input")
                 )
+                calls.append(call)
     except (KeyError, AttributeError):
         raise transport.shape_error(reply, "malformed content block") from None
     text = "".join(texts)
     if request.response_format is not None and not calls:
         text = _json_reply(text, reply, transport)
-    usage = body.get("usage") or {}
     return ModelResponse(
         text=text,
         tool_calls=calls,
-        usage=Usage(
-            input_tokens=int(usage.get("input_tokens") or 0),
-            output_tokens=int(usage.get("output_tokens") or 0),
-        ),
+        usage=usage_from(body.get("usage"), "input_tokens", "output_tokens"),
         model=str(body.get("model") or ""),
         request_id=reply.request_id,
-        finish_reason=body.get("stop_reason"),
+        finish_reason=reason if isinstance(reason := body.get("stop_reason"), str) else None,
     )
 
 

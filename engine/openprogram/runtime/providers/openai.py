@@ -12,14 +12,22 @@ import os
 from typing import Any
 
 from openprogram.errors import ConfigError
-from openprogram.runtime.http import JsonReply, JsonTransport, is_loopback, validate_base_url
+from openprogram.runtime.http import (
+    MAX_RESPONSE_BYTES,
+    JsonReply,
+    JsonTransport,
+    display_url,
+    is_loopback,
+    validate_base_url,
+)
+from openprogram.runtime.providers.tool_arguments import tool_call_from_text, tool_call_from_value
+from openprogram.runtime.providers.usage import usage_from
 from openprogram.runtime.retry import RetryPolicy
 from openprogram.runtime.secret import Secret
-from openprogram.runtime.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from openprogram.runtime.types import Message, ModelRequest, ModelResponse, ToolCall
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4.1-mini"
-INVALID_ARGUMENTS_KEY = "_invalid_arguments"
 
 
 class OpenAIProvider:
@@ -38,6 +46,7 @@ class OpenAIProvider:
         api_key: str | None = None,
         timeout_s: float = 60.0,
         retry: RetryPolicy | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         env_url = os.environ.get("OPENAI_BASE_URL") or None
         where = "base_url" if base_url else "OPENAI_BASE_URL"
@@ -59,6 +68,7 @@ class OpenAIProvider:
             request_id_header="x-request-id",
             timeout_s=timeout_s,
             retry=retry or RetryPolicy(),
+            max_response_bytes=max_response_bytes,
         )
 
     @property
@@ -66,7 +76,9 @@ class OpenAIProvider:
         return self._transport.base_url
 
     def __repr__(self) -> str:
-        return f"OpenAIProvider(model_id={self.model_id!r}, base_url={self._transport.base_url!r})"
+        return (
+            f"OpenAIProvider(model_id={self.model_id!r}, base_url={display_url(self.base_url)!r})"
+        )
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         reply = self._transport.post(
@@ -127,13 +139,18 @@ def _wire_message(message: Message) -> dict[str, Any]:
             {
                 "id": c.id,
                 "type": "function",
-                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                "function": {"name": c.name, "arguments": _arguments_text(c)},
             }
             for c in message.tool_calls
         ]
     if message.name and message.role == "user":
         out["name"] = message.name
     return out
+
+
+def _arguments_text(call: ToolCall) -> str:
+    """The arguments as the model wrote them (its own text when it was unusable)."""
+    return call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
 
 
 def _text_of(content: str | list[dict[str, Any]]) -> str:
@@ -154,30 +171,20 @@ def parse_reply(reply: JsonReply, transport: JsonTransport) -> ModelResponse:
         calls = [_tool_call(c) for c in message.get("tool_calls") or []]
     except (KeyError, IndexError, TypeError, AttributeError):
         raise transport.shape_error(reply, "no choices[0].message") from None
-    usage = body.get("usage") or {}
     return ModelResponse(
         text=text,
         tool_calls=calls,
-        usage=Usage(
-            input_tokens=int(usage.get("prompt_tokens") or 0),
-            output_tokens=int(usage.get("completion_tokens") or 0),
-        ),
+        usage=usage_from(body.get("usage"), "prompt_tokens", "completion_tokens"),
         model=str(body.get("model") or ""),
         request_id=reply.request_id,
-        finish_reason=choice.get("finish_reason"),
+        finish_reason=reason if isinstance(reason := choice.get("finish_reason"), str) else None,
     )
 
 
 def _tool_call(raw: dict[str, Any]) -> ToolCall:
     function = raw["function"]
-    arguments = function.get("arguments") or "{}"
+    call_id, name = str(raw.get("id") or ""), str(function["name"])
+    arguments = function.get("arguments")
     if isinstance(arguments, str):
-        try:
-            parsed = json.loads(arguments)
-        except ValueError:
-            parsed = {INVALID_ARGUMENTS_KEY: arguments}
-    else:
-        parsed = arguments
-    if not isinstance(parsed, dict):
-        parsed = {INVALID_ARGUMENTS_KEY: arguments}
-    return ToolCall(id=str(raw.get("id") or ""), name=str(function["name"]), arguments=parsed)
+        return tool_call_from_text(call_id, name, arguments)
+    return tool_call_from_value(call_id, name, arguments)  # a server that sent an object

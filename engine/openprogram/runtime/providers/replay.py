@@ -24,7 +24,8 @@ from openprogram.runtime.cassette import (
     request_diff,
     request_record,
 )
-from openprogram.runtime.types import ModelRequest, ModelResponse, ToolCall, Usage
+from openprogram.runtime.providers.usage import usage_from
+from openprogram.runtime.types import ModelRequest, ModelResponse, ToolCall
 
 if TYPE_CHECKING:
     from openprogram.store import SessionStore
@@ -125,19 +126,19 @@ def _response(recording: Recording) -> ModelResponse:
             provider="replay",
         )
     data: dict[str, Any] = recording.response
-    usage = data.get("usage") or {}
     return ModelResponse(
         text=str(data.get("text") or ""),
         tool_calls=[
             ToolCall(
-                id=str(c.get("id", "")), name=str(c["name"]), arguments=c.get("arguments") or {}
+                id=str(c.get("id", "")),
+                name=str(c["name"]),
+                arguments=c.get("arguments") or {},
+                raw_arguments=c.get("raw_arguments"),
+                arguments_error=c.get("arguments_error"),
             )
             for c in data.get("tool_calls") or []
         ],
-        usage=Usage(
-            input_tokens=int(usage.get("input_tokens") or 0),
-            output_tokens=int(usage.get("output_tokens") or 0),
-        ),
+        usage=usage_from(data.get("usage"), "input_tokens", "output_tokens"),
         model="replay",
         request_id=None,
         finish_reason=data.get("finish_reason"),

@@ -1,0 +1,61 @@
+"""``openprogram approve RUN_ID [--no-resume] [--store DIR] [--json]``: approve the tool call
+a run awaits (``awaiting_approval``) and resume the run. ``deny`` is its counterpart."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+NAME = "approve"
+HELP = "approve the tool call a run is awaiting, then resume the run"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_id", metavar="RUN_ID", help="run awaiting approval")
+    parser.add_argument(
+        "--no-resume", action="store_true", help="only record the decision; resume later"
+    )
+    parser.add_argument("--store", default=None, metavar="DIR", help="store root directory")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def decide(ns: argparse.Namespace, approve: bool) -> int:
+    """Record the decision (``approve`` or deny) and report how the resumed run ended."""
+    from openprogram.cli.progress import LiveProgress
+    from openprogram.durable import cli_support as cs
+    from openprogram.durable.approvals import approve_run, deny_run, pending_request
+    from openprogram.errors import OpenProgramError
+
+    command = NAME if approve else "deny"
+    progress = LiveProgress(command, ns.store)
+    try:
+        request = pending_request(ns.run_id, store=ns.store)
+        cs.use_run_model(ns.store, ns.run_id)
+        with cs.stdout_to_stderr(ns.json):
+            decide_fn = approve_run if approve else deny_run
+            outcome = decide_fn(ns.run_id, store=ns.store, resume=not ns.no_resume)
+    except OpenProgramError as exc:
+        progress.close()
+        return cs.usage_error(command, str(exc), ns.json)
+    progress.close()
+    verdict = "approved" if approve else "denied"
+    if outcome is None:
+        if ns.json:
+            print(json.dumps({"run_id": ns.run_id, "status": "paused", "decision": verdict}))
+        else:
+            tool = request["tool"] if request else "the tool call"
+            print(f"{tool} {verdict}; resume with: openprogram resume {ns.run_id}")
+        return cs.EXIT_OK
+    return cs.report_outcome(outcome, ns.json)
+
+
+def execute(ns: argparse.Namespace) -> int:
+    return decide(ns, approve=True)
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(NAME, help=HELP, description=HELP)
+    add_arguments(parser)
+    parser.set_defaults(handler=execute)
+    return parser

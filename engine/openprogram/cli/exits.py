@@ -1,0 +1,89 @@
+"""Exit codes and error lines of every ``openprogram`` command: the one table.
+
+====  ===========  ===========================================================
+code  name         when
+====  ===========  ===========================================================
+0     OK           the command did what was asked (a run completed)
+1     FAILED       a run failed or was cancelled, or could not be saved after it
+                   started (its id is printed); a replay whose result differs
+2     USAGE        the command could not do its work: bad arguments or
+                   ``--args``, an entry that does not load, an unknown run or
+                   session id, a run whose state forbids the operation, a store
+                   that cannot be opened, read or written (missing, a file,
+                   corrupted, locked, read-only, newer schema)
+3     PAUSED       the run paused; ``openprogram resume RUN_ID`` continues it
+130   INTERRUPTED  Ctrl-C
+====  ===========  ===========================================================
+
+Every error is one line on stderr, ``openprogram: error: <message>`` (never a
+traceback); with ``--json`` the same message is also the one JSON object on stdout.
+Command modules raise :class:`CliError` or an :class:`~openprogram.errors.OpenProgramError`
+(or call :func:`report_error`); :func:`code_for` maps it to its code.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import IntEnum
+from typing import Any
+
+from openprogram.contract.runs import RunStatus
+from openprogram.errors import OpenProgramError
+
+
+class Exit(IntEnum):
+    """The exit codes of the table above."""
+
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    PAUSED = 3
+    INTERRUPTED = 130
+
+
+class CliError(Exception):
+    """A one-line error for stderr with the exit code to return (usage by default)."""
+
+    def __init__(self, message: str, code: int = Exit.USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def for_status(status: str) -> Exit:
+    """The exit code of a run that ended in ``status``."""
+    if status == RunStatus.COMPLETED:
+        return Exit.OK
+    return Exit.PAUSED if status == RunStatus.PAUSED else Exit.FAILED
+
+
+def code_for(exc: BaseException) -> int:
+    """The exit code of an error that stopped a command."""
+    if isinstance(exc, CliError):
+        return exc.code
+    if isinstance(exc, KeyboardInterrupt):
+        return Exit.INTERRUPTED
+    if isinstance(exc, OpenProgramError):
+        return Exit.USAGE
+    return Exit.FAILED
+
+
+def error_line(message: object) -> str:
+    """``openprogram: error: <message>`` folded onto one line."""
+    return "openprogram: error: " + " ".join(str(message).split())
+
+
+def report_error(
+    message: object,
+    *,
+    code: int = Exit.USAGE,
+    as_json: bool = False,
+    run_id: str | None = None,
+    status: str = "error",
+) -> int:
+    """Print the error line (and with ``as_json`` the JSON object); return ``code``."""
+    print(error_line(message), file=sys.stderr)
+    if as_json:
+        out: dict[str, Any] = {"run_id": run_id, "status": status, "error": str(message)}
+        print(json.dumps(out, ensure_ascii=False))
+    return code

@@ -1,0 +1,232 @@
+"""Direct calls of resumable functions run durably (as DBOS runs a workflow function).
+
+Calling a resumable orchestration — an ``Agent`` method with ``{"resumable": True}``, a
+``@resumable`` function or an ``@agentic_function(resumable=True)`` — from ordinary
+Python, outside any run, starts a run in the configured store (``OPENPROGRAM_STORE`` or
+the default root) exactly as ``openprogram run`` would: the call returns the run's
+result, raises :class:`RunPaused` (with ``run_id`` and ``step``) when the run pauses,
+and re-raises the orchestration's own exception when it fails. Inside a run (or a step)
+the call is an ordinary nested call. Resume such a run with ``openprogram resume RUN_ID``:
+a function is found again by its module-level name, a method by ``Class.method`` on a
+new default-constructed instance of its class.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import json
+import os
+import sys
+import types
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from hashlib import sha256
+from pathlib import Path
+from typing import Any
+
+from openprogram.contract.runs import RunStatus
+from openprogram.durable.errors import DurableError, RunPaused, RunStateError, StepUsageError
+from openprogram.durable.steps import current_run_id
+from openprogram.programs.loader import (
+    EntryError,
+    ProgramEntry,
+    entry_for,
+    list_entries,
+    load_program,
+    parse_entry_ref,
+)
+
+__all__ = [
+    "adopted_runs",
+    "adopting_runs",
+    "call_durably",
+    "call_identity",
+    "in_run",
+    "load_direct_entry",
+]
+
+# call identity -> run id: runs a resumed turn hands back to the same tool call
+_adopted: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
+    "openprogram_adopted_runs", default=None
+)
+
+_INJECTED = ("runtime", "exec_runtime", "review_runtime")
+
+
+def in_run() -> bool:
+    """Whether the caller runs inside a durable run (or one of its steps)."""
+    return current_run_id() is not None
+
+
+def _entry_ref(module: types.ModuleType, qualname: str, target: Any) -> str:
+    listed = {id(e.target): name for name, e in _listed(module).items()}
+    name = listed.get(id(target), qualname)
+    if module.__name__ == "__main__" or module.__name__.startswith("_openprogram_program_"):
+        path = getattr(module, "__file__", None)
+        if not path:
+            raise StepUsageError(
+                f"{qualname} cannot run durably: its module has no source file "
+                "(define it in a .py file)"
+            )
+        return f"{Path(path).resolve()}:{name}"
+    return f"{module.__name__}:{name}"
+
+
+def _listed(module: types.ModuleType) -> dict[str, ProgramEntry]:
+    try:
+        return list_entries(module)
+    except EntryError:
+        return {}
+
+
+def _keyword_arguments(
+    fn: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> dict[str, Any]:
+    sig = inspect.signature(fn)
+    call_args = (instance, *args) if instance is not None else args
+    try:
+        ba = sig.bind(*call_args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"{fn.__qualname__}(): {exc}") from None
+    out: dict[str, Any] = {}
+    for i, (name, value) in enumerate(ba.arguments.items()):
+        param = sig.parameters[name]
+        if (i == 0 and instance is not None) or name in _INJECTED:
+            continue
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            if value:
+                raise StepUsageError(
+                    f"{fn.__qualname__} cannot run durably with extra positional arguments "
+                    f"(*{name}); a run's arguments are keyword arguments"
+                )
+        elif param.kind is inspect.Parameter.VAR_KEYWORD:
+            out.update(value)
+        elif param.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise StepUsageError(
+                f"{fn.__qualname__} cannot run durably: positional-only parameter {name!r}"
+            )
+        else:
+            out[name] = value
+    return out
+
+
+def call_identity(qualname: str, arguments: Mapping[str, Any]) -> str:
+    """``qualname:hash`` of a direct durable call (its function and JSON arguments)."""
+    text = json.dumps(dict(arguments), sort_keys=True, separators=(",", ":"), default=repr)
+    return f"{qualname}:{sha256(text.encode()).hexdigest()[:24]}"
+
+
+@contextmanager
+def adopting_runs(runs: Mapping[str, str] | None) -> Iterator[None]:
+    """Inside the block a direct call with one of these identities continues its recorded
+    run (resuming it, or returning its saved result) instead of starting a new one."""
+    token = _adopted.set(dict(runs or {}))
+    try:
+        yield
+    finally:
+        _adopted.reset(token)
+
+
+def adopted_runs() -> dict[str, str]:
+    """The identities -> run ids adopted in this context (see :func:`adopting_runs`)."""
+    return dict(_adopted.get() or {})
+
+
+def _continue_adopted(run_id: str) -> Any:
+    """The outcome of an adopted run: its saved result, or it resumed now."""
+    from openprogram.durable.runner import RunOutcome, resume_run
+    from openprogram.store.runs import open_run_store
+
+    with open_run_store(None, create=False) as db:
+        run = db.get_run(run_id)
+    if run is not None and run.status == RunStatus.COMPLETED:
+        return RunOutcome(run_id, run.status, result=run.result)
+    return resume_run(run_id)
+
+
+def call_durably(
+    public: Callable[..., Any],
+    fn: Callable[..., Any],
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+) -> Any:
+    """Run ``public(*args, **kwargs)`` (``fn`` is the undecorated function, ``instance``
+    its receiver or None) as a new durable run; its result, or :class:`RunPaused`."""
+    from openprogram.durable.runner import start_entry
+
+    module = sys.modules.get(fn.__module__)
+    qualname = fn.__qualname__
+    if module is None or "<locals>" in qualname:
+        raise StepUsageError(
+            f"{qualname} cannot run durably: a resumable function must be defined at module "
+            "level (or as a method of a module-level Agent class)"
+        )
+    arguments = _keyword_arguments(fn, instance, args, kwargs)
+    entry = entry_for(qualname, public, module)
+    ref = _entry_ref(module, qualname, public)
+    failure: list[BaseException] = []
+
+    def call(**kw: Any) -> Any:
+        try:
+            return public(**kw)
+        except Exception as exc:
+            failure.append(exc)
+            raise
+
+    identity = call_identity(qualname, arguments)
+    adopted = (_adopted.get() or {}).get(identity)
+    if adopted is not None:
+        outcome = _continue_adopted(adopted)
+    else:
+        outcome = start_entry(
+            entry, ref, arguments, model=os.environ.get("OPENPROGRAM_MODEL") or None, call=call
+        )
+    if outcome.status == RunStatus.COMPLETED:
+        return outcome.result
+    if outcome.status == RunStatus.PAUSED:
+        paused = RunPaused(
+            outcome.pause_reason or "requested",
+            outcome.error or "paused",
+            outcome.paused_step,
+            outcome.paused_occurrence,
+            run_id=outcome.run_id,
+        )
+        paused.call_identity = identity  # a turn that pauses on it saves this
+        raise paused
+    if failure:
+        add_note = getattr(failure[0], "add_note", None)  # Python >= 3.11
+        if add_note is not None:
+            add_note(f"(durable run {outcome.run_id} failed; see: openprogram runs)")
+        raise failure[0]
+    if outcome.status == RunStatus.CANCELLED:
+        raise RunStateError(f"run {outcome.run_id} was cancelled")
+    raise DurableError(f"run {outcome.run_id} {outcome.status}: {outcome.error}")
+
+
+def load_direct_entry(ref: str) -> ProgramEntry | None:
+    """The entry of a run started by a direct call (``None`` if ``ref`` names none)."""
+    kind, location, qualname = parse_entry_ref(ref)
+    try:
+        module = load_program(kind, location)
+    except EntryError:
+        return None
+    owner_name, _, method = qualname.rpartition(".")
+    if owner_name:
+        cls = getattr(module, owner_name, None)
+        if not isinstance(cls, type):
+            return None
+        try:
+            target = getattr(cls(), method)
+        except Exception as exc:
+            raise EntryError(
+                f"cannot resume {qualname}: {owner_name}() could not be constructed "
+                f"without arguments ({exc})"
+            ) from None
+    else:
+        target = getattr(module, qualname, None)
+    if target is None or not callable(target):
+        return None
+    entry = entry_for(qualname, target, module)
+    return entry if entry.resumable else None

@@ -1,0 +1,155 @@
+"""A ``requires_approval`` tool inside a run with no approver pauses the run as
+``awaiting_approval``: listed by ``openprogram runs``, decided with ``openprogram
+approve`` / ``deny`` (or the API), never resumed without a decision (issue 11, item 16).
+Real subprocesses, a SQLite store, a loopback server speaking the OpenAI wire format."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_programs import env
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
+from loopback import OpenAIServer
+from loopback import openai_server as openai_server
+
+OPENPROGRAM = str(Path(sys.executable).parent / "openprogram")
+
+PROGRAM = '''
+import os
+
+from openprogram import Agent, agent, step
+from openprogram.programs import function
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@function(requires_approval=True)
+def delete_file(path: str) -> str:
+    """Delete a file of the workspace."""
+    os.remove(os.path.join(HERE, path))
+    return "deleted " + path
+
+
+def tidy(target: str) -> str:
+    return agent("Remove the file " + target + " if it is junk.", tools=[delete_file])
+
+
+class Janitor(Agent):
+    method_options = {"clean": {"resumable": True}}
+
+    def clean(self, target: str) -> dict:
+        report = step("tidy", tidy, target)
+        return {"report": report}
+
+
+janitor = Janitor()
+clean = janitor.clean
+PROGRAM_ENTRIES = ["clean"]
+'''
+
+
+def _cli(folder: Path, server: OpenAIServer, *args: str) -> subprocess.CompletedProcess[str]:
+    environment = env()
+    environment["OPENAI_BASE_URL"] = server.base_url
+    return subprocess.run(
+        [OPENPROGRAM, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=folder,
+        env=environment,
+    )
+
+
+def _json(proc: subprocess.CompletedProcess[str]) -> Any:
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture()
+def paused(tmp_path: Path, openai_server: OpenAIServer) -> tuple[Path, str]:
+    (tmp_path / "janitor.py").write_text(PROGRAM, encoding="utf-8")
+    (tmp_path / "junk.txt").write_text("junk", encoding="utf-8")
+    openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
+    proc = _cli(
+        tmp_path,
+        openai_server,
+        *("run", "janitor.py:clean", "--args", '{"target": "junk.txt"}'),
+        *("--model", "openai:loop", "--store", "st"),
+    )
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # paused
+    rid = proc.stdout.split()[1]
+    assert "awaiting approval" in proc.stdout or "requires approval" in proc.stdout
+    assert f"openprogram approve {rid}" in proc.stdout
+    assert (tmp_path / "junk.txt").exists()  # the tool did not run
+    return tmp_path, rid
+
+
+def test_awaiting_run_is_listed_and_never_resumed_without_a_decision(
+    paused: tuple[Path, str], openai_server: OpenAIServer
+) -> None:
+    folder, rid = paused
+    (listed,) = _json(_cli(folder, openai_server, "runs", "--json", "--store", "st"))
+    assert listed["run_id"] == rid and listed["status"] == "paused"
+    assert listed["pause_reason"] == "awaiting_approval"
+    assert listed["paused_step"] == "delete_file"
+    table = _cli(folder, openai_server, "runs", "--status", "awaiting_approval", "--store", "st")
+    assert rid in table.stdout and "awaiting_approval" in table.stdout
+    auto = _cli(folder, openai_server, "resume", "--all-interrupted", "--store", "st")
+    assert auto.returncode == 0 and "no interrupted runs" in auto.stdout
+    plain = _cli(folder, openai_server, "resume", rid, "--store", "st")
+    assert plain.returncode == 2 and "awaiting approval of tool 'delete_file'" in plain.stderr
+    assert len(openai_server.requests) == 1  # nothing re-ran
+
+
+def test_approve_resumes_and_the_tool_runs(
+    paused: tuple[Path, str], openai_server: OpenAIServer
+) -> None:
+    folder, rid = paused
+    openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
+    openai_server.reply_text("Removed junk.txt.")
+    proc = _cli(folder, openai_server, "approve", rid, "--store", "st", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert _json(proc) == {
+        "run_id": rid,
+        "status": "completed",
+        "result": {"report": "Removed junk.txt."},
+    }
+    assert not (folder / "junk.txt").exists()
+    tool_result = openai_server.requests[-1].json["messages"][-1]
+    assert tool_result["role"] == "tool" and "deleted junk.txt" in tool_result["content"]
+
+
+def test_deny_resumes_and_the_model_is_told(
+    paused: tuple[Path, str], openai_server: OpenAIServer
+) -> None:
+    folder, rid = paused
+    openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
+    openai_server.reply_text("Left junk.txt in place.")
+    proc = _cli(folder, openai_server, "deny", rid, "--store", "st", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert _json(proc)["result"] == {"report": "Left junk.txt in place."}
+    assert (folder / "junk.txt").exists()
+    tool_result = openai_server.requests[-1].json["messages"][-1]
+    assert "denied by the user" in tool_result["content"]
+    again = _cli(folder, openai_server, "deny", rid, "--store", "st")
+    assert again.returncode == 2 and "not awaiting approval" in again.stderr
+
+
+def test_api_approve_without_resume_then_resume(
+    paused: tuple[Path, str], openai_server: OpenAIServer
+) -> None:
+    from openprogram.durable import approve_run
+
+    folder, rid = paused
+    assert approve_run(rid, store=folder / "st", resume=False) is None
+    openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
+    openai_server.reply_text("Removed.")
+    proc = _cli(folder, openai_server, "resume", rid, "--store", "st", "--json")
+    assert proc.returncode == 0 and _json(proc)["result"] == {"report": "Removed."}
+    assert not (folder / "junk.txt").exists()

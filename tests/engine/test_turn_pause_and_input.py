@@ -1,0 +1,115 @@
+"""A turn can be paused at a safe point (status ``paused``, continuation saved on its node)
+and resumed; input appended while a turn runs is delivered at the next safe point, before
+the next model request (issue 11, item 16). The model is a loopback OpenAI wire server; a
+user acting while a request is in flight is the server's reply handler."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from loopback import OpenAIServer, Received, Reply
+
+from openprogram import Agent, TurnRequest
+from openprogram.context import Context
+from openprogram.programs import function, isolated_registry
+from openprogram.runtime import create_runtime
+from openprogram.store import SessionStore
+from openprogram.turns import append_input
+
+
+def _messages(server: OpenAIServer, index: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = server.requests[index].json["messages"]
+    return messages
+
+
+def _while_in_flight(server: OpenAIServer, action: Any, reply: Reply) -> None:
+    """Queue ``reply``, running ``action()`` (the user's move) while that request is served."""
+
+    def handler(_request: Received) -> Reply:
+        action()
+        return reply
+
+    server.reply_with(handler)
+
+
+def _tool_reply(server: OpenAIServer, *calls: tuple[str, str, dict[str, Any]]) -> Reply:
+    return server._json_reply(server.tool_payload(list(calls)))
+
+
+def test_input_appended_during_a_turn_reaches_the_next_model_request(
+    openai_server: OpenAIServer,
+) -> None:
+    rt = create_runtime("openai:loop", base_url=openai_server.base_url)
+    with isolated_registry():
+
+        @function(register_globally=False)
+        def lookup(city: str) -> str:
+            """Look up the weather of a city."""
+            return "sunny in " + city
+
+        helper = Agent(runtime=rt, tools=[lookup])
+        request = TurnRequest("What is the weather in Oslo?")
+        _while_in_flight(
+            openai_server,
+            lambda: append_input(request.request_id, "Also say it in French."),
+            _tool_reply(openai_server, ("c1", "lookup", {"city": "Oslo"})),
+        )
+        openai_server.reply_text("Sunny in Oslo. Ensoleillé à Oslo.")
+        result = helper.run_turn(request)
+    rt.close()
+    assert result.status == "completed", result.error
+    first, second = _messages(openai_server, 0), _messages(openai_server, 1)
+    assert "Also say it in French." not in json.dumps(first)
+    assert second[-2]["role"] == "tool" and "sunny in Oslo" in second[-2]["content"]
+    assert second[-1] == {"role": "user", "content": "Also say it in French."}
+    assert not append_input(request.request_id, "too late")  # the turn is over
+
+
+def test_a_paused_turn_is_persisted_and_resumed_with_its_pending_input(
+    tmp_path: Any, openai_server: OpenAIServer
+) -> None:
+    rt = create_runtime("openai:loop", base_url=openai_server.base_url)
+    store = SessionStore(root_path=tmp_path / "st")
+    store.create_session("chat", agent_id="main")
+    pause = threading.Event()
+    ran: list[str] = []
+    with isolated_registry():
+
+        @function(register_globally=False)
+        def lookup(city: str) -> str:
+            """Look up the weather of a city."""
+            ran.append(city)
+            return "sunny in " + city
+
+        helper = Agent(runtime=rt, tools=[lookup])
+        request = TurnRequest("What is the weather in Oslo?")
+
+        def user_pauses_and_adds() -> None:
+            append_input(request.request_id, "Keep it short.")
+            pause.set()
+
+        _while_in_flight(
+            openai_server,
+            user_pauses_and_adds,
+            _tool_reply(openai_server, ("c1", "lookup", {"city": "Oslo"})),
+        )
+        paused = helper.run_turn(
+            request, context=Context.for_session(store, "chat"), pause_event=pause
+        )
+        assert paused.status == "paused" and paused.error == "turn paused at tool.started (lookup)"
+        assert ran == []  # stopped at the safe point before the tool ran
+        node = store.get_node(paused.turn_node_id or "")
+        assert node is not None and node.status == "paused"
+        saved = node.metadata["continuation"]
+        assert saved["pending_input"] == ["Keep it short."]
+        assert saved["request"]["request_id"] == request.request_id
+
+        openai_server.reply_text("Sunny.")
+        done = helper.resume_turn(node.id, context=Context.for_session(store, "chat"))
+    store.close()
+    rt.close()
+    assert done.status == "completed" and done.output == "Sunny."
+    resumed = _messages(openai_server, 1)
+    assert resumed[-1] == {"role": "user", "content": "Keep it short."}  # delivered first
