@@ -2,8 +2,8 @@
 
 ``pg_cluster`` starts one throwaway cluster per test session from the installed server
 binaries (``tests/pgcluster.py``) and stops it at the end; ``pg_dsn`` is a fresh empty
-database on it for one test. Without the binaries (``.ci/run`` installs them) the tests
-that need PostgreSQL are skipped with the reason.
+database on it for one test. Only without the server binaries (``.ci/run`` installs them)
+are the tests that need PostgreSQL skipped, with that reason.
 """
 
 from __future__ import annotations
@@ -23,11 +23,13 @@ from pgcluster import Cluster, find_bindir
 def pg_cluster() -> Iterator[Cluster]:
     bindir = find_bindir()
     if bindir is None:
-        pytest.skip("PostgreSQL server binaries not installed (.ci/run installs them)")
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        pytest.skip("psycopg is not installed (pip install -e '.[dev]')")
+        pytest.skip(
+            "PostgreSQL server binaries not installed: no initdb/pg_ctl in "
+            "/usr/lib/postgresql/*/bin, $OPENPROGRAM_PG_BINDIR or PATH (.ci/run installs "
+            "the Debian package 'postgresql')"
+        )
+    import psycopg  # noqa: F401  (a dev dependency: a missing one is an error, not a skip)
+
     cluster = Cluster(bindir).start()
     try:
         yield cluster
