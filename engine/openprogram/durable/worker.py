@@ -49,7 +49,8 @@ def run_worker(
     on_finished: Callable[[str, str], None] | None = None,
 ) -> WorkerStats:
     """Claim and execute runs of ``queue`` until ``stop`` is set (or, with
-    ``exit_when_idle``, until nothing is left to claim and nothing executes).
+    ``exit_when_idle``, until no run of the queue is queued or running anywhere: a run
+    whose worker died is waited for until its lease expires, then taken over).
 
     ``concurrency``: runs this worker executes at once (threads); ``queue_limit``: runs
     of the queue executing at once across all workers. A store that cannot be reached
@@ -94,7 +95,7 @@ def run_worker(
                     if claimed is not None:
                         active.add(pool.submit(execute, claimed.id, owner))
                         continue
-                if exit_when_idle and claimed is None and not active:
+                if exit_when_idle and claimed is None and not active and not _pending(runs, queue):
                     break
                 stop.wait(poll_s)
             for f in active:
@@ -102,3 +103,13 @@ def run_worker(
     finally:
         runs.close()
     return stats
+
+
+def _pending(runs: RunStore, queue: str) -> bool:
+    """Whether a run of ``queue`` is still queued or running (``True`` when the store
+    cannot tell right now: keep waiting)."""
+    try:
+        return runs.count_unfinished(queue) > 0
+    except StoreError as exc:
+        log.warning("reading %s: %s", runs.location, exc)
+        return True

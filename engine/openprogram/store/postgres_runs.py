@@ -267,6 +267,13 @@ class PostgresRunStore(RunStore):
             )
         return run_from_row(rows[0])
 
+    def count_unfinished(self, queue: str) -> int:
+        rows = self._q(
+            "SELECT COUNT(*) FROM runs WHERE queue = %s AND status IN ('queued', 'running')",
+            (queue,),
+        )
+        return int(rows[0][0])
+
     def renew_lease(self, run_id: str, token: str, lease_s: float) -> bool:
         count = self._q(
             "UPDATE runs SET lease_expires_at = %s WHERE id = %s AND owner_token = %s "

@@ -324,6 +324,11 @@ class RunStore(ABC):
         lease. Concurrent workers never claim the same run."""
 
     @abstractmethod
+    def count_unfinished(self, queue: str) -> int:
+        """How many runs of ``queue`` are ``queued`` or ``running`` (by any worker, live or
+        dead: a dead worker's run is claimable once its lease expires)."""
+
+    @abstractmethod
     def renew_lease(self, run_id: str, token: str, lease_s: float) -> bool:
         """Push the lease of ``token`` forward; ``False`` when it is no longer held."""
 

@@ -329,6 +329,13 @@ class SqliteRunStore(RunStore):
                 raise self.backend._error(exc) from None
         return self.get_run(row[0])
 
+    def count_unfinished(self, queue: str) -> int:
+        row = self._exec(
+            "SELECT COUNT(*) FROM runs WHERE queue = ? AND status IN ('queued', 'running')",
+            (queue,),
+        ).fetchone()
+        return int(row[0])
+
     def renew_lease(self, run_id: str, token: str, lease_s: float) -> bool:
         cur = self._exec(
             "UPDATE runs SET lease_expires_at = ? WHERE id = ? AND owner_token = ? "

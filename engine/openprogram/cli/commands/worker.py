@@ -4,7 +4,8 @@ claim and execute the runs submitted to a queue, on any number of machines.
 Each run's lease is renewed by a heartbeat; a run whose worker stopped renewing it is
 taken over by another worker when the lease expires (``OPENPROGRAM_LEASE_S``). SIGTERM or
 Ctrl-C: every execution finishes its current step, its run goes back to the queue, then
-the worker exits 0. ``--exit-when-idle`` exits once nothing is queued or executing.
+the worker exits 0. ``--exit-when-idle`` exits once no run of the queue is queued or
+running anywhere (a run whose worker died is taken over when its lease expires first).
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--poll", type=float, default=0.2, metavar="S", help="seconds between claims when idle"
     )
     parser.add_argument(
-        "--exit-when-idle", action="store_true", help="exit when nothing is left to run"
+        "--exit-when-idle",
+        action="store_true",
+        help="exit once no run of the queue is queued or running anywhere",
     )
     parser.add_argument(
         "--store", default=None, metavar="DIR|URL", help="store directory or postgresql:// URL"
