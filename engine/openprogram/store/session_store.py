@@ -65,15 +65,19 @@ def _prepare_root(root: Path, *, create: bool) -> Path:
     return db
 
 
-def _sqlite_backend(db: Path, read_only: bool) -> StoreBackend:
-    from openprogram.store.sqlite import MigrationNeeded, SqliteBackend
+def _sqlite_backend(db: Path, read_only: bool, busy_timeout_s: float | None = None) -> Any:
+    """The SQLite backend of ``db`` (``read_only``: an older schema is migrated only when
+    the store is writable, else ``MigrationNeeded`` says so)."""
+    from openprogram.store.sqlite import DEFAULT_BUSY_TIMEOUT_S, MigrationNeeded, SqliteBackend
 
+    timeout = DEFAULT_BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
     try:
-        return SqliteBackend(db, read_only=read_only)
+        return SqliteBackend(db, read_only=read_only, busy_timeout_s=timeout)
     except MigrationNeeded:
         if not (os.access(db, os.W_OK) and os.access(db.parent, os.W_OK)):
             raise
-        return SqliteBackend(db)  # an older store that can be written: migrate it now
+        # an older store that can be written: migrate it now
+        return SqliteBackend(db, busy_timeout_s=timeout)
 
 
 class SessionStore:

@@ -32,6 +32,9 @@ from openprogram.store.runs import (
 )
 from openprogram.store.sqlite import SqliteBackend
 
+#: Busy timeout of the read-only stores opened for tooling (editor, lint, listings).
+TOOLING_BUSY_TIMEOUT_S = 2.0
+
 _INSERT_RUN_SQL = (
     f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
     "NULL, NULL, NULL, NULL, NULL, 0, ?, ?, ?, ?, ?, ?, ?, 0, ?)"
@@ -166,23 +169,24 @@ class SqliteRunStore(RunStore):
     @classmethod
     def open_readonly(cls, root: str | os.PathLike[str] | None) -> SqliteRunStore | None:
         from openprogram.store import SessionStore, resolve_root, store_db_path
+        from openprogram.store.session_store import _sqlite_backend
 
         path = store_db_path(root)
         if not path.is_file() and not resolve_root(root).is_file():
             return None  # no store yet: no runs (a store path that is a file is an error)
-        # read-only; an older schema is migrated only when the store is writable
-        store = SessionStore(path.parent, create=False, read_only=True)
-        backend = store.backend
+        if not path.is_file():  # a store path that is a file: its one-line error
+            SessionStore(root, create=False, read_only=True).close()
+        # read-only with a short busy timeout (tooling never waits long on a writer); an
+        # older schema is migrated only when the store is writable
+        backend = _sqlite_backend(path, True, TOOLING_BUSY_TIMEOUT_S)
         try:
-            if not isinstance(backend, SqliteBackend) or not backend.has_tables(
-                "runs", "run_steps"
-            ):
-                store.close()
+            if not backend.has_tables("runs", "run_steps"):
+                backend.close()
                 return None
         except BaseException:
-            store.close()
+            backend.close()
             raise
-        return cls(store, Durability.PROCESS)
+        return cls(SessionStore(path.parent, backend=backend), Durability.PROCESS)
 
     # -- plumbing ------------------------------------------------------------------
     def owns(self, writer: Any) -> bool:
