@@ -15,7 +15,7 @@ subprocess of the workspace interpreter (never inside the server, never through 
 checked before spawning: a run id must have the exact shape the store generates
 (``openprogram.contract.runs.is_run_id``), and a run's entry and keyword arguments must
 match the Program's ``PROGRAM_ENTRIES`` and the entry's signature, read statically
-(``entry_check``): a rejected command never imports the Program. Stderr lines are
+(``entry_signature.check_run``): a rejected command never imports the Program. Stderr lines are
 streamed to the client log and as ``$/progress`` reports; the final JSON object from
 stdout is shown with ``window/showMessage`` and returned; code lenses are refreshed.
 ``showRuns`` only reads the store (the store's read API via ``run_index``), never user code.
@@ -37,7 +37,7 @@ from pygls.uris import to_fs_path
 
 from openprogram.contract.runs import RUN_ID_LENGTH, is_run_id
 
-from .entry_check import EntryCheckError, check_run
+from .entry_signature import EntryCheckError, check_run
 from .run_index import RunInfo, runs_for_file, store_program_paths
 
 if TYPE_CHECKING:

@@ -199,7 +199,7 @@ def test_explain_and_statistics(project: Path) -> None:
     assert (
         r.returncode == 0
         and r.stdout.startswith("OP203 (mutable-global)")
-        and "Flagged:" in r.stdout
+        and "Example:" in r.stdout
     )
     assert run("--explain", "OP999", cwd=project).returncode == 2
     r = run("--statistics", "--no-cache", cwd=project)
