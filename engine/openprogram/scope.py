@@ -301,9 +301,6 @@ class _CallScope:
         opts = dict(options) if options else {}
         frame = Frame(name, parent, runtime, writer, None, opts)
         self.frame = frame
-        if parent is None and _slot.get() is None:  # the outermost call owns the runtime
-            self.slot = RuntimeSlot()
-            self.slot_token = _slot.set(self.slot)
         w = writer if writer is not None else current_writer()
         self.started = time.perf_counter()
         if w is not None and not frame.hidden:
@@ -335,6 +332,10 @@ class _CallScope:
             frame.start_seq = seq
             frame.writer = w
             self.w = w
+        # after the node is written: a store error above must not leave a slot behind
+        if parent is None and _slot.get() is None:  # the outermost call owns the runtime
+            self.slot = RuntimeSlot()
+            self.slot_token = _slot.set(self.slot)
         self.token = _current.set(frame)
         return frame
 

@@ -28,6 +28,7 @@ from openprogram.scope import (
     request_to_json,
     response_json,
     response_to_json,
+    runtime_for_call,
     set_output,
     use_writer,
 )
@@ -287,4 +288,6 @@ def test_non_json_option_in_metadata_is_a_store_error(tmp_path: Path) -> None:
         with call_scope("f", options={"render_range": Opaque()}):
             pass
     assert store.list_nodes("lean") == []
+    # the failed entry left no outermost-call runtime behind for later top-level calls
+    assert runtime_for_call() is None
     store.close()
