@@ -40,6 +40,7 @@ from .config import (
 from .diagnostics import DiagnosticsEngine
 from .documents import DocumentState
 from .outline import Outline, build_outline
+from .raw_json import RawJSON, send_raw_response
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,12 @@ class OpenProgramProtocol(LanguageServerProtocol):
             )
             return
         super().handle_message(message)
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        if error is None and isinstance(result, RawJSON):
+            send_raw_response(self, msg_id, result)
+        else:
+            super()._send_response(msg_id, result, error)
 
 
 class OpenProgramLanguageServer(LanguageServer):

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from contextlib import closing
 from typing import NamedTuple
 
 __all__ = [
-    "NodeRow",
+    "GraphNodeRow",
     "RunRow",
     "StepRow",
     "get_run",
+    "graph_node_objects",
     "list_runs",
     "paused_runs_by_function",
     "recorded_step_sequences",
     "run_steps",
-    "session_nodes",
+    "step_starts",
+    "step_view_objects",
     "store_version",
 ]
 
@@ -222,6 +225,23 @@ def run_steps(db_path: str | os.PathLike[str], run_id: str) -> list[StepRow]:
     return [StepRow._make(r) for r in rows]  # columns are NOT NULL / typed by the schema
 
 
+def step_starts(db_path: str | os.PathLike[str], run_id: str) -> list[tuple[str, int, float]]:
+    """``(name, occurrence, started_at)`` of the run's steps by start time (the run graph's
+    step labels: no results read)."""
+    conn = _connect(db_path)
+    if conn is None:
+        return []
+    with closing(conn):
+        try:
+            return conn.execute(
+                "SELECT name, occurrence, started_at FROM run_steps WHERE run_id = ?"
+                " ORDER BY started_at, scope, position",
+                (run_id,),
+            ).fetchall()
+        except sqlite3.Error:
+            return []
+
+
 def store_version(db_path: str | os.PathLike[str]) -> tuple[int, int, int, int]:
     """A cheap fingerprint that changes when anything is committed (file and WAL stats)."""
     out: list[int] = []
@@ -232,43 +252,6 @@ def store_version(db_path: str | os.PathLike[str]) -> tuple[int, int, int, int]:
         except OSError:
             out += [0, 0]
     return (out[0], out[1], out[2], out[3])
-
-
-class NodeRow(NamedTuple):
-    """One session-DAG node as stored: ``input``/``output`` kept as JSON text (a graph of
-    10,000 nodes shows previews of them; decoding every one would be the slowest part)."""
-
-    id: str
-    seq: int
-    kind: str
-    name: str
-    caller_id: str | None
-    predecessor_id: str | None
-    input_json: str | None
-    output_json: str | None
-    status: str
-    metadata_json: str | None
-    created_at: float
-
-
-def session_nodes(db_path: str | os.PathLike[str], session_id: str) -> list[NodeRow]:
-    """The session's nodes in ``seq`` order, read-only ([] without a store or session)."""
-    if not os.path.isfile(db_path):
-        return []
-    try:
-        conn = sqlite3.connect(f"file:{os.fspath(db_path)}?mode=ro", uri=True, timeout=5.0)
-    except sqlite3.Error:
-        return []
-    with closing(conn):
-        try:
-            rows = conn.execute(
-                "SELECT id, seq, kind, name, caller_id, predecessor_id, input, output, status,"
-                " metadata, created_at FROM nodes WHERE session_id = ? ORDER BY seq",
-                (session_id,),
-            ).fetchall()
-        except sqlite3.Error:
-            return []
-    return [NodeRow(*r) for r in rows]
 
 
 def llm_usage(db_path: str | os.PathLike[str], session_id: str) -> tuple[int, tuple[int, int]]:
@@ -291,3 +274,168 @@ def llm_usage(db_path: str | os.PathLike[str], session_id: str) -> tuple[int, tu
         except sqlite3.Error:  # busy with a writer, or an older store: show what we had
             return 0, (0, 0)
     return int(row[0]), (int(row[1]), int(row[2]))
+
+
+# -- JSON built by SQLite -------------------------------------------------------------------
+# The views of a 10,000-step run: SQLite writes each row's JSON object (C, no Python object
+# per field), the caller joins the texts into one answer. ``json_valid`` guards every
+# ``json_extract`` so one malformed column yields nulls, not a failed query.
+
+_STEP_VIEW_SQL = """
+SELECT json_object(
+    'key', step_key, 'scope', scope, 'kind', kind, 'name', name, 'occurrence', occurrence,
+    'label', name || ' #' || occurrence, 'state', state,
+    'durationMs', CASE
+        WHEN finished_at IS NOT NULL THEN max(0.0, finished_at - started_at) * 1000.0
+        WHEN state = 'running' THEN max(0.0, :now - started_at) * 1000.0 END,
+    'result', CASE WHEN state = 'completed' THEN op_short(result) ELSE '' END,
+    'error', CASE WHEN state = 'failed' THEN op_short(result) ELSE '' END)
+FROM (
+    SELECT *, CASE
+        WHEN status IN ('completed', 'failed') THEN status
+        WHEN :live THEN 'running'
+        WHEN name = :paused_name AND occurrence = :paused_occurrence THEN 'paused'
+        ELSE 'uncertain' END AS state
+    FROM run_steps WHERE run_id = :run_id ORDER BY started_at, scope, position)
+"""
+
+
+def step_view_objects(
+    db_path: str | os.PathLike[str],
+    run_id: str,
+    *,
+    live: bool,
+    paused_at: tuple[str, int] | None,
+    now: float,
+    shorten: Callable[[str | None], str],
+) -> list[str]:
+    """The run's steps in call order, each a JSON object text for the Runs view.
+
+    Keys: ``key scope kind name occurrence label state durationMs result error``. ``state``
+    is the stored status when final, else ``running`` when the run is ``live``, ``paused``
+    for the step the run is paused at (``paused_at``), else ``uncertain``; a running step's
+    duration counts to ``now``; ``result``/``error`` go through ``shorten`` (one line).
+    """
+    conn = _connect(db_path)
+    if conn is None:
+        return []
+    name, occurrence = paused_at if paused_at is not None else (None, None)
+    with closing(conn):
+        conn.create_function("op_short", 1, shorten, deterministic=True)
+        try:
+            rows = conn.execute(
+                _STEP_VIEW_SQL,
+                {
+                    "run_id": run_id,
+                    "live": int(live),
+                    "paused_name": name,
+                    "paused_occurrence": occurrence,
+                    "now": now,
+                },
+            ).fetchall()
+        except sqlite3.Error:
+            return []
+    return [r[0] for r in rows]
+
+
+def _json_at(column: str, key: str, *, guarded: bool) -> str:
+    """``column``'s value at ``$.key``, NULL without it. The key's text is looked for first, so
+    most rows are parsed once or not at all; ``guarded`` checks ``json_valid`` too (a
+    malformed column then reads as NULL instead of failing the query)."""
+    test = f"instr({column}, '\"{key.rpartition('.')[2]}\"') > 0"
+    if guarded:
+        test += f" AND json_valid({column})"
+    return f"CASE WHEN {test} THEN json_extract({column}, '$.{key}') END"
+
+
+def _preview(column: str) -> str:
+    """The stored JSON text cut to ``:limit`` characters ('' for none or ``null``)."""
+    return (
+        f"CASE WHEN {column} IS NULL OR {column} = 'null' THEN ''"
+        f" WHEN length({column}) <= :limit THEN {column}"
+        f" ELSE substr({column}, 1, :limit - 1) || '…' END"
+    )
+
+
+def _graph_node_sql(guarded: bool) -> str:
+    """The nodes query; the inner select extracts each value once (``OFFSET 0`` keeps SQLite
+    from copying its expressions into the outer one), the outer checks the JSON types."""
+    return f"""
+SELECT id, kind, name, created_at,
+    CASE WHEN typeof(tokens_in) = 'integer' THEN tokens_in END AS tokens_in,
+    CASE WHEN typeof(tokens_out) = 'integer' THEN tokens_out END AS tokens_out,
+    json_object(
+    'id', id, 'seq', seq, 'kind', kind, 'name', name, 'status', status,
+    'caller', caller_id, 'pred', predecessor_id,
+    'durationMs', CASE WHEN typeof(duration) IN ('integer', 'real') THEN duration * 1000.0 END,
+    'model', CASE WHEN typeof(model) = 'text' AND model <> '' THEN
+        CASE WHEN typeof(provider) = 'text' AND provider <> ''
+        THEN provider || ':' || model ELSE model END END,
+    'usage', CASE
+        WHEN typeof(tokens_in) = 'integer' AND typeof(tokens_out) = 'integer'
+            THEN json_object('input_tokens', tokens_in, 'output_tokens', tokens_out)
+        WHEN typeof(tokens_in) = 'integer' THEN json_object('input_tokens', tokens_in)
+        WHEN typeof(tokens_out) = 'integer' THEN json_object('output_tokens', tokens_out) END,
+    'error', CASE WHEN typeof(error) = 'text' THEN error END,
+    'input', {_preview("input")}, 'output', {_preview("output")})
+FROM (
+    SELECT id, seq, kind, name, status, caller_id, predecessor_id, input, output, created_at,
+        {_json_at("metadata", "duration_s", guarded=guarded)} AS duration,
+        {_json_at("metadata", "error_type", guarded=guarded)} AS error,
+        {_json_at("metadata", "usage.input_tokens", guarded=guarded)} AS tokens_in,
+        {_json_at("metadata", "usage.output_tokens", guarded=guarded)} AS tokens_out,
+        CASE WHEN kind = 'llm' THEN {_json_at("input", "model", guarded=guarded)} END AS model,
+        CASE WHEN kind = 'llm' THEN {_json_at("input", "provider", guarded=guarded)} END
+            AS provider
+    FROM nodes WHERE session_id = :session_id AND (:node_id IS NULL OR id = :node_id)
+    ORDER BY seq LIMIT -1 OFFSET 0)
+"""
+
+
+_GRAPH_NODE_SQL = _graph_node_sql(guarded=False)
+_GRAPH_NODE_SQL_GUARDED = _graph_node_sql(guarded=True)
+
+
+class GraphNodeRow(NamedTuple):
+    """One session node for the run graph: what a caller needs to label and total it, and the
+    node's JSON object text (without its ``step`` label)."""
+
+    id: str
+    kind: str
+    name: str
+    created_at: float
+    tokens_in: int | None
+    tokens_out: int | None
+    json: str
+
+
+def graph_node_objects(
+    db_path: str | os.PathLike[str],
+    session_id: str,
+    *,
+    limit: int,
+    node_id: str | None = None,
+) -> list[GraphNodeRow]:
+    """The session's nodes (or the one ``node_id``) in ``seq`` order for the run graph.
+
+    Each JSON object has ``id seq kind name status caller pred durationMs model usage error
+    input output``: ``model`` is ``provider:model`` of an ``llm`` node's request, ``usage``
+    its integer token counts, ``input``/``output`` the stored JSON text cut to ``limit``
+    characters (never decoded).
+    """
+    if not os.path.isfile(db_path):
+        return []
+    try:
+        conn = sqlite3.connect(f"file:{os.fspath(db_path)}?mode=ro", uri=True, timeout=5.0)
+    except sqlite3.Error:
+        return []
+    params = {"session_id": session_id, "node_id": node_id, "limit": max(1, int(limit))}
+    with closing(conn):
+        try:
+            rows = conn.execute(_GRAPH_NODE_SQL, params).fetchall()
+        except sqlite3.Error:  # a malformed JSON column (or no nodes table): check each value
+            try:
+                rows = conn.execute(_GRAPH_NODE_SQL_GUARDED, params).fetchall()
+            except sqlite3.Error:
+                return []
+    return [GraphNodeRow._make(r) for r in rows]
