@@ -1,7 +1,11 @@
-"""No internal error on real code: the whole standard library and site-packages."""
+"""No internal error on real code: the standard library and site-packages.
+
+By default every fourth file (a fixed sample, ~1 min on two cores); set
+``OPENPROGRAM_REAL_CODE=all`` to analyze every file (~4 min)."""
 
 from __future__ import annotations
 
+import os
 import sysconfig
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -34,14 +38,15 @@ def _files() -> list[str]:
         str(p) for p in stdlib.rglob("*.py") if "site-packages" not in p.parts and p.is_file()
     )
     site_files = sorted(str(p) for p in site.rglob("*.py") if p.is_file())
-    return std + site_files
+    files = std + site_files
+    return files if os.environ.get("OPENPROGRAM_REAL_CODE") == "all" else files[::4]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_stdlib_and_site_packages_without_internal_errors() -> None:
     files = _files()
-    assert len(files) > 1000
+    assert len(files) > 500
     chunks = [files[i::32] for i in range(32)]
     with ProcessPoolExecutor(max_workers=2) as pool:
         errors = [e for result in pool.map(_lint, chunks) for e in result]

@@ -22,7 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Frame, Page, sync_playwright
+from playwright.sync_api import Frame, Locator, Page, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("OPENPROGRAM_E2E_CACHE", Path.home() / ".cache" / "openprogram-e2e"))
@@ -165,6 +166,7 @@ class Editor:
         self.page.keyboard.press("Enter")
         self.page.locator(f'.tab[aria-label^="{name}"]').wait_for()
         self.page.locator(".monaco-editor .view-lines").first.click()
+        self.page.keyboard.press("Control+Home")
 
     def go_to(self, line: int, column: int) -> None:
         self.page.keyboard.press("Control+g")
@@ -183,13 +185,43 @@ class Editor:
         toast.first.wait_for(timeout=WAIT_MS)
         return toast.first.inner_text()
 
-    def lens(self, text: str) -> None:
-        link = self.page.locator(".codelens-decoration a", has_text=text).first
-        link.wait_for(timeout=WAIT_MS)
+    def lens(self, text: str, nth: int = 0) -> None:
+        """Click the `nth` code lens reading `text`. Our lenses sit near the top of the file;
+        when the editor has scrolled away from them (it can, after a click on a loaded
+        machine), go to the top as a user would, and look again."""
+        link = self.page.locator(".codelens-decoration a", has_text=text).nth(nth)
+        try:
+            link.wait_for(timeout=WAIT_MS // 4)
+        except PlaywrightTimeout:
+            self.page.locator(".monaco-editor .view-lines").first.click()
+            self.page.keyboard.press("Control+Home")
+            link.wait_for(timeout=WAIT_MS)
         link.click()
 
     def clear_toasts(self) -> None:
         self.palette("Notifications: Clear All Notifications")
+
+    def context_menu(self, target: Locator, item: str) -> None:
+        """Right-click `target` and choose `item`. A menu that has just opened can ignore the
+        first click on a loaded machine (it stays open, the item highlighted): then Enter picks
+        the highlighted item, as a user would."""
+        target.click(button="right")
+        entry = self.page.locator(".context-view .action-item", has_text=item).first
+        entry.wait_for()
+        entry.hover()
+        entry.click()
+        menu = self.page.locator(".context-view .monaco-menu")
+        for _ in range(3):
+            try:
+                menu.first.wait_for(state="hidden", timeout=3_000)
+                return
+            except PlaywrightTimeout:
+                try:
+                    entry.hover(timeout=2_000)
+                    self.page.keyboard.press("Enter")
+                except PlaywrightTimeout:  # it closed meanwhile
+                    continue
+        menu.first.wait_for(state="hidden")
 
     def frame_with(self, selector: str) -> Frame:
         deadline = time.monotonic() + WAIT_MS / 1000
@@ -201,7 +233,9 @@ class Editor:
                 except Exception:  # a frame being replaced
                     continue
             time.sleep(0.25)
-        raise AssertionError(f"no webview frame shows {selector}")
+        self.shot("no-frame-" + selector.strip("#."))
+        urls = "\n  ".join(frame.url for frame in self.page.frames)
+        raise AssertionError(f"no webview frame shows {selector}; frames:\n  {urls}")
 
 
 @pytest.fixture(scope="module")
@@ -252,6 +286,9 @@ def editor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Editor]:
             )
             page = browser.new_page(viewport={"width": 1500, "height": 950})
             page.set_default_timeout(WAIT_MS)
+            console = (ARTIFACTS / "browser-console.log").open("w")
+            page.on("console", lambda m: console.write(f"{m.type}: {m.text}\n"))
+            page.on("pageerror", lambda e: console.write(f"pageerror: {e}\n"))
             for _ in range(120):
                 try:
                     page.goto(f"http://127.0.0.1:{port}/?folder={workspace}")
@@ -342,7 +379,7 @@ def test_run_lens_asks_for_arguments_from_the_signature(editor: Editor) -> None:
 
 
 def test_arguments_are_checked_before_the_run(editor: Editor) -> None:
-    editor.page.locator(".codelens-decoration a", has_text="▶ Run").nth(1).click()  # `total`
+    editor.lens("▶ Run", nth=1)  # `total`
     box = editor.page.locator(".quick-input-widget input")
     box.wait_for(state="visible")
     assert box.input_value() == '{"a":0,"b":0}'
@@ -398,8 +435,9 @@ def test_runs_view_lists_runs_and_steps(editor: Editor) -> None:
 def test_run_graph_shows_the_run(editor: Editor) -> None:
     header = editor.page.locator(".pane-header", has_text="OpenProgram Runs")
     view = editor.page.locator(".pane", has=header)
-    view.locator(".monaco-list-row", has_text="pipeline ·").first.click(button="right")
-    editor.page.locator(".context-view .action-item", has_text="Show Run Graph").first.click()
+    editor.context_menu(
+        view.locator(".monaco-list-row", has_text="pipeline ·").first, "Show Run Graph"
+    )
     frame = editor.frame_with("#op-summary")
     frame.locator("#op-summary", has_text="completed").wait_for(timeout=WAIT_MS)
     frame.wait_for_function("() => Number(document.body.dataset.graphNodes) >= 3")
