@@ -13,6 +13,7 @@ import json
 from openprogram.cli.common import CliError, add_store_argument, open_existing_store
 from openprogram.cli.graph import graph_json, render_html
 from openprogram.cli.render import render_mermaid, render_tree
+from openprogram.cli.table import terminal_width
 from openprogram.durable import queries
 from openprogram.store import Session, resolve_root
 
@@ -59,7 +60,7 @@ def execute(args: argparse.Namespace) -> int:
     elif args.format == "html":
         text = render_html(*_graph(store.location, session))
     else:
-        text = render_tree(session, nodes)
+        text = render_tree(session, nodes, terminal_width() if not args.output else None)
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as fh:
