@@ -1,7 +1,7 @@
 """Inlay hints: the latest run's state of each step, at the end of its line.
 
 On every ``step("name", ...)`` / ``workflow("name", ...)`` call and every branch key of a
-``parallel({...})`` literal: ``✓ 12 ms → {"i": 3}``, ``⏸ paused here``, ``✗ ValueError …``,
+``parallel({...})`` literal: ``✓ 12 ms → {"i": 3}``, ``‖ paused here``, ``✗ ValueError …``,
 ``? uncertain``, ``… running``. The run is the newest run of the enclosing function, else
 the newest run of the file that has a step of that name (helpers reached through
 ``workflow``). Read from the store's read-only query API; the client is asked to refresh
@@ -32,6 +32,18 @@ if TYPE_CHECKING:
 
 RESULT_CHARS = 40
 MAX_RUNS = 50
+# Every character a hint can start with or join with. Each is in the fonts editors fall back
+# to everywhere (DejaVu Sans Mono on Linux, Consolas, Menlo): "⏸" (U+23F8) is not, and showed
+# as an empty box in VS Code on Linux, so a paused step is "‖" (U+2016 DOUBLE VERTICAL LINE).
+GLYPHS = {
+    "completed": "✓",
+    "failed": "✗",
+    "paused": "‖",
+    "uncertain": "?",
+    "running": "…",
+    "result": "→",
+    "times": "×",
+}
 
 
 def format_ms(ms: float) -> str:
@@ -53,23 +65,25 @@ def hint_text(name: str, run: RunRow, rows: list[StepRow]) -> str | None:
     failed = [r for r in rows if r.status == "failed"]
     if failed:
         first = (failed[-1].result or "error").strip().splitlines()
-        return "✗ " + short_json(first[0] if first else "error", RESULT_CHARS)
+        return f"{GLYPHS['failed']} " + short_json(first[0] if first else "error", RESULT_CHARS)
     pending = [r for r in rows if r.status not in ("completed", "failed")]
     if run.status == "paused" and run.paused_step == name:
         uncertain = run.pause_reason == "uncertain" and pending
-        return "? uncertain" if uncertain else "⏸ paused here"
+        return (
+            f"{GLYPHS['uncertain']} uncertain" if uncertain else f"{GLYPHS['paused']} paused here"
+        )
     if pending:
-        return "… running" if _live(run) else "? uncertain"
+        return f"{GLYPHS['running']} running" if _live(run) else f"{GLYPHS['uncertain']} uncertain"
     if not rows:
         return None
     last = rows[-1]
-    text = "✓"
+    text = GLYPHS["completed"]
     if last.finished_at is not None:
         text += " " + format_ms(max(0.0, last.finished_at - last.started_at) * 1000)
     if last.result is not None:
-        text += " → " + short_json(last.result, RESULT_CHARS)
+        text += f" {GLYPHS['result']} " + short_json(last.result, RESULT_CHARS)
     if len(rows) > 1:
-        text += f" (×{len(rows)})"
+        text += f" ({GLYPHS['times']}{len(rows)})"
     return text
 
 
