@@ -382,7 +382,8 @@ def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
             for e in errors:
                 ls.log(f"openprogram settings: {e}", error=True)
             ls.set_workspace_settings(parsed)
-            await ls.refresh_workspace_settings(scoped_only=True)  # each folder's own values
+            ls.recompute_settings()  # pushed values apply at once,
+            await ls.refresh_workspace_settings(scoped_only=True)  # then each folder's own
         else:
             await ls.refresh_workspace_settings()
         ls.recompute_settings()
