@@ -58,8 +58,11 @@ class Writer{i}(Agent):
         parts = [step("outline", outline_{i}, topic)]
         for k in range(n):
             parts.append(step("section", section_{i}, topic, k))
-        verdict = decision.make("Ship it?", {{"yes": "ship", "no": "hold"}})
-        return parts + [str(verdict)]
+        return parts + [step("verdict", verdict_{i}, topic)]
+
+
+def verdict_{i}(topic: str) -> str:
+    return str(decision.make("Ship " + topic + "?", {{"yes": "ship", "no": "hold"}}))
 
 
 def outline_{i}(topic: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -90,6 +91,10 @@ def _run(
         for node_type, hook in rule.hooks(ctx).items():
             builder.hooks.setdefault(node_type, []).append(hook)
     walk(module, builder)
+    if builder.index.imports and os.path.isfile(path):
+        from openprogram_analyzers.first_party import mark_first_party
+
+        mark_first_party(builder.index, os.path.dirname(os.path.abspath(path)))
     for rule in rule_list:
         rule.check(ctx)
     return resolve(module, path, ctx.pending)
@@ -244,6 +249,12 @@ def check_entry(
             1,
         )
         return EntryCheck([missing], [])
+    from openprogram_analyzers.first_party import HelperLoader, mark_first_party, resolve_reexports
+
+    base = os.path.dirname(os.path.abspath(path))
+    loader = HelperLoader(base)
+    mark_first_party(index, base)
+    resolve_reexports(index, loader)
     ctx = Context(source, path, index, enabled)
     scope = determinism.build_scope(index, fn)
     for f in determinism.compute_for(index, [fn]):
@@ -251,8 +262,71 @@ def check_entry(
             ctx.report(f.code, f.node, f.message, related=f.chain)
     found = resolve(module, path, ctx.pending)
     kept = apply_suppressions(source, path, found, enabled)
-    reached = [*scope.orchestration, *scope.dependencies]
-    return EntryCheck(kept, reached)
+    reached = {**{q: True for q in scope.orchestration}, **{q: False for q in scope.dependencies}}
+    kept.extend(_followed_findings(module, path, index, reached, loader, enabled))
+    return EntryCheck(kept, list(reached), loader.files)
+
+
+def _followed_findings(
+    module: cst.Module,
+    path: str,
+    index: Any,
+    reached: dict[str, bool],
+    loader: Any,
+    enabled: frozenset[str],
+) -> list[Finding]:
+    """Findings in first-party helper modules the entry calls (followed across files),
+    each with the call in the entry module as related information."""
+    from openprogram_analyzers import determinism
+    from openprogram_analyzers.first_party import followed_calls, resolve_reexports
+
+    out: list[Finding] = []
+    todo: list[tuple[cst.Module, str, Any, dict[str, bool], tuple[Related, ...]]] = [
+        (module, path, index, reached, ())
+    ]
+    seen: set[tuple[str, str]] = set()
+    while todo and len(seen) < 200:
+        mod, mod_path, idx, functions, links = todo.pop(0)
+        positions: Any = None
+        for call in followed_calls(idx, functions, loader):
+            key = (call.helper.path, call.function.qualname)
+            if key in seen:
+                continue
+            seen.add(key)
+            if positions is None:
+                positions = MetadataWrapper(mod, unsafe_skip_copy=True).resolve(PositionProvider)
+            r = positions.get(call.call)
+            where = (
+                (r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
+                if r
+                else (1, 1, 1, 1)
+            )
+            name = f"{os.path.splitext(os.path.basename(call.helper.path))[0]}.{call.function.qualname}"
+            link = Related(f"'{call.caller}' calls '{name}' here", mod_path, *where)
+            helper = call.helper
+            resolve_reexports(helper.index, loader)
+            hctx = Context(helper.source, helper.path, helper.index, enabled)
+            marker: list[tuple[str, cst.CSTNode]] = [("", call.call)]
+            for det in determinism.compute_for(
+                helper.index, [call.function], chain=marker, orchestration=call.orchestration
+            ):
+                if det.code in enabled:
+                    hctx.report(det.code, det.node, det.message, related=det.chain[1:])
+            chain = (*links, link)
+            for f in apply_suppressions(
+                helper.source,
+                helper.path,
+                resolve(helper.module, helper.path, hctx.pending),
+                enabled,
+            ):
+                out.append(replace(f, related=(*chain, *f.related)))
+            scope = determinism.build_scope(helper.index, call.function, marker, call.orchestration)
+            nested = {
+                **{q: True for q in scope.orchestration},
+                **{q: False for q in scope.dependencies},
+            }
+            todo.append((helper.module, helper.path, helper.index, nested, chain))
+    return out
 
 
 def analyze_for_engine(source: str, path: str, *, resumable: str) -> list[Finding]:

@@ -210,7 +210,9 @@ def _explain(args: argparse.Namespace) -> int:
 
     if args.list_rules:
         for code, rule in sorted(RULES.items()):
-            fix = "" if not _has_fix(rule) else " [*]" if rule.fix_safe else " [unsafe fix]"
+            safety = rule.sections().get("Fix safety", "")
+            fix = " [*]" if safety.startswith("Safe") else ""
+            fix = " [unsafe fix]" if safety.startswith("Unsafe") else fix
             print(f"{code}  {rule.name:<28} {rule.severity:<8}{rule.summary}{fix}")
         return 0
     by_name = {rule.name: code for code, rule in RULES.items()}
@@ -228,10 +230,6 @@ def _explain(args: argparse.Namespace) -> int:
             return 2
     sys.stdout.write("\n".join(RULES[code].explain() for code in dict.fromkeys(wanted)))
     return 0
-
-
-def _has_fix(rule: type) -> bool:
-    return "fix_for" in vars(rule)
 
 
 def _cacheable(args: argparse.Namespace) -> bool:

@@ -1,16 +1,18 @@
-"""Every stable rule code (cheap to import: no libcst)."""
+"""Every stable rule code, read from the rule modules' file names (``rules/opNNN_*.py``):
+cheap to import (no libcst), and adding a rule's file adds its code."""
 
 from __future__ import annotations
 
-ALL_CODES: tuple[str, ...] = (
-    "OP001",
-    *(f"OP10{i}" for i in range(1, 9)),
-    *(f"OP20{i}" for i in range(1, 10)),
-    "OP210",
-    "OP211",
-    "OP212",
-    "OP213",
-    *(f"OP30{i}" for i in range(1, 7)),
-    *(f"OP40{i}" for i in range(1, 6)),
-    "OP900",
-)
+import os
+
+
+def _codes() -> tuple[str, ...]:
+    names = os.listdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules"))
+    return tuple(
+        sorted(
+            n[:5].upper() for n in names if n[:2] == "op" and n[2:5].isdigit() and n.endswith(".py")
+        )
+    )
+
+
+ALL_CODES: tuple[str, ...] = _codes()

@@ -53,6 +53,7 @@ MODEL_CALLS = frozenset(
         "llm",
         "agent",
         "agent_async",
+        "goal",  # agent turns until a recorded decision judges the objective met
         "validate_and_retry",
         "route",
         "conditional",
@@ -267,14 +268,19 @@ def _step_callables(site: CallSite) -> list[cst.BaseExpression]:
     return []
 
 
-def build_scope(index: ModuleIndex, root: FunctionInfo) -> Scope:
+def build_scope(
+    index: ModuleIndex,
+    root: FunctionInfo,
+    chain: Sequence[tuple[str, cst.CSTNode]] = (),
+    orchestration: bool = True,
+) -> Scope:
     """Functions reached from ``root``: its orchestration body (helpers it calls) and its
     step dependencies (functions passed to ``step``/``workflow``/``parallel`` and their
     helpers); those reached through a ``workflow(...)`` body are marked, since a model
     call there is asked again when an interrupted workflow resumes."""
     scope = Scope(root=root)
     Todo = tuple[FunctionInfo, list[tuple[str, cst.CSTNode]], bool, bool]
-    todo: list[Todo] = [(root, [], True, False)]
+    todo: list[Todo] = [(root, list(chain), orchestration, False)]
     while todo:
         fn, chain, orch, in_workflow = todo.pop(0)
         table = scope.orchestration if orch else scope.dependencies
@@ -286,9 +292,8 @@ def build_scope(index: ModuleIndex, root: FunctionInfo) -> Scope:
         if in_workflow:
             scope.workflow_bodies.add(fn.qualname)
         # nested functions belong to the same scope as their parent
-        for info in index.functions.values():
-            if info.parent == fn.qualname:
-                todo.append((info, chain, orch, in_workflow))
+        for info in index.children.get(fn.qualname, ()):
+            todo.append((info, chain, orch, in_workflow))
         for site in fn.calls:
             callee = _callee(index, fn, site.node.func)
             if callee is not None and callee is not fn:
@@ -337,7 +342,7 @@ def _mutated_globals(index: ModuleIndex) -> dict[str, cst.CSTNode]:
 
 def _third_party(index: ModuleIndex, name: str) -> str | None:
     imp = index.imports.get(name)
-    if imp is None:
+    if imp is None or name in index.first_party:
         return None
     if imp.relative:
         kind = "user package"
@@ -686,13 +691,22 @@ def _check_orchestration(
                 )
 
 
-def compute_for(index: ModuleIndex, roots: Iterable[FunctionInfo]) -> list[DetFinding]:
-    """All OP201–OP208 findings for the given resumable functions (deduplicated)."""
+def compute_for(
+    index: ModuleIndex,
+    roots: Iterable[FunctionInfo],
+    *,
+    chain: Sequence[tuple[str, cst.CSTNode]] = (),
+    orchestration: bool = True,
+) -> list[DetFinding]:
+    """All OP201–OP208 findings for the given resumable functions (deduplicated).
+
+    With a ``chain`` the roots are helpers reached that way from a resumable function of
+    another module (in its orchestration body unless ``orchestration`` is False)."""
     out: list[DetFinding] = []
     mutated = _mutated_globals(index)
     done: set[tuple[str, bool]] = set()
     for root in roots:
-        if root.is_async or root.yields:
+        if not chain and (root.is_async or root.yields):
             what = "async function" if root.is_async else "generator"
             out.append(
                 DetFinding(
@@ -702,7 +716,7 @@ def compute_for(index: ModuleIndex, roots: Iterable[FunctionInfo]) -> list[DetFi
                     root.node.name,
                 )
             )
-        scope = build_scope(index, root)
+        scope = build_scope(index, root, chain, orchestration)
         for orch, table in ((True, scope.orchestration), (False, scope.dependencies)):
             for qual, chain in table.items():
                 if (qual, orch) in done:

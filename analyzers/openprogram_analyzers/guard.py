@@ -9,8 +9,9 @@ linear, bounded and never crashes, so every source goes through it first:
 - nested deeper than :data:`MAX_DEPTH` syntax-tree levels, or more than
   :data:`MAX_LINES` lines: OP001 "too deeply nested to analyse" / "too large to analyse".
 
-The language server imports :func:`too_deep` / :func:`check` to decide the same before
-any parse in a process that holds editor state.
+It is the one nesting guard: the CLI, the pre-run check and the language server (whole
+file in its worker, one statement at a time in its incremental pass) all reach libcst
+only through :func:`openprogram_analyzers.analysis.parse_checked`, which asks it first.
 """
 
 from __future__ import annotations

@@ -121,6 +121,10 @@ class ModuleIndex:
     mutations: list[tuple[str, str | None, cst.CSTNode]] = field(default_factory=list)
     program_entries: list[tuple[cst.CSTNode, cst.BaseExpression]] = field(default_factory=list)
     agent_options: list[tuple[cst.CSTNode, cst.BaseExpression]] = field(default_factory=list)
+    # nested functions by the qualname of the function they are defined in
+    children: dict[str, list[FunctionInfo]] = field(default_factory=dict)
+    # local names of imports that are first-party modules found next to the Program
+    first_party: set[str] = field(default_factory=set)
     # module-level ``for NAME in (a, b, ...)`` loops: NAME -> the literal names iterated
     loop_names: dict[str, list[str]] = field(default_factory=dict)
 
@@ -319,7 +323,10 @@ class IndexBuilder(cst.CSTVisitor):
                 info.params.add(star.name.value)
         if cls is not None and cls.qualname != "<local>":
             cls.methods.setdefault(node.name.value, info)
-        self.index.functions.setdefault(qual, info)
+        if qual not in self.index.functions:
+            self.index.functions[qual] = info
+            if info.parent is not None:
+                self.index.children.setdefault(info.parent, []).append(info)
         self._func_stack.append(info)
         self._scope_kinds.append("function")
 

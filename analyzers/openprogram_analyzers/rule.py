@@ -1,10 +1,10 @@
-"""Rule base class, embedded examples and the per-file analysis context."""
+"""Rule base class, its embedded examples and the per-file analysis context."""
 
 from __future__ import annotations
 
 import inspect
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -14,17 +14,46 @@ from openprogram_analyzers.findings import Severity
 from openprogram_analyzers.index import ModuleIndex
 
 
-@dataclass(frozen=True)
-class Invalid:
-    """An embedded INVALID example: the finding it must produce (1-based range)."""
+def example(text: str) -> str:
+    """An example block as written in a rule file (a triple-quoted string opening with a
+    newline, indented like the code around it) as source text."""
+    return textwrap.dedent(text[1:] if text.startswith("\n") else text)
 
-    code: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
+
+@dataclass(frozen=True, init=False)
+class Valid:
+    """A VALID example: source on which the rule reports nothing."""
+
+    source: str
+
+    def __init__(self, source: str) -> None:
+        object.__setattr__(self, "source", example(source))
+
+
+@dataclass(frozen=True, init=False)
+class Invalid:
+    """An INVALID example: source and the one finding the rule reports on it."""
+
+    source: str
+    range: tuple[int, int, int, int]  # line, column, end line, end column (1-based)
     message: str  # expected substring of the message
-    fixed: str | None = None  # expected source after applying the rule's own (safe) fix
+    fixed: str | None  # the source after the rule's own fix (None: the rule has no fix)
+    code: str | None  # the finding's code when it is not the rule's own
+
+    def __init__(
+        self,
+        source: str,
+        *,
+        range: tuple[int, int, int, int],
+        message: str,
+        fixed: str | None = None,
+        code: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "source", example(source))
+        object.__setattr__(self, "range", range)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "fixed", None if fixed is None else example(fixed))
+        object.__setattr__(self, "code", code)
 
 
 @dataclass
@@ -93,7 +122,14 @@ class Context:
 
 
 class Rule:
-    """One rule. Subclasses set the class attributes and implement :meth:`check`."""
+    """One rule: one file a newcomer reads top to bottom.
+
+    Class attributes: ``code``, ``name``, ``summary`` (what it does, one line: the README
+    row), ``severity``; the docstring's ``Why:`` and ``Fix safety:`` sections; ``INVALID``
+    (the example, with the finding it must produce and the fixed source) and ``VALID``
+    (what to write instead). ``check`` reports findings after the traversal; ``hooks``
+    returns per-node callbacks run during it.
+    """
 
     code: ClassVar[str]
     name: ClassVar[str]
@@ -102,8 +138,11 @@ class Rule:
     fix_safe: ClassVar[bool] = True
     """Whether the rule's own fix keeps the program's meaning (``--fix`` applies it);
     a fix that guesses intent is unsafe (``--unsafe-fixes``)."""
-    VALID: ClassVar[list[str]] = []
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = []
+    whole_module: ClassVar[bool] = False
+    """Whether a finding needs the whole module: a statement analysed alone (the language
+    server's incremental pass) would report it falsely."""
+    VALID: ClassVar[list[Valid]] = []
+    INVALID: ClassVar[list[Invalid]] = []
 
     def check(self, ctx: Context) -> None:  # pragma: no cover - overridden
         """Report findings after the traversal (most rules read ``ctx.index``)."""
@@ -113,31 +152,64 @@ class Rule:
         return {}
 
     @classmethod
-    def explain(cls) -> str:
-        """The ``--explain`` text: docstring plus the embedded examples."""
+    def sections(cls) -> dict[str, str]:
+        """The docstring's sections by heading (``Why``, ``Fix safety``)."""
         doc = inspect.cleandoc(cls.__doc__ or "")
-        parts = [f"{cls.code} ({cls.name}): {cls.summary}", "", doc]
+        out: dict[str, str] = {}
+        heading = None
+        for part in doc.split("\n\n"):
+            head, sep, rest = part.partition(": ")
+            if sep and head in DOC_HEADINGS:
+                heading = head
+                out[heading] = rest
+            elif heading is not None:
+                out[heading] += "\n\n" + part
+        return out
+
+    @classmethod
+    def explain(cls) -> str:
+        """The ``--explain`` text: the fixed headings, examples included."""
+        sections = cls.sections()
+        parts = [f"{cls.code} ({cls.name}): {cls.summary}", ""]
+
+        def add(heading: str, text: str) -> None:
+            parts.extend([f"{heading}:", textwrap.indent(text.strip(), "    "), ""])
+
+        add("What it does", f"Reports {cls.summary} (severity: {cls.severity}).")
+        add("Why", sections.get("Why", ""))
         if cls.INVALID:
-            parts += ["", "Flagged:"]
-            for src, _ in cls.INVALID[:2]:
-                parts += ["", textwrap.indent(textwrap.dedent(src).strip(), "    ")]
-        if cls.VALID:
-            parts += ["", "Fine:"]
-            for src in cls.VALID[:2]:
-                parts += ["", textwrap.indent(textwrap.dedent(src).strip(), "    ")]
+            add("Example", cls.INVALID[0].source)
+        instead = cls.INVALID[0].fixed if cls.INVALID and cls.INVALID[0].fixed else None
+        if instead is None and cls.VALID:
+            instead = cls.VALID[0].source
+        if instead is not None:
+            add("Use instead", instead)
+        add("Fix safety", sections.get("Fix safety", ""))
         return "\n".join(parts).rstrip() + "\n"
+
+    @classmethod
+    def readme_row(cls) -> str:
+        """The rule's row in README.md's rule table."""
+        code = cls.code
+        return (
+            f'| <a id="{code.lower()}"></a>`{code}` | {cls.name} | {cls.severity} | {cls.summary} |'
+        )
+
+
+DOC_HEADINGS = ("Why", "Fix safety")
+"""The sections every rule's docstring has, in this order."""
+
+
+FamilyFindings = Callable[[Context, str], Iterable[Any]]
 
 
 class FamilyRule(Rule):
     """A rule whose findings come from a shared per-file computation of its family."""
 
-    family: ClassVar[str]  # module name under openprogram_analyzers
+    family: ClassVar[FamilyFindings]  # e.g. ``options_family.findings_for``
 
     def check(self, ctx: Context) -> None:
-        import importlib
-
-        module = importlib.import_module(f"openprogram_analyzers.{self.family}")
-        for f in module.findings_for(ctx, self.code):
+        for f in type(self).family(ctx, self.code):
             ctx.report(
                 self.code,
                 f.node,

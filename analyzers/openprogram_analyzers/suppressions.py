@@ -12,6 +12,7 @@ from openprogram.contract.suppressions import (
     MAY_SUPPRESS,
     comments,
     file_noqa_codes,
+    merge_file_level,
 )
 from openprogram_analyzers.findings import Finding, Fix, TextEdit
 
@@ -71,10 +72,7 @@ def parse_suppressions(
     for line, col, text in (source_text or SourceText(source)).comments():
         codes_for_file = file_noqa_codes(text)
         if codes_for_file is not None:
-            if file_level is None or not codes_for_file:
-                file_level = codes_for_file
-            elif file_level:
-                file_level = file_level | codes_for_file
+            file_level = merge_file_level(file_level, codes_for_file)
             continue
         for rx in (LINE_IGNORE, LINE_NOQA):
             m = rx.search(text)

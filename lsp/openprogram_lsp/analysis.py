@@ -39,22 +39,6 @@ def analyzer_available() -> bool:
         return False
 
 
-def nesting_guard(text: str, path: str, config: Any) -> tuple[Any, ...] | None:
-    """``(OP001,)`` (or ``()`` when OP001 is off) for text nested too deeply to parse
-    safely; None when the text may be parsed."""
-    from openprogram_analyzers.depth import nesting_finding
-
-    finding = nesting_finding(text, path)
-    if finding is None:
-        return None
-    if config is not None:
-        from openprogram_analyzers.rules import RULES
-
-        if "OP001" not in config.enabled_codes(RULES, path):
-            return ()
-    return (finding,)
-
-
 def analyze(
     uri: str,
     version: int | None,
@@ -69,9 +53,8 @@ def analyze(
     Exceptions become ``internal_error`` (logged with traceback), never propagate.
     """
     try:
-        too_deep = nesting_guard(text, path, config)
-        if too_deep is not None:  # never handed to libcst (it would crash this process)
-            return AnalysisResult(uri, version, text, too_deep)
+        # ``analyze_source`` hands libcst only what ``guard.check`` (Python's own parser)
+        # accepts, whole file or one statement: deep nesting is OP001, never a crash
         if incremental is not None:
             found = incremental.fast(text, path, config, recorded_steps)
             return AnalysisResult(uri, version, text, found, complete=False)

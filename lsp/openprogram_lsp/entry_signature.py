@@ -5,15 +5,23 @@
 template pre-fills the editor's arguments prompt with each default (when it is a JSON
 literal) or a zero value of the annotated type (``0``, ``0.0``, ``""``, ``false``, ``[]``,
 ``{}``; ``null`` when unknown).
+
+``check_run(source, "report", kwargs)`` is the check before Run spawns anything: the entry
+is in a literal ``PROGRAM_ENTRIES`` and the keyword arguments bind to those parameters
+(the same entries and parameters, from the same outline and ``params_of``).
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from typing import Any
 
-from .outline import FunctionInfo, Outline
+from .outline import FunctionInfo, Outline, build_outline
 
+# Decorators that keep the function's own parameters (others may change the signature).
+_SIGNATURE_KEEPING = frozenset({"staticmethod", "classmethod", "wraps", "cache", "lru_cache"})
+MAX_SOURCE_CHARS = 10_000_000
 ZERO: dict[str, Any] = {"int": 0, "float": 0.0, "str": "", "bool": False, "list": [], "dict": {}}
 _NO_DEFAULT = object()
 
@@ -55,8 +63,16 @@ def _find_def(tree: ast.Module, f: FunctionInfo) -> ast.FunctionDef | ast.AsyncF
     return None
 
 
+def _decorator_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
 def _is_static(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+    return any(_decorator_name(d) == "staticmethod" for d in node.decorator_list)
 
 
 def params_of(node: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> list[dict[str, Any]]:
@@ -109,3 +125,70 @@ def entry_signature(source: str, outline: Outline, entry: str) -> dict[str, Any]
         return None
     params = params_of(node, method=target.class_name is not None)
     return {"entry": entry, "params": params, "template": template_of(params)}
+
+
+class EntryCheckError(ValueError):
+    """The requested run cannot succeed; the message says why (one line)."""
+
+
+def _signature(entry: str, node: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> str:
+    return f"{entry}({', '.join(p['name'] for p in params_of(node, method))})"
+
+
+def check_run(source: str, entry: str, kwargs: Mapping[str, Any]) -> str:
+    """The CLI name of ``entry`` if ``entry(**kwargs)`` can run; else ``EntryCheckError``.
+
+    ``entry`` is an entry's CLI name (``report`` for ``agent.report``) or its label as
+    written in PROGRAM_ENTRIES. Parameters are checked when they are known statically
+    (a ``def`` whose decorators keep its signature, no required positional-only one).
+    """
+    if len(source) > MAX_SOURCE_CHARS:
+        raise EntryCheckError("the Program file is too large to check before running")
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise EntryCheckError(
+            f"the Program does not parse (line {exc.lineno}): {exc.msg}"
+        ) from None
+    except (RecursionError, MemoryError, ValueError) as exc:
+        raise EntryCheckError(f"the Program cannot be analysed: {type(exc).__name__}") from None
+    outline = build_outline(source, tree)
+    if outline is None or outline.entries_span is None:
+        raise EntryCheckError("the Program has no PROGRAM_ENTRIES, so it has no entries to run")
+    if not outline.entries_literal:
+        raise EntryCheckError(
+            "PROGRAM_ENTRIES is not a literal list or tuple, so its entries cannot be found "
+            "without running the module"
+        )
+    by_name: dict[str, Any] = {}
+    for e in outline.entries:
+        by_name.setdefault(e.label.rpartition(".")[2], e)
+    found = by_name.get(entry) or next((e for e in outline.entries if e.label == entry), None)
+    if found is None:
+        names = ", ".join(sorted(by_name)) or "none"
+        raise EntryCheckError(f"{entry!r} is not in PROGRAM_ENTRIES; entries: {names}")
+    name = found.label.rpartition(".")[2]
+    node = _find_def(tree, found.target) if found.target is not None else None
+    if node is None or any(
+        _decorator_name(d) not in _SIGNATURE_KEEPING for d in node.decorator_list
+    ):
+        return name  # not known statically: the run itself reports a bad call
+    method = found.target is not None and found.target.class_name is not None
+    params = params_of(node, method)
+    posonly = {a.arg for a in node.args.posonlyargs}
+    if any(p["required"] and p["name"] in posonly for p in params):
+        return name  # needs a positional argument: JSON kwargs cannot call it; the run says so
+    accepted = {p["name"] for p in params if p["name"] not in posonly}
+    unknown = sorted(k for k in kwargs if k not in accepted)
+    if unknown and node.args.kwarg is None:
+        raise EntryCheckError(
+            f"{_signature(name, node, method)}: unexpected keyword argument(s) "
+            + ", ".join(repr(k) for k in unknown)
+        )
+    missing = [p["name"] for p in params if p["required"] and p["name"] not in kwargs]
+    if missing:
+        raise EntryCheckError(
+            f"{_signature(name, node, method)}: missing required argument(s) "
+            + ", ".join(repr(p) for p in missing)
+        )
+    return name

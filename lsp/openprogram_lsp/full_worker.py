@@ -66,12 +66,7 @@ def config_from_json(data: dict[str, Any] | None) -> Any:
 def handle(request: dict[str, Any]) -> dict[str, Any]:
     from openprogram_analyzers import analyze_source
 
-    from .analysis import nesting_guard
-
     config = config_from_json(request.get("config"))
-    too_deep = nesting_guard(request["source"], request["path"], config)
-    if too_deep is not None:
-        return {"id": request.get("id"), "findings": [f.to_json() for f in too_deep]}
     recorded = request.get("recorded")
     if recorded:
         recorded = {
@@ -121,8 +116,14 @@ class FullAnalysisWorker:
         self._proc: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
         self._next_id = 0
+        self._stopped = False
 
     async def _ensure(self) -> asyncio.subprocess.Process:
+        if self._stopped:
+            # Starting one now would race the event loop's teardown: a start cancelled
+            # before its pipes connect waits forever for the child (CPython 3.11's
+            # subprocess transport), and the server would never exit.
+            raise OSError("the analysis worker is stopped (the server is shutting down)")
         if self._proc is None or self._proc.returncode is not None:
             self._proc = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -185,9 +186,15 @@ class FullAnalysisWorker:
         raise AssertionError("unreachable")
 
     def close(self) -> None:
+        """Kill the worker; the next request starts a fresh one."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.returncode is None:
             proc.kill()
+
+    def stop(self) -> None:
+        """Kill the worker for good (server shutdown): no request starts another."""
+        self._stopped = True
+        self.close()
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openprogram.contract.suppressions import has_file_noqa
+from openprogram.contract.suppressions import file_level_codes
 
 _TOKEN = re.compile(r"\"\"\"|'''|\"|'|#|[()\[\]{}]|\\\r?\n|\r\n|\n|\r")
 _STR_END = {
@@ -36,9 +36,6 @@ _CONTINUATION = re.compile(r"(else|elif|except|finally)\b")
 _IMPORT = re.compile(r"(import|from)\s")
 CACHE_BYTES = 2 * 1024 * 1024  # chunk texts cached per document (bytes, not entries)
 FINDING_BYTES = 512  # rough size of one cached finding
-# Codes whose findings are unsound for a statement checked alone (they would be false
-# positives without the rest of the module); the full analysis reports them.
-ISOLATION_UNSOUND = frozenset({"OP402", "OP900"})
 
 
 @dataclass(frozen=True)
@@ -186,8 +183,14 @@ class IncrementalAnalyzer:
         """Findings for ``text`` re-checking only chunks unknown to the base."""
         from openprogram_analyzers import analyze_source
 
-        if has_file_noqa(text):
-            return ()
+        # findings unsound for a statement checked alone (``Rule.whole_module``): the
+        # full analysis reports them
+        from openprogram_analyzers.rules import WHOLE_MODULE_CODES
+
+        # a file-level comment lives in one statement but applies to all of them
+        file_level = file_level_codes(text)
+        if file_level == frozenset():
+            return ()  # a bare ``# openprogram: noqa``: every code
         with self._lock:
             base = self.base
         chunks = split_chunks(text)
@@ -214,7 +217,7 @@ class IncrementalAnalyzer:
                 cached = tuple(
                     shift_finding(_drop_context_related(f, offset), -offset)
                     for f in found
-                    if f.line > offset and f.code not in ISOLATION_UNSOUND
+                    if f.line > offset and f.code not in WHOLE_MODULE_CODES
                 )
                 self._cache[key] = cached
                 self._cache_bytes += _entry_bytes(key, cached)
@@ -225,6 +228,8 @@ class IncrementalAnalyzer:
                 self._cache.move_to_end(key)
             out.extend(shift_finding(f, chunk.start_line) for f in cached)
         self.last_reanalysed = analysed
+        if file_level:
+            out = [f for f in out if f.code not in file_level]
         out.sort(key=lambda f: (f.line, f.column, f.code))
         return tuple(out)
 

@@ -62,6 +62,7 @@ class Outline:
     entries_span: Span | None
     classes: list[ClassInfo]
     functions: list[FunctionInfo]
+    entries_literal: bool = False  # PROGRAM_ENTRIES is a literal list/tuple
 
     def function(self, qualname: str) -> FunctionInfo | None:
         for f in self.all_functions():
@@ -168,12 +169,13 @@ def _is_agent_class(cls: ast.ClassDef, agent_names: set[str]) -> bool:
     return False
 
 
-def build_outline(text: str) -> Outline | None:
-    """Parse ``text`` with ``ast``; None if it does not parse."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
+def build_outline(text: str, tree: ast.Module | None = None) -> Outline | None:
+    """Parse ``text`` with ``ast`` (unless its ``tree`` is given); None if it does not parse."""
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None
     b = _Builder(text.splitlines())
     classes: list[ClassInfo] = []
     functions: list[FunctionInfo] = []
@@ -222,6 +224,7 @@ def build_outline(text: str) -> Outline | None:
         b.span(entries_stmt) if entries_stmt is not None else None,
         classes,
         functions,
+        isinstance(entries_node, (ast.List, ast.Tuple)),
     )
 
 

@@ -44,6 +44,13 @@ SPELLINGS = [
     ("from urllib.request import urlopen", 'page = urlopen("http://127.0.0.1:9")', "OP206"),
     ("import os", 'home = os.environ["HOME"]', "OP205"),
     ("from os import getenv", 'home = getenv("HOME")', "OP205"),
+    # model calls: an agent loop, a Planner whose workflow() calls llm()/agent()
+    ("from openprogram import goal", 'done = goal("tidy the notes")', "OP206"),
+    (
+        "from openprogram.programs.workflow import plan_and_run as plan",
+        'done = plan("tidy the notes").result',
+        "OP206",
+    ),
 ]
 
 
@@ -155,3 +162,55 @@ def test_inherited_resumable_without_model_call_runs(tmp_path: Path) -> None:
         "run", "prog.py:report", "--args", '{"topic": "x"}', "--store", "s", cwd=tmp_path
     )
     assert (code, out["status"], out["result"]) == (0, "completed", "X")
+
+
+HELPERS = """\
+import time
+
+
+def stamp(text: str) -> str:
+    return text + str(time.time())
+"""
+
+CROSS = """\
+{imports}
+from openprogram import step
+
+
+def main(text: str = "x") -> str:
+    {line}
+    return step("upper", str.upper, text)
+
+
+main.__agent_options__ = {{"resumable": True}}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("imports", "line"),
+    [
+        ("import helpers", "text = helpers.stamp(text)"),
+        ("from helpers import stamp", "text = stamp(text)"),
+        ("from helpers import now", "text = text + str(now())"),  # a re-export of time.time
+    ],
+)
+def test_first_party_helper_module_is_followed(tmp_path: Path, imports: str, line: str) -> None:
+    (tmp_path / "helpers.py").write_text(
+        HELPERS + "\n\nfrom time import time as now\n", encoding="utf-8"
+    )
+    (tmp_path / "prog.py").write_text(CROSS.format(imports=imports, line=line), encoding="utf-8")
+    ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2 and "OP205" in ran.stderr, ran.stdout + ran.stderr
+    assert ("helpers.py:5:" in ran.stderr) == ("now()" not in line)  # found in the helper file
+
+
+def test_cache_notices_a_changed_helper_module(tmp_path: Path) -> None:
+    (tmp_path / "helpers.py").write_text(HELPERS.replace("time.time()", "1"), encoding="utf-8")
+    (tmp_path / "prog.py").write_text(
+        CROSS.format(imports="import helpers", line="text = helpers.stamp(text)"), encoding="utf-8"
+    )
+    assert cli("run", "prog.py:main", "--store", "st", cwd=tmp_path).returncode == 0
+    (tmp_path / "helpers.py").write_text(HELPERS, encoding="utf-8")  # the Program is unchanged
+    ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2 and "helpers.py:5:" in ran.stderr, ran.stdout + ran.stderr

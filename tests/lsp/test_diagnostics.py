@@ -222,14 +222,14 @@ async def test_workspace_configuration_and_pyproject_reload(
 async def test_op209_after_edit_breaking_a_paused_run(
     client: LanguageClient, workspace: Path
 ) -> None:
-    from openprogram.durable.schema import MIGRATION_SQL
+    from openprogram.store.runs import open_run_store
 
     program = workspace / "prog.py"
     program.write_text(AGENT_PROGRAM)
     (workspace / "store").mkdir()
+    open_run_store(workspace / "store").close()  # the real store's tables
     db = sqlite3.connect(workspace / "store" / "openprogram.db")
     with db:
-        db.executescript(MIGRATION_SQL)
         now = time.time()
         db.execute(
             "INSERT INTO runs (id, entry, program_path, function_qualname, status, paused_step,"
@@ -263,3 +263,42 @@ async def test_op209_after_edit_breaking_a_paused_run(
     # at the changed step(...) call, naming how many recorded runs the edit breaks
     assert diags[0].range.start.line == line
     assert diags[0].message.endswith("this edit breaks 1 paused/running run")
+
+
+FILE_NOQA_PROGRAM = """\
+# openprogram: noqa: OP104
+from openprogram import Agent
+
+
+class Writer(Agent):
+    method_options = {"draft": {"expose": "bogus", "expsoe": "io"}}
+
+    def draft(self, topic: str) -> str:
+        return topic
+"""
+
+
+@pytest.mark.lsp_init(options={"incrementalMinChars": 0, "debounceMs": 600_000})
+async def test_file_level_noqa_listing_codes_in_the_incremental_pass(
+    client: LanguageClient, workspace: Path
+) -> None:
+    """``# openprogram: noqa: OP104`` hides OP104 only, in the incremental pass too (a
+    statement analysed alone does not see the comment; the debounced full pass never runs
+    here), exactly as ``openprogram-lint`` reports the file."""
+    from openprogram_analyzers import analyze_source
+
+    uri = (workspace / "prog.py").as_uri()
+    lint = [f.code for f in analyze_source(FILE_NOQA_PROGRAM, "prog.py")]
+    assert lint == ["OP102"]
+    open_doc(client, uri, FILE_NOQA_PROGRAM)
+    assert [d.code for d in await diags_for(client, uri, 1)] == lint
+    # an edit inside the class: that statement is re-analysed alone
+    line = _line_of(FILE_NOQA_PROGRAM, "return topic")
+    v = change_range(client, uri, (line, 20), (line, 20), ".strip()")
+    assert [d.code for d in await diags_for(client, uri, v)] == ["OP102"]
+    # the comment is edited to list nothing the file has: OP104 shows up at once
+    v = change_range(client, uri, (0, 25), (0, 26), "5")  # OP104 -> OP105
+    assert sorted(d.code for d in await diags_for(client, uri, v)) == ["OP102", "OP104"]
+    # a bare file-level noqa hides everything
+    v = change_range(client, uri, (0, 19), (0, 26), "")
+    assert await diags_for(client, uri, v) == []

@@ -23,3 +23,7 @@ RULES: dict[str, type[Rule]] = {
     if isinstance(cls, type) and issubclass(cls, Rule) and cls.__module__ == mod.__name__
 }
 """Rule classes by code."""
+
+WHOLE_MODULE_CODES = frozenset(code for code, rule in RULES.items() if rule.whole_module)
+"""Codes whose findings need the whole module (the language server's incremental pass,
+which analyses one statement alone, leaves them to the full pass)."""

@@ -4,24 +4,38 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from openprogram_analyzers.rule import Context, Invalid, Rule
+from openprogram_analyzers.rule import Context, Invalid, Rule, Valid
 
 
 class RuleOP001(Rule):
-    """The file is not valid Python for the parser. The analyzer reports the location of the
+    """Why: The file is not valid Python for the parser. The analyzer reports the location of the
     syntax error and checks nothing else in the file.
+
+    Fix safety: No fix: correct the syntax error (a parse error cannot be suppressed).
     """
 
     code = "OP001"
     name = "file-does-not-parse"
     summary = "file does not parse (reported, never a crash)"
-    VALID: ClassVar[list[str]] = [
-        "from openprogram import Agent\n\nx = 1\n",
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            from openprogram import Agent
+
+            x = 1
+            """
+        ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            "from openprogram import Agent\n\ndef f(:\n    pass\n",
-            Invalid("OP001", 3, 7, 3, 8, "file does not parse: invalid syntax", fixed=None),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            from openprogram import Agent
+
+            def f(:
+                pass
+            """,
+            range=(3, 7, 3, 8),
+            message="file does not parse: invalid syntax",
         ),
     ]
 

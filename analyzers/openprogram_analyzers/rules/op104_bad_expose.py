@@ -7,35 +7,63 @@ from typing import Any, ClassVar
 import libcst as cst
 
 from openprogram.options import EXPOSE_VALUES, did_you_mean
+from openprogram_analyzers import options_family
 from openprogram_analyzers.literals import string_literal_like, string_value
-from openprogram_analyzers.rule import Context, FamilyRule, Invalid
+from openprogram_analyzers.rule import Context, FamilyRule, Invalid, Valid
 
 
 class RuleOP104(FamilyRule):
-    """``expose`` is one of ``"full"``, ``"io"``, ``"llm"``, ``"hidden"``. The fix
+    """Why: ``expose`` is one of ``"full"``, ``"io"``, ``"llm"``, ``"hidden"``. The fix
     replaces a misspelt value with the closest valid one.
+
+    Fix safety: Unsafe: the fix is a did-you-mean guess and may change what the program does
+    (``"tol"`` -> ``"tool"`` turns a method into a tool); ``--fix --unsafe-fixes``
+    applies it. It is never offered when it would create a duplicate key.
     """
 
     code = "OP104"
     name = "invalid-expose"
     summary = "invalid expose value"
-    family = "options_family"
+    family = options_family.findings_for
     fix_safe = False  # a did-you-mean guesses intent ("tol" -> "tool" makes a tool)
-    VALID: ClassVar[list[str]] = [
-        'from openprogram import Agent\n\n\nclass A(Agent):\n    method_options = {"f": {"expose": "hidden"}}\n\n    def f(self) -> None:\n        pass\n',
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            from openprogram import Agent
+
+
+            class A(Agent):
+                method_options = {"f": {"expose": "hidden"}}
+
+                def f(self) -> None:
+                    pass
+            """
+        ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            'from openprogram import Agent\n\n\nclass A(Agent):\n    method_options = {"f": {"expose": "ful"}}\n\n    def f(self) -> None:\n        pass\n',
-            Invalid(
-                "OP104",
-                5,
-                39,
-                5,
-                44,
-                "invalid expose value 'ful'",
-                fixed='from openprogram import Agent\n\n\nclass A(Agent):\n    method_options = {"f": {"expose": "full"}}\n\n    def f(self) -> None:\n        pass\n',
-            ),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            from openprogram import Agent
+
+
+            class A(Agent):
+                method_options = {"f": {"expose": "ful"}}
+
+                def f(self) -> None:
+                    pass
+            """,
+            range=(5, 39, 5, 44),
+            message="invalid expose value 'ful'",
+            fixed="""
+            from openprogram import Agent
+
+
+            class A(Agent):
+                method_options = {"f": {"expose": "full"}}
+
+                def f(self) -> None:
+                    pass
+            """,
         ),
     ]
 

@@ -4,24 +4,47 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from openprogram_analyzers.rule import FamilyRule, Invalid
+from openprogram_analyzers import options_family
+from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 
 class RuleOP105(FamilyRule):
-    """``render_range`` is ``{"callers": int >= 0 or None, "subcalls": int >= -1}``."""
+    """Why: ``render_range`` is ``{"callers": int >= 0 or None, "subcalls": int >= -1}``.
+
+    Fix safety: No fix: the change needs the author's decision; ``# noqa: OP105`` suppresses it.
+    """
 
     code = "OP105"
     name = "malformed-render-range"
     summary = "malformed render_range"
-    family = "options_family"
-    VALID: ClassVar[list[str]] = [
-        'from openprogram import Agent\n\n\nclass A(Agent):\n    method_options = {"f": {"render_range": {"callers": 0, "subcalls": -1}}}\n\n    def f(self) -> None:\n        pass\n',
+    family = options_family.findings_for
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            from openprogram import Agent
+
+
+            class A(Agent):
+                method_options = {"f": {"render_range": {"callers": 0, "subcalls": -1}}}
+
+                def f(self) -> None:
+                    pass
+            """
+        ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            'from openprogram import Agent\n\n\nclass A(Agent):\n    method_options = {"f": {"render_range": {"callers": -2}}}\n\n    def f(self) -> None:\n        pass\n',
-            Invalid(
-                "OP105", 5, 57, 5, 59, "'callers' must be an int >= 0 or None, got -2", fixed=None
-            ),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            from openprogram import Agent
+
+
+            class A(Agent):
+                method_options = {"f": {"render_range": {"callers": -2}}}
+
+                def f(self) -> None:
+                    pass
+            """,
+            range=(5, 57, 5, 59),
+            message="'callers' must be an int >= 0 or None, got -2",
         ),
     ]

@@ -4,25 +4,51 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from openprogram_analyzers.rule import FamilyRule, Invalid
+from openprogram_analyzers import options_family
+from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 
 class RuleOP108(FamilyRule):
-    """A computed ``method_options`` cannot be checked statically; the runtime still checks
+    """Why: A computed ``method_options`` cannot be checked statically; the runtime still checks
     it when the class is created.
+
+    Fix safety: No fix: the change needs the author's decision; ``# noqa: OP108`` suppresses it.
     """
 
     code = "OP108"
     name = "method-options-not-literal"
     summary = "method_options not a literal dict (cannot be checked; info)"
     severity = "info"
-    family = "options_family"
-    VALID: ClassVar[list[str]] = [
-        'from openprogram import Agent\n\n\nclass A(Agent):\n    method_options = {"f": {}}\n\n    def f(self) -> None:\n        pass\n',
+    family = options_family.findings_for
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            from openprogram import Agent
+
+
+            class A(Agent):
+                method_options = {"f": {}}
+
+                def f(self) -> None:
+                    pass
+            """
+        ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            'from openprogram import Agent\n\nBASE = {"f": {}}\n\n\nclass A(Agent):\n    method_options = dict(BASE)\n\n    def f(self) -> None:\n        pass\n',
-            Invalid("OP108", 7, 22, 7, 32, "method_options is not a literal dict", fixed=None),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            from openprogram import Agent
+
+            BASE = {"f": {}}
+
+
+            class A(Agent):
+                method_options = dict(BASE)
+
+                def f(self) -> None:
+                    pass
+            """,
+            range=(7, 22, 7, 32),
+            message="method_options is not a literal dict",
         ),
     ]

@@ -4,24 +4,53 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from openprogram_analyzers.rule import FamilyRule, Invalid
+from openprogram_analyzers import determinism
+from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 
 class RuleOP205(FamilyRule):
-    """A resumed run replays the orchestration body: ``time.time()``, ``random.random()``,
+    """Why: A resumed run replays the orchestration body: ``time.time()``, ``random.random()``,
     ``uuid.uuid4()``... return different values then. Call them inside a step.
+
+    Fix safety: No fix: the change needs the author's decision; ``# noqa: OP205`` suppresses it.
     """
 
     code = "OP205"
     name = "non-deterministic-call"
     summary = "non-deterministic call outside a step"
-    family = "determinism"
-    VALID: ClassVar[list[str]] = [
-        'import time\n\nfrom openprogram import Agent, step\n\n\nclass Reporter(Agent):\n    method_options = {"report": {"resumable": True}}\n\n    def report(self, topic: str) -> float:\n        return step("stamp", time.time)\n',
+    family = determinism.findings_for
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            import time
+
+            from openprogram import Agent, step
+
+
+            class Reporter(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def report(self, topic: str) -> float:
+                    return step("stamp", time.time)
+            """
+        ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            'import time\n\nfrom openprogram import Agent, step\n\n\nclass Reporter(Agent):\n    method_options = {"report": {"resumable": True}}\n\n    def report(self, topic: str) -> float:\n        started = time.time()\n        return step("stamp", str, started)\n',
-            Invalid("OP205", 10, 19, 10, 30, "non-deterministic call time.time()", fixed=None),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            import time
+
+            from openprogram import Agent, step
+
+
+            class Reporter(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def report(self, topic: str) -> float:
+                    started = time.time()
+                    return step("stamp", str, started)
+            """,
+            range=(10, 19, 10, 30),
+            message="non-deterministic call time.time()",
         ),
     ]

@@ -4,24 +4,119 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from openprogram_analyzers.rule import FamilyRule, Invalid
+from openprogram_analyzers import determinism
+from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 
 class RuleOP206(FamilyRule):
-    """Side effects in the orchestration body run again on every resume. Put model calls,
-    network, file and subprocess work into ``step('name', fn, ...)``.
+    """Why: Side effects in the orchestration body run again on every resume. Put model calls,
+    network, file and subprocess work into ``step('name', fn, ...)``. Model calls are
+    ``llm``/``agent``, a call through an Agent instance or class, the judgements of the
+    control-flow primitives and ``goal``, and a Planner run (``plan_and_run``,
+    ``run_workflow_code``: its ``llm()``/``agent()`` calls run again). The body of a
+    durable ``workflow(name, fn, ...)`` is orchestration too: an interrupted workflow runs
+    it again on resume, so its model calls belong in steps.
+
+    Fix safety: No fix: the change needs the author's decision; ``# noqa: OP206`` suppresses it.
     """
 
     code = "OP206"
     name = "side-effect-outside-step"
     summary = "side effect outside a step: model call, network, file or subprocess I/O"
-    family = "determinism"
-    VALID: ClassVar[list[str]] = [
-        'from openprogram import llm\n\nfrom openprogram import Agent, step\n\n\nclass Reporter(Agent):\n    method_options = {"report": {"resumable": True}}\n\n    def report(self, topic: str) -> str:\n        return step("draft", llm, topic)\n',
+    family = determinism.findings_for
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            from openprogram import llm
+
+            from openprogram import Agent, step
+
+
+            class Reporter(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def report(self, topic: str) -> str:
+                    return step("draft", llm, topic)
+            """
+        ),
+        Valid(
+            """
+            from openprogram import llm, step, workflow
+
+
+            def review(text: str) -> str:
+                return step("ask", llm, "review " + text)
+
+
+            def main(text: str) -> str:
+                return workflow("review", review, text)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """
+        ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            'from openprogram import llm\n\nfrom openprogram import Agent, step\n\n\nclass Reporter(Agent):\n    method_options = {"report": {"resumable": True}}\n\n    def report(self, topic: str) -> str:\n        return llm(topic)\n',
-            Invalid("OP206", 10, 16, 10, 26, "model call (openprogram.llm)", fixed=None),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            from openprogram import llm
+
+            from openprogram import Agent, step
+
+
+            class Reporter(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def report(self, topic: str) -> str:
+                    return llm(topic)
+            """,
+            range=(10, 16, 10, 26),
+            message="model call (openprogram.llm)",
+        ),
+        Invalid(
+            """
+            from openprogram import agent, workflow
+
+
+            def review(text: str) -> str:
+                return agent("review " + text)
+
+
+            def main(text: str) -> str:
+                return workflow("review", review, text)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(5, 12, 5, 35),
+            message="model call (openprogram.agent) directly in workflow body 'review'",
+        ),
+        Invalid(
+            """
+            from openprogram.programs.workflow import plan_and_run
+
+
+            def main(task: str) -> str:
+                return plan_and_run(task).result
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(5, 12, 5, 30),
+            message="model call (openprogram.programs.workflow.plan_and_run)",
+        ),
+        Invalid(
+            """
+            from openprogram import goal
+
+
+            def main(text: str) -> str:
+                return goal("make it clear: " + text)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(5, 12, 5, 42),
+            message="model call (openprogram.goal)",
         ),
     ]

@@ -4,24 +4,48 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from openprogram_analyzers.rule import FamilyRule, Invalid
+from openprogram_analyzers import determinism
+from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 
 class RuleOP207(FamilyRule):
-    """A step's identity is its name plus its occurrence. A name computed from data changes
+    """Why: A step's identity is its name plus its occurrence. A name computed from data changes
     between runs and breaks resuming. Repeated literal names are fine.
+
+    Fix safety: No fix: the change needs the author's decision; ``# noqa: OP207`` suppresses it.
     """
 
     code = "OP207"
     name = "non-literal-step-name"
     summary = "step / workflow / parallel branch name that is not a literal string"
-    family = "determinism"
-    VALID: ClassVar[list[str]] = [
-        'from openprogram import Agent, step\n\n\nclass Reporter(Agent):\n    method_options = {"report": {"resumable": True}}\n\n    def report(self, topics: list[str]) -> list[str]:\n        return [step("write", str.upper, t) for t in topics]\n',
+    family = determinism.findings_for
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            from openprogram import Agent, step
+
+
+            class Reporter(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def report(self, topics: list[str]) -> list[str]:
+                    return [step("write", str.upper, t) for t in topics]
+            """
+        ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            'from openprogram import Agent, step\n\n\nclass Reporter(Agent):\n    method_options = {"report": {"resumable": True}}\n\n    def report(self, topics: list[str]) -> list[str]:\n        return [step(f"write-{t}", str.upper, t) for t in topics]\n',
-            Invalid("OP207", 8, 22, 8, 34, "step name is not a literal string", fixed=None),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            from openprogram import Agent, step
+
+
+            class Reporter(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def report(self, topics: list[str]) -> list[str]:
+                    return [step(f"write-{t}", str.upper, t) for t in topics]
+            """,
+            range=(8, 22, 8, 34),
+            message="step name is not a literal string",
         ),
     ]

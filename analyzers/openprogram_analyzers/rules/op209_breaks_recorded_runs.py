@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from openprogram_analyzers import determinism
-from openprogram_analyzers.rule import Context, Invalid, Rule
+from openprogram_analyzers.rule import Context, Invalid, Rule, Valid
 
 _PROGRAM = (
     "from openprogram import Agent, step\n\n\nclass Reporter(Agent):\n"
@@ -17,62 +17,93 @@ _PROGRAM = (
 
 
 class RuleOP209(Rule):
-    """The static step sequence of a resumable function must still produce the step
+    """Why: The static step sequence of a resumable function must still produce the step
     identities recorded by its paused or running runs. Needs a store
     (``openprogram-lint --store DIR`` or the language server). The warning sits on the
     changed ``step(...)`` call (a renamed step, or one that now runs earlier than a step
     recorded before it) or, for a deleted step, on the function name, and says how many
     recorded runs the edit breaks. The examples have two runs recorded: fetch+write, and fetch only.
+
+    Fix safety: No fix: the change needs the author's decision; ``# noqa: OP209`` suppresses it.
     """
 
     code = "OP209"
     name = "breaks-recorded-runs"
     summary = "an edit that breaks resuming recorded runs (needs a store)"
-    VALID: ClassVar[list[str]] = [
-        _PROGRAM.format(a="fetch", b="write"),
-        # a step added after the recorded ones breaks nothing
-        _PROGRAM.format(a="fetch", b="write").replace(
-            "        return step(", '        a = step("check", str.strip, a)\n        return step('
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            from openprogram import Agent, step
+
+
+            class Reporter(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def report(self, topic: str) -> str:
+                    a = step("fetch", str.upper, topic)
+                    return step("write", str.lower, a)
+            """
+        ),
+        Valid(
+            """
+            from openprogram import Agent, step
+
+
+            class Reporter(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def report(self, topic: str) -> str:
+                    a = step("fetch", str.upper, topic)
+                    a = step("check", str.strip, a)
+                    return step("write", str.lower, a)
+            """
         ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            _PROGRAM.format(a="fetch2", b="write"),
-            Invalid(
-                "OP209",
-                8,
-                13,
-                8,
-                45,
-                "step 'fetch2' replaces step 'fetch' recorded for 'Reporter.report': "
-                "this edit breaks 2 paused/running runs",
-            ),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            from openprogram import Agent, step
+
+
+            class Reporter(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def report(self, topic: str) -> str:
+                    a = step("fetch2", str.upper, topic)
+                    return step("write", str.lower, a)
+            """,
+            range=(8, 13, 8, 45),
+            message="step 'fetch2' replaces step 'fetch' recorded for 'Reporter.report': this edit breaks 2 paused/running runs",
         ),
-        (
-            _PROGRAM.format(a="write", b="fetch"),
-            Invalid(
-                "OP209",
-                8,
-                13,
-                8,
-                44,
-                "step 'write' now runs before steps recorded earlier for 'Reporter.report': "
-                "this edit breaks 1 paused/running run",
-            ),
+        Invalid(
+            """
+            from openprogram import Agent, step
+
+
+            class Reporter(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def report(self, topic: str) -> str:
+                    a = step("write", str.upper, topic)
+                    return step("fetch", str.lower, a)
+            """,
+            range=(8, 13, 8, 44),
+            message="step 'write' now runs before steps recorded earlier for 'Reporter.report': this edit breaks 1 paused/running run",
         ),
-        (
-            _PROGRAM.format(a="fetch", b="write").replace(
-                '        return step("write", str.lower, a)', "        return a"
-            ),
-            Invalid(
-                "OP209",
-                7,
-                9,
-                7,
-                15,
-                "step 'write' recorded for 'Reporter.report' no longer exists: "
-                "this edit breaks 1 paused/running run",
-            ),
+        Invalid(
+            """
+            from openprogram import Agent, step
+
+
+            class Reporter(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def report(self, topic: str) -> str:
+                    a = step("fetch", str.upper, topic)
+                    return a
+            """,
+            range=(7, 9, 7, 15),
+            message="step 'write' recorded for 'Reporter.report' no longer exists: this edit breaks 1 paused/running run",
         ),
     ]
 

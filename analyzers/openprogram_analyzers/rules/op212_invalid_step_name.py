@@ -4,25 +4,51 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from openprogram_analyzers.rule import FamilyRule, Invalid
+from openprogram_analyzers import determinism
+from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 
 class RuleOP212(FamilyRule):
-    """A step name must be a non-empty string without ``/`` or ``#`` (they separate nested
+    """Why: A step name must be a non-empty string without ``/`` or ``#`` (they separate nested
     step keys and occurrences). The runtime rejects such a call with the same code and
     message (:mod:`openprogram.contract.steps`).
+
+    Fix safety: No fix: the change needs the author's decision; ``# noqa: OP212`` suppresses it.
     """
 
     code = "OP212"
     name = "invalid-step-name"
     summary = "step / workflow / parallel branch name that is empty or contains '/' or '#'"
-    family = "determinism"
-    VALID: ClassVar[list[str]] = [
-        'from openprogram import step\n\n\ndef fetch(n: int) -> int:\n    return n\n\n\ndef main() -> int:\n    return step("fetch page", fetch, 1)\n',
+    family = determinism.findings_for
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            from openprogram import step
+
+
+            def fetch(n: int) -> int:
+                return n
+
+
+            def main() -> int:
+                return step("fetch page", fetch, 1)
+            """
+        ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            'from openprogram import step\n\n\ndef fetch(n: int) -> int:\n    return n\n\n\ndef main() -> int:\n    return step("fetch/page", fetch, 1)\n',
-            Invalid("OP212", 9, 17, 9, 29, "must not contain '/' or '#'", fixed=None),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            from openprogram import step
+
+
+            def fetch(n: int) -> int:
+                return n
+
+
+            def main() -> int:
+                return step("fetch/page", fetch, 1)
+            """,
+            range=(9, 17, 9, 29),
+            message="must not contain '/' or '#'",
         ),
     ]

@@ -4,22 +4,41 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from openprogram_analyzers.rule import FamilyRule, Invalid
+from openprogram_analyzers import schema_family
+from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 
 class RuleOP301(FamilyRule):
-    """A list schema ``[subschema]`` has exactly one element: the template of every item."""
+    """Why: A list schema ``[subschema]`` has exactly one element: the template of every item.
+
+    Fix safety: No fix: the change needs the author's decision; ``# noqa: OP301`` suppresses it.
+    """
 
     code = "OP301"
     name = "list-schema-arity"
     summary = "list schema with other than exactly one element template"
-    family = "schema_family"
-    VALID: ClassVar[list[str]] = [
-        'from openprogram import decision\n\n\ndef pick() -> object:\n    return decision.make("Pick", {"tag": ("Tag it", {"tags": [str]})})\n',
+    family = schema_family.findings_for
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            from openprogram import decision
+
+
+            def pick() -> object:
+                return decision.make("Pick", {"tag": ("Tag it", {"tags": [str]})})
+            """
+        ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            'from openprogram import decision\n\n\ndef pick() -> object:\n    return decision.make("Pick", {"tag": ("Tag it", {"tags": [str, int]})})\n',
-            Invalid("OP301", 5, 62, 5, 72, "exactly one element template, got 2", fixed=None),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            from openprogram import decision
+
+
+            def pick() -> object:
+                return decision.make("Pick", {"tag": ("Tag it", {"tags": [str, int]})})
+            """,
+            range=(5, 62, 5, 72),
+            message="exactly one element template, got 2",
         ),
     ]

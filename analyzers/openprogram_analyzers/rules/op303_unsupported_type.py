@@ -4,24 +4,42 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from openprogram_analyzers.rule import FamilyRule, Invalid
+from openprogram_analyzers import schema_family
+from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 
 class RuleOP303(FamilyRule):
-    """Schema types are ``str``, ``int``, ``float``, ``bool``, ``list``, ``dict``, a
+    """Why: Schema types are ``str``, ``int``, ``float``, ``bool``, ``list``, ``dict``, a
     description string, a one-element list or a nested dict.
+
+    Fix safety: No fix: the change needs the author's decision; ``# noqa: OP303`` suppresses it.
     """
 
     code = "OP303"
     name = "unsupported-schema-type"
     summary = "unsupported type in a schema"
-    family = "schema_family"
-    VALID: ClassVar[list[str]] = [
-        'from openprogram import decision\n\n\ndef pick() -> object:\n    return decision.make("Pick", {"go": ("Go", {"n": int})})\n',
+    family = schema_family.findings_for
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            from openprogram import decision
+
+
+            def pick() -> object:
+                return decision.make("Pick", {"go": ("Go", {"n": int})})
+            """
+        ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            'from openprogram import decision\n\n\ndef pick() -> object:\n    return decision.make("Pick", {"go": ("Go", {"n": complex})})\n',
-            Invalid("OP303", 5, 54, 5, 61, "unsupported schema type complex", fixed=None),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            from openprogram import decision
+
+
+            def pick() -> object:
+                return decision.make("Pick", {"go": ("Go", {"n": complex})})
+            """,
+            range=(5, 54, 5, 61),
+            message="unsupported schema type complex",
         ),
     ]

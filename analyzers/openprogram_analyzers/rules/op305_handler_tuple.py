@@ -4,24 +4,42 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from openprogram_analyzers.rule import FamilyRule, Invalid
+from openprogram_analyzers import schema_family
+from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 
 class RuleOP305(FamilyRule):
-    """In a decision menu a 2-tuple handler is read as ``(value, "description")``; a tuple
+    """Why: In a decision menu a 2-tuple handler is read as ``(value, "description")``; a tuple
     value must be wrapped: ``((a, b), "description")``.
+
+    Fix safety: No fix: the change needs the author's decision; ``# noqa: OP305`` suppresses it.
     """
 
     code = "OP305"
     name = "ambiguous-handler-tuple"
     summary = "2-tuple in handler position whose second element is not a string"
-    family = "schema_family"
-    VALID: ClassVar[list[str]] = [
-        'from openprogram import decision\n\n\ndef pick() -> object:\n    return decision.make("Pick", {"pair": ((1, 2), "a pair")})\n',
+    family = schema_family.findings_for
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            from openprogram import decision
+
+
+            def pick() -> object:
+                return decision.make("Pick", {"pair": ((1, 2), "a pair")})
+            """
+        ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            'from openprogram import decision\n\n\ndef pick() -> object:\n    return decision.make("Pick", {"pair": (1, 2)})\n',
-            Invalid("OP305", 5, 44, 5, 48, "a 2-tuple in handler position", fixed=None),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            from openprogram import decision
+
+
+            def pick() -> object:
+                return decision.make("Pick", {"pair": (1, 2)})
+            """,
+            range=(5, 44, 5, 48),
+            message="a 2-tuple in handler position",
         ),
     ]

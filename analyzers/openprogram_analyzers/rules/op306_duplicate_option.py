@@ -4,22 +4,41 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from openprogram_analyzers.rule import FamilyRule, Invalid
+from openprogram_analyzers import schema_family
+from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 
 class RuleOP306(FamilyRule):
-    """Option names of a menu must be unique; the model could not tell them apart."""
+    """Why: Option names of a menu must be unique; the model could not tell them apart.
+
+    Fix safety: No fix: the change needs the author's decision; ``# noqa: OP306`` suppresses it.
+    """
 
     code = "OP306"
     name = "duplicate-option"
     summary = "duplicate option name in a decision menu"
-    family = "schema_family"
-    VALID: ClassVar[list[str]] = [
-        'from openprogram import decision\n\n\ndef pick() -> object:\n    return decision.make("Pick", ["yes", "no"])\n',
+    family = schema_family.findings_for
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            from openprogram import decision
+
+
+            def pick() -> object:
+                return decision.make("Pick", ["yes", "no"])
+            """
+        ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            'from openprogram import decision\n\n\ndef pick() -> object:\n    return decision.make("Pick", ["yes", "no", "yes"])\n',
-            Invalid("OP306", 5, 48, 5, 53, "duplicate option name 'yes'", fixed=None),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            from openprogram import decision
+
+
+            def pick() -> object:
+                return decision.make("Pick", ["yes", "no", "yes"])
+            """,
+            range=(5, 48, 5, 53),
+            message="duplicate option name 'yes'",
         ),
     ]

@@ -4,22 +4,41 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from openprogram_analyzers.rule import FamilyRule, Invalid
+from openprogram_analyzers import entries_family
+from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 
 class RuleOP403(FamilyRule):
-    """Entries are public functions: not ``_private``, not lambdas, not generators."""
+    """Why: Entries are public functions: not ``_private``, not lambdas, not generators.
+
+    Fix safety: No fix: the change needs the author's decision; ``# noqa: OP403`` suppresses it.
+    """
 
     code = "OP403"
     name = "entry-private-lambda-generator"
     summary = "entry is private, a lambda or a generator"
-    family = "entries_family"
-    VALID: ClassVar[list[str]] = [
-        'def main() -> str:\n    return "ok"\n\n\nPROGRAM_ENTRIES = [main]\n',
+    family = entries_family.findings_for
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            def main() -> str:
+                return "ok"
+
+
+            PROGRAM_ENTRIES = [main]
+            """
+        ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            'def _main() -> str:\n    return "ok"\n\n\nPROGRAM_ENTRIES = ["_main"]\n',
-            Invalid("OP403", 5, 20, 5, 27, "entry '_main' is private", fixed=None),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            def _main() -> str:
+                return "ok"
+
+
+            PROGRAM_ENTRIES = ["_main"]
+            """,
+            range=(5, 20, 5, 27),
+            message="entry '_main' is private",
         ),
     ]

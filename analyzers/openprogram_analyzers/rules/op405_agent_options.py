@@ -4,22 +4,41 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from openprogram_analyzers.rule import FamilyRule, Invalid
+from openprogram_analyzers import entries_family
+from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 
 class RuleOP405(FamilyRule):
-    """``__agent_options__`` on an entry is a literal dict with string keys."""
+    """Why: ``__agent_options__`` on an entry is a literal dict with string keys.
+
+    Fix safety: No fix: the change needs the author's decision; ``# noqa: OP405`` suppresses it.
+    """
 
     code = "OP405"
     name = "malformed-agent-options"
     summary = "malformed __agent_options__"
-    family = "entries_family"
-    VALID: ClassVar[list[str]] = [
-        'def main() -> str:\n    return "ok"\n\n\nmain.__agent_options__ = {"label": "Main"}\n',
+    family = entries_family.findings_for
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            def main() -> str:
+                return "ok"
+
+
+            main.__agent_options__ = {"label": "Main"}
+            """
+        ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            'def main() -> str:\n    return "ok"\n\n\nmain.__agent_options__ = ["label"]\n',
-            Invalid("OP405", 5, 26, 5, 35, "__agent_options__ must be a literal dict", fixed=None),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            def main() -> str:
+                return "ok"
+
+
+            main.__agent_options__ = ["label"]
+            """,
+            range=(5, 26, 5, 35),
+            message="__agent_options__ must be a literal dict",
         ),
     ]

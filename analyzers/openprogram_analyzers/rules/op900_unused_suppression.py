@@ -4,25 +4,38 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from openprogram_analyzers.rule import Context, Invalid, Rule
+from openprogram_analyzers.rule import Context, Invalid, Rule, Valid
 
 
 class RuleOP900(Rule):
-    """A ``# noqa: OPxxx`` or ``# openprogram: ignore[OPxxx]`` comment that suppresses
+    """Why: A ``# noqa: OPxxx`` or ``# openprogram: ignore[OPxxx]`` comment that suppresses
     nothing is reported, so stale suppressions do not hide future problems.
+
+    Fix safety: Safe: the fix removes the unused code from the comment (the whole comment
+    when it was the only one); ``--fix`` applies it.
     """
 
     code = "OP900"
+    whole_module = True  # needs every definition / every finding of the module
     name = "unused-suppression"
     summary = "unused suppression comment"
     severity = "warning"
-    VALID: ClassVar[list[str]] = [
-        'def main() -> str:\n    return "ok"\n',
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            def main() -> str:
+                return "ok"
+            """
+        ),
     ]
-    INVALID: ClassVar[list[tuple[str, Invalid]]] = [
-        (
-            'def main() -> str:\n    return "ok"  # noqa: OP203\n',
-            Invalid("OP900", 2, 18, 2, 31, "unused suppression of OP203", fixed=None),
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            def main() -> str:
+                return "ok"  # noqa: OP203
+            """,
+            range=(2, 18, 2, 31),
+            message="unused suppression of OP203",
         ),
     ]
 

@@ -53,8 +53,29 @@ def is_file_noqa(comment: str) -> bool:
     return file_noqa_codes(comment) == frozenset()
 
 
+def merge_file_level(
+    acc: frozenset[str] | None, codes: frozenset[str] | None
+) -> frozenset[str] | None:
+    """File-level codes after one more comment's ``codes`` (as :func:`file_noqa_codes`):
+    lists add up; a bare one (empty: every code) wins."""
+    if codes is None:
+        return acc
+    if acc is None or not codes:
+        return codes
+    return acc | codes if acc else acc
+
+
+def file_level_codes(source: str) -> frozenset[str] | None:
+    """What the file-level comments of ``source`` suppress: None (nothing), empty (every
+    code) or the listed codes. Cheap when no comment can be one."""
+    if FILE_NOQA.search(source) is None:
+        return None
+    acc: frozenset[str] | None = None
+    for _line, _col, text in comments(source):
+        acc = merge_file_level(acc, file_noqa_codes(text))
+    return acc
+
+
 def has_file_noqa(source: str) -> bool:
     """Whether a comment of ``source`` suppresses the whole file (cheap when none can)."""
-    if FILE_NOQA.search(source) is None:
-        return False
-    return any(is_file_noqa(text) for _line, _col, text in comments(source))
+    return file_level_codes(source) == frozenset()

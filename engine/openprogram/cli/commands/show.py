@@ -15,7 +15,7 @@ from openprogram.cli.graph import graph_json, render_html
 from openprogram.cli.render import render_mermaid, render_tree
 from openprogram.cli.table import terminal_width
 from openprogram.durable import queries
-from openprogram.store import Session, resolve_root
+from openprogram.store import Session, resolve_root, store_url
 
 NAME = "show"
 
@@ -58,7 +58,7 @@ def execute(args: argparse.Namespace) -> int:
     elif args.format == "mermaid":
         text = render_mermaid(session, nodes)
     elif args.format == "html":
-        text = render_html(*_graph(store.location, session))
+        text = render_html(*_graph(store_url(args.store) or store.location, session))
     else:
         text = render_tree(session, nodes, terminal_width() if not args.output else None)
     if args.output:
