@@ -17,6 +17,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import agent_server
 import pytest
@@ -251,7 +252,7 @@ class Pair(Agent):
                 sea_done.set()
 
         def sky() -> str:
-            sea_done.wait(10)  # sea has written all its nodes when sky asks
+            sea_done.wait(60)  # sea has written all its nodes when sky asks
             return self.ask("sky")
 
         words = parallel([sea, sky])
@@ -261,9 +262,12 @@ class Pair(Agent):
 def test_a_branch_sees_its_callers_and_its_own_branch_not_the_branch_beside_it(
     chat: ChatServer, rt: Runtime, writer: SessionNodeWriter
 ) -> None:
-    chat.default = lambda body: next(
-        (w for t, w in WORDS.items() if f"about {t}" in json.dumps(body)[-80:]), "calm"
-    )
+    def answer(body: dict[str, Any]) -> str:
+        content = body["messages"][-1]["content"]
+        text = content if isinstance(content, str) else content[-1]["text"]  # after <history>
+        return next((w for t, w in WORDS.items() if text == f"One word about {t}"), "calm")
+
+    chat.default = answer
     with use_writer(writer):
         assert Pair(runtime=rt).both() == "calm"
     prompts = {texts[-1]: history_block(texts) for texts in map(chat.user_texts, range(4))}
