@@ -7,8 +7,10 @@ nodes keep the SQLite semantics (:class:`~openprogram.store.base.StoreBackend`):
   resolves the default predecessor (the head) and moves the head, then inserts the node —
   concurrent writers on any machine serialise on the session row and never collide.
 * JSON columns hold JSON text (as in SQLite): what was stored is read back unchanged.
-* A transaction open on this thread (:meth:`PostgresBackend.transaction`, used by the
-  run store's step transaction) is joined by every method called inside it.
+* A transaction open on this thread (:meth:`PostgresBackend.transaction`) is joined by
+  every method called inside it. A step's records need none: the run store writes them
+  in one statement (``postgres_runs``).
+* The pool hands out a connection without a round trip to check it (:func:`check_idle`).
 
 Migrations (:data:`PG_MIGRATIONS`) run under a transaction-level advisory lock, so many
 processes starting at once against a new database apply each migration exactly once.
@@ -17,6 +19,7 @@ processes starting at once against a new database apply each migration exactly o
 from __future__ import annotations
 
 import os
+import select
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -41,10 +44,12 @@ _SESSION_SELECT = (
     "s.metadata, s.created_at, GREATEST(s.updated_at, COALESCE((SELECT MAX(updated_at) "
     "FROM nodes WHERE session_id = s.id), 0)), s.last_seq_count FROM sessions s"
 )
-# One round trip: lock the session, bump its seq, move/keep the head, insert the node.
-_APPEND_SQL = f"""
-WITH old AS (
-    SELECT id, last_id, head_id, head_pinned FROM sessions WHERE id = %(sid)s FOR UPDATE
+# Appending a node, in one statement: lock the session (only when ``{where}`` holds: the
+# step statement of ``postgres_runs`` appends its node only when its dispatch was written),
+# bump its seq, move/keep the head; then ``APPEND_INSERT`` inserts the node.
+APPEND_CTES = """
+old AS (
+    SELECT id, last_id, head_id, head_pinned FROM sessions WHERE id = %(sid)s {where} FOR UPDATE
 ), upd AS (
     UPDATE sessions s SET last_seq = s.last_seq + 1, last_seq_count = s.last_seq_count + 1,
         last_id = %(nid)s,
@@ -54,17 +59,20 @@ WITH old AS (
     FROM old WHERE s.id = old.id
     RETURNING s.last_seq AS seq,
         CASE WHEN old.head_pinned THEN old.head_id ELSE old.last_id END AS head
-)
+)"""
+APPEND_INSERT = f"""
 INSERT INTO nodes ({_NODE_COLS})
 SELECT %(nid)s, %(sid)s, upd.seq, %(kind)s, %(name)s, %(caller)s,
     CASE WHEN %(pred_default)s THEN upd.head ELSE %(pred)s END,
     %(input)s, %(output)s, %(status)s, %(meta)s, %(now)s, %(now)s FROM upd
 RETURNING seq, predecessor_id
 """
-_FINISH_SQL = (
-    "UPDATE nodes SET updated_at = %s, output = %s, status = %s, "
-    "metadata = (metadata::jsonb || jsonb_build_object('duration_s', %s::float8))::text "
-    "WHERE id = %s"
+_APPEND_SQL = "WITH " + APPEND_CTES.format(where="") + APPEND_INSERT
+# A step's node exit: ``completed`` with its output and duration.
+FINISH_SQL = (
+    "UPDATE nodes SET updated_at = %(now)s, output = %(result)s, status = 'completed', "
+    "metadata = (metadata::jsonb || jsonb_build_object('duration_s', %(duration)s::float8))::text "
+    "WHERE id = %(done_node)s"
 )
 
 
@@ -94,6 +102,24 @@ def redact(url: str) -> str:
     netloc = parts.netloc.rsplit("@", 1)
     user = (parts.username or "") + ":***"
     return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
+
+
+def check_idle(conn: Any) -> None:
+    """The pool's check of a connection it hands out, without a round trip for a healthy
+    one: an idle connection's socket has nothing to read unless the server closed it or
+    sent it something (a restart's termination notice); only then is it pinged
+    (``ConnectionPool.check_connection``, which raises for a dead one: the pool replaces it).
+    """
+    from psycopg_pool import ConnectionPool
+
+    try:
+        poller = select.poll()
+        poller.register(conn.fileno(), select.POLLIN | select.POLLPRI)
+        quiet = not poller.poll(0)
+    except Exception:  # closed, or no socket: let the ping decide
+        quiet = False
+    if not quiet or conn.closed or conn.broken:
+        ConnectionPool.check_connection(conn)
 
 
 def new_id() -> str:
@@ -141,7 +167,7 @@ class PostgresBackend(StoreBackend):
                 min_size=1,
                 max_size=max_size,
                 kwargs={"autocommit": True, "options": f"-c synchronous_commit={sync}"},
-                check=ConnectionPool.check_connection,
+                check=check_idle,
                 open=True,
                 timeout=30.0,
                 reconnect_timeout=60.0,
@@ -374,11 +400,6 @@ class PostgresBackend(StoreBackend):
                 (out_json, node.status, meta_json, now, node_id),
             )
         return node
-
-    def finish_node(self, node_id: str, output_json: str, duration_s: float, now: float) -> None:
-        """Mark a step's node ``completed`` with ``output_json`` and its duration (one
-        statement, in this thread's transaction when open)."""
-        self.execute(_FINISH_SQL, (now, output_json, "completed", duration_s, node_id))
 
     def get_node(self, node_id: str) -> Node | None:
         rows = self.execute(f"SELECT {_NODE_COLS} FROM nodes WHERE id = %s", (node_id,))
