@@ -104,21 +104,30 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
 
 
-def check_idle(conn: Any) -> None:
-    """The pool's check of a connection it hands out, without a round trip for a healthy
-    one: an idle connection's socket has nothing to read unless the server closed it or
-    sent it something (a restart's termination notice); only then is it pinged
-    (``ConnectionPool.check_connection``, which raises for a dead one: the pool replaces it).
-    """
-    from psycopg_pool import ConnectionPool
+_IDLE = 0  # libpq's PQTRANS_IDLE (psycopg.pq.TransactionStatus.IDLE)
 
+
+def _idle(conn: Any) -> bool:
+    """Whether ``conn`` is open, idle and has nothing to read on its socket — a healthy
+    idle connection has nothing to read unless the server closed it or sent it something
+    (a restart's termination notice). No round trip."""
     try:
+        if conn.closed or conn.broken or conn.pgconn.transaction_status != _IDLE:
+            return False
         poller = select.poll()
         poller.register(conn.fileno(), select.POLLIN | select.POLLPRI)
-        quiet = not poller.poll(0)
-    except Exception:  # closed, or no socket: let the ping decide
-        quiet = False
-    if not quiet or conn.closed or conn.broken:
+        return not poller.poll(0)
+    except Exception:  # closed meanwhile, or no socket
+        return False
+
+
+def check_idle(conn: Any) -> None:
+    """The pool's check of a connection it hands out: a round trip (``ConnectionPool.
+    check_connection``, which raises for a dead one: the pool replaces it) only when
+    :func:`_idle` cannot tell it healthy."""
+    if not _idle(conn):
+        from psycopg_pool import ConnectionPool
+
         ConnectionPool.check_connection(conn)
 
 
@@ -221,9 +230,52 @@ class PostgresBackend(StoreBackend):
         except self._psycopg.Error as exc:
             raise self._error(exc) from None
 
+    @contextmanager
+    def pinned(self) -> Iterator[None]:
+        """Keep one pooled connection for this thread's statements until the block ends
+        (a run's steps: no pool checkout per statement). A held connection the server
+        closed or that is not idle is swapped for a checked one before its next use."""
+        if self._closed:
+            raise StoreError(f"the store {self.location} is closed; open a new store")
+        if getattr(self._local, "pin", None) is not None:
+            yield
+            return
+        self._local.pin = [None]
+        try:
+            yield
+        finally:
+            conn = self._local.pin[0]
+            self._local.pin = None
+            if conn is not None:
+                self.pool.putconn(conn)  # a closed pool closes it
+
+    def _pinned(self) -> Any:
+        """This thread's held connection (see :meth:`pinned`), or ``None`` outside one."""
+        pin = getattr(self._local, "pin", None)
+        if pin is None or self._closed:
+            return None
+        conn = pin[0]
+        if conn is not None and not _idle(conn):
+            pin[0] = None
+            self.pool.putconn(conn)  # the pool resets or discards it
+            conn = None
+        if conn is None:
+            try:
+                conn = pin[0] = self.pool.getconn()
+            except self._psycopg.Error as exc:
+                raise self._error(exc) from None
+        return conn
+
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         """Run one statement (in this thread's transaction if open); returns the cursor's
         rows for statements that return some, else its row count."""
+        conn = getattr(self._local, "tx", None) or self._pinned()
+        if conn is not None:
+            try:
+                cur = conn.execute(sql, params, prepare=True)
+            except self._psycopg.Error as exc:
+                raise self._error(exc) from None
+            return cur.fetchall() if cur.description is not None else cur.rowcount
         with self.connection() as conn:
             try:
                 cur = conn.execute(sql, params, prepare=True)

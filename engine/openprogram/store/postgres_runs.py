@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import AbstractContextManager
 from typing import Any
 
 from openprogram.contract.runs import Durability, RunStatus
@@ -111,6 +112,9 @@ class PostgresRunStore(RunStore):
             backend.close()
             raise
         return cls(SessionStore(backend=backend), Durability.PROCESS)
+
+    def pinned(self) -> AbstractContextManager[None]:
+        return self.backend.pinned()
 
     def owns(self, writer: Any) -> bool:
         return getattr(writer, "_backend", None) is self.backend

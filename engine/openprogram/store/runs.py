@@ -69,6 +69,7 @@ from __future__ import annotations
 import json
 import os
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -270,6 +271,12 @@ class RunStore(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def pinned(self) -> AbstractContextManager[None]:
+        """``with runs.pinned():`` — this thread keeps one store connection for the block
+        (a run's execution; PostgreSQL: no pool checkout per statement). SQLite threads
+        always keep theirs."""
+        return nullcontext()
 
     @abstractmethod
     def owns(self, writer: Any) -> bool:
