@@ -15,7 +15,9 @@ from .analysis import AnalysisResult
 from .incremental import IncrementalAnalyzer
 
 if TYPE_CHECKING:
+    from .inlay_hints import RunHints, StepSite, StoreVersions
     from .outline import Outline
+    from .raw_json import RawJSON
 
 
 @dataclass(eq=False)
@@ -32,6 +34,9 @@ class DocumentState:
     outline: Outline | None = None  # last outline that parsed (survives a syntax error)
     outline_key: tuple[int | None, int] | None = None  # (version, hash) it was built for
     worker_crash_key: tuple[int | None, int] | None = None  # text that killed the worker
+    hint_sites: tuple[Outline, list[StepSite]] | None = None  # inlay-hint sites of an outline
+    hint_runs: tuple[StoreVersions, RunHints] | None = None  # the file's runs, by store version
+    hint_answer: tuple[Outline, object, RawJSON] | None = None  # last inlay-hint answer, its key
 
     def close(self) -> None:
         """Stop this document's work (its state is dropped by the caller)."""
@@ -41,3 +46,4 @@ class DocumentState:
         self.task = self.full_task = None
         self.result = None
         self.incremental = IncrementalAnalyzer()
+        self.hint_sites = self.hint_runs = self.hint_answer = None
