@@ -169,6 +169,11 @@ class PostgresBackend(StoreBackend):
         self._local = threading.local()
         self._closed = False
         self._pid = os.getpid()
+        # Connections held by pinned() blocks: at most half the pool, so threads that
+        # check out per statement (heartbeats, a worker's claims) always find one.
+        self._pins = 0
+        self._pin_limit = max(1, max_size // 2)
+        self._pin_lock = threading.Lock()
         sync = "on" if synchronous_commit else "off"
         try:
             self.pool = ConnectionPool(
@@ -234,7 +239,8 @@ class PostgresBackend(StoreBackend):
     def pinned(self) -> Iterator[None]:
         """Keep one pooled connection for this thread's statements until the block ends
         (a run's steps: no pool checkout per statement). A held connection the server
-        closed or that is not idle is swapped for a checked one before its next use."""
+        closed or that is not idle is swapped for a checked one before its next use. When
+        half the pool is held already, statements check out per statement as usual."""
         if self._closed:
             raise StoreError(f"the store {self.location} is closed; open a new store")
         if getattr(self._local, "pin", None) is not None:
@@ -247,23 +253,37 @@ class PostgresBackend(StoreBackend):
             conn = self._local.pin[0]
             self._local.pin = None
             if conn is not None:
-                self.pool.putconn(conn)  # a closed pool closes it
+                self._unpin(conn)
+
+    def _unpin(self, conn: Any) -> None:
+        with self._pin_lock:
+            self._pins -= 1
+        self.pool.putconn(conn)  # the pool resets, discards or (closed pool) closes it
 
     def _pinned(self) -> Any:
-        """This thread's held connection (see :meth:`pinned`), or ``None`` outside one."""
+        """This thread's held connection (see :meth:`pinned`), or ``None`` outside one
+        (or when none can be held)."""
         pin = getattr(self._local, "pin", None)
         if pin is None or self._closed:
             return None
         conn = pin[0]
-        if conn is not None and not _idle(conn):
+        if conn is not None:
+            if _idle(conn):
+                return conn
             pin[0] = None
-            self.pool.putconn(conn)  # the pool resets or discards it
-            conn = None
-        if conn is None:
-            try:
-                conn = pin[0] = self.pool.getconn()
-            except self._psycopg.Error as exc:
+            self._unpin(conn)
+        with self._pin_lock:
+            if self._pins >= self._pin_limit:
+                return None
+            self._pins += 1
+        try:
+            conn = pin[0] = self.pool.getconn()
+        except BaseException as exc:
+            with self._pin_lock:
+                self._pins -= 1
+            if isinstance(exc, self._psycopg.Error):
                 raise self._error(exc) from None
+            raise
         return conn
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
