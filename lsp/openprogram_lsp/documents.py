@@ -15,6 +15,8 @@ from .analysis import AnalysisResult
 from .incremental import IncrementalAnalyzer
 
 if TYPE_CHECKING:
+    from openprogram_analyzers.program import ProgramModel
+
     from .outline import Outline
 
 
@@ -30,14 +32,17 @@ class DocumentState:
     full_task: asyncio.Task[None] | None = None  # the debounced whole-file pass
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     outline: Outline | None = None  # last outline that parsed (survives a syntax error)
-    outline_key: tuple[int | None, int] | None = None  # (version, hash) it was built for
+    outline_key: tuple[int | None, int, int] | None = None  # (version, hash, model id)
+    model: ProgramModel | None = None  # the analyzer's Program model (of model_digest)
+    model_digest: int | None = None  # hash of the text the model was last built from
+    model_task: asyncio.Task[None] | None = None  # the model being rebuilt off the loop
     worker_crash_key: tuple[int | None, int] | None = None  # text that killed the worker
 
     def close(self) -> None:
         """Stop this document's work (its state is dropped by the caller)."""
-        for task in (self.task, self.full_task):
+        for task in (self.task, self.full_task, self.model_task):
             if task is not None and not task.done():
                 task.cancel()
-        self.task = self.full_task = None
+        self.task = self.full_task = self.model_task = None
         self.result = None
         self.incremental = IncrementalAnalyzer()

@@ -152,7 +152,9 @@ def check_run(source: str, entry: str, kwargs: Mapping[str, Any]) -> str:
         ) from None
     except (RecursionError, MemoryError, ValueError) as exc:
         raise EntryCheckError(f"the Program cannot be analysed: {type(exc).__name__}") from None
-    outline = build_outline(source, tree)
+    from openprogram_analyzers.program import program_model_of
+
+    outline = build_outline(source, tree, program_model_of(source))
     if outline is None or outline.entries_span is None:
         raise EntryCheckError("the Program has no PROGRAM_ENTRIES, so it has no entries to run")
     if not outline.entries_literal:

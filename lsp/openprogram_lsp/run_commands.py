@@ -312,7 +312,7 @@ async def run_cli(
     if token:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=summary))
     ls.show(summary, error=result.get("status") not in ("completed", "paused"))
-    _refresh_lenses(ls)
+    refresh_lenses(ls)
     return result
 
 
@@ -353,7 +353,7 @@ def _summary(title: str, result: dict[str, Any]) -> str:
     return f"{head}: {result.get('error', '')}"[:1000]
 
 
-def _refresh_lenses(ls: OpenProgramLanguageServer) -> None:
+def refresh_lenses(ls: OpenProgramLanguageServer) -> None:
     caps = ls.client_capabilities
     ws = caps.workspace if caps else None
     if ws is not None and ws.code_lens is not None and ws.code_lens.refresh_support:

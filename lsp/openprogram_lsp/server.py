@@ -18,6 +18,8 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
+from openprogram_analyzers.program import ProgramModel, program_model_of
+
 from . import (
     code_actions,
     code_lenses,
@@ -103,20 +105,58 @@ class OpenProgramLanguageServer(LanguageServer):
         return state
 
     def outline(self, uri: str) -> Outline | None:
-        """AST outline of the open document (cached per version). While the text does
-        not parse (mid-edit), the last outline that parsed: lenses and symbols stay."""
+        """The analyzer's Program model placed on the document's current ``ast`` (cached
+        per version). While the text does not parse (mid-edit), the last outline that
+        parsed: lenses and symbols stay."""
         doc = self.open_document(uri)
         state = self.document_state(uri)
         if doc is None or state is None:
             return None
         text = doc.source
-        key = (doc.version, hash(text))
+        model = self._program_model(state, text)
+        key = (doc.version, hash(text), id(model))
         if state.outline_key != key:
             state.outline_key = key
-            built = build_outline(text)
+            built = build_outline(text, model=model)
             if built is not None:
                 state.outline = built
         return state.outline
+
+    def _program_model(self, state: DocumentState, text: str) -> ProgramModel | None:
+        """The model of ``text``: built at once the first time, afterwards the last one
+        while a fresh one is built off the event loop (facts are keyed by qualified name,
+        so they stay right across most edits; lenses are refreshed when it lands)."""
+        digest = hash(text)
+        if state.model_digest is None:
+            state.model_digest = digest
+            state.model = program_model_of(text)
+        elif state.model_digest != digest and (state.model_task is None or state.model_task.done()):
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # not on the event loop (called from a worker thread)
+                state.model_digest = digest
+                state.model = program_model_of(text) or state.model
+            else:
+                state.model_task = loop.create_task(self._refresh_model(state))
+        return state.model
+
+    async def _refresh_model(self, state: DocumentState) -> None:
+        loop = asyncio.get_running_loop()
+        while self.documents.get(state.uri) is state:
+            doc = self.open_document(state.uri)
+            if doc is None:
+                return
+            text = doc.source
+            digest = hash(text)
+            if digest == state.model_digest:
+                return
+            model = await loop.run_in_executor(self.diagnostics.full_pool, program_model_of, text)
+            if self.documents.get(state.uri) is not state:
+                return
+            state.model_digest = digest
+            if model is not None and model != state.model:  # a syntax error keeps the last
+                state.model = model
+                run_commands.refresh_lenses(self)
 
     def opened(self, uri: str) -> None:
         """didOpen: fresh state (a reopened document starts from scratch)."""
