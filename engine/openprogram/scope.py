@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from openprogram.branches import current_branch
 from openprogram.errors import StoreError
 
 if TYPE_CHECKING:
@@ -461,6 +462,16 @@ def _call(c: Any) -> dict[str, Any]:
     return out
 
 
+def message_to_json(m: Any) -> dict[str, Any]:
+    """The JSON form of a conversation message (as in an ``llm`` node's input)."""
+    return _message_dict(m)
+
+
+def tool_calls_to_json(calls: Any) -> list[dict[str, Any]]:
+    """The JSON form of a reply's tool calls (as in an ``llm`` node's output)."""
+    return _calls(calls)
+
+
 def _message_dict(m: Any) -> dict[str, Any]:
     return {
         "role": m.role,
@@ -563,6 +574,9 @@ def _llm_meta(
             meta["response_model"] = response.model
     if error is not None:
         meta["error_type"] = type(error).__name__
+    branch = current_branch()
+    if branch:
+        meta["branch"] = branch  # the replay stream of a parallel branch
     return meta
 
 
@@ -589,6 +603,9 @@ def _llm_meta_json(
             text += f', "response_model": {_j(response.model)}'
     if error is not None:
         text += f', "error_type": {_j(type(error).__name__)}'
+    branch = current_branch()
+    if branch:
+        text += f', "branch": {_j(branch)}'
     return text + "}"
 
 

@@ -13,7 +13,11 @@ next safe point — before a model request, before a tool dispatch, on entry of 
 Agent method — the nodes it unwinds are recorded ``cancelled`` and the result is
 ``TurnResult(status="cancelled", continuation=...)``. The continuation is also saved in the
 turn node's metadata, so ``resume_turn(agent, continuation | result | turn_node_id)``
-re-runs the turn from the branch point it started at, without re-admission.
+re-runs a cancelled turn from the branch point it started at, without re-admission. A
+turn *paused* inside its tool loop (a resumable tool's run paused, or the pause event
+stopped it before a tool dispatch) saves the loop's conversation and its pending tool
+calls: resuming continues at the paused call and sends no model request made before the
+pause again (:mod:`openprogram.runtime.paused_loops`).
 
 Events (JSON dicts with ``type`` and ``request_id``) go to ``on_event`` on the executing
 thread: ``turn.started``, ``llm.request``, ``llm.response``, ``tool.started``,
@@ -36,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram.agents import Agent
 from openprogram.durable.errors import RunPaused
+from openprogram.runtime import paused_loops
 from openprogram.safepoints import (
     TurnCancelled,
     TurnControl,
@@ -256,6 +261,7 @@ def _run(
                 output = set_output(frame, reply)
         except TurnPaused as exc:  # paused at a safe point: persisted, resumable
             continuation["stopped_at"] = exc.where
+            _keep_loops(continuation, exc)
             undelivered = control.take_input()
             if undelivered:
                 continuation["pending_input"] = undelivered
@@ -270,6 +276,7 @@ def _run(
                 pending_runs[exc.call_identity] = exc.run_id
                 continuation["pending_runs"] = pending_runs
             continuation["stopped_at"] = {"type": "run.paused", "run_id": exc.run_id}
+            _keep_loops(continuation, exc)
             return finish("paused", error=str(exc))
         except (asyncio.CancelledError, concurrent.futures.CancelledError) as exc:
             if not control.cancelled:
@@ -279,6 +286,15 @@ def _run(
         except Exception as exc:
             return finish("failed", error=f"{type(exc).__name__}: {exc}")
     return finish("completed", output=output)
+
+
+def _keep_loops(continuation: dict[str, Any], paused: BaseException) -> None:
+    """Save where the turn's tool loops stood, so resuming continues there."""
+    loops = paused_loops.saved(paused)
+    if loops:
+        continuation["loops"] = loops
+    else:
+        continuation.pop("loops", None)
 
 
 def _pending_runs() -> dict[str, str]:
@@ -362,8 +378,9 @@ def resume_turn(
     resumed_from = data.get("turn_node_id") or _node_of(continuation)
     from openprogram.durable.direct import adopting_runs
 
-    # a resumable tool call that paused the turn continues its run and hands its result over
-    with adopting_runs(data.get("pending_runs")):
+    # a resumable tool call that paused the turn continues its run and hands its result
+    # over; the tool loop continues at that call with the conversation it had
+    with adopting_runs(data.get("pending_runs")), paused_loops.resuming(data.get("loops")):
         return _run(
             agent,
             request,

@@ -125,11 +125,14 @@ class DiagnosticsEngine:
         self.fast_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="op-fast")
         self.full_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="op-full")
         self.worker: FullAnalysisWorker | None = FullAnalysisWorker()
+        self.closed = False
 
     def close(self) -> None:
-        """Server shutdown: stop the worker process and the analysis threads."""
+        """Server shutdown: stop the worker process and the analysis threads; no
+        analysis starts afterwards."""
+        self.closed = True
         if self.worker is not None:
-            self.worker.close()
+            self.worker.stop()
         self.fast_pool.shutdown(wait=False, cancel_futures=True)
         self.full_pool.shutdown(wait=False, cancel_futures=True)
 
@@ -137,7 +140,7 @@ class DiagnosticsEngine:
     def schedule(self, uri: str) -> None:
         """Request analysis of the current version of ``uri``."""
         state = self.server.document_state(uri)
-        if state is None:
+        if state is None or self.closed:
             return
         state.changes += 1
         state.wake.set()
@@ -162,7 +165,7 @@ class DiagnosticsEngine:
     async def _loop(self, state: DocumentState) -> None:
         uri = state.uri
         try:
-            while True:
+            while not self.closed:
                 seen = state.changes
                 doc = self.server.open_document(uri)
                 if doc is None or self.server.documents.get(uri) is not state:
@@ -188,7 +191,8 @@ class DiagnosticsEngine:
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("diagnostics loop failed for %s", uri)
+            if not self.closed:  # after shutdown the pools refuse work: expected
+                log.exception("diagnostics loop failed for %s", uri)
 
     async def _full(self, state: DocumentState) -> None:
         """Whole-file analysis of the current version; publishes if still current."""
@@ -206,7 +210,8 @@ class DiagnosticsEngine:
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("full analysis failed for %s", uri)
+            if not self.closed:
+                log.exception("full analysis failed for %s", uri)
 
     def _publish_if_current(self, result: AnalysisResult) -> bool:
         current = self.server.open_document(result.uri)

@@ -116,8 +116,14 @@ class FullAnalysisWorker:
         self._proc: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
         self._next_id = 0
+        self._stopped = False
 
     async def _ensure(self) -> asyncio.subprocess.Process:
+        if self._stopped:
+            # Starting one now would race the event loop's teardown: a start cancelled
+            # before its pipes connect waits forever for the child (CPython 3.11's
+            # subprocess transport), and the server would never exit.
+            raise OSError("the analysis worker is stopped (the server is shutting down)")
         if self._proc is None or self._proc.returncode is not None:
             self._proc = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -180,9 +186,15 @@ class FullAnalysisWorker:
         raise AssertionError("unreachable")
 
     def close(self) -> None:
+        """Kill the worker; the next request starts a fresh one."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.returncode is None:
             proc.kill()
+
+    def stop(self) -> None:
+        """Kill the worker for good (server shutdown): no request starts another."""
+        self._stopped = True
+        self.close()
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,7 @@ from .documents import DocumentState
 from .outline import Outline, build_outline
 
 log = logging.getLogger(__name__)
+EXIT_GRACE_S = 5.0  # after `exit`, the process ends within this even if teardown hangs
 
 try:
     from openprogram._version import __version__ as _VERSION
@@ -53,7 +56,28 @@ except Exception:  # pragma: no cover - engine always installed alongside
 
 class OpenProgramProtocol(LanguageServerProtocol):
     """pygls protocol answering requests after ``shutdown`` with ``InvalidRequest``
-    (pygls drops them silently, leaving the client waiting forever)."""
+    (pygls drops them silently, leaving the client waiting forever), and releasing the
+    future of every finished handler (pygls 2 keeps those of notifications and of the
+    handlers its built-in features yield to, one or two per keystroke, forever)."""
+
+    def _execute_handler(
+        self,
+        msg_id: Any,
+        handler: Any,
+        callback: Any,
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        super()._execute_handler(msg_id, handler, callback, args=args, kwargs=kwargs)
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(partial(self._release, msg_id))
+
+    def _release(self, msg_id: Any, future: Any) -> None:
+        # Cancelled ones are pygls's to drop ($/cancelRequest pops them; shutdown cancels
+        # while iterating the dict). A finished future can no longer be cancelled.
+        if not future.cancelled() and self._request_futures.get(msg_id) is future:
+            del self._request_futures[msg_id]
 
     def handle_message(self, message: Any) -> None:
         method = getattr(message, "method", "")
@@ -351,6 +375,16 @@ def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: OpenProgramLanguageServer, params: None) -> None:
         ls.diagnostics.close()
+
+    @server.feature(types.EXIT)
+    def exit_(ls: OpenProgramLanguageServer, params: None) -> None:
+        """``exit`` ends the process, whatever the event loop's teardown waits for: pygls
+        exits by raising SystemExit, and asyncio then waits for every cancelled task."""
+        ls.diagnostics.close()
+        code = 0 if ls.protocol._shutdown else 1
+        watchdog = threading.Timer(EXIT_GRACE_S, os._exit, args=(code,))
+        watchdog.daemon = True  # a normal exit does not wait for it
+        watchdog.start()
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: OpenProgramLanguageServer, params: types.DidOpenTextDocumentParams) -> None:

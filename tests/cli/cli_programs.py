@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +98,37 @@ def cli_json(*args: str, cwd: Path) -> tuple[int, dict[str, Any]]:
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 1, (proc.stdout, proc.stderr)
     return proc.returncode, json.loads(lines[0])
+
+
+def spawn_interruptible(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    """Start ``openprogram ARGS`` so that a SIGINT sent to it arrives as a Ctrl-C.
+
+    A process started with SIGINT ignored passes that on to its children (POSIX), and a
+    shell without job control ignores SIGINT in everything it starts with ``&`` -- so a
+    test session launched in the background (``nohup ... &``, a CI script) would spawn a
+    CLI that silently drops the signal. The child gets the default disposition back.
+    """
+    return subprocess.Popen(
+        [OPENPROGRAM, *args],
+        cwd=cwd,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,  # only signal.signal: no lock another thread may hold
+    )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def ignores_sigint(pid: int) -> bool:
+    """Whether process ``pid`` ignores SIGINT (Linux: its SigIgn mask; else ``False``)."""
+    status = Path(f"/proc/{pid}/status")
+    if not status.exists():
+        return False
+    for line in status.read_text(encoding="utf-8").splitlines():
+        if line.startswith("SigIgn:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+    return False

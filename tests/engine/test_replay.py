@@ -130,14 +130,18 @@ def test_changed_tools_mismatch(tmp_path: Path) -> None:
     assert '"name": "get_time"' in str(info.value)
 
 
-def test_out_of_order_identical_requests_still_match(tmp_path: Path) -> None:
+def test_a_request_equal_to_a_later_recording_is_a_mismatch(tmp_path: Path) -> None:
     cassette = tmp_path / "c.jsonl"
     with Runtime("scripted:echo", record_to=cassette) as rt:
         rt.exec("a")
         rt.exec("b")
-    with Runtime(f"replay:{cassette}") as rt:
-        assert rt.exec("b") == "b"
-        assert rt.exec("a") == "a"
+    with Runtime(f"replay:{cassette}") as rt, pytest.raises(ReplayMismatch) as info:
+        rt.exec("b")
+    message = str(info.value)
+    assert "request #1 differs from the recording at" in message and "c.jsonl:1" in message
+    assert "expected: user message 'a'" in message
+    assert "received: user message 'b'" in message
+    assert "equals the later recording at" in message and "c.jsonl:2" in message
 
 
 def test_recorded_errors_replay_as_errors(tmp_path: Path) -> None:

@@ -200,6 +200,171 @@ def test_replay_request_out_of_order_is_a_mismatch(
         agent("Another question", tools=[])
 
 
+ORDERED = """
+from openprogram import Context, agent
+
+
+def ask(order: str = "ab") -> list:
+    alone = Context(history_filter=False)  # each request is the same wherever it is made
+    return [agent(f"Question {q}", tools=[], context=alone) for q in order]
+
+
+PROGRAM_ENTRIES = ["ask"]
+"""
+
+
+def test_replay_refuses_a_request_that_equals_a_later_recording(
+    chat: ChatServer, tmp_path: Path
+) -> None:
+    (tmp_path / "asker.py").write_text(ORDERED, encoding="utf-8")
+    cassette = tmp_path / "run.jsonl"
+    chat.reply("A", "B")
+    recorded = run_cli(
+        "run", "asker.py:ask", "--store", "st", "--json", cwd=tmp_path,
+        OPENPROGRAM_MODEL="openai:m", OPENAI_BASE_URL=chat.base_url,
+        OPENPROGRAM_RECORD_TO=str(cassette),
+    )  # fmt: skip
+    assert json.loads(recorded.stdout)["result"] == ["A", "B"], recorded.stderr
+    swapped = run_cli(
+        "run", "asker.py:ask", "--args", '{"order": "ba"}', "--store", "st", "--json",
+        cwd=tmp_path, OPENPROGRAM_MODEL=f"replay:{cassette}",
+    )  # fmt: skip
+    out = json.loads(swapped.stdout)
+    assert out["status"] == "failed" and "ReplayMismatch" in out["error"], swapped.stderr
+    assert "request #1 differs from the recording at" in out["error"]
+    assert "expected: user message 'Question a'" in out["error"]
+    assert "received: user message 'Question b'" in out["error"]
+    assert "equals the later recording at" in out["error"]
+    assert len(chat.requests) == 2  # replay made no model request
+
+
+FAN_OUT = """
+import os
+import threading
+
+import openprogram as op
+from openprogram import Agent, Context
+
+
+class Fan(Agent):
+    tools = []
+
+    def pick(self) -> str:
+        return self("Pick a number", context=Context(history_filter=False))
+
+    def fan(self) -> list:
+        \"\"\"Two branches asking the same question; FAN_FIRST says which branch goes first.\"\"\"
+        first = int(os.environ.get("FAN_FIRST", "0"))
+        turn = [threading.Event(), threading.Event()]
+        turn[first].set()
+
+        def branch(i: int) -> list:
+            turn[i].wait()
+            try:
+                return [self.pick(), self.pick()]
+            finally:
+                turn[1 - i].set()
+
+        before = self.pick()
+        both = op.parallel([lambda: branch(0), lambda: branch(1)])
+        return [before, both, self.pick()]
+
+
+fan = Fan().fan
+PROGRAM_ENTRIES = ["fan"]
+"""
+
+
+def test_parallel_branches_replay_their_own_recordings_in_any_interleaving(
+    chat: ChatServer, tmp_path: Path
+) -> None:
+    (tmp_path / "fan.py").write_text(FAN_OUT, encoding="utf-8")
+    cassette = tmp_path / "fan.jsonl"
+    chat.reply(*"123456")
+    recorded = run_cli(
+        "run", "fan.py:fan", "--store", "st", "--json", cwd=tmp_path,
+        OPENPROGRAM_MODEL="openai:m", OPENAI_BASE_URL=chat.base_url,
+        OPENPROGRAM_RECORD_TO=str(cassette),
+    )  # fmt: skip
+    assert recorded.returncode == 0, recorded.stderr
+    assert json.loads(recorded.stdout)["result"] == ["1", [["2", "3"], ["4", "5"]], "6"]
+    branches = [json.loads(line).get("branch", "") for line in cassette.read_text().splitlines()]
+    assert branches == ["", "parallel[0]", "parallel[0]", "parallel[1]", "parallel[1]", ""]
+
+    for first in ("1", "0"):  # branch 1 first: each branch still gets its own answers
+        replayed = run_cli(
+            "run", "fan.py:fan", "--store", "st", "--json", cwd=tmp_path,
+            OPENPROGRAM_MODEL=f"replay:{cassette}", FAN_FIRST=first,
+        )  # fmt: skip
+        assert replayed.returncode == 0, replayed.stderr
+        assert json.loads(replayed.stdout)["result"] == ["1", [["2", "3"], ["4", "5"]], "6"]
+    assert len(chat.requests) == 6  # replay made no model request
+
+    lines = cassette.read_text().splitlines()
+    del lines[4]  # branch 1 recorded one request fewer
+    cassette.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    short = run_cli(
+        "run", "fan.py:fan", "--store", "st", "--json", cwd=tmp_path,
+        OPENPROGRAM_MODEL=f"replay:{cassette}",
+    )  # fmt: skip
+    out = json.loads(short.stdout)
+    assert out["status"] == "failed", short.stderr
+    assert "in branch 'parallel[1]' has no recording left" in out["error"]
+
+
+DURABLE_FAN = """
+from openprogram import Context, agent, parallel, step
+from openprogram.durable import resumable
+
+
+def ask(topic: str) -> str:
+    return agent(f"One word about {topic}", tools=[], context=Context(history_filter=False))
+
+
+def survey(topic: str) -> list:
+    return [step("first", ask, topic), step("second", ask, topic)]
+
+
+@resumable
+def fan() -> dict:
+    return parallel({"sea": (survey, ("sea",), {}), "sky": (survey, ("sky",), {})})
+
+
+PROGRAM_ENTRIES = ["fan"]
+"""
+
+
+def test_durable_parallel_branches_replay_from_their_own_streams(
+    chat: ChatServer, tmp_path: Path
+) -> None:
+    (tmp_path / "durable_fan.py").write_text(DURABLE_FAN, encoding="utf-8")
+    cassette = tmp_path / "fan.jsonl"
+    chat.default = lambda body: str(body["messages"][-1]["content"]).split()[-1].upper()
+    recorded = run_cli(
+        "run", "durable_fan.py:fan", "--store", "st", "--json", cwd=tmp_path,
+        OPENPROGRAM_MODEL="openai:m", OPENAI_BASE_URL=chat.base_url,
+        OPENPROGRAM_RECORD_TO=str(cassette),
+    )  # fmt: skip
+    assert recorded.returncode == 0, recorded.stderr
+    expected = {"sea": ["SEA", "SEA"], "sky": ["SKY", "SKY"]}
+    assert json.loads(recorded.stdout)["result"] == expected
+    branches = sorted(json.loads(line)["branch"] for line in cassette.read_text().splitlines())
+    assert branches == ["parallel#0/sea#0"] * 2 + ["parallel#0/sky#0"] * 2
+
+    replayed = run_cli(
+        "run", "durable_fan.py:fan", "--store", "st2", "--json", cwd=tmp_path,
+        OPENPROGRAM_MODEL=f"replay:{cassette}",
+    )  # fmt: skip
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads(replayed.stdout)["result"] == expected
+    # the run's own llm nodes keep their branch too: `openprogram replay RUN` re-runs it
+    again = run_cli("replay", json.loads(recorded.stdout)["run_id"], "--store", "st", "--json",
+                    cwd=tmp_path)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["matches"] is True
+    assert len(chat.requests) == 4
+
+
 # ------------------------------------------------------------------ item 17
 
 ENTRY = """

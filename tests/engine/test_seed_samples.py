@@ -2,7 +2,9 @@
 
 Seeds ``next-step-decision.zh.md`` (entry one: ``decision.make`` inside an Agent method;
 entry two: ``agent(choices=...)``) and ``agent-and-context.zh.md`` (direct call and Agent
-class, Context content, explicit session lifecycle, method configuration). Each sample is
+class, Context content, explicit session lifecycle, method configuration) and
+``workflow-control-primitives.zh.md`` (the Planner's migration ``workflow()``, ``parallel``
+and ``repeat_until``). Each sample is
 copied verbatim; only the helper functions the seed leaves undefined are filled in, the
 model comes from ``OPENPROGRAM_MODEL`` as a user configures it, and (for the explicit
 session) the store root is a temporary folder instead of ``/var/lib/myapp/sessions``.
@@ -298,3 +300,97 @@ def test_method_configuration_usage(configured: ChatServer) -> None:
     assert f("x") == "done"
     assert configured.user_texts(0) == ["...x..."]
     assert f.spec["parameters"]["properties"] == {"x": {"type": "string"}}
+
+
+# ------------------------------------------------ workflow-control-primitives
+
+# The seed's primitives version of the migration workflow, as the Planner writes it.
+PRIMITIVES_WORKFLOW = """
+def workflow():
+    # Step 1: 找文件，带验证和回溯
+    files = validate_and_retry(
+        action=lambda: agent("找 openprogram/auth/ 下所有相关文件"),
+        check="文件数量 >= 5 且包含 oauth 相关",
+        retry=lambda: agent("扩大范围，包括 openid、token 相关文件"),
+        max_retries=2
+    )
+
+    # Step 2: 分析
+    analysis = agent("分析这些文件的依赖关系和接口：" + files)
+
+    # Step 3: 路由选择策略
+    strategy = route(
+        question="根据分析结果，选择迁移策略",
+        options=["直接迁移", "重构后迁移", "分阶段迁移"],
+        context=analysis
+    )
+
+    # Step 4: 条件分支执行
+    plan = conditional(
+        condition="选择的策略是否复杂（重构或分阶段）",
+        context=strategy,
+        if_true=lambda: agent("写详细的多阶段迁移计划：" + analysis),
+        if_false=lambda: agent("写简要的直接迁移步骤：" + analysis)
+    )
+
+    return plan
+"""
+
+PRIMITIVES_SAMPLES = """
+from openprogram import agent, parallel, repeat_until
+
+
+def fan_out():
+    results = parallel([
+        lambda: agent("分析前端代码"),
+        lambda: agent("分析后端代码"),
+        lambda: agent("分析数据库"),
+    ])
+    # results = [前端分析结果, 后端分析结果, 数据库分析结果]
+    return results
+
+
+def keep_looking():
+    complete_files = repeat_until(
+        action=lambda: agent("找剩余文件"),
+        condition="已找到所有相关文件",
+        max_rounds=5
+    )
+    return complete_files
+"""
+
+
+def _prompt_of(body: dict[str, Any]) -> str:
+    """The caller's own text of a request's last message (history blocks left out)."""
+    content = body["messages"][-1]["content"]
+    if isinstance(content, list):
+        content = content[-1]["text"]
+    return str(content)
+
+
+def test_the_planner_workflow_sample_runs_as_written(configured: ChatServer) -> None:
+    from openprogram.programs.workflow import run_workflow_code
+
+    files = "\n".join(f"openprogram/auth/{n}.py" for n in ("oauth", "openid", "token", "a", "b"))
+    configured.reply(
+        files, decide({"call": "yes"}),  # validate_and_retry: found, judged valid
+        "auth 依赖 token", decide({"call": "分阶段迁移"}),  # analysis, route
+        decide({"call": "yes"}), "三阶段计划",  # conditional: complex -> detailed plan
+    )  # fmt: skip
+    assert run_workflow_code(PRIMITIVES_WORKFLOW) == "三阶段计划"
+    prompts = [_prompt_of(body) for body in configured.requests]
+    assert prompts[0] == "找 openprogram/auth/ 下所有相关文件"
+    assert prompts[2] == "分析这些文件的依赖关系和接口：" + files
+    assert prompts[5] == "写详细的多阶段迁移计划：auth 依赖 token"
+    assert len(prompts) == 6
+
+
+def test_the_parallel_and_repeat_until_samples_run_as_written(
+    configured: ChatServer, tmp_path: Path
+) -> None:
+    module = load(tmp_path / "primitives.py", PRIMITIVES_SAMPLES)
+    configured.default = lambda body: "结果：" + _prompt_of(body)
+    assert module.fan_out() == ["结果：分析前端代码", "结果：分析后端代码", "结果：分析数据库"]
+    configured.default = "ok"
+    configured.reply("a.py", decide({"call": "no"}), "b.py", decide({"call": "yes"}))
+    assert module.keep_looking() == "b.py"

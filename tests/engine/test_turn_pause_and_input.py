@@ -113,3 +113,43 @@ def test_a_paused_turn_is_persisted_and_resumed_with_its_pending_input(
     assert done.status == "completed" and done.output == "Sunny."
     resumed = _messages(openai_server, 1)
     assert resumed[-1] == {"role": "user", "content": "Keep it short."}  # delivered first
+    # resumed at the paused tool call: the tool ran once, the first request was not re-sent
+    assert len(openai_server.requests) == 2 and ran == ["Oslo"]
+    assert resumed[-2]["role"] == "tool" and resumed[-2]["content"] == "sunny in Oslo"
+    assert resumed[:1] == _messages(openai_server, 0)  # the same user message
+
+
+def test_a_turn_paused_before_a_model_request_resumes_with_that_request(
+    tmp_path: Any, openai_server: OpenAIServer
+) -> None:
+    rt = create_runtime("openai:loop", base_url=openai_server.base_url)
+    store = SessionStore(root_path=tmp_path / "st")
+    store.create_session("chat", agent_id="main")
+    pause = threading.Event()
+    ran: list[str] = []
+    with isolated_registry():
+
+        @function(register_globally=False)
+        def lookup(city: str) -> str:
+            """Look up the weather of a city."""
+            ran.append(city)
+            pause.set()  # the user pauses while the tool runs
+            return "sunny in " + city
+
+        helper = Agent(runtime=rt, tools=[lookup])
+        openai_server.reply_tool_calls([("c1", "lookup", {"city": "Oslo"})])
+        paused = helper.run_turn(
+            TurnRequest("What is the weather in Oslo?"),
+            context=Context.for_session(store, "chat"),
+            pause_event=pause,
+        )
+        assert paused.status == "paused" and paused.error == "turn paused at llm.request"
+        openai_server.reply_text("Sunny.")
+        done = helper.resume_turn(paused, context=Context.for_session(store, "chat"))
+    store.close()
+    rt.close()
+    assert done.status == "completed" and done.output == "Sunny.", done.error
+    assert len(openai_server.requests) == 2 and ran == ["Oslo"]  # nothing re-sent or re-run
+    resumed = _messages(openai_server, 1)
+    assert resumed[0] == _messages(openai_server, 0)[0]
+    assert resumed[-1]["role"] == "tool" and resumed[-1]["content"] == "sunny in Oslo"

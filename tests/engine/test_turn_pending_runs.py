@@ -1,7 +1,8 @@
 """A resumable method called as a tool inside a turn: when its run pauses, the turn pauses
 with that tool call pending; resuming the turn continues the run and hands its final
-result to the tool call, so the turn completes (issue 11, item 16). Loopback OpenAI
-server, a SQLite store, no mocks."""
+result to the tool call, so the turn completes (issue 11, item 16). The resumed turn
+continues at the paused call with the recorded conversation: no model request made before
+the pause is sent again. Loopback OpenAI/Anthropic servers, a SQLite store, no mocks."""
 
 from __future__ import annotations
 
@@ -40,7 +41,12 @@ def act(name: str, value: str) -> str:
 
 
 class Reporter(Agent):
-    method_options = {"build": {"resumable": True, "tool": True}}
+    method_options = {"build": {"resumable": True, "tool": True}, "note": {"tool": True}}
+
+    def note(self, text: str) -> str:
+        """Write a note down."""
+        act("note", text)
+        return "noted: " + text
 
     def build(self, topic: str) -> dict:
         """Build a report on a topic."""
@@ -90,11 +96,11 @@ def test_resume_turn_continues_the_run_and_hands_over_its_result(
     store = SessionStore(root_path=program / "st")
     with isolated_registry():
         agent, paused = _paused_turn(program, openai_server, store)
-        openai_server.reply_tool_calls([("call_1", "build", {"topic": "tides"})])
         openai_server.reply_text("The report is ready.")
         done = agent.resume_turn(paused, context=Context.for_session(store, "chat"))
     store.close()
     assert done.status == "completed" and done.output == "The report is ready."
+    assert len(openai_server.requests) == 2  # the tool call's request is not sent again
     assert _calls(program) == ["collect tides", "write collect(tides)"]  # no step re-ran
     tool_message = openai_server.requests[-1].json["messages"][-1]
     assert tool_message["role"] == "tool"
@@ -116,7 +122,6 @@ def test_run_resumed_by_hand_hands_its_saved_result_to_the_turn(
             cwd=program,
         )
         assert json.loads(proc.stdout)["status"] == "completed", proc.stderr
-        openai_server.reply_tool_calls([("call_1", "build", {"topic": "tides"})])
         openai_server.reply_text("Done.")
         done = agent.resume_turn(paused, context=Context.for_session(store, "chat"))
     store.close()
@@ -124,3 +129,44 @@ def test_run_resumed_by_hand_hands_its_saved_result_to_the_turn(
     assert _calls(program) == ["collect tides", "write collect(tides)"]
     tool_message = openai_server.requests[-1].json["messages"][-1]
     assert json.loads(tool_message["content"]) == {"report": "write(collect(tides))"}
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_resuming_sends_no_model_request_made_before_the_pause(
+    program: Path, wire: str, request: pytest.FixtureRequest
+) -> None:
+    server = request.getfixturevalue(f"{wire}_server")
+    store = SessionStore(root_path=program / "st")
+    with isolated_registry():
+        import reporter_prog
+
+        rt = create_runtime(f"{wire}:loop", base_url=server.base_url)
+        agent = reporter_prog.Reporter(runtime=rt)
+        store.create_session("chat", agent_id="main")
+        (program / "pause_after_collect").touch()
+        server.reply_tool_calls([("call_n", "note", {"text": "tides are tidal"})])
+        server.reply_tool_calls([("call_b", "build", {"topic": "tides"})])
+        paused = agent.run_turn(
+            TurnRequest("Note something, then write a report on tides"),
+            context=Context.for_session(store, "chat"),
+        )
+        assert paused.status == "paused", paused.error
+        before = [r.json for r in server.requests]
+        assert len(before) == 2  # the note round, then the build call that paused
+        (program / "pause_after_collect").unlink()
+
+        server.reply_text("The report is ready.")
+        done = agent.resume_turn(paused, context=Context.for_session(store, "chat"))
+    store.close()
+    assert done.status == "completed" and done.output == "The report is ready.", done.error
+    after = [r.json for r in server.requests][len(before) :]
+    assert len(after) == 1  # only the request after the tool call: nothing re-sent
+    assert all(sent != made for sent in after for made in before)
+    sent = json.dumps(after[0])
+    # the recorded conversation so far, then the paused call's result from the run
+    for part in ("Note something", "call_n", "noted: tides are tidal", "call_b"):
+        assert part in sent, part
+    assert "write(collect(tides))" in sent
+    assert json.dumps(before[1]["messages"])[:-1] in sent  # the conversation, unchanged
+    # each tool ran once: the note before the pause, the run's steps once each
+    assert _calls(program) == ["note tides are tidal", "collect tides", "write collect(tides)"]

@@ -90,3 +90,48 @@ async def test_two_thousand_random_edits_with_undo_keep_memory_bounded(
     print(f"server RSS before {before:.1f} MB, after 2,000 edits {after:.1f} MB")
     assert client.error is None
     assert after - before < RSS_GROWTH_BOUND_MB
+
+
+async def test_finished_handlers_are_released_after_every_keystroke() -> None:
+    """pygls 2 keeps a future per notification (and per handler its built-in features yield
+    to) in ``_request_futures`` forever: ~2 KB per keystroke, the linear drift the memory
+    benchmark showed. The real server, fed real JSON-RPC messages, keeps none of them."""
+    from openprogram_lsp.server import OpenProgramLanguageServer
+
+    class Discard:
+        def write(self, data: bytes) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    server = OpenProgramLanguageServer()
+    protocol = server.protocol
+    protocol.set_writer(Discard())
+
+    def send(message: dict[str, object]) -> None:
+        protocol.handle_message(protocol.structure_message({"jsonrpc": "2.0", **message}))
+
+    send({"id": 1, "method": "initialize", "params": {"capabilities": {}, "rootUri": None}})
+    send({"method": "initialized", "params": {}})
+    uri = "file:///tmp/op-released/prog.py"
+    doc = {"uri": uri, "languageId": "python", "version": 1, "text": AGENT_PROGRAM}
+    send({"method": "textDocument/didOpen", "params": {"textDocument": doc}})
+    start = {"line": 0, "character": 0}
+    for version in range(2, 302):
+        change = {"range": {"start": start, "end": start}, "text": "#"}
+        send(
+            {
+                "method": "textDocument/didChange",
+                "params": {
+                    "textDocument": {"uri": uri, "version": version},
+                    "contentChanges": [change],
+                },
+            }
+        )
+        await asyncio.sleep(0)
+    document = server.workspace.get_text_document(uri)
+    assert (document.version, document.source) == (301, "#" * 300 + AGENT_PROGRAM)
+    await wait_for(lambda: not protocol._request_futures, "every handler's future released")
+    send({"method": "textDocument/didClose", "params": {"textDocument": {"uri": uri}}})
+    await asyncio.sleep(0.05)

@@ -21,6 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from openprogram import decision
+from openprogram.branches import in_branch
 from openprogram.scope import call_scope, runtime_scope, set_output
 
 __all__ = ["conditional", "judge", "parallel", "repeat_until", "route", "validate_and_retry"]
@@ -218,5 +219,6 @@ def parallel(thunks: Iterable[Callable[[], Any]], *, max_workers: int | None = N
 
 
 def _run_branch(index: int, fn: Callable[[], Any]) -> Any:
-    with call_scope(f"parallel[{index}]", inputs={"branch": index}) as frame:
+    name = f"parallel[{index}]"  # also the branch's replay stream (openprogram.branches)
+    with in_branch(name), call_scope(name, inputs={"branch": index}) as frame:
         return set_output(frame, fn())

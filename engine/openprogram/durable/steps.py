@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
+from openprogram.branches import in_branch
 from openprogram.contract import steps as step_rules
 from openprogram.durable.errors import RunCancelled, RunPaused, StepUsageError
 from openprogram.errors import StoreError
@@ -713,12 +714,14 @@ def _run_threads(
         if d is None:
             token = _current.set(None)
             try:
-                return fn(*args, **kw)
+                with in_branch(bname):  # its own replay stream (openprogram.branches)
+                    return fn(*args, **kw)
             finally:
                 _current.reset(token)
         ex, bscope, bkey = d
         try:
-            _, text = _run_scoped(ex, bscope, "parallel branch", bname, fn, args, kw)
+            with in_branch(bkey):
+                _, text = _run_scoped(ex, bscope, "parallel branch", bname, fn, args, kw)
         except BaseException as exc:
             if not isinstance(exc, (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)):
                 ex.db.fail_step(ex.run_id, bkey, f"{type(exc).__name__}: {exc}")

@@ -9,7 +9,9 @@ Line format::
 
 ``request`` is :func:`openprogram.scope.request_to_json` without ``provider``;
 ``response`` is :func:`openprogram.scope.response_to_json` plus ``usage``. A line may
-instead carry ``"error": "..."`` for a request that failed when it was recorded.
+instead carry ``"error": "..."`` for a request that failed when it was recorded. A request
+made inside a ``parallel`` branch carries ``"branch": PATH`` (see
+:mod:`openprogram.branches`); replay consumes each branch's lines in file order.
 Replay compares ``system``, ``messages``, ``tools`` and ``response_format``.
 """
 
@@ -22,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from openprogram.branches import current_branch
 from openprogram.errors import ConfigError
-from openprogram.runtime.types import ModelRequest, ModelResponse
+from openprogram.runtime.types import ModelRequest, ModelResponse, ToolCall
 from openprogram.scope import request_to_json, response_to_json
 
 if TYPE_CHECKING:
@@ -40,6 +43,7 @@ class Recording:
     response: dict[str, Any] | None
     error: str | None
     source: str  # where it came from, e.g. "run.jsonl:3" or "session abc node 7"
+    branch: str = ""  # the parallel branch that made it ("" = sequential code)
 
 
 def request_record(request: ModelRequest) -> dict[str, Any]:
@@ -54,6 +58,31 @@ def response_record(response: ModelResponse) -> dict[str, Any]:
     record = response_to_json(response)
     record["usage"] = response.usage.to_json()
     return _normalize(record)
+
+
+def response_from_record(data: dict[str, Any], *, model: str = "") -> ModelResponse:
+    """The reply a :func:`response_record` describes (``model`` names who answered)."""
+    from openprogram.runtime.providers.usage import usage_from  # providers import this module
+
+    return ModelResponse(
+        text=str(data.get("text") or ""),
+        tool_calls=[tool_call_from_record(c) for c in data.get("tool_calls") or []],
+        usage=usage_from(data.get("usage"), "input_tokens", "output_tokens"),
+        model=model,
+        request_id=None,
+        finish_reason=data.get("finish_reason"),
+    )
+
+
+def tool_call_from_record(data: dict[str, Any]) -> ToolCall:
+    """A tool call from its recorded form (``{"id", "name", "arguments", ...}``)."""
+    return ToolCall(
+        id=str(data.get("id", "")),
+        name=str(data["name"]),
+        arguments=data.get("arguments") or {},
+        raw_arguments=data.get("raw_arguments"),
+        arguments_error=data.get("arguments_error"),
+    )
 
 
 def comparable(request: dict[str, Any]) -> dict[str, Any]:
@@ -101,6 +130,9 @@ class CassetteWriter:
             line["response"] = response_record(response)
         else:
             line["error"] = f"{type(error).__name__}: {error}"
+        branch = current_branch()
+        if branch:
+            line["branch"] = branch
         text = json.dumps(line, sort_keys=True, ensure_ascii=False)
         with self._lock:
             if not self._file.closed:
@@ -136,12 +168,16 @@ def load_cassette(path: str | Path) -> list[Recording]:
         error = item.get("error")
         if not isinstance(response, dict) and not isinstance(error, str):
             raise ConfigError(f"{where}: expected a 'response' object or an 'error' string")
+        branch = item.get("branch", "")
+        if not isinstance(branch, str):
+            raise ConfigError(f"{where}: 'branch' must be a string, got {branch!r}")
         recordings.append(
             Recording(
                 request=item["request"],
                 response=response if isinstance(response, dict) else None,
                 error=error if not isinstance(response, dict) else None,
                 source=where,
+                branch=branch,
             )
         )
     return recordings
@@ -162,14 +198,18 @@ def load_session(store: SessionStore, session_id: str) -> list[Recording]:
         request.pop("provider", None)
         output = node.output if isinstance(node.output, dict) else {}
         where = f"session {session_id} node seq {node.seq}"
+        meta = node.metadata or {}
+        branch = meta.get("branch")
+        branch = branch if isinstance(branch, str) else ""
         if node.status == "error" or ("error" in output and "text" not in output):
-            recordings.append(Recording(request, None, str(output.get("error", "error")), where))
+            error = str(output.get("error", "error"))
+            recordings.append(Recording(request, None, error, where, branch))
             continue
         response = dict(output)
-        usage = (node.metadata or {}).get("usage")
+        usage = meta.get("usage")
         if isinstance(usage, dict):
             response["usage"] = usage
-        recordings.append(Recording(request, response, None, where))
+        recordings.append(Recording(request, response, None, where, branch))
     return recordings
 
 
@@ -183,6 +223,8 @@ def write_cassette(path: str | Path, recordings: list[Recording]) -> Path:
             line["response"] = rec.response
         else:
             line["error"] = rec.error or "error"
+        if rec.branch:
+            line["branch"] = rec.branch
         lines.append(json.dumps(line, sort_keys=True, ensure_ascii=False))
     file.write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
     return file

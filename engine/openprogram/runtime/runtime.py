@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openprogram import safepoints
+from openprogram.durable.errors import RunPaused
 from openprogram.errors import ConfigError, OpenProgramError
+from openprogram.runtime import paused_loops
 from openprogram.runtime.cassette import CassetteWriter
 from openprogram.runtime.config import detect_model
 from openprogram.runtime.model_string import PROVIDER_PREFIXES, ModelString, parse_model_string
@@ -247,30 +249,54 @@ class Runtime:
         return self._loop(turn).text
 
     def _loop(self, turn: _Turn) -> ExecResult:
+        calls = turn.resume()  # a resumed turn continues at its paused tool call
         while True:
-            request = _before_request(turn, turn.next_request())
-            response = self._call(turn.provider, request)
-            _after_response(turn, response)
-            if turn.accept(response):
-                return self._finish(turn)
-            for call in response.tool_calls:
-                _before_tool(turn, call)
-                record = self._run_tool(turn, call)
+            if not calls:
+                try:
+                    request = _before_request(turn, turn.next_request())
+                except safepoints.TurnPaused as paused:  # resumed: this request is next
+                    turn.save(paused, [])
+                    raise
+                response = self._call(turn.provider, request)
+                _after_response(turn, response)
+                if turn.accept(response):
+                    return self._finish(turn)
+                calls = list(response.tool_calls)
+            for index, call in enumerate(calls):
+                try:
+                    _before_tool(turn, call)
+                    record = self._run_tool(turn, call)
+                except (RunPaused, safepoints.TurnPaused) as paused:
+                    turn.save(paused, calls[index:])
+                    raise
                 _after_tool(record)
                 turn.add_tool_result(call, record)
+            calls = []
 
     async def _aloop(self, turn: _Turn) -> ExecResult:
+        calls = turn.resume()
         while True:
-            request = _before_request(turn, turn.next_request())
-            response = await self._acall(turn.provider, request)
-            _after_response(turn, response)
-            if turn.accept(response):
-                return self._finish(turn)
-            for call in response.tool_calls:
-                _before_tool(turn, call)
-                record = await self._arun_tool(turn, call)
+            if not calls:
+                try:
+                    request = _before_request(turn, turn.next_request())
+                except safepoints.TurnPaused as paused:  # resumed: this request is next
+                    turn.save(paused, [])
+                    raise
+                response = await self._acall(turn.provider, request)
+                _after_response(turn, response)
+                if turn.accept(response):
+                    return self._finish(turn)
+                calls = list(response.tool_calls)
+            for index, call in enumerate(calls):
+                try:
+                    _before_tool(turn, call)
+                    record = await self._arun_tool(turn, call)
+                except (RunPaused, safepoints.TurnPaused) as paused:
+                    turn.save(paused, calls[index:])
+                    raise
                 _after_tool(record)
                 turn.add_tool_result(call, record)
+            calls = []
 
     def _decide(self, turn: _Turn, result: ExecResult, choices: Any) -> Any:
         """Parse the turn's final reply as a decision (one fixed retry) and resolve it."""
@@ -680,6 +706,36 @@ class _Turn:
                 "what the tools return"
             )
         return dataclasses.replace(self.template, messages=list(self.messages))
+
+    def save(self, paused: BaseException, pending: list[ToolCall]) -> None:
+        """Attach this loop's state to a pause that stops it before ``pending`` ran."""
+        paused_loops.save(
+            paused,
+            paused_loops.LoopState(
+                fingerprint=paused_loops.fingerprint(
+                    self.template, self.messages[self.prompt_index].content
+                ),
+                messages=list(self.messages),
+                prompt_index=self.prompt_index,
+                history=self.prompt.history,
+                responses=list(self.responses),
+                trace=[dataclasses.asdict(r) for r in self.trace],
+                pending=list(pending),
+            ),
+        )
+
+    def resume(self) -> list[ToolCall]:
+        """Put back the state saved when this loop's turn paused (resuming that turn);
+        returns the tool calls to run before the next model request (none otherwise)."""
+        state = paused_loops.take(self.template, self.messages[self.prompt_index].content)
+        if state is None:
+            return []
+        self.messages = state.messages
+        self.prompt_index = state.prompt_index
+        self.prompt.history = state.history  # the conversation as it was, not re-rendered
+        self.responses = state.responses
+        self.trace = [ToolCallRecord(**r) for r in state.trace]
+        return state.pending
 
     def accept(self, response: ModelResponse) -> bool:
         """Add the reply; True when the turn is over (no tool calls)."""

@@ -2,19 +2,23 @@
 
 ``replay:PATH.jsonl`` replays a JSONL cassette (see :mod:`openprogram.runtime.cassette`);
 ``replay:session:SESSION_ID`` replays the ``llm`` nodes of a recorded session (from
-``store=`` or the default store root). Each request must equal the next recorded one in
-``system``, ``messages``, ``tools`` and ``response_format``; if it does not, another
-not-yet-used recording that equals it exactly is used (so parallel branches may replay in
-a different order); otherwise :class:`~openprogram.errors.ReplayMismatch` is raised with a
-unified diff against the next recording.
+``store=`` or the default store root). Recordings are consumed strictly in order, one
+ordered stream per branch (:mod:`openprogram.branches`): sequential code consumes the
+stream ``""``, each ``parallel`` branch its own, so threads may interleave freely. Each
+request must equal the next recording of its branch in ``system``, ``messages``, ``tools``
+and ``response_format``; otherwise -- including a request that equals a *later*
+recording -- :class:`~openprogram.errors.ReplayMismatch` names the expected and the
+received request, with a unified diff.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from openprogram.branches import current_branch
 from openprogram.errors import ConfigError, ProviderError, ReplayMismatch
 from openprogram.runtime.cassette import (
     Recording,
@@ -23,22 +27,25 @@ from openprogram.runtime.cassette import (
     load_session,
     request_diff,
     request_record,
+    response_from_record,
 )
-from openprogram.runtime.providers.usage import usage_from
-from openprogram.runtime.types import ModelRequest, ModelResponse, ToolCall
+from openprogram.runtime.types import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
     from openprogram.store import SessionStore
 
 
 class ReplayProvider:
-    """Replays recorded replies in order, checking each request against the recording."""
+    """Replays recorded replies in order per branch, checking each request against them."""
 
     name = "replay"
 
     def __init__(self, recordings: list[Recording], *, source: str, model_id: str = "") -> None:
         self._recordings = list(recordings)
-        self._used = [False] * len(self._recordings)
+        self._streams: dict[str, list[int]] = {}  # branch -> its recordings, in order
+        for index, recording in enumerate(self._recordings):
+            self._streams.setdefault(recording.branch, []).append(index)
+        self._next: dict[str, int] = {}  # branch -> position of its next recording
         self.source = source
         self.model_id = model_id or (
             str(self._recordings[0].request.get("model") or "replay")
@@ -77,10 +84,10 @@ class ReplayProvider:
     @property
     def remaining(self) -> int:
         """Recordings not replayed yet."""
-        return self._used.count(False)
+        return len(self._recordings) - sum(self._next.values())
 
     def __repr__(self) -> str:
-        return f"ReplayProvider({self.source!r}, {self.remaining} of {len(self._used)} left)"
+        return f"ReplayProvider({self.source!r}, {self.remaining} of {len(self._recordings)} left)"
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         return self._replay(request)
@@ -94,29 +101,70 @@ class ReplayProvider:
     def _replay(self, request: ModelRequest) -> ModelResponse:
         actual = request_record(request)
         wanted = comparable(actual)
+        branch = current_branch()
+        where = f" in branch '{branch}'" if branch else ""
         with self._lock:
             self._count += 1
             number = self._count
-            pending = [i for i, used in enumerate(self._used) if not used]
-            if not pending:
+            stream = self._streams.get(branch, [])
+            position = self._next.get(branch, 0)
+            if position >= len(stream):
                 raise ReplayMismatch(
-                    f"replay: request #{number} has no recording left in {self.source} "
-                    f"({len(self._used)} recorded); the program makes more model calls than "
-                    "when it was recorded -- re-record it"
+                    f"replay: request #{number}{where} has no recording left in {self.source} "
+                    f"({len(stream)} recorded{where}); the program makes more model calls than "
+                    "when it was recorded -- re-record it\n"
+                    f"received: {summary(actual)}"
                 )
-            match = next(
-                (i for i in pending if comparable(self._recordings[i].request) == wanted), None
-            )
-            if match is None:
-                expected = self._recordings[pending[0]]
+            expected = self._recordings[stream[position]]
+            if comparable(expected.request) != wanted:
                 raise ReplayMismatch(
-                    f"replay: request #{number} differs from the recording at {expected.source}; "
-                    "the prompt, system, tools or response_format changed -- re-record it.\n"
+                    f"replay: request #{number}{where} differs from the recording at "
+                    f"{expected.source}, the next one in order; the prompt, system, tools or "
+                    "response_format changed, or the calls came in another order -- "
+                    "re-record it.\n"
+                    f"expected: {summary(expected.request)}\n"
+                    f"received: {summary(actual)}"
+                    + self._later_match(wanted, branch, position)
+                    + "\n"
                     + request_diff(expected.request, actual)
                 )
-            self._used[match] = True
-            recording = self._recordings[match]
-        return _response(recording)
+            self._next[branch] = position + 1
+        return _response(expected)
+
+    def _later_match(self, wanted: dict[str, Any], branch: str, position: int) -> str:
+        """A note naming a recording the request equals, if it is not the next one."""
+        for index in self._streams.get(branch, [])[position + 1 :]:
+            if comparable(self._recordings[index].request) == wanted:
+                return (
+                    f"\n(the received request equals the later recording at "
+                    f"{self._recordings[index].source}: requests are replayed strictly "
+                    "in the recorded order)"
+                )
+        for other, stream in self._streams.items():
+            if other == branch:
+                continue
+            for index in stream:
+                if comparable(self._recordings[index].request) == wanted:
+                    name = f"branch '{other}'" if other else "sequential code"
+                    return (
+                        f"\n(the received request equals the recording at "
+                        f"{self._recordings[index].source}, made by {name})"
+                    )
+        return ""
+
+
+def summary(request: dict[str, Any]) -> str:
+    """One line naming a request: its last message (role and text), shortened."""
+    messages = request.get("messages") or []
+    if not messages:
+        return "(no messages)"
+    last = messages[-1] if isinstance(messages[-1], dict) else {}
+    content = last.get("content")
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    text = " ".join(str(text).split())
+    if len(text) > 120:
+        text = text[:117] + "..."
+    return f"{last.get('role', '?')} message {text!r} ({len(messages)} messages)"
 
 
 def _response(recording: Recording) -> ModelResponse:
@@ -125,21 +173,4 @@ def _response(recording: Recording) -> ModelResponse:
             f"replay: the recorded request failed ({recording.source}): {recording.error}",
             provider="replay",
         )
-    data: dict[str, Any] = recording.response
-    return ModelResponse(
-        text=str(data.get("text") or ""),
-        tool_calls=[
-            ToolCall(
-                id=str(c.get("id", "")),
-                name=str(c["name"]),
-                arguments=c.get("arguments") or {},
-                raw_arguments=c.get("raw_arguments"),
-                arguments_error=c.get("arguments_error"),
-            )
-            for c in data.get("tool_calls") or []
-        ],
-        usage=usage_from(data.get("usage"), "input_tokens", "output_tokens"),
-        model="replay",
-        request_id=None,
-        finish_reason=data.get("finish_reason"),
-    )
+    return response_from_record(recording.response, model="replay")
