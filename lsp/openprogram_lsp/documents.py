@@ -34,8 +34,8 @@ class DocumentState:
     outline: Outline | None = None  # last outline that parsed (survives a syntax error)
     outline_key: tuple[int | None, int, int] | None = None  # (version, hash, model id)
     model: ProgramModel | None = None  # the analyzer's Program model (of model_digest)
-    model_digest: int | None = None  # hash of the text the model was last built from
-    model_task: asyncio.Task[None] | None = None  # the model being rebuilt off the loop
+    model_digest: int | None = None  # hash of the text a model was last built from
+    model_task: asyncio.Task[None] | None = None  # a model being built in the worker
     worker_crash_key: tuple[int | None, int] | None = None  # text that killed the worker
 
     def close(self) -> None:

@@ -188,8 +188,9 @@ def register(server: OpenProgramLanguageServer) -> None:
     pass_through(server)
 
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
-    def hints(
+    async def hints(
         ls: OpenProgramLanguageServer, params: types.InlayHintParams
     ) -> list[types.InlayHint]:
         watcher(ls)
+        await ls.ensure_model(params.text_document.uri)
         return inlay_hints(ls, params.text_document.uri, params.range)

@@ -20,7 +20,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
-from openprogram_analyzers.program import ProgramModel, program_model_of
+from openprogram_analyzers.program import ProgramModel
 
 from . import (
     code_actions,
@@ -129,58 +129,60 @@ class OpenProgramLanguageServer(LanguageServer):
         return state
 
     def outline(self, uri: str) -> Outline | None:
-        """The analyzer's Program model placed on the document's current ``ast`` (cached
-        per version). While the text does not parse (mid-edit), the last outline that
-        parsed: lenses and symbols stay."""
+        """The analyzer's Program model (the latest built: ``ensure_model``) placed on the
+        document's current ``ast`` (cached per version and model). While the text does
+        not parse (mid-edit), the last outline that parsed: lenses and symbols stay."""
         doc = self.open_document(uri)
         state = self.document_state(uri)
         if doc is None or state is None:
             return None
         text = doc.source
-        model = self._program_model(state, text)
-        key = (doc.version, hash(text), id(model))
+        key = (doc.version, hash(text), id(state.model))
         if state.outline_key != key:
             state.outline_key = key
-            built = build_outline(text, model=model)
+            built = build_outline(text, model=state.model)
             if built is not None:
                 state.outline = built
         return state.outline
 
-    def _program_model(self, state: DocumentState, text: str) -> ProgramModel | None:
-        """The model of ``text``: built at once the first time, afterwards the last one
-        while a fresh one is built off the event loop (facts are keyed by qualified name,
-        so they stay right across most edits; lenses are refreshed when it lands)."""
-        digest = hash(text)
-        if state.model_digest is None:
-            state.model_digest = digest
-            state.model = program_model_of(text)
-        elif state.model_digest != digest and (state.model_task is None or state.model_task.done()):
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:  # not on the event loop (called from a worker thread)
-                state.model_digest = digest
-                state.model = program_model_of(text) or state.model
-            else:
-                state.model_task = loop.create_task(self._refresh_model(state))
-        return state.model
+    async def ensure_model(self, uri: str) -> None:
+        """Called before symbols, lenses and hints are answered. The document's first
+        Program model is awaited (built in the analysis worker, never on the event loop);
+        afterwards the latest one serves while the debounced whole-file analysis builds
+        the next from the same parse as its findings (facts are keyed by qualified name,
+        so they stay right across most edits; lenses are refreshed when a changed model
+        lands). A document left out by ``exclude`` gets no such analysis: its model is
+        rebuilt here, in the background."""
+        doc = self.open_document(uri)
+        state = self.document_state(uri)
+        if doc is None or state is None or state.model_digest == hash(doc.source):
+            return
+        first = state.model is None
+        if not first and not self.diagnostics.is_excluded(uri, doc):
+            return  # the pending whole-file analysis brings it
+        if state.model_task is None or state.model_task.done():
+            state.model_task = asyncio.ensure_future(self._build_model(state))
+        if first:
+            await asyncio.wait({state.model_task})  # not cancelled with this request
 
-    async def _refresh_model(self, state: DocumentState) -> None:
-        loop = asyncio.get_running_loop()
-        while self.documents.get(state.uri) is state:
-            doc = self.open_document(state.uri)
-            if doc is None:
-                return
-            text = doc.source
-            digest = hash(text)
-            if digest == state.model_digest:
-                return
-            model = await loop.run_in_executor(self.diagnostics.full_pool, program_model_of, text)
-            if self.documents.get(state.uri) is not state:
-                return
-            state.model_digest = digest
-            if model is not None and model != state.model:  # a syntax error keeps the last
-                state.model = model
-                run_commands.refresh_lenses(self)
+    async def _build_model(self, state: DocumentState) -> None:
+        doc = self.open_document(state.uri)
+        if doc is None:
+            return
+        text = doc.source
+        self.model_built(state, text, await self.diagnostics.program_model(text))
+
+    def model_built(self, state: DocumentState, text: str, model: ProgramModel | None) -> None:
+        """A Program model of ``text`` was built (None: the text is not analysed, e.g. a
+        syntax error mid-edit: the last model stays)."""
+        if self.documents.get(state.uri) is not state:
+            return  # closed or reopened meanwhile
+        state.model_digest = hash(text)
+        if model is None or model == state.model:
+            return
+        old, state.model = state.model, model
+        if old is not None:
+            run_commands.refresh_lenses(self)
 
     def opened(self, uri: str) -> None:
         """didOpen: fresh state (a reopened document starts from scratch)."""

@@ -138,3 +138,85 @@ async def test_run_lenses_sit_on_the_entries_targets_and_follow_edits(
     assert syms["Critic"].detail == "Agent"
     assert syms["Critic.draft"].detail == "resumable"
     assert [c.name for c in syms["Critic.draft"].children or []] == ['step "critique"']
+
+
+GUESSES = '''\
+from openprogram import Agent as A
+from openprogram import step
+
+
+class HttpAgent:
+    """A plain class whose name ends in "Agent"."""
+
+    def get(self, url: str) -> str:
+        return url
+
+
+class Crawler(HttpAgent):
+    def fetch(self, url: str) -> str:
+        return self.step(url)
+
+    def step(self, url: str) -> str:
+        return self.get(url)
+
+
+def tidy(text: str) -> str:
+    return text.strip()
+
+
+class Writer(A):
+    method_options = {"draft": {"resumable": True}}
+
+    def draft(self, topic: str) -> str:
+        return step("outline", tidy, topic)
+
+
+class Editor(Writer):
+    """Inherits draft, resumable through Writer's method_options."""
+
+
+def prepare(topic: str) -> str:
+    """Calls step but is not resumable."""
+    return step("prepare", tidy, topic)
+
+
+editor = Editor()
+crawler = Crawler()
+PROGRAM_ENTRIES = [editor.draft, crawler.fetch, prepare]
+'''
+
+
+async def test_lenses_and_symbols_where_a_guess_from_names_is_wrong(
+    client: LanguageClient, workspace: Path
+) -> None:
+    """An Agent through ``Agent as A`` and its subclass, a class whose base's name ends
+    in "Agent" but is no Agent, an entry naming an inherited resumable method through an
+    instance, a plain function that calls ``step``: what ``ast`` guesses from names
+    (the server's former outline) was wrong in each; the model is right."""
+    path = workspace / "guesses.py"
+    path.write_text(GUESSES)
+    uri = path.as_uri()
+    open_doc(client, uri, GUESSES)
+    lines = GUESSES.splitlines()
+    syms = await _symbols(client, uri)
+    assert syms["Writer"].detail == "Agent" and syms["Editor"].detail == "Agent"
+    assert syms["HttpAgent"].detail is None and syms["Crawler"].detail is None
+    assert syms["Writer.draft"].detail == "resumable"
+    assert syms["prepare"].detail is None  # calls step, yet is not resumable
+    assert syms["Crawler.fetch"].children is None  # self.step(...) is not a durable step
+    assert [c.name for c in syms["prepare"].children or []] == ['step "prepare"']
+
+    res = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    runs = {
+        lens.command.arguments[1]: lens.range.start.line
+        for lens in res or []
+        if lens.command and lens.command.title == "▶ Run"
+    }
+    # each Run lens sits on the def the entry runs: the inherited draft is Writer's
+    assert runs == {
+        "editor.draft": lines.index("    def draft(self, topic: str) -> str:"),
+        "crawler.fetch": lines.index("    def fetch(self, url: str) -> str:"),
+        "prepare": lines.index("def prepare(topic: str) -> str:"),
+    }
