@@ -74,6 +74,8 @@ class Settings:
         base = self.root or Path.cwd()
         if self.client.store:
             p = Path(os.path.expanduser(self.client.store))
+            if self.client.store.startswith(("postgresql://", "postgres://")):
+                return p  # the store reads the URL back from this path (store_url)
             return p if p.is_absolute() else base / p
         env = os.environ.get("OPENPROGRAM_STORE")
         if env:

@@ -39,7 +39,7 @@ def format_ms(ms: float) -> str:
 def _live(run: RunRow) -> bool:
     info = RunInfo(
         run.id, run.function_qualname, run.entry, run.status, None, None, None, 0.0,
-        owner_pid=run.owner_pid, owner_host=run.owner_host,
+        owner_pid=run.owner_pid, owner_host=run.owner_host, owner_alive=run.owner_alive,
     )  # fmt: skip
     return run.status == "running" and not info.orphaned
 

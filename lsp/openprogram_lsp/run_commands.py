@@ -18,7 +18,7 @@ match the Program's ``PROGRAM_ENTRIES`` and the entry's signature, read statical
 (``entry_signature.check_run``): a rejected command never imports the Program. Stderr lines are
 streamed to the client log and as ``$/progress`` reports; the final JSON object from
 stdout is shown with ``window/showMessage`` and returned; code lenses are refreshed.
-``showRuns`` only reads the store (read-only SQLite via ``run_index``), never user code.
+``showRuns`` only reads the store (the store's read API via ``run_index``), never user code.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import asyncio
 import json
 import os
 import re
-import sqlite3
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -38,9 +37,8 @@ from pygls.uris import to_fs_path
 
 from openprogram.contract.runs import RUN_ID_LENGTH, is_run_id
 
-from . import run_index
 from .entry_signature import EntryCheckError, check_run
-from .run_index import RunInfo, runs_for_file
+from .run_index import RunInfo, runs_for_file, store_program_paths
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
@@ -171,22 +169,6 @@ def _within(path: str, root: Path) -> bool:
     except (ValueError, OSError):
         return False
     return True
-
-
-def store_program_paths(store: Path) -> list[str]:
-    """Distinct Program files with runs in the store (read-only; [] if unavailable)."""
-    conn = run_index._connect(store)
-    if conn is None:
-        return []
-    try:
-        rows = conn.execute("SELECT DISTINCT program_path, entry FROM runs").fetchall()
-    except sqlite3.Error as exc:  # no runs table (older store), locked, corrupt
-        run_index.log.info("no runs from %s: %s", store, exc)
-        return []
-    finally:
-        conn.close()
-    paths = {str(p) if p else str(e).rpartition(":")[0] for p, e in rows}
-    return sorted(p for p in paths if p)
 
 
 def select_runs(

@@ -1,24 +1,24 @@
 """Read-only view of durable runs in the store, for code lenses and OP209.
 
-Reads the ``runs`` / ``run_steps`` tables (``openprogram.durable.schema``) of
-``<store>/openprogram.db`` directly with a read-only SQLite connection and a short busy
-timeout: a missing store, a missing table or a locked database yields no runs, never an
-exception or a hang.
+Reads through the store's read API (:func:`openprogram.store.runs.read_run_store`,
+read-only): a missing store, a missing table or a locked database yields no runs, never
+an exception or a hang.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-log = logging.getLogger(__name__)
+from openprogram.errors import OpenProgramError
+from openprogram.store.lease import owner_alive
+from openprogram.store.runs import RunRecord, RunStore, read_run_store
 
-DB_NAME = "openprogram.db"
-BUSY_TIMEOUT_S = 0.2
+log = logging.getLogger(__name__)
+DB_NAME = "openprogram.db"  # the SQLite store's database file in a store directory
 
 
 @dataclass(frozen=True)
@@ -34,16 +34,13 @@ class RunInfo:
     owner_pid: int | None = None
     owner_host: str | None = None
     current_step: str | None = None  # last dispatched top-level step of a running run
-    pause_reason: str | None = None  # uncertain | incompatible | requested | approval
+    pause_reason: str | None = None  # a PauseReason
+    owner_alive: bool = False  # a running run whose lease is held (``store.lease``)
 
     @property
     def orphaned(self) -> bool:
-        """A ``running`` run whose owner process on this host is gone (killed, crashed)."""
-        if self.status != "running" or not self.owner_pid:
-            return False
-        if self.owner_host and self.owner_host != socket.gethostname():
-            return False
-        return not _pid_alive(self.owner_pid)
+        """A ``running`` run whose owner stopped renewing its lease (killed, crashed)."""
+        return self.status == "running" and not self.owner_alive
 
     @property
     def resumable(self) -> bool:
@@ -54,80 +51,68 @@ class RunInfo:
         return self.paused_step if self.status == "paused" else self.current_step
 
 
-def _pid_alive(pid: int) -> bool:
+@contextmanager
+def _reader(store_dir: Path) -> Iterator[RunStore | None]:
+    """The store's read API (``None`` when there is no store or it cannot be read)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    try:  # a zombie (exited, not yet reaped) is not alive
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def _connect(store_dir: Path) -> sqlite3.Connection | None:
-    db = Path(store_dir) / DB_NAME
-    if not db.is_file():
-        return None
+        runs = read_run_store(store_dir)
+    except OpenProgramError as exc:  # locked, corrupt, newer schema
+        log.info("no runs from %s: %s", store_dir, exc)
+        runs = None
     try:
-        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
-    except sqlite3.Error as exc:
-        log.warning("cannot open store %s: %s", db, exc)
-        return None
-    return conn
+        yield runs
+    finally:
+        if runs is not None:
+            runs.close()
 
 
-def _same_file(a: str | None, b: str) -> bool:
-    if not a:
-        return False
-    try:
-        return os.path.realpath(a) == os.path.realpath(b)
-    except OSError:
-        return False
+def _info(runs: RunStore, r: RunRecord) -> RunInfo:
+    current = None
+    if r.status == "running":
+        steps = runs.top_level_steps(r.id)
+        current = f"{steps[-1].name}#{steps[-1].occurrence}" if steps else None
+    return RunInfo(
+        id=r.id,
+        function_qualname=r.function_qualname,
+        entry=r.entry,
+        status=r.status,
+        paused_step=r.paused_step,
+        paused_occurrence=r.paused_occurrence,
+        error=r.error,
+        updated_at=float(r.updated_at or 0.0),
+        owner_pid=r.owner_pid,
+        owner_host=r.owner_host,
+        current_step=current,
+        pause_reason=r.pause_reason,
+        owner_alive=owner_alive(r),
+    )
 
 
 def runs_for_file(store_dir: Path, program_path: str) -> list[RunInfo]:
     """Runs whose Program is ``program_path``, newest first ([] if unavailable)."""
-    conn = _connect(store_dir)
-    if conn is None:
-        return []
-    try:
-        rows = conn.execute(
-            "SELECT id, function_qualname, entry, status, paused_step, paused_occurrence,"
-            " error, updated_at, program_path, owner_pid, owner_host,"
-            " (SELECT name || '#' || occurrence FROM run_steps s WHERE s.run_id = runs.id"
-            "  AND s.scope = '' ORDER BY s.position DESC LIMIT 1), pause_reason"
-            " FROM runs ORDER BY updated_at DESC"
-        ).fetchall()
-    except sqlite3.Error as exc:  # missing table (older store), locked, corrupt
-        log.info("no runs from %s: %s", store_dir, exc)
-        return []
-    finally:
-        conn.close()
-    out = []
-    for r in rows:
-        entry_path = str(r[2]).rpartition(":")[0]
-        if _same_file(r[8], program_path) or (not r[8] and _same_file(entry_path, program_path)):
-            out.append(
-                RunInfo(
-                    id=str(r[0]),
-                    function_qualname=str(r[1]),
-                    entry=str(r[2]),
-                    status=str(r[3]),
-                    paused_step=r[4],
-                    paused_occurrence=r[5],
-                    error=r[6],
-                    updated_at=float(r[7] or 0.0),
-                    owner_pid=r[9],
-                    owner_host=r[10],
-                    current_step=r[11],
-                    pause_reason=r[12],
-                )
-            )
-    return out
+    with _reader(store_dir) as runs:
+        if runs is None:
+            return []
+        try:
+            found = [_info(runs, r) for r in runs.runs_of_program(program_path)]
+        except OpenProgramError as exc:
+            log.info("no runs from %s: %s", store_dir, exc)
+            return []
+    return sorted(found, key=lambda r: r.updated_at, reverse=True)
+
+
+def store_program_paths(store_dir: Path) -> list[str]:
+    """Distinct Program files with runs in the store ([] if unavailable)."""
+    with _reader(store_dir) as runs:
+        if runs is None:
+            return []
+        try:
+            records = runs.list_runs()
+        except OpenProgramError as exc:
+            log.info("no runs from %s: %s", store_dir, exc)
+            return []
+    paths = {r.program_path or r.entry.rpartition(":")[0] for r in records}
+    return sorted(p for p in paths if p)
 
 
 def recorded_steps_for(

@@ -120,6 +120,7 @@ def run_json(run: RunRow) -> dict[str, Any]:
         owner_pid=run.owner_pid,
         owner_host=run.owner_host,
         pause_reason=run.pause_reason,
+        owner_alive=run.owner_alive,
     )
     status = "interrupted" if info.orphaned else run.status
     return {

@@ -123,10 +123,11 @@ def test_planner_check() -> None:
 
 
 def _store(tmp_path: Path, steps: list[tuple[str, int]], status: str = "paused") -> Path:
-    from openprogram.durable.schema import MIGRATION_SQL
+    from openprogram.store.runs import open_run_store
+
+    open_run_store(tmp_path).close()  # the real store's tables
 
     db = sqlite3.connect(tmp_path / "openprogram.db")
-    db.executescript(MIGRATION_SQL)
     db.execute(
         "INSERT INTO runs (id, entry, function_qualname, status, created_at, updated_at) "
         "VALUES (?, ?, ?, ?, 0, 0)",

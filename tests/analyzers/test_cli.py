@@ -268,12 +268,12 @@ def test_replayed_output_follows_every_input(project: Path) -> None:
 def test_store_option_reports_op209(project: Path, tmp_path: Path) -> None:
     import sqlite3
 
-    from openprogram.durable.schema import MIGRATION_SQL
+    from openprogram.store.runs import open_run_store
 
     store = tmp_path / "store"
     store.mkdir()
+    open_run_store(store).close()  # the real store's tables
     db = sqlite3.connect(store / "openprogram.db")
-    db.executescript(MIGRATION_SQL)
     db.execute(
         "INSERT INTO runs (id, entry, function_qualname, status, created_at, updated_at) "
         "VALUES ('r', 'p.py:report', 'R.report', 'paused', 0, 0)"

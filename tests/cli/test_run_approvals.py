@@ -1,7 +1,8 @@
 """A ``requires_approval`` tool inside a run with no approver pauses the run as
 ``awaiting_approval``: listed by ``openprogram runs``, decided with ``openprogram
 approve`` / ``deny`` (or the API), never resumed without a decision (issue 11, item 16).
-Real subprocesses, a SQLite store, a loopback server speaking the OpenAI wire format."""
+Real subprocesses, on both store backends (an SQLite store; a PostgreSQL database of a
+temporary cluster), a loopback server speaking the OpenAI wire format."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from cli_programs import env
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 from loopback import OpenAIServer
 from loopback import openai_server as openai_server
+
+from pgcluster import BACKENDS
 
 OPENPROGRAM = str(Path(sys.executable).parent / "openprogram")
 
@@ -71,8 +74,16 @@ def _json(proc: subprocess.CompletedProcess[str]) -> Any:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.fixture(params=BACKENDS)
+def st(request: pytest.FixtureRequest) -> str:
+    """``--store`` of the tests: ``st`` under the Program's folder, or a PostgreSQL URL."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("pg_dsn"))
+    return "st"
+
+
 @pytest.fixture()
-def paused(tmp_path: Path, openai_server: OpenAIServer) -> tuple[Path, str]:
+def paused(tmp_path: Path, openai_server: OpenAIServer, st: str) -> tuple[Path, str]:
     (tmp_path / "janitor.py").write_text(PROGRAM, encoding="utf-8")
     (tmp_path / "junk.txt").write_text("junk", encoding="utf-8")
     openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
@@ -80,7 +91,7 @@ def paused(tmp_path: Path, openai_server: OpenAIServer) -> tuple[Path, str]:
         tmp_path,
         openai_server,
         *("run", "janitor.py:clean", "--args", '{"target": "junk.txt"}'),
-        *("--model", "openai:loop", "--store", "st"),
+        *("--model", "openai:loop", "--store", st),
     )
     assert proc.returncode == 3, proc.stdout + proc.stderr  # paused
     rid = proc.stdout.split()[1]
@@ -91,29 +102,29 @@ def paused(tmp_path: Path, openai_server: OpenAIServer) -> tuple[Path, str]:
 
 
 def test_awaiting_run_is_listed_and_never_resumed_without_a_decision(
-    paused: tuple[Path, str], openai_server: OpenAIServer
+    paused: tuple[Path, str], openai_server: OpenAIServer, st: str
 ) -> None:
     folder, rid = paused
-    (listed,) = _json(_cli(folder, openai_server, "runs", "--json", "--store", "st"))
+    (listed,) = _json(_cli(folder, openai_server, "runs", "--json", "--store", st))
     assert listed["run_id"] == rid and listed["status"] == "paused"
     assert listed["pause_reason"] == "awaiting_approval"
     assert listed["paused_step"] == "delete_file"
-    table = _cli(folder, openai_server, "runs", "--status", "awaiting_approval", "--store", "st")
+    table = _cli(folder, openai_server, "runs", "--status", "awaiting_approval", "--store", st)
     assert rid in table.stdout and "awaiting_approval" in table.stdout
-    auto = _cli(folder, openai_server, "resume", "--all-interrupted", "--store", "st")
+    auto = _cli(folder, openai_server, "resume", "--all-interrupted", "--store", st)
     assert auto.returncode == 0 and "no interrupted runs" in auto.stdout
-    plain = _cli(folder, openai_server, "resume", rid, "--store", "st")
+    plain = _cli(folder, openai_server, "resume", rid, "--store", st)
     assert plain.returncode == 2 and "awaiting approval of tool 'delete_file'" in plain.stderr
     assert len(openai_server.requests) == 1  # nothing re-ran
 
 
 def test_approve_resumes_and_the_tool_runs(
-    paused: tuple[Path, str], openai_server: OpenAIServer
+    paused: tuple[Path, str], openai_server: OpenAIServer, st: str
 ) -> None:
     folder, rid = paused
     openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
     openai_server.reply_text("Removed junk.txt.")
-    proc = _cli(folder, openai_server, "approve", rid, "--store", "st", "--json")
+    proc = _cli(folder, openai_server, "approve", rid, "--store", st, "--json")
     assert proc.returncode == 0, proc.stderr
     assert _json(proc) == {
         "run_id": rid,
@@ -126,30 +137,30 @@ def test_approve_resumes_and_the_tool_runs(
 
 
 def test_deny_resumes_and_the_model_is_told(
-    paused: tuple[Path, str], openai_server: OpenAIServer
+    paused: tuple[Path, str], openai_server: OpenAIServer, st: str
 ) -> None:
     folder, rid = paused
     openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
     openai_server.reply_text("Left junk.txt in place.")
-    proc = _cli(folder, openai_server, "deny", rid, "--store", "st", "--json")
+    proc = _cli(folder, openai_server, "deny", rid, "--store", st, "--json")
     assert proc.returncode == 0, proc.stderr
     assert _json(proc)["result"] == {"report": "Left junk.txt in place."}
     assert (folder / "junk.txt").exists()
     tool_result = openai_server.requests[-1].json["messages"][-1]
     assert "denied by the user" in tool_result["content"]
-    again = _cli(folder, openai_server, "deny", rid, "--store", "st")
+    again = _cli(folder, openai_server, "deny", rid, "--store", st)
     assert again.returncode == 2 and "not awaiting approval" in again.stderr
 
 
 def test_api_approve_without_resume_then_resume(
-    paused: tuple[Path, str], openai_server: OpenAIServer
+    paused: tuple[Path, str], openai_server: OpenAIServer, st: str
 ) -> None:
     from openprogram.durable import approve_run
 
     folder, rid = paused
-    assert approve_run(rid, store=folder / "st", resume=False) is None
+    assert approve_run(rid, store=folder / st if st == "st" else st, resume=False) is None
     openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
     openai_server.reply_text("Removed.")
-    proc = _cli(folder, openai_server, "resume", rid, "--store", "st", "--json")
+    proc = _cli(folder, openai_server, "resume", rid, "--store", st, "--json")
     assert proc.returncode == 0 and _json(proc)["result"] == {"report": "Removed."}
     assert not (folder / "junk.txt").exists()

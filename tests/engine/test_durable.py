@@ -1,5 +1,6 @@
-"""Durable steps on a real SQLite store: skipping, occurrences, workflows, parallel,
-incompatibility pauses, code-change policies, determinism refusal and bad input."""
+"""Durable steps on a real store — SQLite and PostgreSQL, every test on both: skipping,
+occurrences, workflows, parallel, incompatibility pauses, code-change policies,
+determinism refusal and bad input."""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ from openprogram.durable import (
     step,
     workflow,
 )
-from openprogram.durable.queries import paused_runs_by_function, recorded_step_sequences
 from openprogram.programs.loader import EntryError
+from openprogram.store.runs import read_run_store
+from pgcluster import BACKENDS, store_for
 
 
 @pytest.fixture()
@@ -33,9 +35,9 @@ def prog_dir(tmp_path: Path) -> Path:
     return d
 
 
-@pytest.fixture()
-def store(tmp_path: Path) -> str:
-    return str(tmp_path / "store")
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return store_for(request, tmp_path)
 
 
 def ref(path: Path) -> str:
@@ -43,12 +45,10 @@ def ref(path: Path) -> str:
 
 
 def steps_of(store: str, run_id: str) -> list[tuple[str, str, str]]:
-    with sqlite3.connect(Path(store) / "openprogram.db") as c:
-        return c.execute(
-            "SELECT step_key, kind, status FROM run_steps WHERE run_id = ? "
-            "ORDER BY scope, position",
-            (run_id,),
-        ).fetchall()
+    runs = read_run_store(store)
+    assert runs is not None
+    with runs:
+        return [(s.step_key, s.kind, s.status) for s in runs.load_steps(run_id)]
 
 
 def test_completed_run_records_steps_and_session(prog_dir: Path, store: str) -> None:
@@ -215,12 +215,14 @@ def main() -> list:
     assert paused.paused_step == named
     assert f"'{named}'" in (paused.error or "")
     assert steps_of(store, out.run_id) == before  # progress untouched
-    assert paused_runs_by_function(Path(store) / "openprogram.db") == {
-        "main": [(out.run_id, named, 0)]
-    }
-    assert recorded_step_sequences(Path(store) / "openprogram.db") == {
-        "main": [[("a", 0), ("b", 0), ("c", 0)]]
-    }
+    runs = read_run_store(store)
+    assert runs is not None
+    with runs:
+        (rec,) = runs.list_runs("paused")
+        assert (rec.id, rec.paused_step, rec.paused_occurrence) == (out.run_id, named, 0)
+        # a keep_original run with its saved source resumes that source: no edit breaks it
+        assert runs.recorded_step_sequences(str(path)) == {}
+        assert runs.recorded_step_sequences(str(prog_dir / "other.py")) == {}
 
 
 def test_removed_trailing_step_pauses(prog_dir: Path, store: str) -> None:
@@ -378,8 +380,14 @@ def main(store: str) -> list:
 def test_newer_store_schema_is_refused(prog_dir: Path, store: str) -> None:
     path = write_program(prog_dir, LINEAR)
     start_run(ref(path), {}, store=store)
-    with sqlite3.connect(Path(store) / "openprogram.db") as c:
-        c.execute("INSERT INTO schema_version VALUES (999, 'future', 0)")
+    if store.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(store) as c:
+            c.execute("INSERT INTO schema_version VALUES (999, 'future', 0)")
+    else:
+        with sqlite3.connect(Path(store) / "openprogram.db") as c:
+            c.execute("INSERT INTO schema_version VALUES (999, 'future', 0)")
     from openprogram.errors import StoreError
 
     with pytest.raises(StoreError):

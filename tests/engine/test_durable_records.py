@@ -11,9 +11,9 @@ import pytest
 from durable_programs import calls, write_program
 
 from openprogram.durable import start_run
-from openprogram.durable.records import RunDB
 from openprogram.store import SessionStore
 from openprogram.store.migrations import MIGRATIONS, latest_version
+from openprogram.store.runs import open_run_store
 from openprogram.store.sqlite import SqliteBackend
 
 PROBE = """
@@ -88,9 +88,10 @@ def test_cancel_is_seen_at_the_next_dispatch_and_saved_results_stay(tmp_path: Pa
 
 @pytest.mark.parametrize(("mode", "level"), [("process", 1), ("power", 2)])
 def test_durability_modes_set_synchronous(tmp_path: Path, mode: str, level: int) -> None:
-    with RunDB(tmp_path, durability=mode) as db:
-        assert db.conn.execute("PRAGMA synchronous").fetchone()[0] == level
-        assert db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    with open_run_store(tmp_path, durability=mode) as db:
+        conn = db.backend.connection()  # type: ignore[attr-defined]
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == level
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_power_mode_run_records_everything(tmp_path: Path) -> None:
@@ -121,12 +122,13 @@ def test_v2_store_is_upgraded_keeping_its_runs(tmp_path: Path) -> None:
         "SELECT COUNT(*) FROM sqlite_master WHERE name = 'run_steps_order'"
     ).fetchone() == (1,)
     old.close()
-    with RunDB(tmp_path) as db:
-        assert db.backend.schema_version() == latest_version()
-        assert db.conn.execute(
+    with open_run_store(tmp_path) as db:
+        conn = db.backend.connection()  # type: ignore[attr-defined]
+        assert db.backend.schema_version() == latest_version()  # type: ignore[attr-defined]
+        assert conn.execute(
             "SELECT COUNT(*) FROM sqlite_master WHERE name = 'run_steps_order'"
         ).fetchone() == (0,)
-        (table_sql,) = db.conn.execute(
+        (table_sql,) = conn.execute(
             "SELECT sql FROM sqlite_master WHERE name = 'run_steps'"
         ).fetchone()
         assert "WITHOUT ROWID" in table_sql  # v4: one B-tree written per step

@@ -44,13 +44,13 @@ def _add_run(
     *,
     step: str | None = None,
 ) -> None:
-    from openprogram.durable.schema import MIGRATION_SQL
+    from openprogram.store.runs import open_run_store
 
     store = workspace / STORE
     store.mkdir(exist_ok=True)
+    open_run_store(store).close()  # the real store's tables
     db = sqlite3.connect(store / "openprogram.db")
     with db:
-        db.executescript(MIGRATION_SQL)
         db.execute(
             "INSERT INTO runs (id, entry, program_path, function_qualname, status, paused_step,"
             " paused_occurrence, pause_reason, created_at, updated_at)"

@@ -222,14 +222,14 @@ async def test_workspace_configuration_and_pyproject_reload(
 async def test_op209_after_edit_breaking_a_paused_run(
     client: LanguageClient, workspace: Path
 ) -> None:
-    from openprogram.durable.schema import MIGRATION_SQL
+    from openprogram.store.runs import open_run_store
 
     program = workspace / "prog.py"
     program.write_text(AGENT_PROGRAM)
     (workspace / "store").mkdir()
+    open_run_store(workspace / "store").close()  # the real store's tables
     db = sqlite3.connect(workspace / "store" / "openprogram.db")
     with db:
-        db.executescript(MIGRATION_SQL)
         now = time.time()
         db.execute(
             "INSERT INTO runs (id, entry, program_path, function_qualname, status, paused_step,"

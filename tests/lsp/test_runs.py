@@ -35,13 +35,13 @@ def _store(workspace: Path) -> Path:
 
 
 def _paused_run(workspace: Path, program: Path, run_id: str, qualname: str, step: str) -> None:
-    from openprogram.durable.schema import MIGRATION_SQL
+    from openprogram.store.runs import open_run_store
 
     store = _store(workspace)
     store.mkdir(exist_ok=True)
+    open_run_store(store).close()  # the real store's tables
     db = sqlite3.connect(store / "openprogram.db")
     with db:
-        db.executescript(MIGRATION_SQL)
         now = time.time()
         db.execute(
             "INSERT INTO runs (id, entry, program_path, function_qualname, status, paused_step,"

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from openprogram.cli.exits import CliError, error_line
-from openprogram.store import SessionStore, resolve_root, store_db_path
+from openprogram.store import SessionStore, resolve_root, store_db_path, store_url
 
 __all__ = ["CliError", "add_store_argument", "error", "open_existing_store"]
 
@@ -18,12 +18,13 @@ def error(message: str) -> None:
 
 
 def add_store_argument(parser: argparse.ArgumentParser) -> None:
-    """Add ``--store DIR`` (default ``$OPENPROGRAM_STORE`` or ``./.openprogram``)."""
+    """Add ``--store DIR|URL`` (default ``$OPENPROGRAM_STORE`` or ``./.openprogram``)."""
     parser.add_argument(
         "--store",
-        metavar="DIR",
+        metavar="DIR|URL",
         default=None,
-        help="store root directory (default: $OPENPROGRAM_STORE or ./.openprogram)",
+        help="store root directory or postgresql:// URL "
+        "(default: $OPENPROGRAM_STORE or ./.openprogram)",
     )
 
 
@@ -33,6 +34,8 @@ def open_existing_store(args: Any) -> SessionStore | None:
     Reading commands never create, write or migrate a store (it is opened read-only); a
     store path that is a file, or a database that cannot be read, raises ``StoreError``.
     """
+    if store_url(getattr(args, "store", None)) is not None:
+        return SessionStore(getattr(args, "store", None), create=False)
     root = resolve_root(getattr(args, "store", None))
     if root.exists() and not root.is_dir():
         # Let the store produce its one-line message.

@@ -17,7 +17,7 @@ from typing import Any
 
 from openprogram.durable import queries
 from openprogram.durable.steps import current_run_id
-from openprogram.store import store_db_path
+from openprogram.store import store_db_path, store_url
 
 TICK_S = 0.25
 
@@ -47,7 +47,7 @@ class LiveProgress:
         self.stream = stream or sys.stderr
         self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
         self.label = label
-        self.db = store_db_path(store)
+        self.db = store_url(store) or store_db_path(store)  # what durable.queries reads
         self.run_id: str | None = None
         self.done = 0
         self.current = ""

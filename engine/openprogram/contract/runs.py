@@ -13,6 +13,7 @@ from typing import TypeGuard
 class RunStatus(str, enum.Enum):
     """The state of a run, as stored and printed."""
 
+    QUEUED = "queued"
     RUNNING = "running"
     PAUSED = "paused"
     COMPLETED = "completed"
@@ -34,6 +35,7 @@ class PauseReason(str, enum.Enum):
     REQUESTED = "requested"
     UNCERTAIN = "uncertain"
     INCOMPATIBLE = "incompatible"
+    INTERRUPTED = "interrupted"
     AWAITING_APPROVAL = "awaiting_approval"
     """A ``requires_approval`` tool was called in the run and nobody approved it yet."""
 

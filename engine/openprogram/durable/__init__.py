@@ -3,7 +3,7 @@
 Declare an orchestration resumable (``method_options = {"report": {"resumable": True}}``
 on an ``Agent``, ``__agent_options__ = {"resumable": True}`` or ``@resumable`` on a
 function), put external work into ``step("stable name", fn, *args, **kwargs)``, and run it
-with ``openprogram run FILE.py:ENTRY`` or :func:`start_run`. See ``durable.schema`` for the
+with ``openprogram run FILE.py:ENTRY`` or :func:`start_run`. See ``openprogram.store.runs`` for the
 records and ``durable.runner`` for the task API.
 """
 

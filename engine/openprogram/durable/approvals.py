@@ -26,8 +26,8 @@ from openprogram.durable.errors import RunNotFound, RunPaused, RunStateError
 from openprogram.durable.steps import current_run_id
 
 if TYPE_CHECKING:
-    from openprogram.durable.records import RunDB
     from openprogram.durable.runner import RunOutcome
+    from openprogram.store.runs import RunStore
 
 __all__ = [
     "ApprovalPending",
@@ -39,7 +39,7 @@ __all__ = [
     "run_database",
 ]
 
-_db: contextvars.ContextVar[RunDB | None] = contextvars.ContextVar(
+_db: contextvars.ContextVar[RunStore | None] = contextvars.ContextVar(
     "openprogram_durable_run_db", default=None
 )
 
@@ -53,7 +53,7 @@ class ApprovalPending(RunPaused):
 
 
 @contextmanager
-def run_database(db: RunDB) -> Iterator[None]:
+def run_database(db: RunStore) -> Iterator[None]:
     """Make ``db`` the store of the run executing in this context (runner use)."""
     token = _db.set(db)
     try:
@@ -93,9 +93,9 @@ def decide_in_run(tool: str, arguments: Mapping[str, Any]) -> bool | None:
 
 def pending_request(run_id: str, *, store: str | os.PathLike[str] | None = None) -> Any:
     """``{"tool", "arguments"}`` of the run's undecided approval request, or None."""
-    from openprogram.durable.records import RunDB
+    from openprogram.store.runs import open_run_store
 
-    with RunDB(store, create=False) as db:
+    with open_run_store(store, create=False) as db:
         found = db.pending_approval(run_id)
     if found is None:
         return None
@@ -103,7 +103,7 @@ def pending_request(run_id: str, *, store: str | os.PathLike[str] | None = None)
     return {"tool": tool, "arguments": json.loads(args)}
 
 
-def refuse_undecided(db: RunDB, run_id: str, pause_reason: str | None) -> None:
+def refuse_undecided(db: RunStore, run_id: str, pause_reason: str | None) -> None:
     """Raise :class:`RunStateError` when the run still waits for an approval decision."""
     if pause_reason != PauseReason.AWAITING_APPROVAL:
         return
@@ -119,13 +119,13 @@ def refuse_undecided(db: RunDB, run_id: str, pause_reason: str | None) -> None:
 def _decide(
     run_id: str, decision: ApprovalStatus, store: str | os.PathLike[str] | None, resume: bool
 ) -> RunOutcome | None:
-    from openprogram.durable.records import RunDB
     from openprogram.durable.runner import resume_run
+    from openprogram.store.runs import open_run_store
 
-    with RunDB(store, create=False) as db:
+    with open_run_store(store, create=False) as db:
         run = db.get_run(run_id)
         if run is None:
-            raise RunNotFound(f"no run {run_id!r} in {db.db_path}")
+            raise RunNotFound(f"no run {run_id!r} in {db.location}")
         pending = db.pending_approval(run_id)
         if (
             run.status != RunStatus.PAUSED
@@ -137,7 +137,8 @@ def _decide(
                 + (f" ({run.pause_reason})" if run.pause_reason else "")
                 + " and not awaiting approval"
             )
-        db.decide_approval(run_id, pending[0], decision.value)
+        if not db.decide_approval(run_id, pending[0], decision.value):
+            raise RunStateError(f"the approval request of run {run_id} was decided meanwhile")
     return resume_run(run_id, store=store) if resume else None
 
 

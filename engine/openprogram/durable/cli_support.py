@@ -45,9 +45,9 @@ def use_run_model(store: str | None, run_id: str) -> None:
     """Without ``OPENPROGRAM_MODEL`` set, use the model the run was started with."""
     if os.environ.get("OPENPROGRAM_MODEL"):
         return
-    from openprogram.durable.records import RunDB
+    from openprogram.store.runs import open_run_store
 
-    with RunDB(store, create=False) as db:
+    with open_run_store(store, create=False) as db:
         run = db.get_run(run_id)
     if run is not None and run.model:
         os.environ["OPENPROGRAM_MODEL"] = run.model
@@ -76,10 +76,14 @@ def report_interrupted(exc: KeyboardInterrupt, as_json: bool) -> int:
 
 def report_outcome(outcome: Any, as_json: bool) -> int:
     """Print how a run ended and return its exit code."""
+    lost = bool(getattr(outcome, "lease_lost", False))
     if as_json:
         print(json.dumps(outcome.to_json(), ensure_ascii=False, default=repr))
-        return exit_code(outcome.status)
+        return EXIT_FAILED if lost else exit_code(outcome.status)
     rid = outcome.run_id
+    if lost:
+        print(f"run {rid}: {outcome.error} (the run is {outcome.status} now)", file=sys.stderr)
+        return EXIT_FAILED
     if outcome.status == "completed":
         print(f"run {rid} completed")
         print(json.dumps(outcome.result, ensure_ascii=False, indent=2, default=repr))

@@ -135,10 +135,10 @@ def adopted_runs() -> dict[str, str]:
 
 def _continue_adopted(run_id: str) -> Any:
     """The outcome of an adopted run: its saved result, or it resumed now."""
-    from openprogram.durable.records import RunDB
     from openprogram.durable.runner import RunOutcome, resume_run
+    from openprogram.store.runs import open_run_store
 
-    with RunDB(None, create=False) as db:
+    with open_run_store(None, create=False) as db:
         run = db.get_run(run_id)
     if run is not None and run.status == RunStatus.COMPLETED:
         return RunOutcome(run_id, run.status, result=run.result)

@@ -75,3 +75,17 @@ class RunPaused(BaseException):
 
 class RunCancelled(BaseException):
     """The run was cancelled; raised at the next step boundary."""
+
+
+class RunClaimLost(RunStateError):
+    """Another process claimed the run between our read and our claim (compare-and-set)."""
+
+
+class LeaseLost(BaseException):
+    """This execution no longer holds the run's lease (taken over after it expired or by
+    ``resume --force-takeover``): it stops at its next step and writes nothing more."""
+
+
+class RunReleased(BaseException):
+    """The executing worker is shutting down: the run goes back to its queue before its
+    next step (completed steps stay saved; another worker resumes it)."""

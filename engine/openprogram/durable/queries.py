@@ -1,16 +1,21 @@
-"""Read-only queries of run records for editor tooling (stdlib ``sqlite3`` only).
+"""Run records for editor tooling (runs view, run graph, inlay hints, ``show``), read
+through the store's one read API (:func:`openprogram.store.runs.read_run_store`).
 
-Importable without the engine runtime (no httpx/pydantic). Tables are documented in
-``openprogram.durable.schema``. A missing database or a store without run tables yields
-empty results.
+Every function takes the store's database file (``<root>/openprogram.db``) or a
+``postgresql://`` URL. A missing store, one without run tables, or one that cannot be
+read yields empty results (tooling never fails on a store).
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
-from contextlib import closing
-from typing import NamedTuple
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import NamedTuple, TypeVar
+
+from openprogram.errors import OpenProgramError
+from openprogram.store.lease import owner_alive
+from openprogram.store.runs import RunRecord, RunStore, read_run_store
 
 __all__ = [
     "NodeRow",
@@ -26,84 +31,7 @@ __all__ = [
 ]
 
 StepId = tuple[str, int]
-
-
-def _connect(db_path: str | os.PathLike[str]) -> sqlite3.Connection | None:
-    if not os.path.isfile(db_path):
-        return None
-    try:
-        conn = sqlite3.connect(f"file:{os.fspath(db_path)}?mode=ro", uri=True, timeout=5.0)
-        has = conn.execute(
-            "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name IN ('runs','run_steps')"
-        ).fetchone()[0]
-    except sqlite3.Error:
-        return None
-    if has != 2:
-        conn.close()
-        return None
-    return conn
-
-
-def _path_filter(program_path: str | None) -> tuple[str, tuple[str, ...]]:
-    if program_path is None:
-        return "", ()
-    return " AND program_path = ?", (os.path.realpath(program_path),)
-
-
-def paused_runs_by_function(
-    db_path: str | os.PathLike[str], program_path: str | None = None
-) -> dict[str, list[tuple[str, str | None, int | None]]]:
-    """``{function_qualname: [(run_id, paused_step_name, occurrence), ...]}`` of paused runs,
-    oldest first; ``program_path`` limits the result to runs of that Program file."""
-    conn = _connect(db_path)
-    if conn is None:
-        return {}
-    extra, params = _path_filter(program_path)
-    out: dict[str, list[tuple[str, str | None, int | None]]] = {}
-    with closing(conn):
-        try:
-            rows = conn.execute(
-                "SELECT function_qualname, id, paused_step, paused_occurrence FROM runs "
-                f"WHERE status = 'paused'{extra} ORDER BY created_at",
-                params,
-            ).fetchall()
-        except sqlite3.Error:
-            return {}
-    for qualname, run_id, step, occ in rows:
-        out.setdefault(qualname, []).append((run_id, step, occ))
-    return out
-
-
-def recorded_step_sequences(
-    db_path: str | os.PathLike[str], program_path: str | None = None
-) -> dict[str, list[list[StepId]]]:
-    """``{function_qualname: [[(name, occurrence), ...] per paused/running run]}``.
-
-    Each sequence is the run's top-level calls (``step``, ``workflow``, ``parallel``) in
-    call order: the identities an edit must keep for those runs to resume (OP209).
-    """
-    conn = _connect(db_path)
-    if conn is None:
-        return {}
-    extra, params = _path_filter(program_path)
-    out: dict[str, list[list[StepId]]] = {}
-    with closing(conn):
-        try:
-            runs = conn.execute(
-                "SELECT id, function_qualname FROM runs WHERE status IN ('paused', 'running')"
-                f"{extra} ORDER BY created_at",
-                params,
-            ).fetchall()
-            for run_id, qualname in runs:
-                steps = conn.execute(
-                    "SELECT name, occurrence FROM run_steps WHERE run_id = ? AND scope = '' "
-                    "ORDER BY position",
-                    (run_id,),
-                ).fetchall()
-                out.setdefault(qualname, []).append([(n, int(o)) for n, o in steps])
-        except sqlite3.Error:
-            return {}
-    return out
+T = TypeVar("T")
 
 
 class RunRow(NamedTuple):
@@ -125,6 +53,7 @@ class RunRow(NamedTuple):
     owner_host: str | None
     created_at: float
     updated_at: float
+    owner_alive: bool = False  # a running run whose lease is held (``store.lease``)
 
 
 class StepRow(NamedTuple):
@@ -142,92 +71,154 @@ class StepRow(NamedTuple):
     finished_at: float | None
 
 
-_RUN_COLUMNS = (
-    "id, entry, program_path, function_qualname, status, args, result, error, paused_step,"
-    " paused_occurrence, pause_reason, session_id, owner_pid, owner_host, created_at, updated_at"
-)
+def _store_of(db_path: str | os.PathLike[str]) -> str:
+    location = os.fspath(db_path)
+    if location.startswith(("postgresql://", "postgres://")):
+        return location
+    return os.path.dirname(location) or "."
 
 
-def _run_row(r: tuple[object, ...]) -> RunRow:
+@contextmanager
+def _reader(db_path: str | os.PathLike[str]) -> Iterator[RunStore | None]:
+    location = _store_of(db_path)
+    if not location.startswith("postgres") and not os.path.isfile(db_path):
+        yield None
+        return
+    try:
+        runs = read_run_store(location)
+    except OpenProgramError:
+        yield None
+        return
+    try:
+        yield runs
+    finally:
+        if runs is not None:
+            runs.close()
+
+
+def _read(db_path: str | os.PathLike[str], fn: Callable[[RunStore], T], empty: T) -> T:
+    with _reader(db_path) as runs:
+        if runs is None:
+            return empty
+        try:
+            return fn(runs)
+        except OpenProgramError:
+            return empty
+
+
+def _run_row(r: RunRecord) -> RunRow:
+    import json
+
     return RunRow(
-        id=str(r[0]),
-        entry=str(r[1]),
-        program_path=r[2] if isinstance(r[2], str) else None,
-        function_qualname=str(r[3]),
-        status=str(r[4]),
-        args_json=str(r[5] or "{}"),
-        result_json=r[6] if isinstance(r[6], str) else None,
-        error=r[7] if isinstance(r[7], str) else None,
-        paused_step=r[8] if isinstance(r[8], str) else None,
-        paused_occurrence=r[9] if isinstance(r[9], int) else None,
-        pause_reason=r[10] if isinstance(r[10], str) else None,
-        session_id=r[11] if isinstance(r[11], str) else None,
-        owner_pid=r[12] if isinstance(r[12], int) else None,
-        owner_host=r[13] if isinstance(r[13], str) else None,
-        created_at=float(r[14] or 0.0),  # type: ignore[arg-type]
-        updated_at=float(r[15] or 0.0),  # type: ignore[arg-type]
+        id=r.id,
+        entry=r.entry,
+        program_path=r.program_path,
+        function_qualname=r.function_qualname,
+        status=str(r.status),
+        args_json=json.dumps(r.args),
+        result_json=None if r.status != "completed" else json.dumps(r.result),
+        error=r.error,
+        paused_step=r.paused_step,
+        paused_occurrence=r.paused_occurrence,
+        pause_reason=r.pause_reason,
+        session_id=r.session_id,
+        owner_pid=r.owner_pid,
+        owner_host=r.owner_host,
+        created_at=float(r.created_at or 0.0),
+        updated_at=float(r.updated_at or 0.0),
+        owner_alive=owner_alive(r),
     )
+
+
+def paused_runs_by_function(
+    db_path: str | os.PathLike[str], program_path: str | None = None
+) -> dict[str, list[tuple[str, str | None, int | None]]]:
+    """``{function_qualname: [(run_id, paused_step_name, occurrence), ...]}`` of paused runs,
+    oldest first; ``program_path`` limits the result to runs of that Program file."""
+
+    def read(runs: RunStore) -> dict[str, list[tuple[str, str | None, int | None]]]:
+        out: dict[str, list[tuple[str, str | None, int | None]]] = {}
+        for r in runs.runs_of_program(program_path):
+            if r.status == "paused":
+                out.setdefault(r.function_qualname, []).append(
+                    (r.id, r.paused_step, r.paused_occurrence)
+                )
+        return out
+
+    return _read(db_path, read, {})
+
+
+def recorded_step_sequences(
+    db_path: str | os.PathLike[str], program_path: str | None = None
+) -> dict[str, list[list[StepId]]]:
+    """``{function_qualname: [[(name, occurrence), ...] per paused/running run]}`` (OP209)."""
+    return _read(db_path, lambda runs: runs.recorded_step_sequences(program_path), {})
 
 
 def list_runs(
     db_path: str | os.PathLike[str], program_path: str | None = None, limit: int = 200
 ) -> list[RunRow]:
     """Runs newest first (at most ``limit``); ``program_path`` keeps one Program's runs."""
-    conn = _connect(db_path)
-    if conn is None:
-        return []
-    extra, params = _path_filter(program_path)
-    where = f"WHERE 1=1{extra}" if extra else ""
-    with closing(conn):
-        try:
-            rows = conn.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC LIMIT ?",
-                (*params, int(limit)),
-            ).fetchall()
-        except sqlite3.Error:
-            return []
-    return [_run_row(r) for r in rows]
+
+    def read(runs: RunStore) -> list[RunRow]:
+        found = runs.runs_of_program(program_path)
+        found.sort(key=lambda r: r.created_at, reverse=True)
+        return [_run_row(r) for r in found[: int(limit)]]
+
+    return _read(db_path, read, [])
 
 
 def get_run(db_path: str | os.PathLike[str], run_id: str) -> RunRow | None:
     """One run, or None (no store, no such run)."""
-    conn = _connect(db_path)
-    if conn is None:
-        return None
-    with closing(conn):
-        try:
-            row = conn.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
-            ).fetchone()
-        except sqlite3.Error:
-            return None
-    return _run_row(row) if row is not None else None
+
+    def read(runs: RunStore) -> RunRow | None:
+        r = runs.get_run(run_id)
+        return _run_row(r) if r is not None else None
+
+    return _read(db_path, read, None)
 
 
 def run_steps(db_path: str | os.PathLike[str], run_id: str) -> list[StepRow]:
     """The run's step identities in call order (by start time; scopes interleaved)."""
-    conn = _connect(db_path)
-    if conn is None:
-        return []
-    with closing(conn):
-        try:
-            rows = conn.execute(
-                "SELECT step_key, scope, position, kind, name, occurrence, status, result,"
-                " started_at, finished_at FROM run_steps WHERE run_id = ?"
-                " ORDER BY started_at, scope, position",
-                (run_id,),
-            ).fetchall()
-        except sqlite3.Error:
-            return []
-    return [StepRow._make(r) for r in rows]  # columns are NOT NULL / typed by the schema
+
+    def read(runs: RunStore) -> list[StepRow]:
+        steps = runs.load_steps(run_id)
+        steps.sort(key=lambda s: (s.started_at or 0.0, s.scope, s.position))
+        return [
+            StepRow(
+                step_key=s.step_key,
+                scope=s.scope,
+                position=int(s.position),
+                kind=s.kind,
+                name=s.name,
+                occurrence=int(s.occurrence),
+                status=s.status,
+                result=s.result,
+                started_at=float(s.started_at or 0.0),
+                finished_at=float(s.finished_at) if s.finished_at is not None else None,
+            )
+            for s in steps
+        ]
+
+    return _read(db_path, read, [])
 
 
 def store_version(db_path: str | os.PathLike[str]) -> tuple[int, int, int, int]:
-    """A cheap fingerprint that changes when anything is committed (file and WAL stats)."""
+    """A cheap fingerprint that changes when anything is committed (SQLite: file and WAL
+    stats; PostgreSQL: the latest run update and the number of runs)."""
+    location = os.fspath(db_path)
+    if location.startswith(("postgresql://", "postgres://")):
+
+        def read(runs: RunStore) -> tuple[int, int, int, int]:
+            found = runs.list_runs()
+            latest = max((r.updated_at for r in found), default=0.0)
+            return (int(latest * 1e6), len(found), 0, 0)
+
+        return _read(db_path, read, (0, 0, 0, 0))
     out: list[int] = []
     for suffix in ("", "-wal"):
         try:
-            st = os.stat(f"{os.fspath(db_path)}{suffix}")
+            st = os.stat(f"{location}{suffix}")
             out += [st.st_mtime_ns, st.st_size]
         except OSError:
             out += [0, 0]
@@ -253,41 +244,11 @@ class NodeRow(NamedTuple):
 
 def session_nodes(db_path: str | os.PathLike[str], session_id: str) -> list[NodeRow]:
     """The session's nodes in ``seq`` order, read-only ([] without a store or session)."""
-    if not os.path.isfile(db_path):
-        return []
-    try:
-        conn = sqlite3.connect(f"file:{os.fspath(db_path)}?mode=ro", uri=True, timeout=5.0)
-    except sqlite3.Error:
-        return []
-    with closing(conn):
-        try:
-            rows = conn.execute(
-                "SELECT id, seq, kind, name, caller_id, predecessor_id, input, output, status,"
-                " metadata, created_at FROM nodes WHERE session_id = ? ORDER BY seq",
-                (session_id,),
-            ).fetchall()
-        except sqlite3.Error:
-            return []
-    return [NodeRow(*r) for r in rows]
+    return _read(
+        db_path, lambda runs: [NodeRow(*r) for r in runs.session_node_rows(session_id)], []
+    )
 
 
 def llm_usage(db_path: str | os.PathLike[str], session_id: str) -> tuple[int, tuple[int, int]]:
     """``(model calls, (input tokens, output tokens))`` recorded so far in a session."""
-    if not os.path.isfile(db_path):
-        return 0, (0, 0)
-    try:
-        conn = sqlite3.connect(f"file:{os.fspath(db_path)}?mode=ro", uri=True, timeout=0.2)
-    except sqlite3.Error:
-        return 0, (0, 0)
-    with closing(conn):
-        try:
-            row = conn.execute(
-                "SELECT COUNT(*),"
-                " COALESCE(SUM(json_extract(metadata, '$.usage.input_tokens')), 0),"
-                " COALESCE(SUM(json_extract(metadata, '$.usage.output_tokens')), 0)"
-                " FROM nodes WHERE session_id = ? AND kind = 'llm'",
-                (session_id,),
-            ).fetchone()
-        except sqlite3.Error:  # busy with a writer, or an older store: show what we had
-            return 0, (0, 0)
-    return int(row[0]), (int(row[1]), int(row[2]))
+    return _read(db_path, lambda runs: runs.llm_usage(session_id), (0, (0, 0)))

@@ -1,15 +1,17 @@
 """Runs as tasks: start, resume, pause, cancel, list, and auto-resume of interrupted runs.
 
 A run executes one Program entry with JSON keyword arguments. Its record and step records
-live in the store (``durable.schema``); the run also records into the session DAG of the
+live in the store (``openprogram.store.runs``); the run also records into the session DAG of the
 same store (session id == run id): a ``code`` node for the entry and one per executed step.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-import socket
+import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -17,25 +19,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openprogram.contract.runs import POLICIES, Policy, new_run_id
+from openprogram.contract.runs import POLICIES, PauseReason, Policy, RunStatus, new_run_id
 from openprogram.durable import checks, snapshot
 from openprogram.durable.approvals import refuse_undecided, run_database
 from openprogram.durable.errors import (
     DeterminismError,
+    LeaseLost,
     ProgramLoadError,
     RunCancelled,
+    RunClaimLost,
     RunInterrupted,
     RunNotFound,
     RunPaused,
+    RunReleased,
     RunStateError,
     StepUsageError,
 )
 from openprogram.durable.policy import policy_for_resume, policy_for_start
-from openprogram.durable.records import RunDB, RunRecord
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave
 from openprogram.errors import StoreError
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
 from openprogram.scope import ENTRY_EXTRA, call_scope, set_output, to_json_value, use_writer
+from openprogram.store.lease import Heartbeat, Owner, lease_seconds, local_pid, owner_alive
+from openprogram.store.runs import RunRecord, RunStore, open_run_store, read_run_store
 
 __all__ = [
     "INTERRUPTED_MAX_AGE_S",
@@ -49,6 +55,7 @@ __all__ = [
     "resume_run",
     "start_entry",
     "start_run",
+    "submit_run",
 ]
 
 INTERRUPTED_MAX_AGE_S = 2 * 3600.0
@@ -70,15 +77,19 @@ class RunOutcome:
     paused_step: str | None = None
     paused_occurrence: int | None = None
     pause_reason: str | None = None
+    lease_lost: bool = False  # another process took the run over from this execution
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` object: ``{"run_id", "status", "result" | "error", "paused_step"?}``."""
         out: dict[str, Any] = {"run_id": self.run_id, "status": self.status}
-        if self.status == "completed":
+        if self.lease_lost:
+            out["error"] = self.error
+            out["lease_lost"] = True
+        elif self.status == RunStatus.COMPLETED:
             out["result"] = self.result
         else:
             out["error"] = self.error
-        if self.status == "paused":
+        if self.status == RunStatus.PAUSED:
             out["paused_step"] = self.paused_step
         return out
 
@@ -125,28 +136,7 @@ def _determinism(entry: ProgramEntry) -> list[str]:
         return []
 
 
-def _owner_alive(run: RunRecord) -> bool:
-    """Whether the process that owns a ``running`` run is still alive (other host: assume so)."""
-    if run.owner_pid is None:
-        return False
-    if run.owner_host and run.owner_host != socket.gethostname():
-        return True
-    if run.owner_pid == os.getpid():
-        return True
-    try:
-        os.kill(run.owner_pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (killed, not yet reaped) is not alive
-        stat = Path(f"/proc/{run.owner_pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def _writer_for(db: RunDB, session_id: str, *, counting: bool) -> Any:
+def _writer_for(db: RunStore, session_id: str, *, counting: bool) -> Any:
     from openprogram.store import SessionNodeWriter
 
     if not counting:
@@ -167,23 +157,51 @@ def _writer_for(db: RunDB, session_id: str, *, counting: bool) -> Any:
 
 
 def _execute(
-    db: RunDB,
+    db: RunStore,
     run_id: str,
     entry: ProgramEntry,
     fn: Callable[..., Any],
     args: dict[str, Any],
     *,
+    owner: Owner,
+    lease_s: float,
     durable: bool,
     rerun_uncertain: bool,
     on_progress: ProgressFn | None,
+    stop: threading.Event | None = None,
+) -> RunOutcome:
+    """Execute a run this process holds the lease of (renewed by a heartbeat meanwhile)."""
+    heartbeat = Heartbeat(lambda: db.renew_lease(run_id, owner.token, lease_s), lease_s)
+    heartbeat.start()
+    try:
+        return _execute_leased(
+            db, run_id, entry, fn, args, owner.token, durable, rerun_uncertain, on_progress, stop
+        )
+    finally:
+        heartbeat.stop()
+
+
+def _execute_leased(
+    db: RunStore,
+    run_id: str,
+    entry: ProgramEntry,
+    fn: Callable[..., Any],
+    args: dict[str, Any],
+    lease: str,
+    durable: bool,
+    rerun_uncertain: bool,
+    on_progress: ProgressFn | None,
+    stop: threading.Event | None,
 ) -> RunOutcome:
     executor = (
         Executor(
             db,
             run_id,
             db.load_steps(run_id),
+            token=lease,
             rerun_uncertain=rerun_uncertain,
             on_progress=on_progress,
+            stop=stop,
         )
         if durable
         else None
@@ -216,38 +234,61 @@ def _execute(
             writer.update(node_id, status="paused", output={"paused": p.message})
         stored = db.finish_run(
             run_id,
-            "paused",
+            RunStatus.PAUSED,
             error=p.message,
             paused_step=p.step,
             paused_occurrence=p.occurrence,
             pause_reason=p.reason,
+            token=lease,
         )
         return _outcome(db, run_id, stored)
     except RunCancelled:
-        db.finish_run(run_id, "cancelled", error=f"run {run_id} was cancelled")
-        return _outcome(db, run_id, "cancelled")
+        stored = db.finish_run(
+            run_id, RunStatus.CANCELLED, error=f"run {run_id} was cancelled", token=lease
+        )
+        return _outcome(db, run_id, stored)
+    except RunReleased:  # the worker stops: back to the queue for another worker
+        if node_id is not None:
+            writer.update(node_id, status="paused", output={"released": True})
+        db.release_run(run_id, lease, requeue=True)
+        return _outcome(db, run_id, RunStatus.QUEUED)
+    except LeaseLost as lost:  # another process holds the run now: write nothing more
+        outcome = _outcome(db, run_id, RunStatus.RUNNING)
+        return dataclasses.replace(outcome, error=str(lost), lease_lost=True)
     except KeyboardInterrupt:
         stored = db.finish_run(
             run_id,
-            "paused",
+            RunStatus.PAUSED,
             error=f"run {run_id} was interrupted (Ctrl-C)",
-            pause_reason="requested",
+            pause_reason=PauseReason.REQUESTED,
+            token=lease,
         )
         raise RunInterrupted(_outcome(db, run_id, stored)) from None
     except SystemExit as exc:  # sys.exit() in the Program: a failed run, not a dead CLI
         error = f"the Program called sys.exit({exc.code!r})"
-        stored = db.finish_run(run_id, "failed", error=error)
+        stored = db.finish_run(run_id, RunStatus.FAILED, error=error, token=lease)
+        return _outcome(db, run_id, stored)
+    except StoreError:
+        if stop is not None:  # a worker: the store went away; the lease will expire
+            raise
+        stored = db.finish_run(
+            run_id, RunStatus.FAILED, error=_error_text(sys.exc_info()[1]), token=lease
+        )
         return _outcome(db, run_id, stored)
     except Exception as exc:
-        stored = db.finish_run(run_id, "failed", error=f"{type(exc).__name__}: {exc}")
+        stored = db.finish_run(run_id, RunStatus.FAILED, error=_error_text(exc), token=lease)
         return _outcome(db, run_id, stored)
     finally:
         leave(token)
-    stored = db.finish_run(run_id, "completed", result=value)
+    stored = db.finish_run(run_id, RunStatus.COMPLETED, result=value, token=lease)
     return _outcome(db, run_id, stored)
 
 
-def _outcome(db: RunDB, run_id: str, status: str) -> RunOutcome:
+def _error_text(exc: BaseException | None) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _outcome(db: RunStore, run_id: str, status: str) -> RunOutcome:
     run = db.get_run(run_id)
     if run is None:  # pragma: no cover - deleted concurrently
         return RunOutcome(run_id, status)
@@ -333,13 +374,11 @@ def start_entry(
     ``call`` (default ``entry.target``) is what the run calls with the arguments.
     """
     pol = policy_for_start(policy, entry.path)
-    bound = _bind_args(entry, args or {})
-    snap: dict[str, Any] | None = None
-    if entry.resumable:
-        reached = _determinism(entry)
-        snap = snapshot.capture(entry.function, entry.module, entry.qualname, reached)
+    bound, snap = _prepare(entry, args)
     rid = run_id or new_run_id()
-    with RunDB(store, durability=durability) as db:
+    owner = Owner.this_process()
+    lease_s = lease_seconds()
+    with open_run_store(store, durability=durability) as db:
         db.store.create_session(rid, metadata={"run_id": rid, "entry": ref})
         db.insert_run(
             run_id=rid,
@@ -351,6 +390,8 @@ def start_entry(
             model=model,
             source_snapshot=snap,
             session_id=rid,
+            owner=owner,
+            lease_s=lease_s,
         )
         try:
             return _execute(
@@ -359,6 +400,8 @@ def start_entry(
                 entry,
                 call if call is not None else entry.target,
                 bound,
+                owner=owner,
+                lease_s=lease_s,
                 durable=entry.resumable,
                 rerun_uncertain=False,
                 on_progress=on_progress,
@@ -384,20 +427,37 @@ def _load_for_resume(run: RunRecord) -> ProgramEntry:
         raise ProgramLoadError(f"cannot resume run {run.id}: {exc}") from None
 
 
-def _resumable_run(db: RunDB, run_id: str) -> RunRecord:
+def _resumable_run(db: RunStore, run_id: str, *, force_takeover: bool = False) -> RunRecord:
     run = db.get_run(run_id)
     if run is None:
-        raise RunNotFound(f"no run {run_id!r} in {db.db_path}")
-    if run.status in ("completed", "cancelled"):
+        raise RunNotFound(f"no run {run_id!r} in {db.location}")
+    if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
         raise RunStateError(
             f"run {run_id} is {run.status}; only paused, failed or interrupted runs can be resumed"
         )
-    if run.status == "running" and _owner_alive(run):
+    if run.status == RunStatus.QUEUED:
+        raise RunStateError(f"run {run_id} is queued; a worker of queue {run.queue!r} runs it")
+    if run.status == RunStatus.RUNNING and not force_takeover and owner_alive(run):
+        left = max(0.0, (run.lease_expires_at or 0.0) - time.time())
         raise RunStateError(
-            f"run {run_id} is running in process {run.owner_pid} on {run.owner_host}"
+            f"run {run_id} is running in process {run.owner_pid} on {run.owner_host} (its "
+            f"lease is renewed; it expires {left:.0f} s after the last heartbeat); if that "
+            "process is gone, resume with --force-takeover"
         )
     refuse_undecided(db, run_id, run.pause_reason)  # awaiting approval: decide first
     return run
+
+
+def _claim(db: RunStore, run: RunRecord, owner: Owner, lease_s: float) -> None:
+    """Take the run's lease by compare-and-set on what was read (RunClaimLost if taken)."""
+    if not db.claim_run(
+        run.id,
+        expected_status=run.status,
+        expected_token=run.owner_token,
+        owner=owner,
+        lease_s=lease_s,
+    ):
+        raise RunClaimLost(f"run {run.id} was claimed by another process meanwhile")
 
 
 def resume_run(
@@ -408,17 +468,19 @@ def resume_run(
     rerun_uncertain: bool = False,
     durability: str | None = None,
     on_progress: ProgressFn | None = None,
+    force_takeover: bool = False,
 ) -> RunOutcome:
     """Resume a paused, failed or interrupted run.
 
     Completed steps return their saved results; ``policy`` overrides the run's
     code-change policy for this resume; ``rerun_uncertain`` re-runs steps that were
-    started but whose result was not saved. Errors raised before execution
+    started but whose result was not saved; ``force_takeover`` takes a ``running`` run
+    over even though its lease has not expired. Errors raised before execution
     (:class:`RunNotFound`, :class:`RunStateError`, :class:`ProgramLoadError`,
     :class:`DeterminismError`) leave the run's records untouched.
     """
-    with RunDB(store, durability=durability, create=False) as db:
-        run = _resumable_run(db, run_id)
+    with open_run_store(store, durability=durability, create=False) as db:
+        run = _resumable_run(db, run_id, force_takeover=force_takeover)
         pol = policy_for_resume(policy, run.program_path, run.policy)
         entry = _load_for_resume(run)
         if not entry.resumable:
@@ -432,8 +494,9 @@ def resume_run(
             reached = _determinism(entry)
             new_snap = snapshot.capture(entry.function, entry.module, entry.qualname, reached)
             fn = entry.target
-        if not db.claim_run(run_id, run.status):
-            raise RunStateError(f"run {run_id} changed state meanwhile; try again")
+        owner = Owner.this_process()
+        lease_s = lease_seconds()
+        _claim(db, run, owner, lease_s)
         try:
             outcome = _execute(
                 db,
@@ -441,55 +504,193 @@ def resume_run(
                 entry,
                 fn,
                 dict(run.args),
+                owner=owner,
+                lease_s=lease_s,
                 durable=True,
                 rerun_uncertain=rerun_uncertain,
                 on_progress=on_progress,
             )
         except StoreError as exc:
             return _unsaved(run_id, exc)
-        if new_snap is not None and outcome.pause_reason != "incompatible":
+        if new_snap is not None and outcome.pause_reason != PauseReason.INCOMPATIBLE:
             db.update_snapshot(run_id, new_snap)  # the compatible new code is adopted
         return outcome
 
 
+def _prepare(
+    entry: ProgramEntry, args: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Bind ``args`` and run the pre-run checks of a new run of ``entry``: the bound
+    arguments and the saved source (``None`` for a non-resumable entry)."""
+    bound = _bind_args(entry, args or {})
+    snap: dict[str, Any] | None = None
+    if entry.resumable:
+        reached = _determinism(entry)
+        snap = snapshot.capture(entry.function, entry.module, entry.qualname, reached)
+    return bound, snap
+
+
+def submit_run(
+    ref: str,
+    args: Mapping[str, Any] | None = None,
+    *,
+    store: str | os.PathLike[str] | None = None,
+    queue: str = "default",
+    policy: str | None = None,
+    model: str | None = None,
+) -> str:
+    """Enqueue the entry ``ref`` with ``args`` on ``queue`` for workers; returns the run id.
+
+    Raises the errors of :func:`start_run` before anything is recorded."""
+    entry = load_entry(ref)
+    pol = policy_for_start(policy, entry.path)
+    bound, snap = _prepare(entry, args)
+    rid = new_run_id()
+    with open_run_store(store) as db:
+        db.store.create_session(rid, metadata={"run_id": rid, "entry": ref, "queue": queue})
+        db.insert_run(
+            run_id=rid,
+            entry=_entry_ref(ref),
+            program_path=entry.path,
+            function_qualname=entry.qualname,
+            args=bound,
+            policy=pol.value,
+            model=model,
+            source_snapshot=snap,
+            session_id=rid,
+            owner=None,
+            queue=queue,
+        )
+    return rid
+
+
+def execute_claimed(
+    db: RunStore,
+    run: RunRecord,
+    owner: Owner,
+    lease_s: float,
+    *,
+    stop: threading.Event | None = None,
+) -> RunOutcome:
+    """Execute a run ``owner`` just claimed (a worker): a queued run from its start, a run
+    taken over after its lease expired with the resume rules (completed steps replayed,
+    an uncertain step pauses the run)."""
+    try:
+        entry = _load_for_resume(run)
+        if run.policy == Policy.KEEP_ORIGINAL and run.source_snapshot:
+            fn = snapshot.restore(run.source_snapshot, entry.module, entry.instance)
+        else:
+            if entry.resumable:
+                _determinism(entry)
+            fn = entry.target
+    except (ProgramLoadError, DeterminismError, EntryError) as exc:
+        stored = db.finish_run(run.id, RunStatus.FAILED, error=str(exc), token=owner.token)
+        return _outcome(db, run.id, stored)
+    return _execute(
+        db,
+        run.id,
+        entry,
+        fn,
+        dict(run.args),
+        owner=owner,
+        lease_s=lease_s,
+        durable=entry.resumable,
+        rerun_uncertain=False,
+        on_progress=None,
+        stop=stop,
+    )
+
+
 def pause_run(run_id: str, *, store: str | os.PathLike[str] | None = None) -> str:
     """Pause a run: a running run stops before its next step. Returns the run's status."""
-    with RunDB(store, create=False) as db:
+    with open_run_store(store, create=False) as db:
         run = db.get_run(run_id)
         if run is None:
-            raise RunNotFound(f"no run {run_id!r} in {db.db_path}")
-        if run.status == "paused":
-            return "paused"
-        if run.status != "running":
+            raise RunNotFound(f"no run {run_id!r} in {db.location}")
+        if run.status == RunStatus.PAUSED:
+            return RunStatus.PAUSED
+        if run.status != RunStatus.RUNNING:
             raise RunStateError(f"run {run_id} is {run.status} and cannot be paused")
-        if _owner_alive(run):
+        if owner_alive(run):
             db.request_pause(run_id)
-            return "running"
-        db.set_pause_reason(run_id, "requested", f"run {run_id} paused on request")
-        return "paused"
+            return RunStatus.RUNNING
+        db.set_paused(run_id, PauseReason.REQUESTED, f"run {run_id} paused on request")
+        return RunStatus.PAUSED
 
 
-def cancel_run(run_id: str, *, store: str | os.PathLike[str] | None = None) -> None:
-    """Cancel a run (a running one stops at its next step boundary)."""
-    with RunDB(store, create=False) as db:
+def cancel_run(
+    run_id: str, *, store: str | os.PathLike[str] | None = None, kill: bool = False
+) -> str:
+    """Cancel a run; returns ``"cancelled"``, or ``"requested"`` when another live process
+    executes it: that process stops at its next step (a safe point) and records the
+    cancel itself. ``kill`` ends such a process of this machine (SIGTERM, then SIGKILL
+    after a grace period) and records the cancel — for an entry stuck outside any step."""
+    with open_run_store(store, create=False) as db:
         run = db.get_run(run_id)
         if run is None:
-            raise RunNotFound(f"no run {run_id!r} in {db.db_path}")
-        if run.status in ("completed", "cancelled"):
+            raise RunNotFound(f"no run {run_id!r} in {db.location}")
+        if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
             raise RunStateError(f"run {run_id} is already {run.status}")
-        db.set_status(run_id, "cancelled", error=f"run {run_id} was cancelled")
+        message = f"run {run_id} was cancelled"
+        if run.status == RunStatus.RUNNING and owner_alive(run):
+            db.request_cancel(run_id)
+            if not kill:
+                return "requested"
+            pid = local_pid(run.owner_proc)
+            if pid is None:
+                raise RunStateError(
+                    f"run {run_id} executes in process {run.owner_pid} on {run.owner_host}, "
+                    "not a process of this machine; its cancel was requested (it stops at "
+                    "its next step)"
+                )
+            _end_process(pid, run.owner_proc)
+            run = db.get_run(run_id)
+            if run is None or run.status == RunStatus.CANCELLED:
+                return "cancelled"
+            message = f"run {run_id} was cancelled (its process {pid} was killed)"
+        if db.cancel_run(
+            run_id, expected_status=run.status, expected_token=run.owner_token, error=message
+        ):
+            return "cancelled"
+        raise RunClaimLost(f"run {run_id} changed state meanwhile; try again")
+
+
+KILL_GRACE_S = 3.0
+
+
+def _end_process(pid: int, owner_proc: str | None) -> None:
+    """SIGTERM ``pid``; SIGKILL it if it still runs after :data:`KILL_GRACE_S`."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + KILL_GRACE_S
+        while time.monotonic() < deadline:
+            if local_pid(owner_proc) is None:
+                return
+            time.sleep(0.05)
 
 
 def list_runs(
     *, store: str | os.PathLike[str] | None = None, status: str | None = None
 ) -> list[RunRecord]:
     """Run records, oldest first (optionally only those with ``status``)."""
-    from openprogram.store import resolve_root, store_db_path
+    runs = read_run_store(store)
+    if runs is None:
+        return []
+    with runs:
+        return runs.list_runs(status)
 
-    if not store_db_path(store).exists() and not resolve_root(store).is_file():
-        return []  # no store yet: no runs, and nothing is created (a file is an error)
-    with RunDB(store, create=False, read_only=True) as db:
-        return db.list_runs(status)
+
+def _has_runs(store: str | os.PathLike[str] | None) -> bool:
+    runs = read_run_store(store)
+    if runs is None:
+        return False
+    runs.close()
+    return True
 
 
 def resume_interrupted(
@@ -502,13 +703,11 @@ def resume_interrupted(
     ``max_age_s`` (two hours). Paused, cancelled, uncertain and awaiting-approval runs
     are never resumed: a run whose last step was started without a saved result is
     marked paused (uncertain) instead; older interrupted runs are marked paused."""
-    from openprogram.store import store_db_path
-
     outcomes: list[RunOutcome] = []
-    if not store_db_path(store).exists():
+    if not _has_runs(store):
         return outcomes
-    with RunDB(store, create=False) as db:
-        candidates = [r for r in db.list_runs("running") if not _owner_alive(r)]
+    with open_run_store(store, create=False) as db:
+        candidates = [r for r in db.list_runs(RunStatus.RUNNING) if not owner_alive(r)]
         now = time.time()
         todo: list[str] = []
         for run in candidates:
@@ -522,26 +721,33 @@ def resume_interrupted(
                     "but its result was not saved; check its effect, then resume with "
                     "--rerun-uncertain"
                 )
-                db._exec(
-                    "UPDATE runs SET status='paused', pause_reason='uncertain', error=?, "
-                    "paused_step=?, paused_occurrence=?, updated_at=? WHERE id=? "
-                    "AND status='running'",
-                    (msg, s.name, s.occurrence, now, run.id),
-                )
-                outcomes.append(_outcome(db, run.id, "paused"))
-            elif now - db.last_activity(run.id) > max_age_s:
-                db.set_pause_reason(
+                db.set_paused(
                     run.id,
-                    "interrupted",
+                    PauseReason.UNCERTAIN,
+                    msg,
+                    step=s.name,
+                    occurrence=s.occurrence,
+                    only_if_running=True,
+                    token=run.owner_token,
+                )
+                outcomes.append(_outcome(db, run.id, RunStatus.PAUSED))
+            elif now - db.last_activity(run.id) > max_age_s:
+                db.set_paused(
+                    run.id,
+                    PauseReason.INTERRUPTED,
                     f"run {run.id} was interrupted more than {max_age_s / 3600:g} h ago; "
                     "resume it explicitly",
+                    only_if_running=True,
+                    token=run.owner_token,
                 )
-                outcomes.append(_outcome(db, run.id, "paused"))
+                outcomes.append(_outcome(db, run.id, RunStatus.PAUSED))
             else:
                 todo.append(run.id)
     for rid in todo:
         try:
             outcomes.append(resume_run(rid, store=store, on_progress=on_progress))
+        except RunClaimLost:  # another process resumed it meanwhile
+            continue
         except (RunStateError, ProgramLoadError, DeterminismError, StepUsageError) as exc:
-            outcomes.append(RunOutcome(rid, "failed", error=str(exc)))
+            outcomes.append(RunOutcome(rid, RunStatus.FAILED, error=str(exc)))
     return outcomes

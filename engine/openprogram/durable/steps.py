@@ -22,7 +22,6 @@ import concurrent.futures
 import contextvars
 import inspect
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -32,8 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram.branches import in_branch
 from openprogram.contract import steps as step_rules
-from openprogram.durable.errors import RunCancelled, RunPaused, StepUsageError
-from openprogram.errors import StoreError
+from openprogram.durable.errors import (
+    LeaseLost,
+    RunCancelled,
+    RunPaused,
+    RunReleased,
+    StepUsageError,
+)
 from openprogram.scope import (
     Frame,
     call_scope,
@@ -45,11 +49,10 @@ from openprogram.scope import (
     push_frame,
     set_output,
 )
-from openprogram.store.base import UNSET
 from openprogram.store.jsoncodec import make_dumps
 
 if TYPE_CHECKING:
-    from openprogram.durable.records import RunDB, StepRecord
+    from openprogram.store.runs import RunStore, StepRecord, StepWrite
 
 __all__ = ["current_run_id", "parallel", "step", "workflow"]
 
@@ -60,7 +63,7 @@ ProgressFn = Callable[[str, str], None]
 _canonical_json = make_dumps(sort_keys=True, compact=True, ensure_ascii=False, allow_nan=False)
 # json.dumps(value, ensure_ascii=False, allow_nan=False): a saved step result.
 _result_dumps = make_dumps(ensure_ascii=False, allow_nan=False)
-_STOP = (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)
+_STOP = (RunPaused, RunCancelled, LeaseLost, RunReleased, KeyboardInterrupt, SystemExit)
 
 
 def _keeps_step_open(exc: BaseException) -> bool:
@@ -109,15 +112,19 @@ class Executor:
 
     def __init__(
         self,
-        db: RunDB,
+        db: RunStore,
         run_id: str,
         recorded: list[StepRecord],
         *,
+        token: str,
         rerun_uncertain: bool = False,
         on_progress: ProgressFn | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.db = db
         self.run_id = run_id
+        self.token = token  # the lease this execution holds (fences every dispatch)
+        self.stop = stop  # set: release the run before its next step (worker shutdown)
         self.rerun_uncertain = rerun_uncertain
         self.on_progress = on_progress
         self.recorded: dict[tuple[str, int], StepRecord] = {
@@ -132,9 +139,14 @@ class Executor:
 
     # -- control -------------------------------------------------------------------
     def check_control(self, scope: Scope, name: str, occurrence: int) -> None:
-        status, pause_requested = self.db.control_state(self.run_id)
-        if status == "cancelled":
+        status, pause_requested, cancel_requested, token = self.db.control_state(self.run_id)
+        if status == "cancelled" or cancel_requested:
             raise RunCancelled(f"run {self.run_id} was cancelled")
+        if status != "running" or token != self.token:
+            raise LeaseLost(
+                f"run {self.run_id} is no longer held by this process (its lease was taken "
+                "over); stopping before step '{name}'"
+            )
         if pause_requested:
             raise RunPaused(
                 "requested",
@@ -310,8 +322,9 @@ def step(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any
     input_json = _input_text("step", name, args, kwargs)
     input_hash = sha256(input_json.encode()).hexdigest()
     pos, occ, key = scope.next_identity(name)
-    if (scope.path, pos) in ex.recorded:  # a new step checks control as it dispatches
-        ex.check_control(scope, name, occ)
+    if (scope.path, pos) in ex.recorded:
+        # Replaying a recorded step reads nothing from the store (no round trip per step on
+        # a resume); cancel, pause and the lease are checked when the next step dispatches.
         rec = ex.match(scope, "step", name, pos, occ, input_hash)
         assert rec is not None
         if rec.status == "completed":
@@ -327,6 +340,8 @@ def step(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any
                 name,
                 occ,
             )
+    if ex.stop is not None and ex.stop.is_set():
+        raise RunReleased(f"run {ex.run_id} released before step '{name}' (worker stopping)")
     return _run_step(ex, scope, name, key, pos, occ, input_hash, fn, args, kwargs, input_json)
 
 
@@ -359,44 +374,28 @@ def _run_step(
     writer = current_writer()
     if not db.owns(writer) or not _plain_writer(writer):
         return _run_step_unjoined(ex, scope, name, key, pos, occ, input_hash, fn, args, kwargs)
-    backend = db.backend
-    conn = backend.connection()
+    assert writer is not None
     run_id = ex.run_id
     parent = current_frame()
     record_node = parent is None or not parent.hidden
     unsaved = scope.pending  # restored if the transaction that writes it rolls back
     node = None
-    _sql(db, conn, "BEGIN IMMEDIATE")
     try:
-        _write_pending(ex, scope, conn)
-        if not db.try_dispatch_step(
-            conn, run_id, key, scope.path, pos, "step", name, occ, input_hash
-        ):
-            _sql(db, conn, "COMMIT")  # the previous result is saved either way
-            unsaved = None
-            ex.check_control(scope, name, occ)  # raises when cancelled / pause requested
-            _sql(db, conn, "BEGIN IMMEDIATE")  # the state changed back meanwhile
-            _dispatch(ex, scope, key, pos, "step", name, occ, input_hash)
-        if record_node:
-            node = backend.append_node(
-                writer.session_id,  # type: ignore[union-attr]
-                "code",
-                name,
-                node_id=None,
-                input={"args": list(args), "kwargs": kwargs},
-                output=None,
-                status="running",
-                caller_id=nearest_node_id(parent),
-                metadata={},
-                predecessor_id=UNSET,
-                move_head=True,
-                now=time.time(),
-                input_json=input_json,
-            )
-        _sql(db, conn, "COMMIT")  # previous result + identity + running node
+        # previous result + identity + running node: one commit
+        with db.step_write(run_id, ex.token) as tx:
+            _write_pending(scope, tx)
+            dispatched = tx.dispatch_step(key, scope.path, pos, "step", name, occ, input_hash)
+            if dispatched and record_node:
+                node = _append_step_node(tx, writer, name, args, kwargs, parent, input_json)
+        unsaved = None  # the previous result is saved either way
+        while not dispatched:
+            ex.check_control(scope, name, occ)  # raises: cancelled, pause asked, lease lost
+            with db.step_write(run_id, ex.token) as tx:  # the state changed back meanwhile
+                dispatched = tx.dispatch_step(key, scope.path, pos, "step", name, occ, input_hash)
+                if dispatched and record_node:
+                    node = _append_step_node(tx, writer, name, args, kwargs, parent, input_json)
     except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
+        if unsaved is not None:
             scope.pending = unsaved
         raise
     frame = Frame(name, parent, None, writer, None if node is None else node.id, {})
@@ -414,9 +413,7 @@ def _run_step(
         try:
             if node is not None:
                 status, output, meta = exit_record(exc, round(time.perf_counter() - started, 6))
-                backend.update_node(
-                    node.id, output=output, status=status, metadata=meta, now=time.time()
-                )
+                writer.update(node.id, output=output, status=status, metadata=meta)
         finally:
             if not _keeps_step_open(exc):
                 db.fail_step(run_id, key, f"{type(exc).__name__}: {exc}")
@@ -432,6 +429,26 @@ def _run_step(
     ex.executed += 1
     ex.progress("done", key)
     return json.loads(text)
+
+
+def _append_step_node(
+    tx: StepWrite,
+    writer: Any,
+    name: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    parent: Frame | None,
+    input_json: str,
+) -> Any:
+    """The step's running ``code`` node — the row :func:`~openprogram.scope.call_scope`
+    would write (its input JSON is the canonical text the input hash was computed from)."""
+    return tx.append_node(
+        writer.session_id,
+        name,
+        input={"args": list(args), "kwargs": kwargs},
+        caller_id=nearest_node_id(parent),
+        input_json=input_json,
+    )
 
 
 def _plain_writer(writer: Any) -> bool:
@@ -467,11 +484,12 @@ def _run_step_unjoined(
     """:func:`_run_step` when the DAG node goes elsewhere: each record commits alone."""
     db = ex.db
     flush(ex, scope)
-    if not db.try_dispatch_step(
-        db.conn, ex.run_id, key, scope.path, pos, "step", name, occ, input_hash
-    ):
-        ex.check_control(scope, name, occ)
-        _dispatch(ex, scope, key, pos, "step", name, occ, input_hash)
+    dispatched = False
+    while not dispatched:
+        with db.step_write(ex.run_id, ex.token) as tx:
+            dispatched = tx.dispatch_step(key, scope.path, pos, "step", name, occ, input_hash)
+        if not dispatched:
+            ex.check_control(scope, name, occ)  # raises: cancelled, pause asked, lease lost
     ex.progress("start", key)
     token = _current.set(None)
     rtoken = _run_id.set(ex.run_id)
@@ -493,16 +511,15 @@ def _run_step_unjoined(
     return json.loads(text)
 
 
-def _write_pending(ex: Executor, scope: Scope, conn: sqlite3.Connection) -> None:
-    """Write ``scope.pending`` on this thread's connection ``conn`` (in the caller's
-    transaction): the step's result and its node's exit."""
+def _write_pending(scope: Scope, tx: StepWrite) -> None:
+    """Write ``scope.pending`` in the step transaction ``tx``: the step's result and its
+    node's exit."""
     pending = scope.pending
     if pending is None:
         return
-    db = ex.db
-    db.complete_step_on(conn, ex.run_id, pending.key, pending.text)
+    tx.complete_step(pending.key, pending.text)
     if pending.node_id is not None:
-        db.backend.finish_node(conn, pending.node_id, pending.text, pending.duration, time.time())
+        tx.finish_node(pending.node_id, pending.text, pending.duration)
     scope.pending = None
 
 
@@ -511,43 +528,13 @@ def flush(ex: Executor | None, scope: Scope | None) -> None:
     end of a scope or a run, and when a run stops)."""
     if ex is None or scope is None or scope.pending is None:
         return
-    db = ex.db
-    conn = db.conn
-    if conn.in_transaction:  # pragma: no cover - only inside _run_step's transaction
-        _write_pending(ex, scope, conn)
-        return
     unsaved = scope.pending
-    _sql(db, conn, "BEGIN IMMEDIATE")
     try:
-        _write_pending(ex, scope, conn)
-        _sql(db, conn, "COMMIT")
+        with ex.db.step_write(ex.run_id, ex.token) as tx:
+            _write_pending(scope, tx)
     except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-            scope.pending = unsaved
+        scope.pending = unsaved
         raise
-
-
-def _sql(db: RunDB, conn: Any, statement: str) -> None:
-    try:
-        conn.execute(statement)
-    except sqlite3.Error as exc:
-        raise StoreError(f"{db.db_path}: {exc}") from None
-
-
-def _dispatch(
-    ex: Executor, scope: Scope, key: str, pos: int, kind: str, name: str, occ: int, h: str
-) -> None:
-    ex.db.dispatch_step(
-        ex.run_id,
-        step_key=key,
-        scope=scope.path,
-        position=pos,
-        kind=kind,
-        name=name,
-        occurrence=occ,
-        input_hash=h,
-    )
 
 
 # -- workflow --------------------------------------------------------------------------
@@ -598,7 +585,7 @@ def workflow(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) ->
     try:
         _, text = _run_scoped(ex, Scope(key), "workflow", name, fn, args, kwargs)
     except BaseException as exc:
-        if not isinstance(exc, (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)):
+        if not isinstance(exc, _STOP):
             ex.db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}")
         raise
     ex.db.complete_step(ex.run_id, key, text)
@@ -691,7 +678,7 @@ def parallel(branches: Any, /, **options: Any) -> Any:
         results = {b: done[b] for b in spec}
         text = _result_json("parallel", "parallel", results)
     except BaseException as exc:
-        if not isinstance(exc, (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)):
+        if not isinstance(exc, _STOP):
             ex.db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}")
         raise
     ex.db.complete_step(ex.run_id, key, text)
@@ -723,7 +710,7 @@ def _run_threads(
             with in_branch(bkey):
                 _, text = _run_scoped(ex, bscope, "parallel branch", bname, fn, args, kw)
         except BaseException as exc:
-            if not isinstance(exc, (RunPaused, RunCancelled, KeyboardInterrupt, SystemExit)):
+            if not isinstance(exc, _STOP):
                 ex.db.fail_step(ex.run_id, bkey, f"{type(exc).__name__}: {exc}")
             raise
         ex.db.complete_step(ex.run_id, bkey, text)

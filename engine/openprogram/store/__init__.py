@@ -16,6 +16,7 @@ from openprogram.store.session_store import (
     SessionStore,
     resolve_root,
     store_db_path,
+    store_url,
 )
 
 __all__ = [
@@ -30,4 +31,5 @@ __all__ = [
     "StoreBackend",
     "resolve_root",
     "store_db_path",
+    "store_url",
 ]

@@ -6,9 +6,8 @@ Opening a store applies the missing ones; a database whose version is newer than
 code knows is refused (upgrade OpenProgram instead of writing an older schema into it).
 
 Adding a migration is one entry: append ``Migration(N + 1, "what it adds", SQL)`` to
-:data:`MIGRATIONS`. ``SQL`` is a script of ``;``-separated statements, or a zero-argument
-callable returning one (use that to take the SQL from a module that imports the store,
-e.g. ``lambda: importlib.import_module("openprogram.durable.schema").MIGRATION_SQL``).
+:data:`MIGRATIONS`. ``SQL`` is a script of ``;``-separated statements. All DDL of the
+store lives here (the run tables are documented in :mod:`openprogram.store.runs`).
 Never edit or renumber an applied migration; add a new one.
 
 Schema v1 (sessions and nodes):
@@ -22,20 +21,22 @@ Schema v1 (sessions and nodes):
   ``(session_id, seq)`` is unique.
 
 Schema v2: the durable-run tables ``runs`` and ``run_steps``, documented in
-:mod:`openprogram.durable.schema` (its SQL is loaded from there when v2 is applied).
+:mod:`openprogram.store.runs`.
 
 Schema v3: drops the index ``run_steps_order`` (one B-tree less to write per step; the
 primary key ``(run_id, step_key)`` already serves every per-run query).
 
 Schema v4: rebuilds ``run_steps`` ``WITHOUT ROWID`` (rows stored in the primary-key
 B-tree: one B-tree written per step instead of two; same columns and data).
+
+Schema v5: run ownership is a lease (``owner_token``, ``owner_proc``,
+``lease_expires_at``), ``cancel_requested`` (a cancel waiting for the executing process)
+and ``queue`` (runs submitted for workers), see :mod:`openprogram.store.lease`.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -45,10 +46,10 @@ class Migration:
 
     version: int
     name: str
-    sql: str | Callable[[], str]
+    sql: str
 
     def script(self) -> str:
-        return self.sql() if callable(self.sql) else self.sql
+        return self.sql
 
 
 SCHEMA_V1 = """
@@ -80,24 +81,93 @@ CREATE TABLE nodes (
 CREATE UNIQUE INDEX nodes_session_seq ON nodes(session_id, seq);
 """
 
+SCHEMA_V2_RUNS = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    entry TEXT NOT NULL,
+    program_path TEXT,
+    function_qualname TEXT NOT NULL,
+    args TEXT NOT NULL DEFAULT '{}',
+    status TEXT NOT NULL,
+    policy TEXT NOT NULL DEFAULT 'keep_original',
+    model TEXT,
+    source_snapshot TEXT,
+    session_id TEXT,
+    result TEXT,
+    error TEXT,
+    paused_step TEXT,
+    paused_occurrence INTEGER,
+    pause_reason TEXT,
+    pause_requested INTEGER NOT NULL DEFAULT 0,
+    owner_pid INTEGER,
+    owner_host TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_status ON runs(status, updated_at);
+CREATE INDEX IF NOT EXISTS runs_function ON runs(function_qualname);
+CREATE TABLE IF NOT EXISTS run_steps (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step_key TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    occurrence INTEGER NOT NULL,
+    input_hash TEXT NOT NULL,
+    status TEXT NOT NULL,
+    result TEXT,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    PRIMARY KEY (run_id, step_key)
+);
+CREATE INDEX IF NOT EXISTS run_steps_order ON run_steps(run_id, scope, position);
+"""
+
+SCHEMA_V3_DROP_ORDER_INDEX = """
+DROP INDEX IF EXISTS run_steps_order;
+"""
+
+SCHEMA_V4_STEPS_WITHOUT_ROWID = """
+CREATE TABLE run_steps_v4 (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step_key TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    occurrence INTEGER NOT NULL,
+    input_hash TEXT NOT NULL,
+    status TEXT NOT NULL,
+    result TEXT,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    PRIMARY KEY (run_id, step_key)
+) WITHOUT ROWID;
+INSERT INTO run_steps_v4 (run_id, step_key, scope, position, kind, name, occurrence,
+    input_hash, status, result, started_at, finished_at)
+SELECT run_id, step_key, scope, position, kind, name, occurrence, input_hash, status,
+    result, started_at, finished_at FROM run_steps;
+DROP TABLE run_steps;
+ALTER TABLE run_steps_v4 RENAME TO run_steps;
+"""
+
+SCHEMA_V5_LEASES = """
+ALTER TABLE runs ADD COLUMN owner_token TEXT;
+ALTER TABLE runs ADD COLUMN owner_proc TEXT;
+ALTER TABLE runs ADD COLUMN lease_expires_at REAL;
+ALTER TABLE runs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN queue TEXT;
+CREATE INDEX IF NOT EXISTS runs_queue ON runs(queue, status, created_at);
+"""
+
 #: Every migration, in order. Append new entries at the end (see module docstring).
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions and nodes", SCHEMA_V1),
-    Migration(
-        2,
-        "durable runs and steps",
-        lambda: importlib.import_module("openprogram.durable.schema").MIGRATION_SQL,
-    ),
-    Migration(
-        3,
-        "durable steps without the order index",
-        lambda: importlib.import_module("openprogram.durable.schema").MIGRATION_V3_SQL,
-    ),
-    Migration(
-        4,
-        "durable steps without rowid",
-        lambda: importlib.import_module("openprogram.durable.schema").MIGRATION_V4_SQL,
-    ),
+    Migration(2, "durable runs and steps", SCHEMA_V2_RUNS),
+    Migration(3, "durable steps without the order index", SCHEMA_V3_DROP_ORDER_INDEX),
+    Migration(4, "durable steps without rowid", SCHEMA_V4_STEPS_WITHOUT_ROWID),
+    Migration(5, "run leases, cancel requests and queues", SCHEMA_V5_LEASES),
 ]
 
 VERSION_TABLE = """

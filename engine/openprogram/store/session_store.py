@@ -28,6 +28,16 @@ def resolve_root(root_path: str | os.PathLike[str] | None = None) -> Path:
     return Path.cwd() / DEFAULT_ROOT
 
 
+def store_url(root_path: str | os.PathLike[str] | None = None) -> str | None:
+    """The PostgreSQL URL named by ``root_path`` / ``$OPENPROGRAM_STORE``, else ``None``."""
+    from openprogram.store.postgres import normalize_url
+
+    value = root_path if root_path is not None and str(root_path) != "" else None
+    if value is None:
+        value = os.environ.get(STORE_ENV) or None
+    return None if value is None else normalize_url(os.fspath(value))
+
+
 def store_db_path(root_path: str | os.PathLike[str] | None = None) -> Path:
     """The database file of a store root (it may not exist yet)."""
     return resolve_root(root_path) / DB_FILENAME
@@ -55,15 +65,19 @@ def _prepare_root(root: Path, *, create: bool) -> Path:
     return db
 
 
-def _sqlite_backend(db: Path, read_only: bool) -> StoreBackend:
-    from openprogram.store.sqlite import MigrationNeeded, SqliteBackend
+def _sqlite_backend(db: Path, read_only: bool, busy_timeout_s: float | None = None) -> Any:
+    """The SQLite backend of ``db`` (``read_only``: an older schema is migrated only when
+    the store is writable, else ``MigrationNeeded`` says so)."""
+    from openprogram.store.sqlite import DEFAULT_BUSY_TIMEOUT_S, MigrationNeeded, SqliteBackend
 
+    timeout = DEFAULT_BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
     try:
-        return SqliteBackend(db, read_only=read_only)
+        return SqliteBackend(db, read_only=read_only, busy_timeout_s=timeout)
     except MigrationNeeded:
         if not (os.access(db, os.W_OK) and os.access(db.parent, os.W_OK)):
             raise
-        return SqliteBackend(db)  # an older store that can be written: migrate it now
+        # an older store that can be written: migrate it now
+        return SqliteBackend(db, busy_timeout_s=timeout)
 
 
 class SessionStore:
@@ -71,9 +85,11 @@ class SessionStore:
 
     ``SessionStore(root_path=None)``: ``None`` uses ``$OPENPROGRAM_STORE`` or
     ``./.openprogram`` (created on demand; ``create=False`` refuses to create it). The
-    database is ``<root>/openprogram.db``. Callers own an explicit store and close it
+    database is ``<root>/openprogram.db``; a ``postgresql://`` URL opens that database
+    instead (:mod:`openprogram.store.postgres`). Callers own an explicit store and close it
     (``close()`` or ``with SessionStore(...) as store:``); ``read_only=True`` only reads
-    (never creates; migrates an older schema only when the store is writable). ``backend=`` plugs in another
+    (never creates; migrates an older SQLite schema only when the store is writable).
+    ``backend=`` plugs in another
     :class:`~openprogram.store.base.StoreBackend` (the root is then ignored).
     """
 
@@ -85,8 +101,13 @@ class SessionStore:
         backend: StoreBackend | None = None,
         read_only: bool = False,
     ) -> None:
-        self.root_path = resolve_root(root_path)
-        if backend is None:
+        url = store_url(root_path) if backend is None else None
+        self.root_path = resolve_root(None if url else root_path)
+        if url is not None:
+            from openprogram.store.postgres import PostgresBackend
+
+            backend = PostgresBackend(url)
+        elif backend is None:
             db = _prepare_root(self.root_path, create=create and not read_only)
             backend = _sqlite_backend(db, read_only)
         self.backend = backend

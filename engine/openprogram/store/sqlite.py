@@ -330,7 +330,8 @@ class SqliteBackend(StoreBackend):
             raise self._error(exc) from None
         return int(row[0] or 0)
 
-    def _migrate(self, conn: sqlite3.Connection) -> None:
+    def _check_version(self) -> int:
+        """The stored schema version; ``StoreError`` when it is newer than this code."""
         target = latest_version(self._migrations)
         current = self.schema_version()
         if current > target:
@@ -338,6 +339,20 @@ class SqliteBackend(StoreBackend):
                 f"the store {self.location} has schema version {current}, newer than this "
                 f"OpenProgram knows ({target}); upgrade OpenProgram to use it"
             )
+        return current
+
+    def has_tables(self, *names: str) -> bool:
+        """Whether every table in ``names`` exists."""
+        marks = ", ".join("?" * len(names))
+        rows = self._query(
+            f"SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ({marks})",
+            names,
+        )
+        return int(rows[0][0]) == len(set(names))
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        target = latest_version(self._migrations)
+        current = self._check_version()
         if current == target:
             return
         if self.read_only:

@@ -1,5 +1,9 @@
-"""``openprogram cancel RUN_ID [--store DIR]``: cancel a run (a running one stops at its
-next step boundary)."""
+"""``openprogram cancel RUN_ID [--kill] [--store DIR]``: cancel a run.
+
+A run that another live process executes is only *requested* to cancel: that process
+stops at its next step (a safe point) and records it; ``--kill`` ends such a process of
+this machine (SIGTERM, then SIGKILL) — for an entry stuck outside any step.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,11 @@ HELP = "cancel a run"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", metavar="RUN_ID", help="run to cancel")
+    parser.add_argument(
+        "--kill",
+        action="store_true",
+        help="end the local process executing the run (SIGTERM, then SIGKILL)",
+    )
     parser.add_argument("--store", default=None, metavar="DIR", help="store root directory")
 
 
@@ -21,10 +30,16 @@ def execute(ns: argparse.Namespace) -> int:
     from openprogram.errors import OpenProgramError
 
     try:
-        cancel_run(ns.run_id, store=ns.store)
+        state = cancel_run(ns.run_id, store=ns.store, kill=ns.kill)
     except OpenProgramError as exc:
         return cs.command_error("cancel", exc, False)
-    print(f"run {ns.run_id} cancelled")
+    if state == "requested":
+        print(
+            f"run {ns.run_id}: cancel requested; the process executing it stops at its next "
+            "step (use --kill to end a local process now)"
+        )
+    else:
+        print(f"run {ns.run_id} cancelled")
     return 0
 
 

@@ -31,19 +31,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def execute(ns: argparse.Namespace) -> int:
     from openprogram.durable import cli_support as cs
-    from openprogram.durable.records import RunDB
     from openprogram.durable.runner import start_run
     from openprogram.errors import OpenProgramError
     from openprogram.runtime.cassette import load_session, write_cassette
+    from openprogram.store import resolve_root
+    from openprogram.store.runs import open_run_store
 
     try:
-        with RunDB(ns.store, create=False) as db:
+        root = str(resolve_root(ns.store))
+        with open_run_store(ns.store, create=False) as db:
             run = db.get_run(ns.run_id)
             if run is None:
-                return cs.usage_error("replay", f"no run {ns.run_id!r} in {db.root}", ns.json)
+                return cs.usage_error("replay", f"no run {ns.run_id!r} in {root}", ns.json)
             session_id = run.session_id or run.id
             recordings = load_session(db.store, session_id)
-            root = str(db.root)
     except OpenProgramError as exc:
         return cs.command_error("replay", exc, ns.json)
 

@@ -1,4 +1,5 @@
-"""``openprogram resume RUN_ID [--policy P] [--rerun-uncertain] [--store DIR] [--json]``.
+"""``openprogram resume RUN_ID [--policy P] [--rerun-uncertain] [--force-takeover] [--store DIR]
+[--json]``.
 
 ``openprogram resume --all-interrupted`` resumes runs left running by a process that died
 within the last two hours (never paused, cancelled, uncertain or awaiting-approval runs).
@@ -29,6 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rerun-uncertain",
         action="store_true",
         help="re-run steps that were started but whose result was not saved",
+    )
+    parser.add_argument(
+        "--force-takeover",
+        action="store_true",
+        help="take over a run whose lease has not expired (its process must be gone)",
     )
     parser.add_argument(
         "--all-interrupted",
@@ -62,6 +68,7 @@ def execute(ns: argparse.Namespace) -> int:
                         policy=ns.policy,
                         rerun_uncertain=ns.rerun_uncertain,
                         on_progress=progress,
+                        force_takeover=ns.force_takeover,
                     )
                 ]
     except OpenProgramError as exc:

@@ -15,7 +15,7 @@ from openprogram.cli.common import CliError, add_store_argument, open_existing_s
 from openprogram.cli.graph import graph_payload, render_html
 from openprogram.cli.render import render_mermaid, render_tree
 from openprogram.durable import queries
-from openprogram.store import Session, resolve_root
+from openprogram.store import Session, resolve_root, store_url
 
 NAME = "show"
 
@@ -57,7 +57,7 @@ def execute(args: argparse.Namespace) -> int:
     elif args.format == "mermaid":
         text = render_mermaid(session, nodes)
     elif args.format == "html":
-        text = render_html(_payload(store.location, session))
+        text = render_html(_payload(store_url(args.store) or store.location, session))
     else:
         text = render_tree(session, nodes)
     if args.output:

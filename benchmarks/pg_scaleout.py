@@ -1,0 +1,276 @@
+"""Runs on PostgreSQL, side by side in one run on one throwaway server (not a timed test).
+
+Starts a temporary PostgreSQL cluster (``tests/pgcluster.py``: the installed server
+binaries, ``fsync=on``) and measures on it, medians of ``--rounds``:
+
+* ``floor off/on`` — a bare psycopg insert of one node-shaped row + commit, with
+  ``synchronous_commit`` off / on (what a step's one commit cannot beat);
+* ``ours process/power`` — ``openprogram.step`` in a resumable Program started with
+  ``start_run`` on the same server: per step ``(time(N) - time(0)) / N``. Targets:
+  process <= 2x floor(off), power <= 1.5x floor(on);
+* ``dbos`` — ``@DBOS.step`` on the same server, when ``dbos`` is installed (optional);
+* ``resume`` — a 10,000-step run whose last step failed, resumed: time to the dispatch of
+  its last step (target <= 0.5 s);
+* ``throughput`` — 200 runs of 20 trivial steps executed by 1, 2 and 4 worker processes
+  (``openprogram worker --exit-when-idle``, timed from their start, so their start-up is
+  included): runs/s and the scaling factor;
+* ``claim latency`` — one idle worker; runs submitted one at a time: submit to first step,
+  p50/p95.
+
+Usage::
+
+    .venv/bin/python benchmarks/pg_scaleout.py [--steps 300] [--rounds 3] [--runs 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from pgcluster import Cluster, find_bindir
+
+PROGRAM = '''
+import os
+
+from openprogram import step
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def tiny(i: int, last: int) -> dict:
+    """A trivial step (fails at the last index while the file "stop" exists)."""
+    if i == last and os.path.exists(os.path.join(HERE, "stop")):
+        raise RuntimeError("stopped before the last step")
+    return {"i": i, "ok": True}
+
+
+def chain(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += step("s", tiny, i, n - 1)["i"]
+    return total
+
+
+chain.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["chain"]
+'''
+OPENPROGRAM = str(Path(sys.executable).parent / "openprogram")
+
+
+def floor(dsn: str, n: int, sync: str) -> float:
+    """µs per bare node-shaped insert + commit."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"SET synchronous_commit = {sync}")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS floor_nodes (id TEXT PRIMARY KEY, session_id TEXT, "
+            "seq BIGINT, kind TEXT, name TEXT, caller_id TEXT, predecessor_id TEXT, "
+            "input TEXT, output TEXT, status TEXT, metadata TEXT, created_at DOUBLE PRECISION, "
+            "updated_at DOUBLE PRECISION)"
+        )
+        t = time.perf_counter()
+        for i in range(n):
+            with conn.transaction():
+                conn.execute(
+                    "INSERT INTO floor_nodes VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                    (os.urandom(16).hex(), "s", i, "code", "s", None, None,
+                     '{"args": [1, 2], "kwargs": {}}', '{"i": 1, "ok": true}', "completed",
+                     "{}", time.time(), time.time()),
+                    prepare=True,
+                )  # fmt: skip
+        return (time.perf_counter() - t) / n * 1e6
+
+
+def ours(dsn: str, tmp: Path, n: int, mode: str) -> float:
+    from openprogram.durable.runner import start_run
+
+    ref = f"{tmp / 'prog.py'}:chain"
+    times = {}
+    for label, steps in (("warm", 10), ("zero", 0), ("full", n)):
+        t = time.perf_counter()
+        out = start_run(ref, {"n": steps}, store=dsn, durability=mode)
+        times[label] = time.perf_counter() - t
+        assert out.status == "completed", out
+    return (times["full"] - times["zero"]) / n * 1e6
+
+
+def dbos_step(dsn: str, n: int) -> float | str:
+    try:
+        from dbos import DBOS
+    except ImportError:
+        return "skipped: pip install dbos"
+    DBOS(config={"name": "bench", "system_database_url": dsn})  # type: ignore[typeddict-unknown-key]
+
+    @DBOS.step()
+    def tiny(i: int) -> dict[str, object]:
+        return {"i": i, "ok": True}
+
+    @DBOS.workflow()
+    def chain(count: int) -> int:
+        return sum(int(tiny(i)["i"]) for i in range(count))  # type: ignore[call-overload]
+
+    DBOS.launch()
+    try:
+        chain(5)
+        t = time.perf_counter()
+        chain(0)
+        zero = time.perf_counter() - t
+        t = time.perf_counter()
+        chain(n)
+        return ((time.perf_counter() - t) - zero) / n * 1e6
+    finally:
+        DBOS.destroy()
+
+
+def resume(dsn: str, tmp: Path, n: int, rounds: int) -> list[float]:
+    """Seconds from ``resume_run`` to the dispatch of the last step of an ``n``-step run
+    whose last step failed (its ``n - 1`` saved results loaded and replayed); the last
+    step keeps failing, so the same run is resumed ``rounds`` times."""
+    from openprogram.durable.runner import resume_run, start_run
+
+    (tmp / "stop").touch()
+    try:
+        first = start_run(f"{tmp / 'prog.py'}:chain", {"n": n}, store=dsn)
+        assert first.status == "failed", first
+        out: list[float] = []
+        started = [0.0]
+
+        def progress(event: str, key: str) -> None:
+            if event == "start" and key == f"s#{n - 1}":
+                out.append(time.perf_counter() - started[0])
+
+        for _ in range(rounds):
+            started[0] = time.perf_counter()
+            again = resume_run(first.run_id, store=dsn, on_progress=progress)
+            assert again.status == "failed", again
+        assert len(out) == rounds, out
+        return out
+    finally:
+        (tmp / "stop").unlink()
+
+
+def throughput(cluster: Cluster, tmp: Path, runs: int, steps: int, workers: int) -> float:
+    from openprogram.durable.runner import submit_run
+
+    dsn = cluster.create_database()
+    for _ in range(runs):
+        submit_run(f"{tmp / 'prog.py'}:chain", {"n": steps}, store=dsn)
+    t = time.perf_counter()
+    procs = [
+        subprocess.Popen(
+            [OPENPROGRAM, "worker", "--store", dsn, "--exit-when-idle", "--poll", "0.05"],
+            stdout=subprocess.DEVNULL,
+        )
+        for _ in range(workers)
+    ]
+    for p in procs:
+        p.wait()
+    return runs / (time.perf_counter() - t)
+
+
+def claim_latency(cluster: Cluster, tmp: Path, samples: int) -> list[float]:
+    from openprogram.durable.runner import submit_run
+    from openprogram.store.runs import read_run_store
+
+    dsn = cluster.create_database()
+    worker = subprocess.Popen(
+        [OPENPROGRAM, "worker", "--store", dsn, "--poll", "0.05"], stdout=subprocess.DEVNULL
+    )
+    ids = []
+    try:
+        time.sleep(3)  # the worker is up and idle
+        for _ in range(samples):
+            ids.append(submit_run(f"{tmp / 'prog.py'}:chain", {"n": 1}, store=dsn))
+            time.sleep(0.3)
+        time.sleep(2)
+    finally:
+        worker.terminate()
+        worker.wait()
+    out = []
+    runs = read_run_store(dsn)
+    assert runs is not None
+    with runs:
+        for rid in ids:
+            run = runs.get_run(rid)
+            steps = runs.load_steps(rid)
+            assert run is not None and steps, rid
+            out.append((float(steps[0].started_at or 0) - run.created_at) * 1000)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--resume-steps", type=int, default=10_000)
+    args = parser.parse_args(argv)
+    bindir = find_bindir()
+    if bindir is None:
+        print("skipped: no PostgreSQL server binaries (apt-get install postgresql)")
+        return 0
+    cluster = Cluster(bindir, fsync=True).start()
+    tmp = Path(tempfile.mkdtemp(prefix="op-pg-bench-"))
+    (tmp / "prog.py").write_text(PROGRAM, encoding="utf-8")
+    try:
+        dsn = cluster.create_database()
+        rows: dict[str, list[float]] = {k: [] for k in ("f_off", "f_on", "process", "power")}
+        for _ in range(args.rounds):
+            rows["f_off"].append(floor(dsn, args.steps, "off"))
+            rows["f_on"].append(floor(dsn, args.steps, "on"))
+            rows["process"].append(ours(cluster.create_database(), tmp, args.steps, "process"))
+            rows["power"].append(ours(cluster.create_database(), tmp, args.steps, "power"))
+        med = {k: statistics.median(v) for k, v in rows.items()}
+        dbos = dbos_step(cluster.create_database(), args.steps)
+        res = statistics.median(
+            resume(cluster.create_database(), tmp, args.resume_steps, args.rounds)
+        )
+        tput = {
+            w: statistics.median(
+                throughput(cluster, tmp, args.runs, 20, w) for _ in range(args.rounds)
+            )
+            for w in (1, 2, 4)
+        }
+        lat = sorted(claim_latency(cluster, tmp, 20))
+        print(f"PostgreSQL 15 (fsync=on), {os.cpu_count()} cpus; {args.steps} steps x "
+              f"{args.rounds} rounds; median µs per step")  # fmt: skip
+        print(f"  bare insert+commit synchronous_commit=off   {med['f_off']:8.1f}")
+        print(f"  bare insert+commit synchronous_commit=on    {med['f_on']:8.1f}")
+        print(f"  openprogram step (process)                  {med['process']:8.1f}")
+        print(f"  openprogram step (power)                    {med['power']:8.1f}")
+        print(f"  DBOS @DBOS.step                             "
+              f"{dbos if isinstance(dbos, str) else f'{dbos:8.1f}'}")  # fmt: skip
+        print(f"  resume of a {args.resume_steps}-step run to its last step: {res:.3f} s (median)")
+        base = tput[1]
+        for w, v in tput.items():
+            print(f"  throughput {args.runs} runs x 20 steps, {w} worker(s): {v:6.1f} runs/s "
+                  f"(x{v / base:.2f})")  # fmt: skip
+        p50 = lat[len(lat) // 2]
+        p95 = lat[min(len(lat) - 1, int(len(lat) * 0.95))]
+        print(f"  claim latency submit -> first step: p50 {p50:.0f} ms, p95 {p95:.0f} ms")
+        checks = [
+            ("process / floor(off)", med["process"] / med["f_off"], 2.0),
+            ("power / floor(on)", med["power"] / med["f_on"], 1.5),
+            ("resume 10k steps (s)", res, 0.5),
+        ]
+        for label, value, target in checks:
+            verdict = "PASS" if value <= target else "FAIL"
+            print(f"  {verdict}  {label}: {value:.2f} (target <= {target})")
+        print(json.dumps({"medians_us": med, "resume_s": res, "throughput": tput}))
+    finally:
+        cluster.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,115 @@
+"""Workers: processes on any number of machines executing the runs submitted to a queue.
+
+``openprogram worker [--queue Q] [--concurrency N]`` claims runs of ``Q`` from the store
+(on PostgreSQL with ``FOR UPDATE SKIP LOCKED``), holds each one's lease while a heartbeat
+renews it, and executes it: a queued run from its start, a run whose previous worker
+stopped renewing its lease (killed, machine lost) with the resume rules — completed steps
+are replayed from the store, a step that was started but whose result was not saved
+pauses the run as uncertain. Cancel and pause requests reach the executing worker through
+the store at its next step. ``stop`` (SIGTERM) lets each execution finish its current
+step, then gives the run back to the queue for another worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from openprogram.errors import StoreError
+from openprogram.store.lease import Owner, lease_seconds
+from openprogram.store.runs import RunStore, open_run_store
+
+log = logging.getLogger(__name__)
+DEFAULT_QUEUE = "default"
+
+
+@dataclass
+class WorkerStats:
+    """What one worker did (for its exit line and the benchmarks)."""
+
+    finished: dict[str, int] = field(default_factory=dict)  # status -> runs
+    claim_errors: int = 0
+
+
+def run_worker(
+    store: str | os.PathLike[str] | None = None,
+    *,
+    queue: str = DEFAULT_QUEUE,
+    concurrency: int = 1,
+    queue_limit: int | None = None,
+    poll_s: float = 0.2,
+    lease_s: float | None = None,
+    durability: str | None = None,
+    stop: threading.Event | None = None,
+    exit_when_idle: bool = False,
+    on_finished: Callable[[str, str], None] | None = None,
+) -> WorkerStats:
+    """Claim and execute runs of ``queue`` until ``stop`` is set (or, with
+    ``exit_when_idle``, until no run of the queue is queued or running anywhere: a run
+    whose worker died is waited for until its lease expires, then taken over).
+
+    ``concurrency``: runs this worker executes at once (threads); ``queue_limit``: runs
+    of the queue executing at once across all workers. A store that cannot be reached
+    (a restarted database) is retried every ``poll_s`` until it answers again.
+    """
+    from openprogram.durable.runner import execute_claimed
+
+    stop = stop or threading.Event()
+    lease = lease_s or lease_seconds()
+    stats = WorkerStats()
+    lock = threading.Lock()
+    runs: RunStore = open_run_store(store, durability=durability)
+
+    def execute(run_id: str, owner: Owner) -> None:
+        run = runs.get_run(run_id)
+        if run is None:  # pragma: no cover - deleted after the claim
+            return
+        try:
+            outcome = execute_claimed(runs, run, owner, lease, stop=stop)
+            status = str(outcome.status)
+        except StoreError as exc:  # the store went away mid-run: the lease will expire
+            log.warning("run %s: %s", run_id, exc)
+            status = "interrupted"
+        with lock:
+            stats.finished[status] = stats.finished.get(status, 0) + 1
+        if on_finished is not None:
+            on_finished(run_id, status)
+
+    active: set[Future[None]] = set()
+    try:
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="op-worker") as pool:
+            while not stop.is_set():
+                active = {f for f in active if not f.done()}
+                claimed = None
+                if len(active) < concurrency:
+                    owner = Owner.this_process()
+                    try:
+                        claimed = runs.claim_next(queue, owner, lease, limit=queue_limit)
+                    except StoreError as exc:
+                        stats.claim_errors += 1
+                        log.warning("claiming from %s: %s", runs.location, exc)
+                    if claimed is not None:
+                        active.add(pool.submit(execute, claimed.id, owner))
+                        continue
+                if exit_when_idle and claimed is None and not active and not _pending(runs, queue):
+                    break
+                stop.wait(poll_s)
+            for f in active:
+                f.result()
+    finally:
+        runs.close()
+    return stats
+
+
+def _pending(runs: RunStore, queue: str) -> bool:
+    """Whether a run of ``queue`` is still queued or running (``True`` when the store
+    cannot tell right now: keep waiting)."""
+    try:
+        return runs.count_unfinished(queue) > 0
+    except StoreError as exc:
+        log.warning("reading %s: %s", runs.location, exc)
+        return True

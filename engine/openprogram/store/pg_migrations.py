@@ -1,0 +1,126 @@
+"""Versioned schema of the PostgreSQL store (the same tables as SQLite's, see
+:mod:`openprogram.store.migrations` and :mod:`openprogram.store.runs`).
+
+:func:`migrate` applies the missing migrations inside one transaction holding a
+transaction-level advisory lock, so several processes starting at once against a new
+database apply each migration exactly once (the others wait, then see it applied).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from openprogram.errors import StoreError
+from openprogram.store.migrations import Migration
+
+# Key of the advisory lock taken while migrating (any constant shared by every process).
+MIGRATION_LOCK = 0x0F_9209_5CA1E
+
+PG_V1 = """
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    name TEXT,
+    agent_id TEXT,
+    head_id TEXT,
+    head_pinned BOOLEAN NOT NULL DEFAULT false,
+    last_id TEXT,
+    last_seq BIGINT NOT NULL DEFAULT 0,
+    last_seq_count BIGINT NOT NULL DEFAULT 0,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at DOUBLE PRECISION NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE nodes (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    seq BIGINT NOT NULL,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    caller_id TEXT,
+    predecessor_id TEXT,
+    input TEXT,
+    output TEXT,
+    status TEXT NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at DOUBLE PRECISION NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL,
+    UNIQUE (session_id, seq)
+);
+CREATE INDEX nodes_caller ON nodes(caller_id);
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    entry TEXT NOT NULL,
+    program_path TEXT,
+    function_qualname TEXT NOT NULL,
+    args TEXT NOT NULL DEFAULT '{}',
+    status TEXT NOT NULL,
+    policy TEXT NOT NULL DEFAULT 'keep_original',
+    model TEXT,
+    source_snapshot TEXT,
+    session_id TEXT,
+    result TEXT,
+    error TEXT,
+    paused_step TEXT,
+    paused_occurrence INTEGER,
+    pause_reason TEXT,
+    pause_requested INTEGER NOT NULL DEFAULT 0,
+    owner_pid INTEGER,
+    owner_host TEXT,
+    created_at DOUBLE PRECISION NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL,
+    owner_token TEXT,
+    owner_proc TEXT,
+    lease_expires_at DOUBLE PRECISION,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    queue TEXT
+);
+CREATE INDEX runs_status ON runs(status, updated_at);
+CREATE INDEX runs_queue ON runs(queue, status, created_at);
+CREATE TABLE run_steps (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step_key TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    occurrence INTEGER NOT NULL,
+    input_hash TEXT NOT NULL,
+    status TEXT NOT NULL,
+    result TEXT,
+    started_at DOUBLE PRECISION NOT NULL,
+    finished_at DOUBLE PRECISION,
+    PRIMARY KEY (run_id, step_key)
+);
+"""
+
+#: Every PostgreSQL migration, in order (append new ones; never edit an applied one).
+PG_MIGRATIONS: list[Migration] = [
+    Migration(1, "sessions, nodes, runs and steps (leases, queues)", PG_V1),
+]
+
+
+def migrate(conn: Any, migrations: list[Migration], location: str) -> None:
+    """Apply the missing migrations on ``conn`` (autocommit connection)."""
+    target = max(m.version for m in migrations)
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
+            "name TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)"
+        )
+        row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+        current = int(row[0] or 0)
+        if current > target:
+            raise StoreError(
+                f"the store {location} has schema version {current}, newer than this "
+                f"OpenProgram knows ({target}); upgrade OpenProgram to use it"
+            )
+        for m in migrations:
+            if m.version <= current:
+                continue
+            conn.execute(m.script())
+            conn.execute(
+                "INSERT INTO schema_version (version, name, applied_at) VALUES (%s, %s, %s)",
+                (m.version, m.name, time.time()),
+            )

@@ -1,0 +1,399 @@
+"""PostgreSQL backend of the session store (psycopg 3 with a connection pool).
+
+``--store postgresql://user@host/db`` (or ``OPENPROGRAM_STORE``) selects it. Sessions and
+nodes keep the SQLite semantics (:class:`~openprogram.store.base.StoreBackend`):
+
+* append: one statement (a CTE) locks the session row, takes ``seq = last_seq + 1``,
+  resolves the default predecessor (the head) and moves the head, then inserts the node —
+  concurrent writers on any machine serialise on the session row and never collide.
+* JSON columns hold JSON text (as in SQLite): what was stored is read back unchanged.
+* A transaction open on this thread (:meth:`PostgresBackend.transaction`, used by the
+  run store's step transaction) is joined by every method called inside it.
+
+Migrations (:data:`PG_MIGRATIONS`) run under a transaction-level advisory lock, so many
+processes starting at once against a new database apply each migration exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from openprogram.errors import StoreError
+from openprogram.store.base import UNSET, StoreBackend, _Unset
+from openprogram.store.jsoncodec import dumps as _dumps
+from openprogram.store.jsoncodec import loads as _loads
+from openprogram.store.models import Node, Session
+from openprogram.store.pg_migrations import PG_MIGRATIONS, migrate
+
+URL_SCHEMES = ("postgresql://", "postgres://")
+_NODE_COLS = (
+    "id, session_id, seq, kind, name, caller_id, predecessor_id, input, output, status, "
+    "metadata, created_at, updated_at"
+)
+_SESSION_SELECT = (
+    "SELECT s.id, s.name, s.agent_id, CASE WHEN s.head_pinned THEN s.head_id ELSE s.last_id END, "
+    "s.metadata, s.created_at, GREATEST(s.updated_at, COALESCE((SELECT MAX(updated_at) "
+    "FROM nodes WHERE session_id = s.id), 0)), s.last_seq_count FROM sessions s"
+)
+# One round trip: lock the session, bump its seq, move/keep the head, insert the node.
+_APPEND_SQL = f"""
+WITH old AS (
+    SELECT id, last_id, head_id, head_pinned FROM sessions WHERE id = %(sid)s FOR UPDATE
+), upd AS (
+    UPDATE sessions s SET last_seq = s.last_seq + 1, last_seq_count = s.last_seq_count + 1,
+        last_id = %(nid)s,
+        head_pinned = NOT %(move)s,
+        head_id = CASE WHEN %(move)s THEN NULL
+                  WHEN old.head_pinned THEN old.head_id ELSE old.last_id END
+    FROM old WHERE s.id = old.id
+    RETURNING s.last_seq AS seq,
+        CASE WHEN old.head_pinned THEN old.head_id ELSE old.last_id END AS head
+)
+INSERT INTO nodes ({_NODE_COLS})
+SELECT %(nid)s, %(sid)s, upd.seq, %(kind)s, %(name)s, %(caller)s,
+    CASE WHEN %(pred_default)s THEN upd.head ELSE %(pred)s END,
+    %(input)s, %(output)s, %(status)s, %(meta)s, %(now)s, %(now)s FROM upd
+RETURNING seq, predecessor_id
+"""
+_FINISH_SQL = (
+    "UPDATE nodes SET updated_at = %s, output = %s, status = %s, "
+    "metadata = (metadata::jsonb || jsonb_build_object('duration_s', %s::float8))::text "
+    "WHERE id = %s"
+)
+
+
+def normalize_url(location: str) -> str | None:
+    """The PostgreSQL URL a ``--store`` value names, else ``None``. Accepts the form a
+    ``pathlib.Path`` leaves of a URL (``postgresql:/host/db``: one slash collapsed), so a
+    URL passed through a path setting (the language server's store) still works."""
+    for scheme in URL_SCHEMES:
+        if location.startswith(scheme):
+            return location
+        collapsed = scheme[:-1]
+        if location.startswith(collapsed) and not location.startswith(scheme):
+            return scheme + location[len(collapsed) :]
+    return None
+
+
+def is_url(location: object) -> bool:
+    """Whether a ``--store`` value names a PostgreSQL database."""
+    return isinstance(location, str) and normalize_url(location) is not None
+
+
+def redact(url: str) -> str:
+    """The URL without its password (for messages)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = (parts.username or "") + ":***"
+    return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
+
+
+def new_id() -> str:
+    return os.urandom(16).hex()
+
+
+def _node(row: Sequence[Any]) -> Node:
+    inp, out, meta = row[7], row[8], row[10]
+    return Node(
+        row[0], row[1], row[2], row[3], row[4], row[5], row[6],
+        None if inp is None else _loads(inp), None if out is None else _loads(out),
+        row[9], _loads(meta) if meta else {}, row[11], row[12],
+    )  # fmt: skip
+
+
+class PostgresBackend(StoreBackend):
+    """Sessions and nodes in a PostgreSQL database (see module docstring)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        synchronous_commit: bool = False,
+        max_size: int = 16,
+        migrate_schema: bool = True,
+    ) -> None:
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError:  # pragma: no cover - optional dependency
+            raise StoreError(
+                "a postgresql:// store needs psycopg 3: pip install 'openprogram[postgres]'"
+            ) from None
+        self._psycopg = psycopg
+        self.url = url
+        self.location = redact(url)
+        self.synchronous_commit = synchronous_commit
+        self._local = threading.local()
+        self._closed = False
+        self._pid = os.getpid()
+        sync = "on" if synchronous_commit else "off"
+        try:
+            self.pool = ConnectionPool(
+                url,
+                min_size=1,
+                max_size=max_size,
+                kwargs={"autocommit": True, "options": f"-c synchronous_commit={sync}"},
+                check=ConnectionPool.check_connection,
+                open=True,
+                timeout=30.0,
+                reconnect_timeout=60.0,
+            )
+            self.pool.wait(timeout=30.0)
+        except Exception as exc:
+            raise self._error(exc) from None
+        if migrate_schema:
+            with self.connection() as conn:
+                try:
+                    migrate(conn, PG_MIGRATIONS, self.location)
+                except psycopg.Error as exc:
+                    raise self._error(exc) from None
+
+    # -- connections -------------------------------------------------------------------
+    def _error(self, exc: BaseException) -> StoreError:
+        msg = " ".join(str(exc).split()) or type(exc).__name__
+        return StoreError(f"store {self.location}: {msg}")
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        """This thread's open transaction connection, else one from the pool (autocommit)."""
+        if self._closed:
+            raise StoreError(f"the store {self.location} is closed; open a new store")
+        conn = getattr(self._local, "tx", None)
+        if conn is not None:
+            yield conn
+            return
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except self._psycopg.Error as exc:
+            raise self._error(exc) from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One transaction on one pooled connection; joined by every method this thread
+        calls meanwhile (commit on success, rollback on any exception)."""
+        if getattr(self._local, "tx", None) is not None:
+            yield self._local.tx
+            return
+        if self._closed:
+            raise StoreError(f"the store {self.location} is closed; open a new store")
+        try:
+            with self.pool.connection() as conn, conn.transaction():
+                self._local.tx = conn
+                try:
+                    yield conn
+                finally:
+                    self._local.tx = None
+        except self._psycopg.Error as exc:
+            raise self._error(exc) from None
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        """Run one statement (in this thread's transaction if open); returns the cursor's
+        rows for statements that return some, else its row count."""
+        with self.connection() as conn:
+            try:
+                cur = conn.execute(sql, params, prepare=True)
+            except self._psycopg.Error as exc:
+                raise self._error(exc) from None
+            return cur.fetchall() if cur.description is not None else cur.rowcount
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if os.getpid() == self._pid:
+            self.pool.close(timeout=5.0)
+
+    # -- sessions ----------------------------------------------------------------------
+    def create_session(
+        self,
+        session_id: str,
+        *,
+        name: str | None,
+        agent_id: str | None,
+        metadata: dict[str, Any],
+        now: float,
+    ) -> Session:
+        try:
+            meta = _dumps(metadata)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"session {session_id!r}: metadata is not JSON ({exc})") from None
+        self.execute(
+            "INSERT INTO sessions (id, name, agent_id, metadata, created_at, updated_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
+            (session_id, name, agent_id, meta, now, now),
+        )
+        session = self.get_session(session_id)
+        assert session is not None
+        return session
+
+    def _session(self, row: Sequence[Any]) -> Session:
+        return Session(
+            id=row[0], name=row[1], agent_id=row[2], head_id=row[3],
+            metadata=_loads(row[4]) if row[4] else {}, created_at=row[5], updated_at=row[6],
+            node_count=row[7],
+        )  # fmt: skip
+
+    def get_session(self, session_id: str) -> Session | None:
+        rows = self.execute(_SESSION_SELECT + " WHERE s.id = %s", (session_id,))
+        return self._session(rows[0]) if rows else None
+
+    def list_sessions(self) -> list[Session]:
+        rows = self.execute(_SESSION_SELECT + " ORDER BY 7 DESC, s.created_at DESC")
+        return [self._session(r) for r in rows]
+
+    def head_id(self, session_id: str) -> str | None:
+        rows = self.execute(
+            "SELECT CASE WHEN head_pinned THEN head_id ELSE last_id END FROM sessions "
+            "WHERE id = %s",
+            (session_id,),
+        )
+        if not rows:
+            raise self._no_session(session_id)
+        return rows[0][0]
+
+    def set_head(self, session_id: str, node_id: str) -> None:
+        rows = self.execute("SELECT session_id FROM nodes WHERE id = %s", (node_id,))
+        if not rows or rows[0][0] != session_id:
+            raise StoreError(
+                f"node {node_id!r} is not in session {session_id!r}; pick a node id from "
+                f"`openprogram show {session_id}`"
+            )
+        self.execute(
+            "UPDATE sessions SET head_id = %s, head_pinned = true, updated_at = %s WHERE id = %s",
+            (node_id, time.time(), session_id),
+        )
+
+    def _no_session(self, session_id: str) -> StoreError:
+        return StoreError(
+            f"session {session_id!r} does not exist in {self.location}; create it with "
+            "SessionStore.create_session() or list sessions with `openprogram sessions`"
+        )
+
+    # -- nodes -------------------------------------------------------------------------
+    def append_node(
+        self,
+        session_id: str,
+        kind: str,
+        name: str,
+        *,
+        node_id: str | None,
+        input: Any,
+        output: Any,
+        status: str,
+        caller_id: str | None,
+        metadata: dict[str, Any],
+        predecessor_id: str | _Unset | None,
+        move_head: bool,
+        now: float,
+        input_json: str | None = None,
+    ) -> Node:
+        if node_id is not None:
+            existing = self.get_node(node_id)
+            if existing is not None:
+                if existing.session_id != session_id:
+                    raise StoreError(
+                        f"node id {node_id!r} already belongs to session "
+                        f"{existing.session_id!r}, not {session_id!r}; use a fresh node id"
+                    )
+                return existing
+        nid = node_id or new_id()
+        try:
+            in_json = input_json if input_json is not None else (
+                None if input is None else _dumps(input)
+            )  # fmt: skip
+            out_json = None if output is None else _dumps(output)
+            meta_json = _dumps(metadata) if metadata else "{}"
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise StoreError(
+                f"node {name!r}: input, output and metadata must be JSON values ({exc})"
+            ) from None
+        rows = self.execute(
+            _APPEND_SQL,
+            {
+                "sid": session_id, "nid": nid, "move": move_head, "now": now, "kind": kind,
+                "name": name, "caller": caller_id, "pred_default": predecessor_id is UNSET,
+                "pred": None if predecessor_id is UNSET else predecessor_id,
+                "input": in_json, "output": out_json, "status": status, "meta": meta_json,
+            },
+        )  # fmt: skip
+        if not rows:
+            raise self._no_session(session_id)
+        seq, pred = rows[0]
+        return Node(
+            nid, session_id, seq, kind, name, caller_id, pred, input, output, status,
+            metadata, now, now,
+        )  # fmt: skip
+
+    def update_node(
+        self,
+        node_id: str,
+        *,
+        output: Any | _Unset,
+        status: str | None,
+        metadata: dict[str, Any] | None,
+        now: float,
+    ) -> Node:
+        try:
+            out_json = None if output is UNSET or output is None else _dumps(output)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise StoreError(f"node {node_id!r}: output must be a JSON value ({exc})") from None
+        with self.transaction():
+            rows = self.execute(
+                f"SELECT {_NODE_COLS} FROM nodes WHERE id = %s FOR UPDATE", (node_id,)
+            )
+            if not rows:
+                raise StoreError(f"node {node_id!r} does not exist in {self.location}")
+            node = _node(rows[0])
+            if metadata:
+                node.metadata.update(metadata)
+            if output is not UNSET:
+                node.output = output
+            else:
+                out_json = rows[0][8]
+            if status is not None:
+                node.status = status
+            node.updated_at = now
+            try:
+                meta_json = _dumps(node.metadata)
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise StoreError(
+                    f"node {node_id!r}: metadata must be JSON values ({exc})"
+                ) from None
+            self.execute(
+                "UPDATE nodes SET output = %s, status = %s, metadata = %s, updated_at = %s "
+                "WHERE id = %s",
+                (out_json, node.status, meta_json, now, node_id),
+            )
+        return node
+
+    def finish_node(self, node_id: str, output_json: str, duration_s: float, now: float) -> None:
+        """Mark a step's node ``completed`` with ``output_json`` and its duration (one
+        statement, in this thread's transaction when open)."""
+        self.execute(_FINISH_SQL, (now, output_json, "completed", duration_s, node_id))
+
+    def get_node(self, node_id: str) -> Node | None:
+        rows = self.execute(f"SELECT {_NODE_COLS} FROM nodes WHERE id = %s", (node_id,))
+        return _node(rows[0]) if rows else None
+
+    def list_nodes(self, session_id: str) -> list[Node]:
+        rows = self.execute(
+            f"SELECT {_NODE_COLS} FROM nodes WHERE session_id = %s ORDER BY seq", (session_id,)
+        )
+        return [_node(r) for r in rows]
+
+    def children(self, node_id: str) -> list[Node]:
+        rows = self.execute(
+            f"SELECT {_NODE_COLS} FROM nodes WHERE session_id = "
+            "(SELECT session_id FROM nodes WHERE id = %s) AND caller_id = %s ORDER BY seq",
+            (node_id, node_id),
+        )
+        return [_node(r) for r in rows]

@@ -1,0 +1,532 @@
+"""The run store: every read and write of the ``runs`` / ``run_steps`` tables.
+
+One :class:`RunStore` implementation per database engine holds all statements on the
+run tables (SQLite: :mod:`openprogram.store.sqlite_runs`); the durable layer
+(``openprogram.durable``), the CLI, the linter's OP209 reader and the language server
+call only this interface. Open one with :func:`open_run_store` (read-write, migrates)
+or :func:`read_run_store` (tooling: read-only, ``None`` when there is no store).
+
+Tables (created by the store's migrations, ``openprogram.store.migrations``):
+
+``runs`` — one row per run (a task):
+
+=================  =====================================================================
+column             meaning
+=================  =====================================================================
+id                 run id (also the id of the run's session in the session DAG)
+entry              the entry reference as given: ``path/to/file.py:ENTRY`` or ``pkg.mod:ENTRY``
+program_path       absolute path of the Program file (NULL when unknown)
+function_qualname  qualified name of the resumable function (``report``, ``Reporter.report``)
+args               JSON object of the keyword arguments
+status             a :class:`~openprogram.contract.runs.RunStatus`
+policy             a :class:`~openprogram.contract.runs.Policy`
+model              model string given at run time (NULL: autodetected lazily)
+source_snapshot    JSON: saved source of the function and its same-module helpers
+session_id         session of the run in the DAG (same store)
+result             JSON result of a completed run
+error              one-line error of a failed/paused run
+paused_step        step name a paused run stopped at (NULL otherwise)
+paused_occurrence  occurrence of that step name (0-based)
+pause_reason       a :class:`~openprogram.contract.runs.PauseReason`
+pause_requested    1 when a pause was requested for a running run (checked between steps)
+owner_pid          pid of the process executing the run
+owner_host         host name of that process
+owner_token        random token of the execution holding the lease (compare-and-set)
+owner_proc         ``boot_id/pidns/pid/start`` of that process (``store.lease``)
+lease_expires_at   epoch seconds when the lease ends unless its heartbeat renews it
+cancel_requested   1 when a cancel waits for the executing process (its next step)
+queue              queue of a run submitted for workers (NULL: run in-process)
+created_at         epoch seconds
+updated_at         epoch seconds of the last state change
+=================  =====================================================================
+
+``run_steps`` — one row per step identity of a run, written when the step is **called**:
+
+=================  =====================================================================
+run_id             the run
+step_key           scope path + name + occurrence, e.g. ``fetch#0``, ``sub#0/fetch#1``,
+                   ``parallel#0/left/fetch#0``
+scope              key of the enclosing workflow / parallel branch (``""`` at top level)
+position           0-based call order inside ``scope``
+kind               ``step`` | ``workflow`` | ``parallel`` | ``branch`` | ``approval`` (one
+                   tool call awaiting/decided approval; scope ``approvals``, status
+                   ``requested`` | ``approved`` | ``denied``, result: its JSON arguments)
+name               the step name as written in the Program
+occurrence         0-based count of earlier calls of ``name`` in ``scope``
+input_hash         sha256 of the canonical JSON of the step's arguments
+status             ``dispatched`` (called, no result saved) | ``completed`` | ``failed``
+result             JSON result (completed) ; error text (failed)
+started_at         epoch seconds when dispatched
+finished_at        epoch seconds when completed/failed
+=================  =====================================================================
+
+A ``dispatched`` row of kind ``step`` found on resume is *uncertain*: the operation may or
+may not have happened, so the run pauses naming it until it is re-run explicitly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from openprogram.contract.runs import DURABILITY_MODES, Durability, Policy
+from openprogram.errors import StoreError
+from openprogram.store.lease import Owner
+
+__all__ = [
+    "RunRecord",
+    "RunStore",
+    "StepRecord",
+    "StepWrite",
+    "open_run_store",
+    "read_run_store",
+]
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One row of ``runs``."""
+
+    id: str
+    entry: str
+    program_path: str | None
+    function_qualname: str
+    args: dict[str, Any]
+    status: str
+    policy: str
+    model: str | None
+    source_snapshot: dict[str, Any] | None
+    session_id: str | None
+    result: Any
+    error: str | None
+    paused_step: str | None
+    paused_occurrence: int | None
+    pause_reason: str | None
+    pause_requested: bool
+    owner_pid: int | None
+    owner_host: str | None
+    created_at: float
+    updated_at: float
+    owner_token: str | None = None
+    owner_proc: str | None = None
+    lease_expires_at: float | None = None
+    cancel_requested: bool = False
+    queue: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Summary used by ``openprogram runs --json``."""
+        return {
+            "run_id": self.id,
+            "entry": self.entry,
+            "function": self.function_qualname,
+            "status": self.status,
+            "policy": self.policy,
+            "paused_step": self.paused_step,
+            "pause_reason": self.pause_reason,
+            "error": self.error,
+            "queue": self.queue,
+            "cancel_requested": self.cancel_requested,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+
+    def is_of_program(self, program_path: str) -> bool:
+        """Whether this run executes the Program file ``program_path``."""
+        path = self.program_path or self.entry.rpartition(":")[0]
+        if not path:
+            return False
+        try:
+            return os.path.realpath(path) == os.path.realpath(program_path)
+        except OSError:  # pragma: no cover - realpath of a str does not touch the disk
+            return False
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One row of ``run_steps``."""
+
+    step_key: str
+    scope: str
+    position: int
+    kind: str
+    name: str
+    occurrence: int
+    input_hash: str
+    status: str
+    result: str | None
+    started_at: float | None = None
+    finished_at: float | None = None
+
+
+#: Column order of :class:`RunRecord` in every backend's ``SELECT``.
+RUN_COLUMNS = (
+    "id, entry, program_path, function_qualname, args, status, policy, model, "
+    "source_snapshot, session_id, result, error, paused_step, paused_occurrence, "
+    "pause_reason, pause_requested, owner_pid, owner_host, created_at, updated_at, "
+    "owner_token, owner_proc, lease_expires_at, cancel_requested, queue"
+)
+STEP_COLUMNS = (
+    "step_key, scope, position, kind, name, occurrence, input_hash, status, result, "
+    "started_at, finished_at"
+)
+
+
+def run_from_row(row: Any) -> RunRecord:
+    """A :class:`RunRecord` from a row in :data:`RUN_COLUMNS` order."""
+    return RunRecord(
+        id=row[0],
+        entry=row[1],
+        program_path=row[2],
+        function_qualname=row[3],
+        args=json.loads(row[4] or "{}"),
+        status=row[5],
+        policy=row[6],
+        model=row[7],
+        source_snapshot=json.loads(row[8]) if row[8] else None,
+        session_id=row[9],
+        result=json.loads(row[10]) if row[10] is not None else None,
+        error=row[11],
+        paused_step=row[12],
+        paused_occurrence=row[13],
+        pause_reason=row[14],
+        pause_requested=bool(row[15]),
+        owner_pid=row[16],
+        owner_host=row[17],
+        created_at=row[18],
+        updated_at=row[19],
+        owner_token=row[20],
+        owner_proc=row[21],
+        lease_expires_at=row[22],
+        cancel_requested=bool(row[23]),
+        queue=row[24],
+    )
+
+
+class StepWrite(ABC):
+    """The statements of one step transaction (see :meth:`RunStore.step_write`)."""
+
+    @abstractmethod
+    def complete_step(self, step_key: str, result_json: str) -> None:
+        """Save a step's result (JSON text) and mark it ``completed``."""
+
+    @abstractmethod
+    def finish_node(self, node_id: str, output_json: str, duration_s: float) -> None:
+        """Mark the step's DAG node ``completed`` with ``output_json``."""
+
+    @abstractmethod
+    def dispatch_step(
+        self,
+        step_key: str,
+        scope: str,
+        position: int,
+        kind: str,
+        name: str,
+        occurrence: int,
+        input_hash: str,
+    ) -> bool:
+        """Record that a step was called, unless the run was cancelled, a cancel or a
+        pause was requested or this execution lost its lease: then nothing is written and
+        this returns ``False`` (one statement does the check and the write)."""
+
+    @abstractmethod
+    def append_node(self, session_id: str, name: str, **fields: Any) -> Any:
+        """Append the step's running ``code`` node (``StoreBackend.append_node`` fields)."""
+
+
+class RunStore(ABC):
+    """Runs and steps of one store (see the module docstring).
+
+    ``store`` is the :class:`~openprogram.store.SessionStore` on the same database: a
+    step's record and its session-DAG node are written in one transaction.
+    """
+
+    location: str
+    durability: Durability
+    store: Any  # SessionStore
+
+    @property
+    def defer_results(self) -> bool:
+        """Whether a step's result is committed with the next record (``process``/``power``)
+        rather than on its own as soon as it returns (``eager``)."""
+        return self.durability is not Durability.EAGER
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @abstractmethod
+    def owns(self, writer: Any) -> bool:
+        """Whether ``writer`` (a ``SessionNodeWriter``) writes through this store's
+        connections, so a step's node can join the step transaction."""
+
+    @abstractmethod
+    def step_write(self, run_id: str, token: str) -> AbstractContextManager[StepWrite]:
+        """``with runs.step_write(run_id, token) as tx:`` — one transaction (commit on
+        success, rollback on any exception) for a step's records and its DAG node, by the
+        execution holding the lease ``token``."""
+
+    # -- runs ----------------------------------------------------------------------
+    @abstractmethod
+    def insert_run(
+        self,
+        *,
+        run_id: str,
+        entry: str,
+        program_path: str | None,
+        function_qualname: str,
+        args: dict[str, Any],
+        policy: str,
+        model: str | None,
+        source_snapshot: dict[str, Any] | None,
+        session_id: str | None,
+        owner: Owner | None,
+        lease_s: float = 0.0,
+        queue: str | None = None,
+    ) -> None:
+        """Record a new run: ``running`` under ``owner``'s lease, or ``queued`` on
+        ``queue`` for workers when ``owner`` is ``None``."""
+
+    @abstractmethod
+    def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    @abstractmethod
+    def list_runs(self, status: str | None = None) -> list[RunRecord]:
+        """Runs oldest first (only those in ``status`` when given)."""
+
+    @abstractmethod
+    def claim_run(
+        self,
+        run_id: str,
+        *,
+        expected_status: str,
+        expected_token: str | None,
+        owner: Owner,
+        lease_s: float,
+    ) -> bool:
+        """Compare-and-set: make ``owner`` hold the run (``running``, a fresh lease) if it
+        is still ``expected_status`` with ``expected_token`` — the values read before."""
+
+    @abstractmethod
+    def claim_next(
+        self, queue: str, owner: Owner, lease_s: float, *, limit: int | None = None
+    ) -> RunRecord | None:
+        """Claim the oldest run of ``queue`` that is ``queued`` or whose lease expired (a
+        worker); ``None`` when there is none or ``limit`` runs of the queue hold a live
+        lease. Concurrent workers never claim the same run."""
+
+    @abstractmethod
+    def count_unfinished(self, queue: str) -> int:
+        """How many runs of ``queue`` are ``queued`` or ``running`` (by any worker, live or
+        dead: a dead worker's run is claimable once its lease expires)."""
+
+    @abstractmethod
+    def renew_lease(self, run_id: str, token: str, lease_s: float) -> bool:
+        """Push the lease of ``token`` forward; ``False`` when it is no longer held."""
+
+    @abstractmethod
+    def release_run(self, run_id: str, token: str, *, requeue: bool) -> bool:
+        """Give up the lease (``requeue``: back to ``queued`` for another worker)."""
+
+    @abstractmethod
+    def finish_run(
+        self,
+        run_id: str,
+        status: str,
+        *,
+        result: Any = None,
+        error: str | None = None,
+        paused_step: str | None = None,
+        paused_occurrence: int | None = None,
+        pause_reason: str | None = None,
+        token: str | None = None,
+    ) -> str:
+        """Record how the execution holding ``token`` ended; returns the state actually
+        stored (a run cancelled or taken over meanwhile keeps what the other wrote)."""
+
+    @abstractmethod
+    def cancel_run(
+        self, run_id: str, *, expected_status: str, expected_token: str | None, error: str
+    ) -> bool:
+        """Compare-and-set: mark the run ``cancelled`` if it is still as read."""
+
+    @abstractmethod
+    def request_cancel(self, run_id: str) -> None:
+        """Ask the executing process to cancel at its next step (``cancel_requested``)."""
+
+    @abstractmethod
+    def set_paused(
+        self,
+        run_id: str,
+        reason: str,
+        message: str,
+        *,
+        step: str | None = None,
+        occurrence: int | None = None,
+        only_if_running: bool = False,
+        token: str | None = None,
+    ) -> bool:
+        """Mark a run paused for ``reason``; with ``only_if_running`` only a ``running``
+        run still holding ``token`` (as read before), else returns ``False``."""
+
+    @abstractmethod
+    def request_pause(self, run_id: str) -> None: ...
+
+    @abstractmethod
+    def control_state(self, run_id: str) -> tuple[str, bool, bool, str | None]:
+        """``(status, pause_requested, cancel_requested, owner_token)`` — read between
+        steps for cancel, pause and lease checks (``cancelled`` for a missing run)."""
+
+    @abstractmethod
+    def update_snapshot(self, run_id: str, snapshot: dict[str, Any]) -> None: ...
+
+    @abstractmethod
+    def last_activity(self, run_id: str) -> float:
+        """Latest of the run's update time and its steps' timestamps."""
+
+    # -- steps ---------------------------------------------------------------------
+    @abstractmethod
+    def load_steps(self, run_id: str) -> list[StepRecord]:
+        """Every step record of a run, ordered by scope and position."""
+
+    @abstractmethod
+    def top_level_steps(self, run_id: str) -> list[StepRecord]:
+        """The run's top-level records (scope ``""``) in call order."""
+
+    @abstractmethod
+    def dispatch_step(
+        self,
+        run_id: str,
+        *,
+        step_key: str,
+        scope: str,
+        position: int,
+        kind: str,
+        name: str,
+        occurrence: int,
+        input_hash: str,
+    ) -> None:
+        """Record (commit) that a workflow/parallel/branch/step was called."""
+
+    @abstractmethod
+    def complete_step(self, run_id: str, step_key: str, result_json: str) -> None: ...
+
+    @abstractmethod
+    def fail_step(self, run_id: str, step_key: str, error: str) -> None: ...
+
+    @abstractmethod
+    def count_steps(self, run_id: str, status: str | None = None) -> int:
+        """How many records of kind ``step`` the run has (in ``status`` when given)."""
+
+    # -- approvals of requires_approval tools ---------------------------------------
+    # Rows of ``run_steps`` with kind ``approval`` and scope ``approvals``: step_key the
+    # call's key, name the tool, result its JSON arguments, status an ApprovalStatus.
+    @abstractmethod
+    def request_approval(self, run_id: str, key: str, tool: str, arguments_json: str) -> None:
+        """Record that the run waits for approval of one tool call (idempotent)."""
+
+    @abstractmethod
+    def approval_status(self, run_id: str, key: str) -> str | None:
+        """``requested`` | ``approved`` | ``denied`` of one tool call, or ``None``."""
+
+    @abstractmethod
+    def pending_approval(self, run_id: str) -> tuple[str, str, str] | None:
+        """``(key, tool, arguments_json)`` of the run's oldest undecided request."""
+
+    @abstractmethod
+    def decide_approval(self, run_id: str, key: str, decision: str) -> bool:
+        """Record ``approved`` / ``denied`` for a requested call (``False``: it was not
+        requested or was decided meanwhile)."""
+
+    # -- session-DAG reads for tooling ------------------------------------------------
+    @abstractmethod
+    def session_node_rows(self, session_id: str) -> list[tuple[Any, ...]]:
+        """The session's nodes in ``seq`` order as ``(id, seq, kind, name, caller_id,
+        predecessor_id, input, output, status, metadata, created_at)`` with the JSON
+        columns left as stored text (a 10,000-node graph decodes only what it shows)."""
+
+    @abstractmethod
+    def llm_usage(self, session_id: str) -> tuple[int, tuple[int, int]]:
+        """``(model calls, (input tokens, output tokens))`` recorded so far in a session."""
+
+    # -- tooling reads -------------------------------------------------------------
+    def runs_of_program(self, program_path: str | None) -> list[RunRecord]:
+        """Runs of the Program file ``program_path`` (every run for ``None``), oldest first."""
+        runs = self.list_runs()
+        if program_path is None:
+            return runs
+        return [r for r in runs if r.is_of_program(program_path)]
+
+    def recorded_step_sequences(
+        self, program_path: str | None = None
+    ) -> dict[str, list[list[tuple[str, int]]]]:
+        """``{function_qualname: [[(name, occurrence), ...] per run an edit can break]}``:
+        the top-level calls, in order, of each paused/running run that resumes the latest
+        source — the identities an edit must keep for it to resume (OP209). A
+        ``keep_original`` run with a saved source resumes that source: no edit breaks it."""
+        out: dict[str, list[list[tuple[str, int]]]] = {}
+        for run in self.runs_of_program(program_path):
+            if run.status not in ("paused", "running"):
+                continue
+            if run.policy == Policy.KEEP_ORIGINAL and run.source_snapshot:
+                continue
+            seq = [
+                (s.name, int(s.occurrence))
+                for s in self.top_level_steps(run.id)
+                if s.kind != "branch"
+            ]
+            out.setdefault(run.function_qualname, []).append(seq)
+        return out
+
+
+def _durability(durability: str | None) -> Durability:
+    mode = durability or os.environ.get("OPENPROGRAM_DURABILITY") or Durability.PROCESS.value
+    if mode not in DURABILITY_MODES:
+        raise StoreError(
+            f"unknown durability mode {mode!r}: use one of {', '.join(DURABILITY_MODES)}"
+        )
+    return Durability(mode)
+
+
+def open_run_store(
+    store: str | os.PathLike[str] | None = None,
+    *,
+    durability: str | None = None,
+    create: bool = True,
+) -> RunStore:
+    """Open the runs of ``store`` (``--store`` / ``$OPENPROGRAM_STORE`` / ``./.openprogram``)
+    for reading and writing; applies the store's migrations. A ``postgresql://`` URL
+    opens that database (:mod:`openprogram.store.postgres_runs`)."""
+    from openprogram.store.session_store import store_url
+
+    url = store_url(store)
+    if url is not None:
+        from openprogram.store.postgres_runs import PostgresRunStore
+
+        return PostgresRunStore.open(url, durability=_durability(durability))
+    from openprogram.store.sqlite_runs import SqliteRunStore
+
+    return SqliteRunStore.open(store, durability=_durability(durability), create=create)
+
+
+def read_run_store(store: str | os.PathLike[str] | None = None) -> RunStore | None:
+    """Open the runs of ``store`` read-only for tooling; ``None`` when there is no store
+    (or it has no run tables). Raises ``StoreError`` when it exists but cannot be read."""
+    from openprogram.store.session_store import store_url
+
+    url = store_url(store)
+    if url is not None:
+        from openprogram.store.postgres_runs import PostgresRunStore
+
+        return PostgresRunStore.open_readonly(url)
+    from openprogram.store.sqlite_runs import SqliteRunStore
+
+    return SqliteRunStore.open_readonly(store)

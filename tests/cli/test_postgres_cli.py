@@ -1,0 +1,95 @@
+"""Every run/session command and ``openprogram-lint --store`` against a PostgreSQL store
+(a temporary server the tests start), through the real CLI in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+PROGRAM = '''
+import os
+
+from openprogram import step
+from openprogram.durable import current_run_id, pause_run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def act(name: str) -> str:
+    with open(os.path.join(HERE, "calls.log"), "a", encoding="utf-8") as f:
+        f.write(name + "\\n")
+    return name
+
+
+def stop(store: str) -> str:
+    """Ask for a pause of this very run: it pauses before its next step."""
+    pause_run(current_run_id(), store=store)
+    return "stop"
+
+
+def main(store: str) -> list:
+    return [step("a", act, "a"), step("stop", stop, store), step("c", act, "c")]
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+'''
+
+
+def run(*args: str, cwd: Path, tool: str = "openprogram") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / tool), *args], cwd=cwd, capture_output=True, text=True, timeout=180
+    )
+
+
+@pytest.fixture()
+def work(tmp_path: Path) -> Path:
+    (tmp_path / "prog.py").write_text(PROGRAM, encoding="utf-8")
+    return tmp_path
+
+
+def test_run_pause_lint_resume_show_cancel_on_postgresql(work: Path, pg_dsn: str) -> None:
+    from openprogram.durable import start_run
+
+    args = json.dumps({"store": pg_dsn})
+    # use_latest: the run resumes the current source, so an edit can break it (OP209)
+    out = start_run(
+        f"{work / 'prog.py'}:main", {"store": pg_dsn}, store=pg_dsn, policy="use_latest"
+    )
+    assert out.status == "paused", out
+    rid = out.run_id
+    listed = json.loads(run("runs", "--json", "--store", pg_dsn, cwd=work).stdout)
+    assert [(r["run_id"], r["status"]) for r in listed] == [(rid, "paused")]
+    # the linter reads the recorded steps of the paused run from PostgreSQL (OP209)
+    edited = PROGRAM.replace('step("a", act, "a")', 'step("a2", act, "a")')
+    (work / "prog.py").write_text(edited, encoding="utf-8")
+    lint = run("--store", pg_dsn, "--format", "json", "prog.py", cwd=work, tool="openprogram-lint")
+    assert "OP209" in [d["code"] for d in json.loads(lint.stdout)], lint.stderr
+    (work / "prog.py").write_text(PROGRAM, encoding="utf-8")
+    proc = run("resume", rid, "--store", pg_dsn, "--json", cwd=work)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["result"] == ["a", "stop", "c"]
+    assert (work / "calls.log").read_text().split() == ["a", "c"]
+    sessions = run("sessions", "--store", pg_dsn, cwd=work)
+    assert rid in sessions.stdout, sessions.stderr
+    show = run("show", rid, "--store", pg_dsn, cwd=work)
+    assert show.returncode == 0 and "code main [completed]" in show.stdout, show.stderr
+    proc = run("run", "prog.py:main", "--args", args, "--store", pg_dsn, "--json", cwd=work)
+    second = json.loads(proc.stdout)["run_id"]
+    assert run("cancel", second, "--store", pg_dsn, cwd=work).returncode == 0
+    listed = json.loads(
+        run("runs", "--status", "cancelled", "--json", "--store", pg_dsn, cwd=work).stdout
+    )
+    assert [r["run_id"] for r in listed] == [second]
+
+
+def test_unreachable_postgresql_is_one_line_error(work: Path) -> None:
+    url = f"postgresql://nobody@/nodb?host={work}&port=1&connect_timeout=1"
+    proc = run("runs", "--store", url, cwd=work)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr and "store" in proc.stderr

@@ -1,0 +1,232 @@
+"""Ownership of a run is a lease (real processes): two racing ``resume`` never both
+execute, a silent owner loses the run after its lease expires, ``--force-takeover``,
+``cancel`` of a run executing elsewhere is "requested", ``cancel --kill``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from resume_programs import OPENPROGRAM, cli, env
+
+from openprogram.store.runs import read_run_store
+
+PROGRAM = '''
+import os
+import time
+
+from openprogram import step
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def effect(i: int) -> int:
+    """Side effect of step i: one line "i pid" in effects.log; blocks while block_<i>
+    or block_<i>_<pid> exists."""
+    with open(os.path.join(HERE, "effects.log"), "a", encoding="utf-8") as f:
+        f.write(f"{i} {os.getpid()}\\n")
+    mine = os.path.join(HERE, f"block_{i}_{os.getpid()}")
+    while os.path.exists(os.path.join(HERE, f"block_{i}")) or os.path.exists(mine):
+        time.sleep(0.01)
+    time.sleep(0.005)
+    return i
+
+
+def chain(n: int = 30) -> int:
+    total = 0
+    for i in range(n):
+        total += step("s", effect, i)
+    return total
+
+
+def stuck() -> int:
+    """An entry (not resumable: it may wait on the clock) stuck outside any step."""
+    while os.path.exists(os.path.join(HERE, "block_entry")):
+        time.sleep(0.01)
+    return step("s", effect, 0)
+
+
+chain.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["chain", "stuck"]
+'''
+STEPS = 30
+
+
+def _effects(folder: Path) -> list[tuple[int, int]]:
+    log = folder / "effects.log"
+    if not log.exists():
+        return []
+    out = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        i, pid = line.split()
+        out.append((int(i), int(pid)))
+    return out
+
+
+def _start(folder: Path, *args: str, extra: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [OPENPROGRAM, *args],
+        cwd=folder,
+        env={**env(), **(extra or {})},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _wait(cond: object, what: str, limit: float = 60.0) -> None:
+    deadline = time.monotonic() + limit
+    while not cond():  # type: ignore[operator]
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def _only_run(folder: Path) -> tuple[str, str]:
+    runs = read_run_store(folder / "st")
+    assert runs is not None
+    with runs:
+        (run,) = runs.list_runs()
+    return run.id, run.status
+
+
+def _race_trial(folder: Path, seed: int) -> tuple[list[int], set[int], Counter[int]]:
+    folder.mkdir()
+    (folder / "prog.py").write_text(PROGRAM, encoding="utf-8")
+    first = _start(folder, "run", "prog.py:chain", "--store", "st")
+    kill_after = 3 + seed % 10
+    _wait(lambda: len(_effects(folder)) >= kill_after or first.poll() is not None, "no step ran")
+    first.kill()  # SIGKILL: the run stays "running" with a dead owner
+    first.communicate()
+    rid, status = _only_run(folder)
+    assert status == "running"
+    argv = [OPENPROGRAM, "resume", rid, "--rerun-uncertain", "--store", "st", "--json"]
+    both = [
+        subprocess.Popen(argv, cwd=folder, env=env(), text=True, stdout=subprocess.PIPE)
+        for _ in range(2)
+    ]
+    codes = sorted(p.wait(timeout=120) for p in both)
+    for p in both:
+        p.communicate()
+    resumers = {pid for _, pid in _effects(folder)} - {first.pid}
+    return codes, resumers, Counter(i for i, _ in _effects(folder))
+
+
+def test_two_racing_resumes_never_both_execute(tmp_path: Path) -> None:
+    trials = int(os.environ.get("OPENPROGRAM_RACE_TRIALS", "8"))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(
+            pool.map(_race_trial, [tmp_path / f"t{i}" for i in range(trials)], range(trials))
+        )
+    for codes, resumers, counts in results:
+        assert codes == [0, 2], codes  # one completed, one refused (claimed or completed)
+        assert len(resumers) == 1, resumers  # the steps after the kill ran in one process
+        assert set(counts) == set(range(STEPS))
+        # the step running at the kill may run twice (--rerun-uncertain); no other step
+        assert sum(1 for c in counts.values() if c > 1) <= 1, counts
+        assert max(counts.values()) <= 2, counts
+
+
+@pytest.fixture()
+def work(tmp_path: Path) -> Path:
+    (tmp_path / "prog.py").write_text(PROGRAM, encoding="utf-8")
+    return tmp_path
+
+
+def test_silent_owner_loses_the_run_when_its_lease_expires(work: Path) -> None:
+    # A live process that stopped renewing its lease (SIGSTOP: as a lost machine or a
+    # reused PID would look) keeps the run only until the lease expires.
+    owner = _start(
+        work, "run", "prog.py:chain", "--store", "st", extra={"OPENPROGRAM_LEASE_S": "3"}
+    )
+    block = work / f"block_3_{owner.pid}"
+    block.touch()
+    try:
+        _wait(lambda: any(i == 3 for i, _ in _effects(work)), "step 3 never started")
+        rid, _ = _only_run(work)
+        proc = cli("resume", rid, "--store", "st", cwd=work)
+        assert proc.returncode == 2 and "--force-takeover" in proc.stderr
+        owner.send_signal(signal.SIGSTOP)
+        time.sleep(4)  # the lease (3 s) expires: nobody renews it
+        proc = cli("resume", rid, "--rerun-uncertain", "--store", "st", cwd=work)
+        assert proc.returncode == 0, proc.stderr
+        block.unlink()
+        owner.send_signal(signal.SIGCONT)
+        out, err = owner.communicate(timeout=60)
+        assert owner.returncode == 1 and "no longer held by this process" in err, (out, err)
+    finally:
+        owner.kill()
+    counts = Counter(i for i, _ in _effects(work))
+    assert set(counts) == set(range(STEPS))
+    assert [i for i, c in counts.items() if c > 1] == [3]  # only the step it was inside
+
+
+def test_force_takeover_of_a_live_owner(work: Path) -> None:
+    owner = _start(work, "run", "prog.py:chain", "--store", "st")
+    block = work / f"block_2_{owner.pid}"
+    block.touch()
+    try:
+        _wait(lambda: any(i == 2 for i, _ in _effects(work)), "step 2 never started")
+        rid, _ = _only_run(work)
+        proc = cli(
+            "resume", rid, "--force-takeover", "--rerun-uncertain", "--store", "st", cwd=work
+        )
+        assert proc.returncode == 0, proc.stderr
+        block.unlink()
+        _, err = owner.communicate(timeout=60)
+        assert owner.returncode == 1 and "no longer held by this process" in err, err
+    finally:
+        owner.kill()
+    by_pid = Counter(pid for _, pid in _effects(work))
+    assert by_pid[owner.pid] == 3 and len(by_pid) == 2  # steps 0-2, then it stopped
+    counts = Counter(i for i, _ in _effects(work))
+    assert [i for i, c in counts.items() if c > 1] == [2], counts
+
+
+def test_cancel_of_a_run_in_another_process_is_requested_then_acknowledged(
+    work: Path,
+) -> None:
+    (work / "block_1").touch()
+    owner = _start(work, "run", "prog.py:chain", "--store", "st", "--json")
+    _wait(lambda: any(i == 1 for i, _ in _effects(work)), "step 1 never started")
+    rid, _ = _only_run(work)
+    proc = cli("cancel", rid, "--store", "st", cwd=work)
+    assert proc.returncode == 0
+    assert "cancel requested" in proc.stdout and "next step" in proc.stdout
+    assert _only_run(work)[1] == "running"  # not cancelled until the owner says so
+    (work / "block_1").unlink()
+    out, _ = owner.communicate(timeout=60)
+    assert '"status": "cancelled"' in out
+    assert _only_run(work)[1] == "cancelled"
+    assert [i for i, _ in _effects(work)] == [0, 1]  # stopped at the next step
+
+
+def test_cancel_kill_ends_an_entry_stuck_outside_any_step(work: Path) -> None:
+    (work / "block_entry").touch()
+    owner = _start(work, "run", "prog.py:stuck", "--store", "st")
+    try:
+        _wait(lambda: _has_run(work) or owner.poll() is not None, "no run")
+        assert owner.poll() is None, owner.communicate()
+        rid, _ = _only_run(work)
+        proc = cli("cancel", rid, "--store", "st", cwd=work)
+        assert "cancel requested" in proc.stdout
+        proc = cli("cancel", rid, "--kill", "--store", "st", cwd=work)
+        assert proc.returncode == 0 and f"run {rid} cancelled" in proc.stdout, proc.stderr
+        assert owner.wait(timeout=30) != 0  # the process was ended
+    finally:
+        owner.kill()
+    assert _only_run(work)[1] == "cancelled"
+    assert _effects(work) == []
+
+
+def _has_run(folder: Path) -> bool:
+    runs = read_run_store(folder / "st")
+    if runs is None:
+        return False
+    with runs:
+        return bool(runs.list_runs())

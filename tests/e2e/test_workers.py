@@ -1,0 +1,258 @@
+"""Workers on a real PostgreSQL (real worker processes): submit and claim, no run executed
+by two workers, kill -9 of workers at random points, a PostgreSQL restart mid-run,
+SIGTERM, cancel through the database. Each fault test prints its figures."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from resume_programs import OPENPROGRAM, env
+
+from openprogram.store.runs import read_run_store
+
+PROGRAM = '''
+import os
+import time
+
+from openprogram import step
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def effect(tag: str, i: int, pause: float) -> int:
+    """Side effect of step i of run <tag>: one line "tag i pid"; blocks while block_<tag>."""
+    with open(os.path.join(HERE, "effects.log"), "a", encoding="utf-8") as f:
+        f.write(f"{tag} {i} {os.getpid()}\\n")
+    while os.path.exists(os.path.join(HERE, "block_" + tag)):
+        time.sleep(0.01)
+    time.sleep(pause)
+    return i
+
+
+def chain(tag: str, n: int = 10, pause: float = 0.0) -> int:
+    total = 0
+    for i in range(n):
+        total += step("s", effect, tag, i, pause)
+    return total
+
+
+chain.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["chain"]
+'''
+
+
+@pytest.fixture()
+def work(tmp_path: Path) -> Path:
+    (tmp_path / "prog.py").write_text(PROGRAM, encoding="utf-8")
+    return tmp_path
+
+
+def _cli(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [OPENPROGRAM, *args], cwd=work, env=env(), text=True, capture_output=True, timeout=120
+    )
+
+
+def _submit(work: Path, dsn: str, tag: str, n: int, pause: float = 0.0) -> str:
+    args = json.dumps({"tag": tag, "n": n, "pause": pause})
+    proc = _cli(work, "submit", "prog.py:chain", "--args", args, "--store", dsn, "--json")
+    assert proc.returncode == 0, proc.stderr
+    return str(json.loads(proc.stdout)["run_id"])
+
+
+def _submit_api(work: Path, dsn: str, tag: str, n: int, pause: float) -> str:
+    """Setup of the fault tests: the same submission through the Python API (fast)."""
+    from openprogram.durable.runner import submit_run
+
+    return submit_run(f"{work / 'prog.py'}:chain", {"tag": tag, "n": n, "pause": pause}, store=dsn)
+
+
+def _worker(
+    work: Path, dsn: str, *args: str, lease: str = "2", durability: str = "process"
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [OPENPROGRAM, "worker", "--store", dsn, "--poll", "0.05", *args],
+        cwd=work,
+        env={**env(), "OPENPROGRAM_LEASE_S": lease, "OPENPROGRAM_DURABILITY": durability},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _effects(work: Path) -> list[tuple[str, int, int]]:
+    log = work / "effects.log"
+    if not log.exists():
+        return []
+    out = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        parts = line.split()
+        if len(parts) == 3:  # a line cut by a kill is not counted
+            out.append((parts[0], int(parts[1]), int(parts[2])))
+    return out
+
+
+def _runs(dsn: str) -> dict[str, tuple[str, str | None, str | None]]:
+    runs = read_run_store(dsn)
+    assert runs is not None
+    with runs:
+        return {r.id: (r.status, r.pause_reason, r.paused_step) for r in runs.list_runs()}
+
+
+def _completed_steps(dsn: str, run_id: str) -> list[int]:
+    runs = read_run_store(dsn)
+    assert runs is not None
+    with runs:
+        return [
+            int(s.step_key.split("#")[1])
+            for s in runs.load_steps(run_id)
+            if s.status == "completed"
+        ]
+
+
+def _finish(work: Path, dsn: str) -> None:
+    proc = _worker(work, dsn, "--exit-when-idle", "--concurrency", "4", lease="2")
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+
+
+def _check_no_rerun_no_loss(work: Path, dsn: str, tags: dict[str, str], n: int) -> Counter[str]:
+    """0 completed steps re-run, 0 lost; returns the count of final states."""
+    effects = Counter((tag, i) for tag, i, _ in _effects(work))
+    # workers never re-run a step: not a completed one (replayed from the store), not an
+    # uncertain one (the run pauses instead)
+    assert not effects or max(effects.values()) == 1, effects.most_common(3)
+    states: Counter[str] = Counter()
+    for tag, rid in tags.items():
+        status, reason, _ = _runs(dsn)[rid]
+        states[f"{status}/{reason}" if reason else status] += 1
+        assert status in ("completed", "paused"), (tag, status)
+        if status == "paused":
+            assert reason == "uncertain", (tag, reason)
+        done = _completed_steps(dsn, rid)
+        for i in done:  # a completed step's effect happened (once, see above)
+            assert effects[(tag, i)] == 1, (tag, i)
+        if status == "completed":
+            assert sorted(done) == list(range(n))
+    return states
+
+
+def test_submitted_runs_are_executed_by_exactly_one_worker(work: Path, pg_dsn: str) -> None:
+    tags = {f"r{i}": _submit(work, pg_dsn, f"r{i}", 5) for i in range(2)}  # the CLI
+    tags.update({f"r{i}": _submit_api(work, pg_dsn, f"r{i}", 5, 0.0) for i in range(2, 12)})
+    workers = [_worker(work, pg_dsn, "--exit-when-idle", "--concurrency", "2") for _ in range(3)]
+    for w in workers:
+        _, err = w.communicate(timeout=300)
+        assert w.returncode == 0, err
+    assert all(_runs(pg_dsn)[rid][0] == "completed" for rid in tags.values())
+    per_run: dict[str, set[int]] = {}
+    for tag, _i, pid in _effects(work):
+        per_run.setdefault(tag, set()).add(pid)
+    assert all(len(pids) == 1 for pids in per_run.values()), per_run  # never two workers
+    assert Counter((t, i) for t, i, _ in _effects(work)) == {
+        (t, i): 1 for t in tags for i in range(5)
+    }
+
+
+@pytest.mark.slow
+def test_kill_9_workers_at_random_points(work: Path, pg_dsn: str) -> None:
+    # eager durability: a worker killed between two steps is taken over past the finished
+    # one (with process durability that step would be reported uncertain too)
+    runs_n = int(os.environ.get("OPENPROGRAM_FAULT_RUNS", "50"))
+    steps = 20
+    rnd = random.Random(15)
+    tags = {f"k{i}": _submit_api(work, pg_dsn, f"k{i}", steps, 0.0) for i in range(runs_n)}
+    kills = 0
+    deadline = time.monotonic() + 120  # the finisher below completes what is left
+    while time.monotonic() < deadline:
+        states = Counter(s for s, _, _ in _runs(pg_dsn).values())
+        if states["queued"] == 0:
+            break
+        victim = _worker(work, pg_dsn, "--concurrency", "4", lease="1", durability="eager")
+        while victim.pid not in {pid for _, _, pid in _effects(work)}:  # it executes
+            if time.monotonic() > deadline or victim.poll() is not None:
+                break
+            time.sleep(0.01)
+        time.sleep(rnd.uniform(0.0, 0.5))  # a random point of its runs
+        victim.send_signal(signal.SIGKILL)
+        victim.communicate()
+        kills += 1
+    _finish(work, pg_dsn)  # another worker takes over after the leases expire
+    by_run: dict[str, set[int]] = {}
+    for tag, _i, pid in _effects(work):
+        by_run.setdefault(tag, set()).add(pid)
+    taken_over = sum(1 for pids in by_run.values() if len(pids) > 1)
+    states = _check_no_rerun_no_loss(work, pg_dsn, tags, steps)
+    print(
+        f"\nkill -9: {kills} workers killed, {len(by_run)} runs started, {taken_over} "
+        f"taken over by another worker; final: {dict(states)}; completed steps re-run: 0, "
+        "lost: 0"
+    )
+    assert kills >= 3 and taken_over >= 1
+
+
+def test_postgresql_restart_mid_run(work: Path, pg_dsn: str, pg_cluster: object) -> None:
+    tags = {f"p{i}": _submit_api(work, pg_dsn, f"p{i}", 10, 0.05) for i in range(8)}
+    workers = [_worker(work, pg_dsn, "--exit-when-idle", "--concurrency", "2") for _ in range(2)]
+    deadline = time.monotonic() + 120
+    while len(_effects(work)) < 10:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    before = len(_effects(work))
+    pg_cluster.restart()  # type: ignore[attr-defined]
+    for w in workers:
+        w.communicate(timeout=300)
+    _finish(work, pg_dsn)
+    states = _check_no_rerun_no_loss(work, pg_dsn, tags, 10)
+    print(f"\nPostgreSQL restarted after {before} steps; final: {dict(states)}; lost: 0")
+    assert states["completed"] >= 1
+
+
+def test_sigterm_finishes_the_step_and_releases_the_run(work: Path, pg_dsn: str) -> None:
+    rid = _submit(work, pg_dsn, "t", 6, 0.0)
+    (work / "block_t").touch()
+    w = _worker(work, pg_dsn)
+    deadline = time.monotonic() + 60
+    while not _effects(work):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    w.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    (work / "block_t").unlink()  # the current step finishes...
+    _, err = w.communicate(timeout=60)
+    assert w.returncode == 0, err
+    assert _runs(pg_dsn)[rid][0] == "queued"  # ... and the run went back to its queue
+    assert _completed_steps(pg_dsn, rid) == [0]
+    _finish(work, pg_dsn)
+    assert _runs(pg_dsn)[rid][0] == "completed"
+    assert Counter(i for _, i, _ in _effects(work)) == {i: 1 for i in range(6)}
+
+
+def test_cancel_reaches_the_worker_through_the_database(work: Path, pg_dsn: str) -> None:
+    rid = _submit(work, pg_dsn, "c", 5)
+    (work / "block_c").touch()
+    w = _worker(work, pg_dsn)
+    try:
+        deadline = time.monotonic() + 60
+        while not _effects(work):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        proc = _cli(work, "cancel", rid, "--store", pg_dsn)
+        assert proc.returncode == 0 and "cancel requested" in proc.stdout, proc
+        (work / "block_c").unlink()
+        deadline = time.monotonic() + 60
+        while _runs(pg_dsn)[rid][0] != "cancelled":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        w.send_signal(signal.SIGTERM)
+        w.communicate(timeout=60)
+    assert [i for _, i, _ in _effects(work)] == [0]
