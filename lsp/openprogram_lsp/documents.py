@@ -17,7 +17,9 @@ from .incremental import IncrementalAnalyzer
 if TYPE_CHECKING:
     from openprogram_analyzers.program import ProgramModel
 
+    from .inlay_hints import RunHints, StepSite, StoreVersions
     from .outline import Outline
+    from .raw_json import RawJSON
 
 
 @dataclass(eq=False)
@@ -37,6 +39,9 @@ class DocumentState:
     model_digest: int | None = None  # hash of the text a model was last built from
     model_task: asyncio.Task[None] | None = None  # a model being built in the worker
     worker_crash_key: tuple[int | None, int] | None = None  # text that killed the worker
+    hint_sites: tuple[Outline, list[StepSite]] | None = None  # inlay-hint sites of an outline
+    hint_runs: tuple[StoreVersions, RunHints] | None = None  # the file's runs, by store version
+    hint_answer: tuple[Outline, object, RawJSON] | None = None  # last inlay-hint answer, its key
 
     def close(self) -> None:
         """Stop this document's work (its state is dropped by the caller)."""
@@ -46,3 +51,4 @@ class DocumentState:
         self.task = self.full_task = self.model_task = None
         self.result = None
         self.incremental = IncrementalAnalyzer()
+        self.hint_sites = self.hint_runs = self.hint_answer = None

@@ -1,6 +1,6 @@
 """``openprogram/runGraph`` and ``openprogram/runNode``: a run's session DAG for the graph view.
 
-``runGraph {runId}`` → the payload of :func:`openprogram.cli.graph.graph_payload` (the same
+``runGraph {runId}`` → the payload of :func:`openprogram.cli.graph.graph_json` (the same
 one ``openprogram show ID --format html`` draws); ``runNode {runId, nodeId}`` → one node
 with its whole input and output. Read from the store's read-only queries, never by importing user code.
 """
@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from openprogram.cli.graph import graph_payload, node_json
+from openprogram.cli.graph import graph_json, node_json
 from openprogram.durable import queries
 
-from .runs_view import Encoded, find_run, param, run_json, watcher
+from .raw_json import RawJSON
+from .runs_view import find_run, param, run_json, watcher
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
@@ -29,38 +30,32 @@ def _run_id(params: Any) -> str:
     return run_id
 
 
-def graph_for(ls: OpenProgramLanguageServer, run_id: str) -> dict[str, Any] | None:
+def graph_for(ls: OpenProgramLanguageServer, run_id: str) -> RawJSON | None:
     found = find_run(ls, run_id)
     if found is None:
         return None
     fs, run = found
-    session_id = run.session_id or run.id
-    nodes = queries.session_nodes(fs.db, session_id)
-    if not nodes:
-        return None
-    steps = [(s.name, s.occurrence, s.started_at) for s in queries.run_steps(fs.db, run.id)]
-    return Encoded(graph_payload(session_id, nodes, run=run_json(run), steps=steps))
+    steps = queries.step_starts(fs.db, run.id)
+    return RawJSON(graph_json(fs.db, run.session_id or run.id, run=run_json(run), steps=steps))
 
 
-def node_for(ls: OpenProgramLanguageServer, run_id: str, node_id: str) -> dict[str, Any] | None:
+def node_for(ls: OpenProgramLanguageServer, run_id: str, node_id: str) -> RawJSON | None:
     found = find_run(ls, run_id)
     if found is None:
         return None
     fs, run = found
-    row = next(
-        (n for n in queries.session_nodes(fs.db, run.session_id or run.id) if n.id == node_id), None
-    )
-    return None if row is None else node_json(row, None, FULL)
+    text = node_json(fs.db, run.session_id or run.id, node_id, FULL)
+    return None if text is None else RawJSON(text)
 
 
 def register(server: OpenProgramLanguageServer) -> None:
     @server.feature(RUN_GRAPH)
-    def run_graph(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any] | None:
+    def run_graph(ls: OpenProgramLanguageServer, params: Any) -> RawJSON | None:
         watcher(ls)
         return graph_for(ls, _run_id(params))
 
     @server.feature(RUN_NODE)
-    def run_node(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any] | None:
+    def run_node(ls: OpenProgramLanguageServer, params: Any) -> RawJSON | None:
         node_id = param(params, "nodeId")
         if not isinstance(node_id, str) or not node_id:
             raise ValueError("openprogram/runNode needs {runId: string, nodeId: string}")

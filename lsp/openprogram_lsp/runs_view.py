@@ -18,6 +18,7 @@ interested, a watcher compares the store's fingerprint every ``POLL_S`` and send
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 from pygls.uris import from_fs_path, to_fs_path
 
 from openprogram.durable import queries
-from openprogram.durable.queries import RunRow, StepRow
+from openprogram.durable.queries import RunRow
 
 from .entry_signature import entry_signature
+from .raw_json import RawJSON
 from .run_index import DB_NAME, RunInfo
 
 if TYPE_CHECKING:
@@ -41,23 +43,6 @@ ENTRY_SIGNATURE = "openprogram/entrySignature"
 RUNS_CHANGED = "openprogram/runsChanged"
 POLL_S = 0.5
 SHORT = 80
-
-
-class Encoded(dict[str, Any]):
-    """A large JSON-ready result: handed to ``json.dumps`` as is, not walked by the
-    protocol's converter first (a 10,000-step answer would spend most of its time there)."""
-
-
-class EncodedList(list[Any]):
-    """A large JSON-ready list result (see :class:`Encoded`)."""
-
-
-def pass_through(server: OpenProgramLanguageServer) -> None:
-    """Let ``Encoded`` results skip the converter (they hold only JSON values already)."""
-    converter = getattr(server.protocol, "_converter", None)
-    if converter is not None:
-        converter.register_unstructure_hook(Encoded, lambda value: value)
-        converter.register_unstructure_hook(EncodedList, lambda value: value)
 
 
 @dataclass(frozen=True)
@@ -140,42 +125,6 @@ def run_json(run: RunRow) -> dict[str, Any]:
     }
 
 
-def step_state(step: StepRow, run: RunRow, live: bool) -> str:
-    """``completed`` | ``failed`` | ``running`` | ``paused`` | ``uncertain`` for display."""
-    if step.status in ("completed", "failed"):
-        return step.status
-    if run.status == "running" and live:
-        return "running"
-    if (
-        run.status == "paused"
-        and run.paused_step == step.name
-        and (run.paused_occurrence or 0) == step.occurrence
-        and run.pause_reason not in ("uncertain",)
-    ):
-        return "paused"
-    return "uncertain"
-
-
-def step_json(step: StepRow, run: RunRow, live: bool, now: float) -> dict[str, Any]:
-    state = step_state(step, run, live)
-    end = (
-        step.finished_at if step.finished_at is not None else (now if state == "running" else None)
-    )
-    duration = None if end is None else max(0.0, end - step.started_at) * 1000.0
-    return {
-        "key": step.step_key,
-        "scope": step.scope,
-        "kind": step.kind,
-        "name": step.name,
-        "occurrence": step.occurrence,
-        "label": f"{step.name} #{step.occurrence}",
-        "state": state,
-        "durationMs": duration,
-        "result": short_json(step.result) if state == "completed" else "",
-        "error": short_json(step.result) if state == "failed" else "",
-    }
-
-
 def find_run(ls: OpenProgramLanguageServer, run_id: str) -> tuple[FolderStore, RunRow] | None:
     for fs in folder_stores(ls):
         run = queries.get_run(fs.db, run_id)
@@ -194,16 +143,26 @@ def runs_payload(ls: OpenProgramLanguageServer, folder: str | None = None) -> di
     return {"folders": out}
 
 
-def steps_payload(ls: OpenProgramLanguageServer, run_id: str) -> dict[str, Any]:
+def steps_payload(ls: OpenProgramLanguageServer, run_id: str) -> dict[str, Any] | RawJSON:
+    """``{"run", "steps"}``: each step's ``state`` is ``completed`` | ``failed`` |
+    ``running`` | ``paused`` | ``uncertain`` (see ``queries.step_view_objects``)."""
     found = find_run(ls, run_id)
     if found is None:
         return {"run": None, "steps": []}
     fs, run = found
     rj = run_json(run)
-    live = rj["status"] == "running"
-    now = time.time()
-    steps = [step_json(s, run, live, now) for s in queries.run_steps(fs.db, run_id)]
-    return Encoded(run=rj, steps=steps)
+    paused_at = None
+    if run.status == "paused" and run.paused_step and run.pause_reason != "uncertain":
+        paused_at = (run.paused_step, run.paused_occurrence or 0)
+    steps = queries.step_view_objects(
+        fs.db,
+        run_id,
+        live=rj["status"] == "running",
+        paused_at=paused_at,
+        now=time.time(),
+        shorten=short_json,
+    )
+    return RawJSON(f'{{"run":{json.dumps(rj)},"steps":[{",".join(steps)}]}}')
 
 
 class RunsWatcher:
@@ -269,15 +228,13 @@ def watcher(ls: OpenProgramLanguageServer) -> RunsWatcher:
 
 
 def register(server: OpenProgramLanguageServer) -> None:
-    pass_through(server)
-
     @server.feature(RUNS)
     def runs(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
         watcher(ls)
         return runs_payload(ls, param(params, "folder"))
 
     @server.feature(RUN_STEPS)
-    def run_steps(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
+    def run_steps(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any] | RawJSON:
         watcher(ls)
         run_id = param(params, "runId")
         if not isinstance(run_id, str) or not run_id:

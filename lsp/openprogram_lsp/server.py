@@ -44,6 +44,7 @@ from .config import (
 from .diagnostics import DiagnosticsEngine
 from .documents import DocumentState
 from .outline import Outline, build_outline
+from .raw_json import RawJSON, send_raw_response
 
 log = logging.getLogger(__name__)
 EXIT_GRACE_S = 5.0  # after `exit`, the process ends within this even if teardown hangs
@@ -93,6 +94,12 @@ class OpenProgramProtocol(LanguageServerProtocol):
             return
         super().handle_message(message)
 
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        if error is None and isinstance(result, RawJSON):
+            send_raw_response(self, msg_id, result)
+        else:
+            super()._send_response(msg_id, result, error)
+
 
 class OpenProgramLanguageServer(LanguageServer):
     """pygls server with OpenProgram state."""
@@ -108,6 +115,7 @@ class OpenProgramLanguageServer(LanguageServer):
         self.folder_settings: dict[Path, Settings] = {}
         self.init_settings = ClientSettings()
         self.workspace_settings = ClientSettings()
+        self.folder_client_settings: dict[Path, ClientSettings] = {}  # scoped (resource) values
         self.documents: dict[str, DocumentState] = {}
         self.diagnostics = DiagnosticsEngine(self)
         self._settings_generation = 0
@@ -257,11 +265,14 @@ class OpenProgramLanguageServer(LanguageServer):
             self.workspace_diagnostic_refresh(None)
 
     def recompute_settings(self) -> None:
-        """Settings per workspace folder; a broken pyproject.toml is shown to the user."""
+        """Settings per workspace folder (its pyproject.toml and its resource-scoped client
+        settings); a broken pyproject.toml is shown to the user."""
         client = self.init_settings.overlay(self.workspace_settings)
         folders = self.folders()
         per_folder: dict[Path, Settings] = {}
         for folder in folders:
+            scoped = self.folder_client_settings.get(folder)
+            folder_client = client if scoped is None else client.overlay(scoped)
             pyproject, err = load_pyproject(folder)
             if err:
                 self.log(err, error=True)
@@ -269,36 +280,50 @@ class OpenProgramLanguageServer(LanguageServer):
                     self._shown_config_errors.add(err)
                     self.show(err, error=True)
             per_folder[folder] = Settings(
-                root=folder, client=client, pyproject_config=pyproject, pyproject_error=err
+                root=folder, client=folder_client, pyproject_config=pyproject, pyproject_error=err
             )
         self._shown_config_errors &= {s.pyproject_error for s in per_folder.values()}
         self.folder_settings = per_folder
         self.settings = per_folder[folders[0]] if folders else Settings(client=client)
 
-    async def refresh_workspace_settings(self, generation: int | None = None) -> None:
-        """Pull the ``openprogram`` section; ignored if settings were pushed since ``generation``."""
+    async def refresh_workspace_settings(
+        self, generation: int | None = None, *, scoped_only: bool = False
+    ) -> None:
+        """Pull the ``openprogram`` section: once for the window and once per workspace folder
+        (``scopeUri``: resource-scoped settings differ per folder). The window's answer is
+        ignored if settings were pushed since ``generation`` (or when ``scoped_only``)."""
         caps = self.client_capabilities
         ws = caps.workspace if caps else None
         if ws is None or not ws.configuration:
             return
         if generation is None:
             generation = self._settings_generation
+        folders = self.folders()
+        items = [types.ConfigurationItem(section=CONFIG_SECTION)]
+        items += [
+            types.ConfigurationItem(scope_uri=folder.as_uri(), section=CONFIG_SECTION)
+            for folder in folders
+        ]
         try:
             values = await asyncio.wait_for(
-                self.workspace_configuration_async(
-                    types.ConfigurationParams(
-                        items=[types.ConfigurationItem(section=CONFIG_SECTION)]
-                    )
-                ),
+                self.workspace_configuration_async(types.ConfigurationParams(items=items)),
                 timeout=5.0,
             )
         except Exception as exc:
             self.log(f"workspace/configuration failed: {exc}", error=True)
             return
-        if generation != self._settings_generation:
+        values = list(values or [])
+        values += [None] * (len(items) - len(values))
+        scoped: dict[Path, ClientSettings] = {}
+        for folder, raw in zip(folders, values[1:], strict=False):
+            parsed, errors = parse_client_settings(raw)
+            for e in errors:
+                self.log(f"openprogram settings of {folder}: {e}", error=True)
+            scoped[folder] = parsed
+        self.folder_client_settings = scoped
+        if scoped_only or generation != self._settings_generation:
             return  # settings pushed meanwhile are newer
-        raw = values[0] if values else None
-        parsed, errors = parse_client_settings(raw)
+        parsed, errors = parse_client_settings(values[0])
         for e in errors:
             self.log(f"openprogram settings: {e}", error=True)
         self.set_workspace_settings(parsed)
@@ -413,10 +438,15 @@ def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
             _reload_config(ls)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    def folders_changed(
+    async def folders_changed(
         ls: OpenProgramLanguageServer, params: types.DidChangeWorkspaceFoldersParams
     ) -> None:
-        _reload_config(ls)  # pygls has updated workspace.folders already
+        # pygls has updated workspace.folders already: serve them at once (pyproject, store),
+        # then with their own resource-scoped settings once pulled
+        ls.recompute_settings()
+        await ls.refresh_workspace_settings()
+        _reload_config(ls)
+        runs_view.notify_runs_changed(ls)  # the Runs view lists one node per folder
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def config_changed(
@@ -428,6 +458,8 @@ def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
             for e in errors:
                 ls.log(f"openprogram settings: {e}", error=True)
             ls.set_workspace_settings(parsed)
+            ls.recompute_settings()  # pushed values apply at once,
+            await ls.refresh_workspace_settings(scoped_only=True)  # then each folder's own
         else:
             await ls.refresh_workspace_settings()
         ls.recompute_settings()

@@ -217,7 +217,7 @@ async def test_inlay_hints_follow_a_paused_run_to_completion(
     assert paused["status"] == "paused" and paused["paused_step"] == "finish"
     prepare, finish = line_of(PAUSER, 'step("prepare"'), line_of(PAUSER, 'step("finish"')
     got = await hints(client, uri, PAUSER)
-    assert got[finish] == "⏸ paused here"
+    assert got[finish] == "‖ paused here"
     assert got[prepare].startswith("✓ ") and got[prepare].endswith(" ms → 2")
 
     steps = as_dict(await request(client, "openprogram/runSteps", {"runId": paused["run_id"]}))

@@ -40,7 +40,7 @@ import {
 } from './commands';
 import { asSignature, checkEntryArgs, initialArgsText, rememberKey, signatureHint, validateAgainst } from './entryArgs';
 import { GraphPanels } from './graphPanel';
-import { describeInterpreter, resolveInterpreter, type ResolvedInterpreter } from './interpreter';
+import { chosenInterpreter, describeInterpreter, discoverInterpreter, type PythonEnvironments, type ResolvedInterpreter } from './interpreter';
 import { shouldNotify, type MessageType } from './notifications';
 import { RUNS_VIEW_ID, RunsProvider, runOf } from './runsView';
 import { RestartPolicy } from './restartPolicy';
@@ -71,13 +71,7 @@ class QuietLanguageClient extends LanguageClient {
 
 /** The part of the Python extension's API this extension uses. */
 interface PythonExtensionApi {
-  environments?: {
-    getActiveEnvironmentPath(resource?: vscode.Uri): { id: string; path: string } | undefined;
-    resolveEnvironment?(env: { id: string; path: string } | string): Promise<
-      { executable?: { uri?: vscode.Uri } } | undefined
-    >;
-    onDidChangeActiveEnvironmentPath?: vscode.Event<unknown>;
-  };
+  environments?: PythonEnvironments<vscode.Uri> & { onDidChangeActiveEnvironmentPath?: vscode.Event<unknown> };
 }
 
 class ServerController implements vscode.Disposable {
@@ -152,10 +146,13 @@ class ServerController implements vscode.Disposable {
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((event) => {
         if (event.affectsConfiguration(SECTION)) {
-          this.onSettingsChanged();
+          const folders = vscode.workspace.workspaceFolders ?? [];
+          this.onSettingsChanged(folders.some((folder) => event.affectsConfiguration(SECTION, folder.uri)));
         }
       }),
-      vscode.workspace.onDidChangeWorkspaceFolders(() => this.restart('workspace folders changed', true)),
+      // The client sends workspace/didChangeWorkspaceFolders; the server serves the new
+      // folders (settings, store) without a restart and says when the runs changed.
+      vscode.workspace.onDidChangeWorkspaceFolders(() => this.runs.refresh()),
     );
     await this.hookPythonExtension();
     this.enqueue(() => this.startServer());
@@ -223,17 +220,35 @@ class ServerController implements vscode.Disposable {
     }
   }
 
+  /** The folder the server process starts in (the first one); each folder is served. */
   private workspaceFolder(): string | undefined {
     return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
   }
 
-  private loadSettings(): Settings {
-    const config = vscode.workspace.getConfiguration(SECTION);
+  /** The window's settings, or a workspace folder's own (resource-scoped) settings. */
+  private loadSettings(folder?: vscode.Uri): Settings {
+    const config = vscode.workspace.getConfiguration(SECTION, folder);
     const { settings, problems } = readSettings((key) => config.get(key));
     for (const problem of problems) {
-      this.output.warn(problem);
+      this.output.warn(folder !== undefined ? `${folder.fsPath}: ${problem}` : problem);
     }
     return settings;
+  }
+
+  /** What the server gets for one `workspace/configuration` scope (a folder, or the window). */
+  private async configurationFor(scopeUri: string | undefined): Promise<ServerConfiguration> {
+    const folder = scopeUri !== undefined ? vscode.workspace.getWorkspaceFolder(vscode.Uri.parse(scopeUri)) : undefined;
+    if (folder === undefined) {
+      return this.serverConfiguration();
+    }
+    const settings = this.loadSettings(folder.uri);
+    const interpreter = await discoverInterpreter({
+      setting: settings.interpreter,
+      folder: { path: folder.uri.fsPath, resource: folder.uri },
+      environments: this.pythonApi?.environments,
+      warn: (message) => this.output.warn(message),
+    });
+    return toServerConfiguration(settings, chosenInterpreter(interpreter), folder.uri.fsPath);
   }
 
   private async hookPythonExtension(): Promise<void> {
@@ -263,49 +278,28 @@ class ServerController implements vscode.Disposable {
     }
   }
 
-  private async pythonExtensionInterpreter(): Promise<string | undefined> {
-    const environments = this.pythonApi?.environments;
-    if (environments === undefined) {
-      return undefined;
-    }
-    try {
-      const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
-      const active = environments.getActiveEnvironmentPath(folder);
-      if (active === undefined) {
-        return undefined;
-      }
-      if (environments.resolveEnvironment !== undefined) {
-        const resolved = await environments.resolveEnvironment(active);
-        const executable = resolved?.executable?.uri?.fsPath;
-        if (executable !== undefined && executable !== '') {
-          return executable;
-        }
-      }
-      return active.path;
-    } catch (error) {
-      this.output.warn(`Could not ask the Python extension for its environment: ${String(error)}`);
-      return undefined;
-    }
-  }
-
+  /** The interpreter that starts the server: the first folder's (or the window's). */
   private async resolveCurrentInterpreter(): Promise<ResolvedInterpreter> {
-    return resolveInterpreter({
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    return discoverInterpreter({
       setting: this.settings.interpreter,
-      pythonExtensionPath: this.settings.interpreter === '' ? await this.pythonExtensionInterpreter() : undefined,
-      workspaceFolder: this.workspaceFolder(),
+      folder: folder !== undefined ? { path: folder.uri.fsPath, resource: folder.uri } : undefined,
+      environments: this.pythonApi?.environments,
+      warn: (message) => this.output.warn(message),
     });
   }
 
   /** The interpreter the server should use for runs: only one the user or Python extension chose. */
   private configuredInterpreter(): string | undefined {
-    return this.interpreter !== undefined && this.interpreter.source !== 'default' ? this.interpreter.command : undefined;
+    return chosenInterpreter(this.interpreter);
   }
 
   private serverConfiguration(): ServerConfiguration {
     return toServerConfiguration(this.settings, this.configuredInterpreter(), this.workspaceFolder());
   }
 
-  private onSettingsChanged(): void {
+  /** `inFolder`: the change may be a workspace folder's own value (the server pulls those). */
+  private onSettingsChanged(inFolder: boolean): void {
     const before = this.settings;
     this.settings = this.loadSettings();
     const change = classifyChange(before, this.settings);
@@ -317,8 +311,9 @@ class ServerController implements vscode.Disposable {
     if (client === undefined || client.state !== State.Running) {
       return;
     }
-    if (change.configuration) {
-      // The running server takes new lint/store settings without a restart (like ruff-vscode).
+    if (change.configuration || inFolder) {
+      // The running server takes new lint/store settings without a restart (like ruff-vscode)
+      // and pulls each folder's own values (workspace/configuration with a scopeUri).
       void client.sendNotification(DidChangeConfigurationNotification.type, {
         settings: { [SECTION]: this.serverConfiguration() },
       });
@@ -403,7 +398,7 @@ class ServerController implements vscode.Disposable {
       },
       middleware: {
         workspace: {
-          configuration: (params) => answerConfiguration(params.items, this.serverConfiguration()),
+          configuration: (params) => answerConfiguration(params.items, (scopeUri) => this.configurationFor(scopeUri)),
         },
         // Lenses carry the server's command ids; the client registers them and routes every
         // invocation through here: a `▶ Run` lens gets its keyword arguments typed first.

@@ -90,3 +90,76 @@ export function describeInterpreter(resolved: ResolvedInterpreter): string {
       return `${resolved.command} (default: no interpreter configured)`;
   }
 }
+
+/**
+ * The part of the Python extension's `environments` API used here (`ms-python.python`).
+ * `Resource` is whatever identifies a workspace folder to it (a `vscode.Uri`).
+ */
+export interface PythonEnvironments<Resource = unknown> {
+  getActiveEnvironmentPath(resource?: Resource): { id: string; path: string } | undefined;
+  resolveEnvironment?(
+    env: { id: string; path: string } | string,
+  ): Promise<{ executable?: { uri?: { fsPath: string } } } | undefined>;
+}
+
+/**
+ * The executable of the Python extension's active environment for `resource` (a workspace
+ * folder), resolved to the interpreter file when the extension can; undefined when it has
+ * none or fails (`warn` gets the reason).
+ */
+export async function activeEnvironmentExecutable<Resource>(
+  environments: PythonEnvironments<Resource> | undefined,
+  resource: Resource | undefined,
+  warn: (message: string) => void = () => undefined,
+): Promise<string | undefined> {
+  if (environments === undefined) {
+    return undefined;
+  }
+  try {
+    const active = environments.getActiveEnvironmentPath(resource);
+    if (active === undefined) {
+      return undefined;
+    }
+    if (environments.resolveEnvironment !== undefined) {
+      const resolved = await environments.resolveEnvironment(active);
+      const executable = resolved?.executable?.uri?.fsPath;
+      if (executable !== undefined && executable !== '') {
+        return executable;
+      }
+    }
+    return active.path === '' ? undefined : active.path;
+  } catch (error) {
+    warn(`Could not ask the Python extension for its environment: ${String(error)}`);
+    return undefined;
+  }
+}
+
+/**
+ * The interpreter of one workspace folder: its `openprogram.interpreter` setting, else the
+ * Python extension's environment for that folder, else the default.
+ */
+export async function discoverInterpreter<Resource>(inputs: {
+  setting: string;
+  folder: { path: string; resource: Resource } | undefined;
+  environments: PythonEnvironments<Resource> | undefined;
+  warn?: (message: string) => void;
+  platform?: NodeJS.Platform;
+  homeDir?: string;
+}): Promise<ResolvedInterpreter> {
+  const fromExtension =
+    inputs.setting.trim() === ''
+      ? await activeEnvironmentExecutable(inputs.environments, inputs.folder?.resource, inputs.warn)
+      : undefined;
+  return resolveInterpreter({
+    setting: inputs.setting,
+    pythonExtensionPath: fromExtension,
+    workspaceFolder: inputs.folder?.path,
+    platform: inputs.platform,
+    homeDir: inputs.homeDir,
+  });
+}
+
+/** The interpreter to hand to the server for runs: only one the user or the Python extension chose. */
+export function chosenInterpreter(resolved: ResolvedInterpreter | undefined): string | undefined {
+  return resolved !== undefined && resolved.source !== 'default' ? resolved.command : undefined;
+}

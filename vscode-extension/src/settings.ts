@@ -208,12 +208,27 @@ export function answerConfigurationItem(
   return node === undefined ? null : node;
 }
 
-/** Answer a whole `workspace/configuration` request (one result per item, in order). */
-export function answerConfiguration(
-  items: ReadonlyArray<{ section?: string | undefined }>,
-  config: ServerConfiguration,
-): unknown[] {
-  return items.map((item) => answerConfigurationItem(item.section, config));
+/**
+ * Answer a whole `workspace/configuration` request (one result per item, in order). Each
+ * item is answered from `configFor(item.scopeUri)`: a workspace folder's own settings when
+ * the server asks with its `scopeUri` (resource-scoped settings differ per folder), the
+ * window's without one.
+ */
+export async function answerConfiguration(
+  items: ReadonlyArray<{ section?: string | undefined; scopeUri?: string | undefined }>,
+  configFor: (scopeUri: string | undefined) => ServerConfiguration | Promise<ServerConfiguration>,
+): Promise<unknown[]> {
+  const byScope = new Map<string | undefined, Promise<ServerConfiguration>>();
+  return Promise.all(
+    items.map(async (item) => {
+      let config = byScope.get(item.scopeUri);
+      if (config === undefined) {
+        config = Promise.resolve(configFor(item.scopeUri));
+        byScope.set(item.scopeUri, config);
+      }
+      return answerConfigurationItem(item.section, await config);
+    }),
+  );
 }
 
 export interface SettingsChange {

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
+from openprogram.cli.table import format_table, unicode_ok
 from openprogram.store import Node, Session
 
 SHORT_OUTPUT = 60
-
-
-def _unicode_ok() -> bool:
-    encoding = (getattr(sys.stdout, "encoding", None) or "").lower()
-    return encoding.replace("-", "") in ("utf8", "utf16", "utf32")
 
 
 def format_duration(seconds: Any) -> str:
@@ -63,11 +58,15 @@ def _children(nodes: list[Node]) -> tuple[list[Node], dict[str, list[Node]]]:
     return roots, kids
 
 
-def render_tree(session: Session, nodes: list[Node]) -> str:
-    """The session header and its nodes nested by ``caller_id`` (each level by ``seq``)."""
+def render_tree(session: Session, nodes: list[Node], width: int | None = None) -> str:
+    """The session header and its nodes nested by ``caller_id`` (each level by ``seq``).
+
+    With a terminal ``width`` the nodes are an aligned table (NODE, STATUS, DURATION,
+    OUTPUT) fitted to it; without, one ``kind name [status] duration -> output`` line each.
+    """
     tee, last, bar, gap = (
         ("├── ", "└── ", "│   ", "    ")
-        if _unicode_ok()
+        if unicode_ok()
         else (
             "|-- ",
             "`-- ",
@@ -78,6 +77,7 @@ def render_tree(session: Session, nodes: list[Node]) -> str:
     head = session.head_id[:8] if session.head_id else "-"
     name = f" ({session.name})" if session.name and session.name != session.id else ""
     lines = [f"session {session.id}{name}: {len(nodes)} nodes, head {head}"]
+    rows: list[tuple[str, str, str, str]] = []
     roots, kids = _children(nodes)
     # Iterative depth-first walk: (node, prefix for its line, prefix for its children).
     stack: list[tuple[Node, str, str]] = [(n, "", "") for n in reversed(roots)]
@@ -87,7 +87,13 @@ def render_tree(session: Session, nodes: list[Node]) -> str:
         if node.id in seen:  # defensive: a caller cycle in hand-written data
             continue
         seen.add(node.id)
-        lines.append(prefix + node_line(node))
+        if width is None:
+            lines.append(prefix + node_line(node))
+        else:
+            duration = format_duration(node.metadata.get("duration_s"))
+            rows.append(
+                (f"{prefix}{node.kind} {node.name}", node.status, duration, short_output(node))
+            )
         children = kids.get(node.id, [])
         for i in range(len(children) - 1, -1, -1):
             is_last = i == len(children) - 1
@@ -98,6 +104,9 @@ def render_tree(session: Session, nodes: list[Node]) -> str:
                     child_prefix + (gap if is_last else bar),
                 )
             )
+    if rows:
+        header = ("NODE", "STATUS", "DURATION", "OUTPUT")
+        lines += format_table(header, rows, right=(2,), flex=3, width=width)
     if not nodes:
         lines.append("(no nodes)")
     return "\n".join(lines)

@@ -15,18 +15,21 @@ from typing import NamedTuple, TypeVar
 
 from openprogram.errors import OpenProgramError
 from openprogram.store.lease import owner_alive
-from openprogram.store.runs import RunRecord, RunStore, read_run_store
+from openprogram.store.runs import GraphNodeRow, RunRecord, RunStore, read_run_store
 
 __all__ = [
-    "NodeRow",
+    "GraphNodeRow",
     "RunRow",
     "StepRow",
     "get_run",
+    "graph_node_objects",
     "list_runs",
+    "llm_usage",
     "paused_runs_by_function",
     "recorded_step_sequences",
     "run_steps",
-    "session_nodes",
+    "step_starts",
+    "step_view_objects",
     "store_version",
 ]
 
@@ -225,30 +228,48 @@ def store_version(db_path: str | os.PathLike[str]) -> tuple[int, int, int, int]:
     return (out[0], out[1], out[2], out[3])
 
 
-class NodeRow(NamedTuple):
-    """One session-DAG node as stored: ``input``/``output`` kept as JSON text (a graph of
-    10,000 nodes shows previews of them; decoding every one would be the slowest part)."""
-
-    id: str
-    seq: int
-    kind: str
-    name: str
-    caller_id: str | None
-    predecessor_id: str | None
-    input_json: str | None
-    output_json: str | None
-    status: str
-    metadata_json: str | None
-    created_at: float
-
-
-def session_nodes(db_path: str | os.PathLike[str], session_id: str) -> list[NodeRow]:
-    """The session's nodes in ``seq`` order, read-only ([] without a store or session)."""
-    return _read(
-        db_path, lambda runs: [NodeRow(*r) for r in runs.session_node_rows(session_id)], []
-    )
-
-
 def llm_usage(db_path: str | os.PathLike[str], session_id: str) -> tuple[int, tuple[int, int]]:
     """``(model calls, (input tokens, output tokens))`` recorded so far in a session."""
     return _read(db_path, lambda runs: runs.llm_usage(session_id), (0, (0, 0)))
+
+
+def step_starts(db_path: str | os.PathLike[str], run_id: str) -> list[tuple[str, int, float]]:
+    """``(name, occurrence, started_at)`` of the run's steps by start time (the run graph's
+    step labels: no results read)."""
+    return _read(db_path, lambda runs: runs.step_starts(run_id), [])
+
+
+def step_view_objects(
+    db_path: str | os.PathLike[str],
+    run_id: str,
+    *,
+    live: bool,
+    paused_at: tuple[str, int] | None,
+    now: float,
+    shorten: Callable[[str | None], str],
+) -> list[str]:
+    """The run's steps in call order, each a JSON object text for the Runs view
+    (:meth:`RunStore.step_view_objects`)."""
+    return _read(
+        db_path,
+        lambda runs: runs.step_view_objects(
+            run_id, live=live, paused_at=paused_at, now=now, shorten=shorten
+        ),
+        [],
+    )
+
+
+def graph_node_objects(
+    db_path: str | os.PathLike[str],
+    session_id: str,
+    *,
+    limit: int,
+    node_id: str | None = None,
+) -> list[GraphNodeRow]:
+    """The session's nodes (or the one ``node_id``) in ``seq`` order for the run graph
+    (:meth:`RunStore.graph_node_objects`)."""
+    return _read(
+        db_path,
+        lambda runs: runs.graph_node_objects(session_id, limit=limit, node_id=node_id),
+        [],
+    )

@@ -69,6 +69,7 @@ from __future__ import annotations
 import json
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -76,8 +77,10 @@ from typing import Any
 from openprogram.contract.runs import DURABILITY_MODES, Durability, Policy
 from openprogram.errors import StoreError
 from openprogram.store.lease import Owner
+from openprogram.store.run_views import GraphNodeRow, graph_node_row, step_view_object
 
 __all__ = [
+    "GraphNodeRow",
     "RunRecord",
     "RunStore",
     "StepRecord",
@@ -458,6 +461,44 @@ class RunStore(ABC):
         """``(model calls, (input tokens, output tokens))`` recorded so far in a session."""
 
     # -- tooling reads -------------------------------------------------------------
+    def step_starts(self, run_id: str) -> list[tuple[str, int, float]]:
+        """``(name, occurrence, started_at)`` of the run's steps by start time (the run
+        graph's step labels)."""
+        steps = sorted(
+            self.load_steps(run_id), key=lambda s: (s.started_at or 0.0, s.scope, s.position)
+        )
+        return [(s.name, int(s.occurrence), float(s.started_at or 0.0)) for s in steps]
+
+    def step_view_objects(
+        self,
+        run_id: str,
+        *,
+        live: bool,
+        paused_at: tuple[str, int] | None,
+        now: float,
+        shorten: Callable[[str | None], str],
+    ) -> list[str]:
+        """The run's steps in call order, each the Runs view's JSON object text
+        (:func:`openprogram.store.run_views.step_view_object`)."""
+        steps = sorted(
+            self.load_steps(run_id), key=lambda s: (s.started_at or 0.0, s.scope, s.position)
+        )
+        return [
+            step_view_object(s, live=live, paused_at=paused_at, now=now, shorten=shorten)
+            for s in steps
+        ]
+
+    def graph_node_objects(
+        self, session_id: str, *, limit: int, node_id: str | None = None
+    ) -> list[GraphNodeRow]:
+        """The session's nodes (or the one ``node_id``) in ``seq`` order for the run graph
+        (:func:`openprogram.store.run_views.graph_node_row`)."""
+        return [
+            graph_node_row(row, limit=limit)
+            for row in self.session_node_rows(session_id)
+            if node_id is None or row[0] == node_id
+        ]
+
     def runs_of_program(self, program_path: str | None) -> list[RunRecord]:
         """Runs of the Program file ``program_path`` (every run for ``None``), oldest first."""
         runs = self.list_runs()

@@ -13,7 +13,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -24,6 +24,7 @@ from openprogram.store.lease import Owner
 from openprogram.store.runs import (
     RUN_COLUMNS,
     STEP_COLUMNS,
+    GraphNodeRow,
     RunRecord,
     RunStore,
     StepRecord,
@@ -133,6 +134,87 @@ class _SqliteStepWrite(StepWrite):
             now=time.time(),
             **fields,
         )
+
+
+# -- the editor's views, built in SQL ------------------------------------------------------
+# A 10,000-step run: SQLite writes each row's JSON object (C, no Python object per field);
+# the objects are the ones ``store.run_views`` builds for the other backends.
+
+_STEP_VIEW_SQL = """
+SELECT json_object(
+    'key', step_key, 'scope', scope, 'kind', kind, 'name', name, 'occurrence', occurrence,
+    'label', name || ' #' || occurrence, 'state', state,
+    'durationMs', CASE
+        WHEN finished_at IS NOT NULL THEN max(0.0, finished_at - started_at) * 1000.0
+        WHEN state = 'running' THEN max(0.0, :now - started_at) * 1000.0 END,
+    'result', CASE WHEN state = 'completed' THEN op_short(result) ELSE '' END,
+    'error', CASE WHEN state = 'failed' THEN op_short(result) ELSE '' END)
+FROM (
+    SELECT *, CASE
+        WHEN status IN ('completed', 'failed') THEN status
+        WHEN :live THEN 'running'
+        WHEN name = :paused_name AND occurrence = :paused_occurrence THEN 'paused'
+        ELSE 'uncertain' END AS state
+    FROM run_steps WHERE run_id = :run_id ORDER BY started_at, scope, position)
+"""
+
+
+def _json_at(column: str, key: str, *, guarded: bool) -> str:
+    """``column``'s value at ``$.key``, NULL without it. The key's text is looked for first, so
+    most rows are parsed once or not at all; ``guarded`` checks ``json_valid`` too (a
+    malformed column then reads as NULL instead of failing the query)."""
+    test = f"instr({column}, '\"{key.rpartition('.')[2]}\"') > 0"
+    if guarded:
+        test += f" AND json_valid({column})"
+    return f"CASE WHEN {test} THEN json_extract({column}, '$.{key}') END"
+
+
+def _preview(column: str) -> str:
+    """The stored JSON text cut to ``:limit`` characters ('' for none or ``null``)."""
+    return (
+        f"CASE WHEN {column} IS NULL OR {column} = 'null' THEN ''"
+        f" WHEN length({column}) <= :limit THEN {column}"
+        f" ELSE substr({column}, 1, :limit - 1) || '…' END"
+    )
+
+
+def _graph_node_sql(guarded: bool) -> str:
+    """The nodes query; the inner select extracts each value once (``OFFSET 0`` keeps SQLite
+    from copying its expressions into the outer one), the outer checks the JSON types."""
+    return f"""
+SELECT id, kind, name, created_at,
+    CASE WHEN typeof(tokens_in) = 'integer' THEN tokens_in END AS tokens_in,
+    CASE WHEN typeof(tokens_out) = 'integer' THEN tokens_out END AS tokens_out,
+    json_object(
+    'id', id, 'seq', seq, 'kind', kind, 'name', name, 'status', status,
+    'caller', caller_id, 'pred', predecessor_id,
+    'durationMs', CASE WHEN typeof(duration) IN ('integer', 'real') THEN duration * 1000.0 END,
+    'model', CASE WHEN typeof(model) = 'text' AND model <> '' THEN
+        CASE WHEN typeof(provider) = 'text' AND provider <> ''
+        THEN provider || ':' || model ELSE model END END,
+    'usage', CASE
+        WHEN typeof(tokens_in) = 'integer' AND typeof(tokens_out) = 'integer'
+            THEN json_object('input_tokens', tokens_in, 'output_tokens', tokens_out)
+        WHEN typeof(tokens_in) = 'integer' THEN json_object('input_tokens', tokens_in)
+        WHEN typeof(tokens_out) = 'integer' THEN json_object('output_tokens', tokens_out) END,
+    'error', CASE WHEN typeof(error) = 'text' THEN error END,
+    'input', {_preview("input")}, 'output', {_preview("output")})
+FROM (
+    SELECT id, seq, kind, name, status, caller_id, predecessor_id, input, output, created_at,
+        {_json_at("metadata", "duration_s", guarded=guarded)} AS duration,
+        {_json_at("metadata", "error_type", guarded=guarded)} AS error,
+        {_json_at("metadata", "usage.input_tokens", guarded=guarded)} AS tokens_in,
+        {_json_at("metadata", "usage.output_tokens", guarded=guarded)} AS tokens_out,
+        CASE WHEN kind = 'llm' THEN {_json_at("input", "model", guarded=guarded)} END AS model,
+        CASE WHEN kind = 'llm' THEN {_json_at("input", "provider", guarded=guarded)} END
+            AS provider
+    FROM nodes WHERE session_id = :session_id AND (:node_id IS NULL OR id = :node_id)
+    ORDER BY seq LIMIT -1 OFFSET 0)
+"""
+
+
+_GRAPH_NODE_SQL = _graph_node_sql(guarded=False)
+_GRAPH_NODE_SQL_GUARDED = _graph_node_sql(guarded=True)
 
 
 class SqliteRunStore(RunStore):
@@ -539,6 +621,54 @@ class SqliteRunStore(RunStore):
         return cur.rowcount == 1
 
     # -- session-DAG reads -----------------------------------------------------------
+    # -- the editor's views (SQL twins of ``run_views``) ---------------------------------
+    def step_starts(self, run_id: str) -> list[tuple[str, int, float]]:
+        rows = self._exec(
+            "SELECT name, occurrence, started_at FROM run_steps WHERE run_id = ?"
+            " ORDER BY started_at, scope, position",
+            (run_id,),
+        ).fetchall()
+        return [(str(r[0]), int(r[1]), float(r[2] or 0.0)) for r in rows]
+
+    def step_view_objects(
+        self,
+        run_id: str,
+        *,
+        live: bool,
+        paused_at: tuple[str, int] | None,
+        now: float,
+        shorten: Callable[[str | None], str],
+    ) -> list[str]:
+        name, occurrence = paused_at if paused_at is not None else (None, None)
+        conn = self.backend.connection()
+        conn.create_function("op_short", 1, shorten, deterministic=True)
+        params = {
+            "run_id": run_id,
+            "live": int(live),
+            "paused_name": name,
+            "paused_occurrence": occurrence,
+            "now": now,
+        }
+        try:
+            rows = conn.execute(_STEP_VIEW_SQL, params).fetchall()
+        except sqlite3.Error as exc:
+            raise self.backend._error(exc) from None
+        return [r[0] for r in rows]
+
+    def graph_node_objects(
+        self, session_id: str, *, limit: int, node_id: str | None = None
+    ) -> list[GraphNodeRow]:
+        params = {"session_id": session_id, "node_id": node_id, "limit": max(1, int(limit))}
+        conn = self.backend.connection()
+        try:
+            rows = conn.execute(_GRAPH_NODE_SQL, params).fetchall()
+        except sqlite3.Error:  # a malformed JSON column: check each value
+            try:
+                rows = conn.execute(_GRAPH_NODE_SQL_GUARDED, params).fetchall()
+            except sqlite3.Error as exc:
+                raise self.backend._error(exc) from None
+        return [GraphNodeRow._make(r) for r in rows]
+
     def session_node_rows(self, session_id: str) -> list[tuple[Any, ...]]:
         return self._exec(
             "SELECT id, seq, kind, name, caller_id, predecessor_id, input, output, status, "

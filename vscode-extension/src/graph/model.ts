@@ -43,7 +43,7 @@ export const STATUS_ICONS: Record<string, string> = {
   error: '✗',
   failed: '✗',
   running: '…',
-  paused: '⏸',
+  paused: '‖', // U+2016: "⏸" has no glyph in the default Linux fonts (DejaVu)
   cancelled: '⊘',
 };
 

@@ -156,7 +156,7 @@ async function startSession(workspace: string, rawSettings: Record<string, unkno
   connection.onNotification('window/showMessage', () => undefined);
   connection.onRequest('workspace/configuration', (params: { items: Array<{ section?: string }> }) => {
     configurationRequests.push(params);
-    return answerConfiguration(params.items, serverConfiguration());
+    return answerConfiguration(params.items, () => serverConfiguration());
   });
   connection.onRequest('client/registerCapability', () => null);
   connection.onRequest('client/unregisterCapability', () => null);

@@ -65,11 +65,11 @@ test('unset values are omitted so the server keeps its own defaults and pyprojec
   assert.deepEqual(onlyIgnore, { lint: { ignore: ['OP108'] } });
 });
 
-test('workspace/configuration answers the section and its sub-sections', () => {
+test('workspace/configuration answers the section and its sub-sections', async () => {
   const settings: Settings = { ...DEFAULT_SETTINGS, lint: { select: ['OP203'], ignore: [] }, store: '/tmp/s' };
   const config = toServerConfiguration(settings, '/venv/bin/python');
   assert.deepEqual(
-    answerConfiguration(
+    await answerConfiguration(
       [
         { section: 'openprogram' },
         { section: 'openprogram.lint' },
@@ -81,7 +81,7 @@ test('workspace/configuration answers the section and its sub-sections', () => {
         { section: 'python' },
         {},
       ],
-      config,
+      () => config,
     ),
     [
       config,
@@ -108,4 +108,34 @@ test('changes to interpreter, lint or store restart; trace alone does not', () =
   assert.deepEqual(classifyChange(base, { ...base, lint: { select: ['OP2', 'OP3'], ignore: [] } }), { ...none, configuration: true });
   assert.deepEqual(classifyChange(base, { ...base, lint: { select: ['OP2'], ignore: ['OP205'] } }), { ...none, configuration: true });
   assert.deepEqual(classifyChange(base, { ...base, showNotifications: 'off' }), none);
+});
+
+test('each workspace folder is answered with its own resource-scoped settings', async () => {
+  const folders: Record<string, Settings> = {
+    'file:///ws/alpha': { ...DEFAULT_SETTINGS, lint: { select: [], ignore: ['OP205'] }, store: 'st/runs' },
+    'file:///ws/beta': { ...DEFAULT_SETTINGS, interpreter: '.venv/bin/python' },
+  };
+  const asked: Array<string | undefined> = [];
+  const configFor = (scopeUri: string | undefined) => {
+    asked.push(scopeUri);
+    const settings = scopeUri !== undefined ? folders[scopeUri] ?? DEFAULT_SETTINGS : DEFAULT_SETTINGS;
+    const folder = scopeUri !== undefined ? path.resolve(scopeUri.replace('file://', '')) : undefined;
+    return toServerConfiguration(settings, settings.interpreter || undefined, folder);
+  };
+  const answer = await answerConfiguration(
+    [
+      { section: 'openprogram' },
+      { section: 'openprogram', scopeUri: 'file:///ws/alpha' },
+      { section: 'openprogram.lint', scopeUri: 'file:///ws/alpha' },
+      { section: 'openprogram', scopeUri: 'file:///ws/beta' },
+    ],
+    configFor,
+  );
+  assert.deepEqual(answer, [
+    { lint: {} },
+    { lint: { ignore: ['OP205'] }, store: path.resolve('/ws/alpha', 'st/runs') },
+    { ignore: ['OP205'] },
+    { lint: {}, interpreter: '.venv/bin/python' },
+  ]);
+  assert.deepEqual(asked, [undefined, 'file:///ws/alpha', 'file:///ws/beta']); // once per scope
 });

@@ -7,6 +7,7 @@ import json
 import time
 from typing import Any
 
+from openprogram.cli.table import format_table, terminal_width
 from openprogram.contract.runs import RUN_STATES, PauseReason, RunStatus
 
 NAME = "runs"
@@ -49,9 +50,8 @@ def execute(ns: argparse.Namespace) -> int:
         if status == RunStatus.PAUSED and r.pause_reason == PauseReason.AWAITING_APPROVAL:
             status = PauseReason.AWAITING_APPROVAL.value  # a decision is needed, not a resume
         rows.append((r.id, status, r.function_qualname, r.paused_step or "-", updated))
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    for line in format_table(rows[0], rows[1:], flex=2, width=terminal_width()):
+        print(line)
     return 0
 
 

@@ -7,6 +7,7 @@ import json
 import time
 
 from openprogram.cli.common import add_store_argument, open_existing_store
+from openprogram.cli.table import format_table, terminal_width
 from openprogram.store import Session
 
 NAME = "sessions"
@@ -36,7 +37,6 @@ def execute(args: argparse.Namespace) -> int:
     for s in sessions:
         updated = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.updated_at))
         rows.append((s.id, s.name or "-", str(s.node_count), updated))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    for r in rows:
-        print(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}")
+    for line in format_table(rows[0], rows[1:], right=(2,), flex=1, width=terminal_width()):
+        print(line)
     return 0

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from openprogram.cli.common import CliError, add_store_argument, open_existing_store
-from openprogram.cli.graph import graph_payload, render_html
+from openprogram.cli.graph import graph_json, render_html
 from openprogram.cli.render import render_mermaid, render_tree
+from openprogram.cli.table import terminal_width
 from openprogram.durable import queries
 from openprogram.store import Session, resolve_root, store_url
 
@@ -51,15 +51,16 @@ def execute(args: argparse.Namespace) -> int:
                 f"no session {args.id!r} in {store.location}; "
                 "list sessions with `openprogram sessions`"
             )
-        nodes = store.list_nodes(session.id)
+        # the html graph reads the stored JSON text itself (never decodes the nodes)
+        nodes = store.list_nodes(session.id) if args.format != "html" else []
     if args.format == "json":
         text = json.dumps({"session": session.to_json(), "nodes": [n.to_json() for n in nodes]})
     elif args.format == "mermaid":
         text = render_mermaid(session, nodes)
     elif args.format == "html":
-        text = render_html(_payload(store_url(args.store) or store.location, session))
+        text = render_html(*_graph(store_url(args.store) or store.location, session))
     else:
-        text = render_tree(session, nodes)
+        text = render_tree(session, nodes, terminal_width() if not args.output else None)
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as fh:
@@ -71,12 +72,11 @@ def execute(args: argparse.Namespace) -> int:
     return 0
 
 
-def _payload(location: str, session: Session) -> dict[str, Any]:
-    """The graph of the session, with its run's status and steps when it is a run."""
-    nodes = queries.session_nodes(location, session.id)
+def _graph(location: str, session: Session) -> tuple[str, str]:
+    """The graph of the session (with its run's status and steps when it is a run), and a title."""
     run = queries.get_run(location, session.id)
     if run is None:
-        return graph_payload(session.id, nodes)
-    steps = [(s.name, s.occurrence, s.started_at) for s in queries.run_steps(location, run.id)]
+        return graph_json(location, session.id), f"session {session.id}"
+    steps = queries.step_starts(location, run.id)
     info = {"id": run.id, "status": run.status, "entry": run.entry}
-    return graph_payload(session.id, nodes, run=info, steps=steps)
+    return graph_json(location, session.id, run=info, steps=steps), f"run {run.id}"

@@ -1,0 +1,160 @@
+"""The editor's views of a run, built from the run store's rows (backend-neutral).
+
+Two shapes, each one JSON object text per row so a caller joins them into one answer:
+
+- a *step view* (Runs view): ``key scope kind name occurrence label state durationMs result
+  error``; and
+- a *graph node* (run graph): ``id seq kind name status caller pred durationMs model usage
+  error input output``.
+
+:class:`~openprogram.store.runs.RunStore` builds them here from its ordinary reads; the
+SQLite store builds the same objects in SQL (``sqlite_runs``), which is what keeps a
+10,000-step run fast. Both follow the rules documented on the functions below.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+__all__ = ["GraphNodeRow", "graph_node_row", "step_state", "step_view_object"]
+
+
+class GraphNodeRow(NamedTuple):
+    """One session node for the run graph: what a caller needs to label and total it, and the
+    node's JSON object text (without its ``step`` label)."""
+
+    id: str
+    kind: str
+    name: str
+    created_at: float
+    tokens_in: int | None
+    tokens_out: int | None
+    json: str
+
+
+def step_state(
+    status: str, name: str, occurrence: int, *, live: bool, paused_at: tuple[str, int] | None
+) -> str:
+    """A step's state as shown: its stored status when final, else ``running`` while the run
+    is ``live``, ``paused`` for the step the run is paused at, else ``uncertain``."""
+    if status in ("completed", "failed"):
+        return status
+    if live:
+        return "running"
+    if paused_at is not None and (name, occurrence) == paused_at:
+        return "paused"
+    return "uncertain"
+
+
+def step_view_object(
+    step: Any,
+    *,
+    live: bool,
+    paused_at: tuple[str, int] | None,
+    now: float,
+    shorten: Callable[[str | None], str],
+) -> str:
+    """The Runs-view JSON object of one ``run_steps`` row (a ``StepRecord``): a running
+    step's duration counts to ``now``; ``result``/``error`` go through ``shorten``."""
+    state = step_state(step.status, step.name, int(step.occurrence), live=live, paused_at=paused_at)
+    started = float(step.started_at or 0.0)
+    duration: float | None = None
+    if step.finished_at is not None:
+        duration = max(0.0, float(step.finished_at) - started) * 1000.0
+    elif state == "running":
+        duration = max(0.0, now - started) * 1000.0
+    return json.dumps(
+        {
+            "key": step.step_key,
+            "scope": step.scope,
+            "kind": step.kind,
+            "name": step.name,
+            "occurrence": int(step.occurrence),
+            "label": f"{step.name} #{int(step.occurrence)}",
+            "state": state,
+            "durationMs": duration,
+            "result": shorten(step.result) if state == "completed" else "",
+            "error": shorten(step.result) if state == "failed" else "",
+        },
+        ensure_ascii=False,
+    )
+
+
+def _object(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:  # a malformed column reads as empty, never fails the view
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _integer(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _preview(text: str | None, limit: int) -> str:
+    """The stored JSON text cut to ``limit`` characters ('' for none or ``null``)."""
+    if text is None or text == "null":
+        return ""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def graph_node_row(row: Iterable[Any], *, limit: int) -> GraphNodeRow:
+    """The run-graph row of one node given as ``(id, seq, kind, name, caller_id,
+    predecessor_id, input, output, status, metadata, created_at)``.
+
+    ``durationMs`` from the metadata's ``duration_s``, ``error`` its ``error_type``, ``usage``
+    its integer token counts; ``model`` is ``provider:model`` of an ``llm`` node's request;
+    ``input``/``output`` the stored JSON text cut to ``limit`` characters (never decoded).
+    """
+    node_id, seq, kind, name, caller, pred, input_json, output_json, status, meta, created = row
+    metadata = _object(meta)
+    duration = metadata.get("duration_s")
+    if isinstance(duration, bool) or not isinstance(duration, int | float):
+        duration = None
+    usage = metadata.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    tokens_in = _integer(usage.get("input_tokens"))
+    tokens_out = _integer(usage.get("output_tokens"))
+    counts = {
+        key: value
+        for key, value in (("input_tokens", tokens_in), ("output_tokens", tokens_out))
+        if value is not None
+    }
+    model: str | None = None
+    if kind == "llm":
+        request = _object(input_json)
+        model = _text(request.get("model"))
+        provider = _text(request.get("provider"))
+        if model is not None and provider is not None:
+            model = f"{provider}:{model}"
+    limit = max(1, int(limit))
+    text = json.dumps(
+        {
+            "id": node_id,
+            "seq": seq,
+            "kind": kind,
+            "name": name,
+            "status": status,
+            "caller": caller,
+            "pred": pred,
+            "durationMs": duration * 1000.0 if duration is not None else None,
+            "model": model,
+            "usage": counts or None,
+            "error": metadata.get("error_type")
+            if isinstance(metadata.get("error_type"), str)
+            else None,
+            "input": _preview(input_json, limit),
+            "output": _preview(output_json, limit),
+        },
+        ensure_ascii=False,
+    )
+    return GraphNodeRow(node_id, kind, name, float(created or 0.0), tokens_in, tokens_out, text)
