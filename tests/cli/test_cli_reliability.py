@@ -188,8 +188,17 @@ def test_ctrl_c_under_json_still_prints_the_runs_json(work: Path) -> None:
 # -- item 12: one line, not a traceback ---------------------------------------------------
 
 
-def test_a_5000_digit_integer_in_args_is_one_line(work: Path) -> None:
-    proc = cli("run", "prog.py:plain", "--args", '{"x": ' + "9" * 5000 + "}", cwd=work)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "prog.py:plain"],
+        ["submit", "prog.py:plain", "--store", "st"],
+        ["submit", "prog.py:plain", "--store", "st", "--json"],
+    ],
+)
+def test_a_5000_digit_integer_in_args_is_one_line(work: Path, args: list[str]) -> None:
+    """``run`` and ``submit`` read ``--args`` the same way (``submit`` printed a traceback)."""
+    proc = cli(*args, "--args", '{"x": ' + "9" * 5000 + "}", cwd=work)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     [line] = proc.stderr.strip().splitlines()

@@ -93,3 +93,48 @@ def test_unreachable_postgresql_is_one_line_error(work: Path) -> None:
     proc = run("runs", "--store", url, cwd=work)
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr and "store" in proc.stderr
+
+
+ASKING = """
+from openprogram import llm, step
+
+
+def ask(topic: str) -> str:
+    return llm(f"one word about {topic}")
+
+
+def main(topic: str) -> list:
+    return [step("first", ask, topic), step("second", ask, topic + "!")]
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+def test_replay_and_cassette_export_of_a_run_stored_in_postgresql(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    """``openprogram replay`` reads the run and its model calls from PostgreSQL and re-runs
+    it there (it used to turn the URL into a directory name)."""
+    import os
+
+    (tmp_path / "ask.py").write_text(ASKING, encoding="utf-8")
+    env = {**os.environ, "OPENPROGRAM_MODEL": "scripted:echo"}
+    first = subprocess.run(
+        [str(BIN / "openprogram"), "run", "ask.py:main", "--args", '{"topic": "tea"}',
+         "--store", pg_dsn, "--json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=180, env=env,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    rid = json.loads(first.stdout)["run_id"]
+    replayed = run("replay", rid, "--store", pg_dsn, "--json", cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stderr
+    out = json.loads(replayed.stdout)
+    assert out["replayed"] == rid and out["matches"] is True
+    assert out["result"] == json.loads(first.stdout)["result"]
+    assert not any(p.name.startswith("postgres") for p in tmp_path.rglob("*"))
+    cassette = tmp_path / "calls.jsonl"
+    exported = run("replay", rid, "--cassette", str(cassette), "--store", pg_dsn, cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    assert len(cassette.read_text().splitlines()) == 2

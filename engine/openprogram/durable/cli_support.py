@@ -58,6 +58,30 @@ def usage_error(command: str, message: str, as_json: bool) -> int:
     return report_error(message, code=Exit.USAGE, as_json=as_json)
 
 
+class BadArguments(ValueError):
+    """``--args`` that is not a JSON object (the message says why)."""
+
+
+def parse_args_json(text: str | None) -> dict[str, Any]:
+    """The ``--args`` JSON object of ``run``/``submit`` (``{}`` when not given).
+
+    Raises :class:`BadArguments` with a one-line reason: not JSON, not readable (an integer
+    of 5,000 digits, nesting too deep), or not an object.
+    """
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadArguments(f"--args is not valid JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # e.g. an integer of 5,000 digits
+        reason = "it is nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise BadArguments(f"--args cannot be read: {reason}") from None
+    if not isinstance(value, dict):
+        raise BadArguments(f"--args must be a JSON object, got {type(value).__name__}")
+    return value
+
+
 def command_error(command: str, exc: BaseException, as_json: bool) -> int:
     """Report the error that stopped ``command`` with its code from the exit table."""
     return report_error(str(exc), code=code_for(exc), as_json=as_json)

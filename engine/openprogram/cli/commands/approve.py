@@ -7,6 +7,8 @@ import argparse
 import json
 from typing import Any
 
+from openprogram.cli.common import add_store_argument
+
 NAME = "approve"
 HELP = "approve the tool call a run is awaiting, then resume the run"
 
@@ -16,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-resume", action="store_true", help="only record the decision; resume later"
     )
-    parser.add_argument("--store", default=None, metavar="DIR", help="store root directory")
+    add_store_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 

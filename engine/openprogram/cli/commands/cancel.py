@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from openprogram.cli.common import add_store_argument
+
 NAME = "cancel"
 HELP = "cancel a run"
 
@@ -21,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="end the local process executing the run (SIGTERM, then SIGKILL)",
     )
-    parser.add_argument("--store", default=None, metavar="DIR", help="store root directory")
+    add_store_argument(parser)
 
 
 def execute(ns: argparse.Namespace) -> int:

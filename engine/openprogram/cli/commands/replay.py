@@ -1,4 +1,4 @@
-"""``openprogram replay RUN_ID [--cassette OUT.jsonl] [--store DIR] [--json]``.
+"""``openprogram replay RUN_ID [--cassette OUT.jsonl] [--store DIR|URL] [--json]``.
 
 Re-runs a recorded run offline: the same entry with the same arguments as a new run,
 answering every model request from the recorded run's ``llm`` nodes
@@ -16,6 +16,8 @@ import os
 import sys
 from typing import Any
 
+from openprogram.cli.common import add_store_argument
+
 NAME = "replay"
 HELP = "re-run a recorded run offline against its recorded model replies"
 
@@ -25,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cassette", metavar="OUT.jsonl", help="export the run's model calls instead"
     )
-    parser.add_argument("--store", default=None, metavar="DIR", help="store root directory")
+    add_store_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -34,11 +36,11 @@ def execute(ns: argparse.Namespace) -> int:
     from openprogram.durable.runner import start_run
     from openprogram.errors import OpenProgramError
     from openprogram.runtime.cassette import load_session, write_cassette
-    from openprogram.store import resolve_root
+    from openprogram.store import resolve_root, store_url
     from openprogram.store.runs import open_run_store
 
     try:
-        root = str(resolve_root(ns.store))
+        root = store_url(ns.store) or str(resolve_root(ns.store))  # a directory or a URL
         with open_run_store(ns.store, create=False) as db:
             run = db.get_run(ns.run_id)
             if run is None:

@@ -11,6 +11,7 @@ import argparse
 import json
 from typing import Any
 
+from openprogram.cli.common import add_store_argument
 from openprogram.contract.runs import POLICIES
 
 NAME = "resume"
@@ -41,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="resume every run interrupted by a dead process within two hours",
     )
-    parser.add_argument("--store", default=None, metavar="DIR", help="store root directory")
+    add_store_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 

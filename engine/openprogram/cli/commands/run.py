@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from typing import Any
 
+from openprogram.cli.common import add_store_argument
 from openprogram.contract.runs import POLICIES
 
 NAME = "run"
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="code-change policy of this run (default: [tool.openprogram.execution] "
         "code_change_policy in pyproject.toml, else keep_original)",
     )
-    parser.add_argument("--store", default=None, metavar="DIR", help="store root directory")
+    add_store_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -34,19 +34,10 @@ def execute(ns: argparse.Namespace) -> int:
     from openprogram.durable.runner import start_run
     from openprogram.errors import OpenProgramError
 
-    args: Any = {}
-    if ns.args is not None:
-        try:
-            args = json.loads(ns.args)
-        except json.JSONDecodeError as exc:
-            return cs.usage_error("run", f"--args is not valid JSON: {exc}", ns.json)
-        except (ValueError, RecursionError) as exc:  # e.g. an integer of 5,000 digits
-            reason = "it is nested too deeply" if isinstance(exc, RecursionError) else exc
-            return cs.usage_error("run", f"--args cannot be read: {reason}", ns.json)
-        if not isinstance(args, dict):
-            return cs.usage_error(
-                "run", f"--args must be a JSON object, got {type(args).__name__}", ns.json
-            )
+    try:
+        args = cs.parse_args_json(ns.args)
+    except cs.BadArguments as exc:
+        return cs.usage_error("run", str(exc), ns.json)
     if ns.model:
         os.environ["OPENPROGRAM_MODEL"] = ns.model
     from openprogram.cli.progress import LiveProgress

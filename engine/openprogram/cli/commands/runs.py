@@ -7,6 +7,7 @@ import json
 import time
 from typing import Any
 
+from openprogram.cli.common import add_store_argument
 from openprogram.cli.table import format_table, terminal_width
 from openprogram.contract.runs import RUN_STATES, PauseReason, RunStatus
 
@@ -22,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="only runs in this state (awaiting_approval: paused runs waiting for a decision)",
     )
     parser.add_argument("--json", action="store_true", help="print a JSON array of runs")
-    parser.add_argument("--store", default=None, metavar="DIR", help="store root directory")
+    add_store_argument(parser)
 
 
 def execute(ns: argparse.Namespace) -> int:

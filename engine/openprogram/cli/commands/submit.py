@@ -11,6 +11,8 @@ import argparse
 import json
 from typing import Any
 
+from openprogram.cli.common import add_store_argument
+
 NAME = "submit"
 HELP = "enqueue a run for workers"
 
@@ -20,9 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--args", default=None, metavar="JSON_OBJECT", help="keyword arguments")
     parser.add_argument("--queue", default="default", metavar="Q", help="queue (default: default)")
     parser.add_argument("--model", default=None, metavar="M", help="model, e.g. openai:gpt-4.1")
-    parser.add_argument(
-        "--store", default=None, metavar="DIR|URL", help="store directory or postgresql:// URL"
-    )
+    add_store_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -31,16 +31,10 @@ def execute(ns: argparse.Namespace) -> int:
     from openprogram.durable.runner import submit_run
     from openprogram.errors import OpenProgramError
 
-    args: Any = {}
-    if ns.args is not None:
-        try:
-            args = json.loads(ns.args)
-        except json.JSONDecodeError as exc:
-            return cs.usage_error("submit", f"--args is not valid JSON: {exc}", ns.json)
-        if not isinstance(args, dict):
-            return cs.usage_error(
-                "submit", f"--args must be a JSON object, got {type(args).__name__}", ns.json
-            )
+    try:
+        args = cs.parse_args_json(ns.args)
+    except cs.BadArguments as exc:
+        return cs.usage_error("submit", str(exc), ns.json)
     try:
         with cs.stdout_to_stderr(ns.json):
             rid = submit_run(ns.entry, args, store=ns.store, queue=ns.queue, model=ns.model)

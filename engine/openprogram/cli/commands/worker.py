@@ -16,6 +16,8 @@ import sys
 import threading
 from typing import Any
 
+from openprogram.cli.common import add_store_argument
+
 NAME = "worker"
 HELP = "execute runs submitted to a queue"
 
@@ -40,9 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="exit once no run of the queue is queued or running anywhere",
     )
-    parser.add_argument(
-        "--store", default=None, metavar="DIR|URL", help="store directory or postgresql:// URL"
-    )
+    add_store_argument(parser)
 
 
 def execute(ns: argparse.Namespace) -> int:
