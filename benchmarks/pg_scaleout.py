@@ -20,6 +20,7 @@ binaries, ``fsync=on``) and measures on it, medians of ``--rounds``:
 Usage::
 
     .venv/bin/python benchmarks/pg_scaleout.py [--steps 300] [--rounds 3] [--runs 200]
+        [--no-throughput]   # step costs and resume only (skips throughput, claim latency)
 """
 
 from __future__ import annotations
@@ -214,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--resume-steps", type=int, default=10_000)
+    parser.add_argument("--no-throughput", action="store_true")
     args = parser.parse_args(argv)
     bindir = find_bindir()
     if bindir is None:
@@ -239,9 +241,9 @@ def main(argv: list[str] | None = None) -> int:
             w: statistics.median(
                 throughput(cluster, tmp, args.runs, 20, w) for _ in range(args.rounds)
             )
-            for w in (1, 2, 4)
+            for w in ((1, 2, 4) if not args.no_throughput else ())
         }
-        lat = sorted(claim_latency(cluster, tmp, 20))
+        lat = sorted(claim_latency(cluster, tmp, 20)) if not args.no_throughput else []
         print(f"PostgreSQL 15 (fsync=on), {os.cpu_count()} cpus; {args.steps} steps x "
               f"{args.rounds} rounds; median µs per step")  # fmt: skip
         print(f"  bare insert+commit synchronous_commit=off   {med['f_off']:8.1f}")
@@ -251,13 +253,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  DBOS @DBOS.step                             "
               f"{dbos if isinstance(dbos, str) else f'{dbos:8.1f}'}")  # fmt: skip
         print(f"  resume of a {args.resume_steps}-step run to its last step: {res:.3f} s (median)")
-        base = tput[1]
         for w, v in tput.items():
             print(f"  throughput {args.runs} runs x 20 steps, {w} worker(s): {v:6.1f} runs/s "
-                  f"(x{v / base:.2f})")  # fmt: skip
-        p50 = lat[len(lat) // 2]
-        p95 = lat[min(len(lat) - 1, int(len(lat) * 0.95))]
-        print(f"  claim latency submit -> first step: p50 {p50:.0f} ms, p95 {p95:.0f} ms")
+                  f"(x{v / tput[1]:.2f})")  # fmt: skip
+        if lat:
+            p50 = lat[len(lat) // 2]
+            p95 = lat[min(len(lat) - 1, int(len(lat) * 0.95))]
+            print(f"  claim latency submit -> first step: p50 {p50:.0f} ms, p95 {p95:.0f} ms")
         checks = [
             ("process / floor(off)", med["process"] / med["f_off"], 2.0),
             ("power / floor(on)", med["power"] / med["f_on"], 1.5),

@@ -39,6 +39,21 @@ export interface StepSummary {
   error: string;
 }
 
+/** A node of the Runs view: a workspace folder, one of its runs, or a step of a run. */
+export type RunsNode =
+  | { kind: 'folder'; folder: FolderRuns }
+  | { kind: 'run'; run: RunSummary }
+  | { kind: 'step'; run: RunSummary; step: StepSummary; all: StepSummary[] };
+
+/** The run a command was invoked on (a tree node, or nothing from the palette). */
+export function runOf(node: unknown): RunSummary | undefined {
+  const candidate = node as RunsNode | undefined;
+  if (candidate !== undefined && (candidate.kind === 'run' || candidate.kind === 'step')) {
+    return candidate.run;
+  }
+  return undefined;
+}
+
 export interface ItemView {
   label: string;
   description: string;

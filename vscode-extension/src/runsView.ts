@@ -12,18 +12,12 @@ import {
   runItem,
   stepChildren,
   stepItem,
-  type FolderRuns,
   type ItemView,
-  type RunSummary,
+  type RunsNode,
   type StepSummary,
 } from './runsTree';
 
 export const RUNS_VIEW_ID = 'openprogram.runs';
-
-export type RunsNode =
-  | { kind: 'folder'; folder: FolderRuns }
-  | { kind: 'run'; run: RunSummary }
-  | { kind: 'step'; run: RunSummary; step: StepSummary; all: StepSummary[] };
 
 /** Sends a custom request to the running server (undefined when it is not running). */
 export type ServerRequest = (method: string, params: object) => Promise<unknown>;
@@ -95,13 +89,4 @@ export class RunsProvider implements vscode.TreeDataProvider<RunsNode> {
   dispose(): void {
     this.changed.dispose();
   }
-}
-
-/** The run a command was invoked on (a tree node, or nothing from the palette). */
-export function runOf(node: unknown): RunSummary | undefined {
-  const candidate = node as RunsNode | undefined;
-  if (candidate !== undefined && (candidate.kind === 'run' || candidate.kind === 'step')) {
-    return candidate.run;
-  }
-  return undefined;
 }

@@ -174,9 +174,11 @@ def _execute(
     heartbeat = Heartbeat(lambda: db.renew_lease(run_id, owner.token, lease_s), lease_s)
     heartbeat.start()
     try:
-        return _execute_leased(
-            db, run_id, entry, fn, args, owner.token, durable, rerun_uncertain, on_progress, stop
-        )
+        with db.pinned():  # one connection for the run's statements on this thread
+            return _execute_leased(
+                db, run_id, entry, fn, args, owner.token, durable, rerun_uncertain, on_progress,
+                stop,
+            )  # fmt: skip
     finally:
         heartbeat.stop()
 

@@ -50,9 +50,10 @@ from openprogram.scope import (
     set_output,
 )
 from openprogram.store.jsoncodec import make_dumps
+from openprogram.store.runs import StepCall, StepDone, StepNode
 
 if TYPE_CHECKING:
-    from openprogram.store.runs import RunStore, StepRecord, StepWrite
+    from openprogram.store.runs import RunStore, StepRecord
 
 __all__ = ["current_run_id", "parallel", "step", "workflow"]
 
@@ -74,17 +75,6 @@ def _keeps_step_open(exc: BaseException) -> bool:
 
 
 @dataclass
-class Pending:
-    """A returned step's result (JSON text, also its node's output) and its DAG node
-    (``completed`` after ``duration`` seconds), not committed yet."""
-
-    key: str
-    text: str
-    node_id: str | None = None
-    duration: float = 0.0
-
-
-@dataclass
 class Scope:
     """One level of nesting: the top level, a ``workflow`` call or a ``parallel`` branch."""
 
@@ -93,7 +83,7 @@ class Scope:
     occurrences: dict[str, int] = field(default_factory=dict)
     # The last step of this scope whose function returned but whose "completed" record
     # is not written yet (see _run_step): written with the next record of the scope.
-    pending: Pending | None = None
+    pending: StepDone | None = None
 
     def next_identity(self, name: str) -> tuple[int, int, str]:
         pos = self.position
@@ -362,7 +352,7 @@ def _run_step(
 
     When the step's DAG node goes to this run's store through a plain session writer
     (the usual case), one transaction commits, before ``fn`` runs: the previous step's
-    result and node exit if deferred (:class:`Pending`), this step's identity (the
+    result and node exit if deferred (``scope.pending``), this step's identity (the
     dispatch statement also checks for cancel/pause) and its running ``code`` node —
     the rows :func:`~openprogram.scope.call_scope` would write, written here directly
     (its input JSON is the canonical text the input hash was computed from). The step's
@@ -377,27 +367,23 @@ def _run_step(
     assert writer is not None
     run_id = ex.run_id
     parent = current_frame()
-    record_node = parent is None or not parent.hidden
-    unsaved = scope.pending  # restored if the transaction that writes it rolls back
-    node = None
-    try:
-        # previous result + identity + running node: one commit
-        with db.step_write(run_id, ex.token) as tx:
-            _write_pending(scope, tx)
-            dispatched = tx.dispatch_step(key, scope.path, pos, "step", name, occ, input_hash)
-            if dispatched and record_node:
-                node = _append_step_node(tx, writer, name, args, kwargs, parent, input_json)
-        unsaved = None  # the previous result is saved either way
-        while not dispatched:
-            ex.check_control(scope, name, occ)  # raises: cancelled, pause asked, lease lost
-            with db.step_write(run_id, ex.token) as tx:  # the state changed back meanwhile
-                dispatched = tx.dispatch_step(key, scope.path, pos, "step", name, occ, input_hash)
-                if dispatched and record_node:
-                    node = _append_step_node(tx, writer, name, args, kwargs, parent, input_json)
-    except BaseException:
-        if unsaved is not None:
-            scope.pending = unsaved
-        raise
+    call = StepCall(key, scope.path, pos, "step", name, occ, input_hash)
+    spec = None
+    if parent is None or not parent.hidden:
+        spec = StepNode(
+            writer.session_id,
+            name,
+            {"args": list(args), "kwargs": kwargs},
+            input_json,
+            nearest_node_id(parent),
+        )
+    # previous result + identity + running node: one commit
+    dispatched, node = db.write_step(run_id, ex.token, scope.pending, call, spec)
+    scope.pending = None  # saved either way
+    while not dispatched:
+        ex.check_control(scope, name, occ)  # raises: cancelled, pause asked, lease lost
+        # the state changed back meanwhile
+        dispatched, node = db.write_step(run_id, ex.token, None, call, spec)
     frame = Frame(name, parent, None, writer, None if node is None else node.id, {})
     if node is not None:
         frame.start_seq = node.seq
@@ -423,32 +409,12 @@ def _run_step(
         _run_id.reset(rtoken)
         _current.reset(token)
     duration = round(time.perf_counter() - started, 6)
-    scope.pending = Pending(key, text, None if node is None else node.id, duration)
+    scope.pending = StepDone(key, text, None if node is None else node.id, duration)
     if not db.defer_results:
         flush(ex, scope)  # the result is saved before the orchestration goes on
     ex.executed += 1
     ex.progress("done", key)
     return json.loads(text)
-
-
-def _append_step_node(
-    tx: StepWrite,
-    writer: Any,
-    name: str,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    parent: Frame | None,
-    input_json: str,
-) -> Any:
-    """The step's running ``code`` node — the row :func:`~openprogram.scope.call_scope`
-    would write (its input JSON is the canonical text the input hash was computed from)."""
-    return tx.append_node(
-        writer.session_id,
-        name,
-        input={"args": list(args), "kwargs": kwargs},
-        caller_id=nearest_node_id(parent),
-        input_json=input_json,
-    )
 
 
 def _plain_writer(writer: Any) -> bool:
@@ -484,12 +450,9 @@ def _run_step_unjoined(
     """:func:`_run_step` when the DAG node goes elsewhere: each record commits alone."""
     db = ex.db
     flush(ex, scope)
-    dispatched = False
-    while not dispatched:
-        with db.step_write(ex.run_id, ex.token) as tx:
-            dispatched = tx.dispatch_step(key, scope.path, pos, "step", name, occ, input_hash)
-        if not dispatched:
-            ex.check_control(scope, name, occ)  # raises: cancelled, pause asked, lease lost
+    call = StepCall(key, scope.path, pos, "step", name, occ, input_hash)
+    while not db.write_step(ex.run_id, ex.token, None, call)[0]:
+        ex.check_control(scope, name, occ)  # raises: cancelled, pause asked, lease lost
     ex.progress("start", key)
     token = _current.set(None)
     rtoken = _run_id.set(ex.run_id)
@@ -511,30 +474,13 @@ def _run_step_unjoined(
     return json.loads(text)
 
 
-def _write_pending(scope: Scope, tx: StepWrite) -> None:
-    """Write ``scope.pending`` in the step transaction ``tx``: the step's result and its
-    node's exit."""
-    pending = scope.pending
-    if pending is None:
-        return
-    tx.complete_step(pending.key, pending.text)
-    if pending.node_id is not None:
-        tx.finish_node(pending.node_id, pending.text, pending.duration)
-    scope.pending = None
-
-
 def flush(ex: Executor | None, scope: Scope | None) -> None:
     """Commit the scope's pending step result (before a workflow/parallel record, at the
     end of a scope or a run, and when a run stops)."""
     if ex is None or scope is None or scope.pending is None:
         return
-    unsaved = scope.pending
-    try:
-        with ex.db.step_write(ex.run_id, ex.token) as tx:
-            _write_pending(scope, tx)
-    except BaseException:
-        scope.pending = unsaved
-        raise
+    ex.db.write_step(ex.run_id, ex.token, scope.pending, None)
+    scope.pending = None
 
 
 # -- workflow --------------------------------------------------------------------------

@@ -7,8 +7,10 @@ nodes keep the SQLite semantics (:class:`~openprogram.store.base.StoreBackend`):
   resolves the default predecessor (the head) and moves the head, then inserts the node —
   concurrent writers on any machine serialise on the session row and never collide.
 * JSON columns hold JSON text (as in SQLite): what was stored is read back unchanged.
-* A transaction open on this thread (:meth:`PostgresBackend.transaction`, used by the
-  run store's step transaction) is joined by every method called inside it.
+* A transaction open on this thread (:meth:`PostgresBackend.transaction`) is joined by
+  every method called inside it. A step's records need none: the run store writes them
+  in one statement (``postgres_runs``).
+* The pool hands out a connection without a round trip to check it (:func:`check_idle`).
 
 Migrations (:data:`PG_MIGRATIONS`) run under a transaction-level advisory lock, so many
 processes starting at once against a new database apply each migration exactly once.
@@ -17,6 +19,7 @@ processes starting at once against a new database apply each migration exactly o
 from __future__ import annotations
 
 import os
+import select
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -41,10 +44,12 @@ _SESSION_SELECT = (
     "s.metadata, s.created_at, GREATEST(s.updated_at, COALESCE((SELECT MAX(updated_at) "
     "FROM nodes WHERE session_id = s.id), 0)), s.last_seq_count FROM sessions s"
 )
-# One round trip: lock the session, bump its seq, move/keep the head, insert the node.
-_APPEND_SQL = f"""
-WITH old AS (
-    SELECT id, last_id, head_id, head_pinned FROM sessions WHERE id = %(sid)s FOR UPDATE
+# Appending a node, in one statement: lock the session (only when ``{where}`` holds: the
+# step statement of ``postgres_runs`` appends its node only when its dispatch was written),
+# bump its seq, move/keep the head; then ``APPEND_INSERT`` inserts the node.
+APPEND_CTES = """
+old AS (
+    SELECT id, last_id, head_id, head_pinned FROM sessions WHERE id = %(sid)s {where} FOR UPDATE
 ), upd AS (
     UPDATE sessions s SET last_seq = s.last_seq + 1, last_seq_count = s.last_seq_count + 1,
         last_id = %(nid)s,
@@ -54,17 +59,20 @@ WITH old AS (
     FROM old WHERE s.id = old.id
     RETURNING s.last_seq AS seq,
         CASE WHEN old.head_pinned THEN old.head_id ELSE old.last_id END AS head
-)
+)"""
+APPEND_INSERT = f"""
 INSERT INTO nodes ({_NODE_COLS})
 SELECT %(nid)s, %(sid)s, upd.seq, %(kind)s, %(name)s, %(caller)s,
     CASE WHEN %(pred_default)s THEN upd.head ELSE %(pred)s END,
     %(input)s, %(output)s, %(status)s, %(meta)s, %(now)s, %(now)s FROM upd
 RETURNING seq, predecessor_id
 """
-_FINISH_SQL = (
-    "UPDATE nodes SET updated_at = %s, output = %s, status = %s, "
-    "metadata = (metadata::jsonb || jsonb_build_object('duration_s', %s::float8))::text "
-    "WHERE id = %s"
+_APPEND_SQL = "WITH " + APPEND_CTES.format(where="") + APPEND_INSERT
+# A step's node exit: ``completed`` with its output and duration.
+FINISH_SQL = (
+    "UPDATE nodes SET updated_at = %(now)s, output = %(result)s, status = 'completed', "
+    "metadata = (metadata::jsonb || jsonb_build_object('duration_s', %(duration)s::float8))::text "
+    "WHERE id = %(done_node)s"
 )
 
 
@@ -94,6 +102,33 @@ def redact(url: str) -> str:
     netloc = parts.netloc.rsplit("@", 1)
     user = (parts.username or "") + ":***"
     return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
+
+
+_IDLE = 0  # libpq's PQTRANS_IDLE (psycopg.pq.TransactionStatus.IDLE)
+
+
+def _idle(conn: Any) -> bool:
+    """Whether ``conn`` is open, idle and has nothing to read on its socket — a healthy
+    idle connection has nothing to read unless the server closed it or sent it something
+    (a restart's termination notice). No round trip."""
+    try:
+        if conn.closed or conn.broken or conn.pgconn.transaction_status != _IDLE:
+            return False
+        poller = select.poll()
+        poller.register(conn.fileno(), select.POLLIN | select.POLLPRI)
+        return not poller.poll(0)
+    except Exception:  # closed meanwhile, or no socket
+        return False
+
+
+def check_idle(conn: Any) -> None:
+    """The pool's check of a connection it hands out: a round trip (``ConnectionPool.
+    check_connection``, which raises for a dead one: the pool replaces it) only when
+    :func:`_idle` cannot tell it healthy."""
+    if not _idle(conn):
+        from psycopg_pool import ConnectionPool
+
+        ConnectionPool.check_connection(conn)
 
 
 def new_id() -> str:
@@ -134,6 +169,11 @@ class PostgresBackend(StoreBackend):
         self._local = threading.local()
         self._closed = False
         self._pid = os.getpid()
+        # Connections held by pinned() blocks: at most half the pool, so threads that
+        # check out per statement (heartbeats, a worker's claims) always find one.
+        self._pins = 0
+        self._pin_limit = max(1, max_size // 2)
+        self._pin_lock = threading.Lock()
         sync = "on" if synchronous_commit else "off"
         try:
             self.pool = ConnectionPool(
@@ -141,7 +181,7 @@ class PostgresBackend(StoreBackend):
                 min_size=1,
                 max_size=max_size,
                 kwargs={"autocommit": True, "options": f"-c synchronous_commit={sync}"},
-                check=ConnectionPool.check_connection,
+                check=check_idle,
                 open=True,
                 timeout=30.0,
                 reconnect_timeout=60.0,
@@ -195,9 +235,67 @@ class PostgresBackend(StoreBackend):
         except self._psycopg.Error as exc:
             raise self._error(exc) from None
 
+    @contextmanager
+    def pinned(self) -> Iterator[None]:
+        """Keep one pooled connection for this thread's statements until the block ends
+        (a run's steps: no pool checkout per statement). A held connection the server
+        closed or that is not idle is swapped for a checked one before its next use. When
+        half the pool is held already, statements check out per statement as usual."""
+        if self._closed:
+            raise StoreError(f"the store {self.location} is closed; open a new store")
+        if getattr(self._local, "pin", None) is not None:
+            yield
+            return
+        self._local.pin = [None]
+        try:
+            yield
+        finally:
+            conn = self._local.pin[0]
+            self._local.pin = None
+            if conn is not None:
+                self._unpin(conn)
+
+    def _unpin(self, conn: Any) -> None:
+        with self._pin_lock:
+            self._pins -= 1
+        self.pool.putconn(conn)  # the pool resets, discards or (closed pool) closes it
+
+    def _pinned(self) -> Any:
+        """This thread's held connection (see :meth:`pinned`), or ``None`` outside one
+        (or when none can be held)."""
+        pin = getattr(self._local, "pin", None)
+        if pin is None or self._closed:
+            return None
+        conn = pin[0]
+        if conn is not None:
+            if _idle(conn):
+                return conn
+            pin[0] = None
+            self._unpin(conn)
+        with self._pin_lock:
+            if self._pins >= self._pin_limit:
+                return None
+            self._pins += 1
+        try:
+            conn = pin[0] = self.pool.getconn()
+        except BaseException as exc:
+            with self._pin_lock:
+                self._pins -= 1
+            if isinstance(exc, self._psycopg.Error):
+                raise self._error(exc) from None
+            raise
+        return conn
+
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         """Run one statement (in this thread's transaction if open); returns the cursor's
         rows for statements that return some, else its row count."""
+        conn = getattr(self._local, "tx", None) or self._pinned()
+        if conn is not None:
+            try:
+                cur = conn.execute(sql, params, prepare=True)
+            except self._psycopg.Error as exc:
+                raise self._error(exc) from None
+            return cur.fetchall() if cur.description is not None else cur.rowcount
         with self.connection() as conn:
             try:
                 cur = conn.execute(sql, params, prepare=True)
@@ -374,11 +472,6 @@ class PostgresBackend(StoreBackend):
                 (out_json, node.status, meta_json, now, node_id),
             )
         return node
-
-    def finish_node(self, node_id: str, output_json: str, duration_s: float, now: float) -> None:
-        """Mark a step's node ``completed`` with ``output_json`` and its duration (one
-        statement, in this thread's transaction when open)."""
-        self.execute(_FINISH_SQL, (now, output_json, "completed", duration_s, node_id))
 
     def get_node(self, node_id: str) -> Node | None:
         rows = self.execute(f"SELECT {_NODE_COLS} FROM nodes WHERE id = %s", (node_id,))

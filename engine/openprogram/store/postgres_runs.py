@@ -1,7 +1,7 @@
 """The run store on PostgreSQL: every statement on ``runs`` / ``run_steps`` for this backend.
 
 Same semantics as :mod:`openprogram.store.sqlite_runs`; a step's records and its DAG node
-commit in one transaction on one pooled connection (:meth:`PostgresRunStore.step_write`).
+commit in one statement — one round trip, one commit (:meth:`PostgresRunStore.write_step`).
 Durability: ``process``/``eager`` commit with ``synchronous_commit=off`` (a commit survives
 a killed process, as SQLite's WAL+NORMAL does; a server crash may lose the last few
 hundred milliseconds), ``power`` with ``synchronous_commit=on`` (every commit is flushed
@@ -13,22 +13,29 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 from openprogram.contract.runs import Durability, RunStatus
 from openprogram.errors import StoreError
-from openprogram.store.base import UNSET
 from openprogram.store.lease import Owner
-from openprogram.store.postgres import PostgresBackend
+from openprogram.store.models import Node
+from openprogram.store.postgres import (
+    APPEND_CTES,
+    APPEND_INSERT,
+    FINISH_SQL,
+    PostgresBackend,
+    new_id,
+)
 from openprogram.store.runs import (
     RUN_COLUMNS,
     STEP_COLUMNS,
     RunRecord,
     RunStore,
+    StepCall,
+    StepDone,
+    StepNode,
     StepRecord,
-    StepWrite,
     run_from_row,
 )
 
@@ -39,85 +46,36 @@ _DISPATCH_SQL = (
     "ON CONFLICT (run_id, step_key) DO UPDATE SET status = 'dispatched', result = NULL, "
     "started_at = excluded.started_at, finished_at = NULL"
 )
-_DISPATCH_CHECKED_SQL = (
-    "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
-    "input_hash, status, result, started_at, finished_at) "
-    "SELECT %(run)s, %(key)s, %(scope)s, %(pos)s, %(kind)s, %(name)s, %(occ)s, %(hash)s, "
-    "'dispatched', NULL, %(now)s, NULL FROM runs "
-    "WHERE id = %(run)s AND status = 'running' AND pause_requested = 0 "
-    "AND cancel_requested = 0 AND owner_token = %(token)s "
-    "ON CONFLICT (run_id, step_key) DO UPDATE SET status = 'dispatched', result = NULL, "
-    "started_at = excluded.started_at, finished_at = NULL"
-)
 _COMPLETE_SQL = (
     "UPDATE run_steps SET status = 'completed', result = %s, finished_at = %s "
     "WHERE run_id = %s AND step_key = %s"
 )
-_COMPLETE_FENCED_SQL = (
-    "UPDATE run_steps SET status = 'completed', result = %(result)s, finished_at = %(now)s "
-    "WHERE run_id = %(run)s AND step_key = %(key)s "
-    "AND (SELECT owner_token FROM runs WHERE id = %(run)s) = %(token)s"
-)
+# A step's records in one statement, so one round trip and one commit (autocommit: no
+# BEGIN/COMMIT messages): ``done`` — the previous step's result, written only by the
+# execution holding the lease ``token``, and ``fin`` its node's exit; ``call`` — this
+# step's dispatch, only while that execution holds the lease of a running run asked
+# neither to pause nor to cancel; then its running node, appended only when ``call``
+# wrote a row. Returns (dispatch rows written, node seq, node predecessor).
+_STEP_SQL = f"""
+WITH done AS (
+    UPDATE run_steps SET status = 'completed', result = %(result)s, finished_at = %(now)s
+    WHERE run_id = %(run)s AND step_key = %(done_key)s
+    AND (SELECT owner_token FROM runs WHERE id = %(run)s) = %(token)s
+), fin AS ({FINISH_SQL}
+), call AS (
+    INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence,
+        input_hash, status, result, started_at, finished_at)
+    SELECT %(run)s, %(key)s, %(scope)s, %(pos)s, %(step_kind)s, %(name)s, %(occ)s, %(hash)s,
+        'dispatched', NULL, %(now)s, NULL FROM runs
+    WHERE %(has_call)s AND id = %(run)s AND status = 'running' AND pause_requested = 0
+        AND cancel_requested = 0 AND owner_token = %(token)s
+    ON CONFLICT (run_id, step_key) DO UPDATE SET status = 'dispatched', result = NULL,
+        started_at = excluded.started_at, finished_at = NULL
+    RETURNING 1
+), {APPEND_CTES.format(where="AND EXISTS (SELECT FROM call)")}, node AS ({APPEND_INSERT})
+SELECT (SELECT count(*) FROM call), (SELECT seq FROM node), (SELECT predecessor_id FROM node)
+"""
 _RUN_PLACEHOLDERS = ", ".join(["%s"] * 25)
-
-
-class _PgStepWrite(StepWrite):
-    __slots__ = ("_backend", "_run_id", "_token")
-
-    def __init__(self, backend: PostgresBackend, run_id: str, token: str) -> None:
-        self._backend = backend
-        self._run_id = run_id
-        self._token = token
-
-    def complete_step(self, step_key: str, result_json: str) -> None:
-        self._backend.execute(
-            _COMPLETE_FENCED_SQL,
-            {
-                "result": result_json,
-                "now": time.time(),
-                "run": self._run_id,
-                "key": step_key,
-                "token": self._token,
-            },
-        )
-
-    def finish_node(self, node_id: str, output_json: str, duration_s: float) -> None:
-        self._backend.finish_node(node_id, output_json, duration_s, time.time())
-
-    def dispatch_step(
-        self,
-        step_key: str,
-        scope: str,
-        position: int,
-        kind: str,
-        name: str,
-        occurrence: int,
-        input_hash: str,
-    ) -> bool:
-        count = self._backend.execute(
-            _DISPATCH_CHECKED_SQL,
-            {
-                "run": self._run_id, "key": step_key, "scope": scope, "pos": position,
-                "kind": kind, "name": name, "occ": occurrence, "hash": input_hash,
-                "now": time.time(), "token": self._token,
-            },
-        )  # fmt: skip
-        return bool(count == 1)
-
-    def append_node(self, session_id: str, name: str, **fields: Any) -> Any:
-        return self._backend.append_node(
-            session_id,
-            "code",
-            name,
-            node_id=None,
-            output=None,
-            status="running",
-            metadata={},
-            predecessor_id=UNSET,
-            move_head=True,
-            now=time.time(),
-            **fields,
-        )
 
 
 class PostgresRunStore(RunStore):
@@ -155,16 +113,62 @@ class PostgresRunStore(RunStore):
             raise
         return cls(SessionStore(backend=backend), Durability.PROCESS)
 
+    def pinned(self) -> AbstractContextManager[None]:
+        return self.backend.pinned()
+
     def owns(self, writer: Any) -> bool:
         return getattr(writer, "_backend", None) is self.backend
 
     def _q(self, sql: str, params: Any = ()) -> Any:
         return self.backend.execute(sql, params)
 
-    @contextmanager
-    def step_write(self, run_id: str, token: str) -> Iterator[StepWrite]:
-        with self.backend.transaction():
-            yield _PgStepWrite(self.backend, run_id, token)
+    def write_step(
+        self,
+        run_id: str,
+        token: str,
+        done: StepDone | None,
+        call: StepCall | None,
+        node: StepNode | None = None,
+    ) -> tuple[bool, Node | None]:
+        now = time.time()
+        nid = new_id() if node is not None else None
+        rows = self._q(
+            _STEP_SQL,
+            {
+                "run": run_id, "token": token, "now": now,
+                "done_key": None if done is None else done.key,
+                "result": None if done is None else done.text,
+                "done_node": None if done is None else done.node_id,
+                "duration": 0.0 if done is None else done.duration,
+                "has_call": call is not None,
+                "key": None if call is None else call.key,
+                "scope": None if call is None else call.scope,
+                "pos": None if call is None else call.position,
+                "step_kind": None if call is None else call.kind,
+                "name": None if call is None else call.name,
+                "occ": None if call is None else call.occurrence,
+                "hash": None if call is None else call.input_hash,
+                "sid": None if node is None else node.session_id,
+                "nid": nid, "move": True, "kind": "code",
+                "caller": None if node is None else node.caller_id,
+                "pred_default": True, "pred": None,
+                "input": None if node is None else node.input_json,
+                "output": None, "status": "running", "meta": "{}",
+            },
+        )  # fmt: skip
+        dispatched, seq, pred = rows[0]
+        if not dispatched or node is None:
+            return bool(dispatched), None
+        if seq is None:
+            raise StoreError(
+                f"session {node.session_id!r} of run {run_id} does not exist in "
+                f"{self.location}; its step '{node.name}' was recorded without its node"
+            )
+        assert nid is not None
+        return True, Node(
+            nid, node.session_id, seq, "code", node.name, node.caller_id, pred, node.input,
+            None, "running", {}, now, now,
+        )  # fmt: skip
 
     # -- runs ----------------------------------------------------------------------
     def insert_run(

@@ -70,21 +70,24 @@ import json
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from openprogram.contract.runs import DURABILITY_MODES, Durability, Policy
 from openprogram.errors import StoreError
 from openprogram.store.lease import Owner
+from openprogram.store.models import Node
 from openprogram.store.run_views import GraphNodeRow, graph_node_row, step_view_object
 
 __all__ = [
     "GraphNodeRow",
     "RunRecord",
     "RunStore",
+    "StepCall",
+    "StepDone",
+    "StepNode",
     "StepRecord",
-    "StepWrite",
     "open_run_store",
     "read_run_store",
 ]
@@ -209,35 +212,41 @@ def run_from_row(row: Any) -> RunRecord:
     )
 
 
-class StepWrite(ABC):
-    """The statements of one step transaction (see :meth:`RunStore.step_write`)."""
+@dataclass(frozen=True, slots=True)
+class StepDone:
+    """A returned step whose result is not committed yet: its key, its result as JSON
+    text (also its DAG node's output), its running node (``None``: none) and the
+    seconds its function took."""
 
-    @abstractmethod
-    def complete_step(self, step_key: str, result_json: str) -> None:
-        """Save a step's result (JSON text) and mark it ``completed``."""
+    key: str
+    text: str
+    node_id: str | None = None
+    duration: float = 0.0
 
-    @abstractmethod
-    def finish_node(self, node_id: str, output_json: str, duration_s: float) -> None:
-        """Mark the step's DAG node ``completed`` with ``output_json``."""
 
-    @abstractmethod
-    def dispatch_step(
-        self,
-        step_key: str,
-        scope: str,
-        position: int,
-        kind: str,
-        name: str,
-        occurrence: int,
-        input_hash: str,
-    ) -> bool:
-        """Record that a step was called, unless the run was cancelled, a cancel or a
-        pause was requested or this execution lost its lease: then nothing is written and
-        this returns ``False`` (one statement does the check and the write)."""
+@dataclass(frozen=True, slots=True)
+class StepCall:
+    """The identity of a called step, recorded ``dispatched`` before its function runs."""
 
-    @abstractmethod
-    def append_node(self, session_id: str, name: str, **fields: Any) -> Any:
-        """Append the step's running ``code`` node (``StoreBackend.append_node`` fields)."""
+    key: str
+    scope: str
+    position: int
+    kind: str
+    name: str
+    occurrence: int
+    input_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepNode:
+    """The step's running ``code`` node in the session DAG (``input_json``: the JSON text
+    of ``input``, the canonical text the input hash was computed from)."""
+
+    session_id: str
+    name: str
+    input: Any
+    input_json: str
+    caller_id: str | None
 
 
 class RunStore(ABC):
@@ -266,16 +275,33 @@ class RunStore(ABC):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def pinned(self) -> AbstractContextManager[None]:
+        """``with runs.pinned():`` — this thread keeps one store connection for the block
+        (a run's execution; PostgreSQL: no pool checkout per statement). SQLite threads
+        always keep theirs."""
+        return nullcontext()
+
     @abstractmethod
     def owns(self, writer: Any) -> bool:
         """Whether ``writer`` (a ``SessionNodeWriter``) writes through this store's
         connections, so a step's node can join the step transaction."""
 
     @abstractmethod
-    def step_write(self, run_id: str, token: str) -> AbstractContextManager[StepWrite]:
-        """``with runs.step_write(run_id, token) as tx:`` — one transaction (commit on
-        success, rollback on any exception) for a step's records and its DAG node, by the
-        execution holding the lease ``token``."""
+    def write_step(
+        self,
+        run_id: str,
+        token: str,
+        done: StepDone | None,
+        call: StepCall | None,
+        node: StepNode | None = None,
+    ) -> tuple[bool, Node | None]:
+        """One commit, by the execution holding the lease ``token``, of: the result of the
+        step ``done`` (``completed``) and its node's exit; the dispatch of ``call``
+        (``dispatched``) and, when it is written, ``node`` appended as its running DAG
+        node. Returns ``(dispatched, node)``. ``call`` is not written (``False``) when the
+        run was cancelled, a cancel or a pause was requested or this execution lost its
+        lease — ``done`` is written all the same (unless the lease was lost). All or
+        nothing: on any error nothing of it is committed."""
 
     # -- runs ----------------------------------------------------------------------
     @abstractmethod

@@ -2,7 +2,7 @@
 
 It uses the session store's per-thread connections (:class:`SqliteBackend`), so a step's
 records and its session-DAG node share one ``BEGIN IMMEDIATE`` transaction
-(:meth:`SqliteRunStore.step_write`). Durability: ``process``/``eager`` keep WAL with
+(:meth:`SqliteRunStore.write_step`). Durability: ``process``/``eager`` keep WAL with
 ``synchronous=NORMAL`` (a commit survives a killed process); ``power`` sets
 ``synchronous=FULL`` (one fsync per commit: it survives power loss too).
 """
@@ -13,22 +13,24 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from openprogram.contract.runs import Durability, RunStatus
 from openprogram.errors import StoreError
 from openprogram.store.base import UNSET
 from openprogram.store.lease import Owner
+from openprogram.store.models import Node
 from openprogram.store.runs import (
     RUN_COLUMNS,
     STEP_COLUMNS,
     GraphNodeRow,
     RunRecord,
     RunStore,
+    StepCall,
+    StepDone,
+    StepNode,
     StepRecord,
-    StepWrite,
     run_from_row,
 )
 from openprogram.store.sqlite import SqliteBackend
@@ -72,68 +74,6 @@ _FAIL_SQL = (
     "UPDATE run_steps SET status = 'failed', result = ?, finished_at = ? "
     "WHERE run_id = ? AND step_key = ?"
 )
-
-
-class _SqliteStepWrite(StepWrite):
-    __slots__ = ("_backend", "_conn", "_run_id", "_token")
-
-    def __init__(
-        self, backend: SqliteBackend, conn: sqlite3.Connection, run_id: str, token: str
-    ) -> None:
-        self._backend = backend
-        self._conn = conn
-        self._run_id = run_id
-        self._token = token
-
-    def complete_step(self, step_key: str, result_json: str) -> None:
-        self._conn.execute(
-            _COMPLETE_FENCED_SQL, (result_json, time.time(), self._run_id, step_key, self._token)
-        )
-
-    def finish_node(self, node_id: str, output_json: str, duration_s: float) -> None:
-        self._backend.finish_node(self._conn, node_id, output_json, duration_s, time.time())
-
-    def dispatch_step(
-        self,
-        step_key: str,
-        scope: str,
-        position: int,
-        kind: str,
-        name: str,
-        occurrence: int,
-        input_hash: str,
-    ) -> bool:
-        cur = self._conn.execute(
-            _DISPATCH_CHECKED_SQL,
-            (
-                self._run_id,
-                step_key,
-                scope,
-                position,
-                kind,
-                name,
-                occurrence,
-                input_hash,
-                time.time(),
-                self._token,
-            ),
-        )
-        return cur.rowcount == 1
-
-    def append_node(self, session_id: str, name: str, **fields: Any) -> Any:
-        return self._backend.append_node(
-            session_id,
-            "code",
-            name,
-            node_id=None,
-            output=None,
-            status="running",
-            metadata={},
-            predecessor_id=UNSET,
-            move_head=True,
-            now=time.time(),
-            **fields,
-        )
 
 
 # -- the editor's views, built in SQL ------------------------------------------------------
@@ -280,23 +220,52 @@ class SqliteRunStore(RunStore):
         except sqlite3.Error as exc:
             raise self.backend._error(exc) from None
 
-    @contextmanager
-    def step_write(self, run_id: str, token: str) -> Iterator[StepWrite]:
+    def write_step(
+        self,
+        run_id: str,
+        token: str,
+        done: StepDone | None,
+        call: StepCall | None,
+        node: StepNode | None = None,
+    ) -> tuple[bool, Node | None]:
         backend = self.backend
         conn = backend.connection()
+        now = time.time()
         try:
             conn.execute("BEGIN IMMEDIATE")
+            try:
+                if done is not None:
+                    conn.execute(_COMPLETE_FENCED_SQL, (done.text, now, run_id, done.key, token))
+                    if done.node_id is not None:
+                        backend.finish_node(conn, done.node_id, done.text, done.duration, now)
+                dispatched = False
+                appended = None
+                if call is not None:
+                    dispatched = (
+                        conn.execute(
+                            _DISPATCH_CHECKED_SQL,
+                            (
+                                run_id, call.key, call.scope, call.position, call.kind,
+                                call.name, call.occurrence, call.input_hash, now, token,
+                            ),
+                        ).rowcount
+                        == 1
+                    )  # fmt: skip
+                if dispatched and node is not None:
+                    appended = backend.append_node(
+                        node.session_id, "code", node.name, node_id=None,
+                        input=node.input, output=None, status="running", metadata={},
+                        caller_id=node.caller_id, predecessor_id=UNSET, move_head=True,
+                        now=now, input_json=node.input_json,
+                    )  # fmt: skip
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
         except sqlite3.Error as exc:
             raise backend._error(exc) from None
-        try:
-            yield _SqliteStepWrite(backend, conn, run_id, token)
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                raise backend._error(exc) from None
-            raise
+        return dispatched, appended
 
     # -- runs ----------------------------------------------------------------------
     def insert_run(
