@@ -1,8 +1,15 @@
 """Rendering the session DAG into a prompt (SPEC §2.6, seed "记录到 DAG").
 
-Which nodes a model request inside a call sees:
+Which nodes a model request inside a call sees, and in which order:
 
-1. **Branch**: the nodes on the predecessor chain of the writer's head, in ``seq`` order.
+1. **Branch**: the nodes on the predecessor chain of the writer's head, in **call order**:
+   the order sequential code wrote them (``seq``), except that the branches of one
+   ``parallel`` call follow each other in branch index order, each branch's nodes
+   contiguous, whatever order their threads committed them in (the nodes' ``forks``,
+   :mod:`openprogram.branches`). A request made inside a parallel branch does not see the
+   nodes of the branches running beside it, only those of its own branch, of the code
+   that started the ``parallel`` and of calls that had finished before. So the prompt text
+   never depends on thread timing, and ``replay:`` matches it.
 2. **expose** (what *others* see of a call; a call always sees its own internals):
    ``full`` shows docstring, ``name(args) -> output``, LLM exchanges and nested calls;
    ``io`` shows only ``name -> output`` and hides everything inside; ``llm`` hides the
@@ -10,7 +17,8 @@ Which nodes a model request inside a call sees:
    ``hidden`` calls were never written.
 3. **render_range** of the innermost call: ``callers`` keeps the last N rendered nodes
    before the call started (``None`` all, ``0`` none); ``subcalls`` the last M written
-   inside it (``-1`` all, ``0`` none). The call's own node is never rendered.
+   inside it (``-1`` all, ``0`` none), both counted in call order (``seq`` order for
+   sequential code). The call's own node is never rendered.
 4. **history_filter** of the Context: ``"dag"`` keeps all, ``"current_call"`` keeps the
    current call's descendants, ``False`` renders nothing, a callable ``(node, context)``
    keeps the nodes it returns true for.
@@ -25,13 +33,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 __all__ = [
     "CONTEXT_TAG",
     "HISTORY_TAG",
     "HistoryFilterError",
     "branch_nodes",
+    "call_order",
     "render_history",
     "user_text",
 ]
@@ -69,6 +78,61 @@ def branch_nodes(nodes: Iterable[NodeLike], head_id: str | None) -> list[NodeLik
         cur = by_id.get(cur.predecessor_id) if cur.predecessor_id else None
     out.sort(key=lambda n: n.seq)
     return out
+
+
+def _forks(node: NodeLike) -> tuple[tuple[str, int], ...]:
+    """The node's ``metadata.forks`` (``()`` for sequential code or a malformed value)."""
+    value = (node.metadata or {}).get("forks")
+    if not isinstance(value, list):
+        return ()
+    out: list[tuple[str, int]] = []
+    for item in value:
+        if not (isinstance(item, list) and len(item) == 2):
+            return ()
+        fork, index = item
+        if not isinstance(fork, str) or index.__class__ is not int:
+            return ()
+        out.append((fork, index))
+    return tuple(out)
+
+
+N = TypeVar("N", bound=NodeLike)
+
+
+def call_order(nodes: Iterable[N]) -> list[N]:
+    """``nodes`` in call order: ``seq`` order, with the branches of each ``parallel`` call
+    in branch index order at the place the call made them, each branch contiguous.
+
+    The code that calls ``parallel`` writes nothing until its branches have finished, so
+    one call's branches sit between the same sequential nodes; they are placed where the
+    first of them was written, then ordered by index, then by ``seq`` within a branch.
+    """
+    listed = list(nodes)
+    forks = {n.id: _forks(n) for n in listed}
+    start: dict[str, int] = {}  # fork -> seq of its first node
+    for n in listed:
+        for fork, _ in forks[n.id]:
+            if fork not in start or n.seq < start[fork]:
+                start[fork] = n.seq
+
+    def key(n: N) -> list[int]:
+        out: list[int] = []
+        for fork, index in forks[n.id]:
+            out += (start[fork], index)
+        out.append(n.seq)
+        return out
+
+    return sorted(listed, key=key)
+
+
+def _beside(node_forks: Sequence[tuple[str, int]], viewer: Sequence[tuple[str, int]]) -> bool:
+    """Whether a node ran in a branch concurrent with the viewer's (same call, other index)."""
+    for (fork, index), (vfork, vindex) in zip(node_forks, viewer, strict=False):
+        if fork != vfork:
+            return False  # another parallel call: it finished before the viewer's began
+        if index != vindex:
+            return True
+    return False
 
 
 def _expose(node: NodeLike) -> str:
@@ -202,22 +266,33 @@ def select_nodes(
     history_filter: Any = "dag",
     context: Any = None,
     call_id: str | None = None,
+    viewer_forks: Sequence[tuple[str, int]] = (),
 ) -> list[NodeLike]:
-    """The nodes to render, in ``seq`` order (see the module docstring for the rules)."""
+    """The nodes to render, in call order (see the module docstring for the rules).
+
+    ``viewer_forks`` are the forks of the code making the request
+    (:func:`openprogram.branches.current_forks`).
+    """
     if history_filter is False:
         return []
-    by_id = {n.id: n for n in nodes}
+    ordered = call_order(nodes)
+    by_id = {n.id: n for n in ordered}
     chain = set(own_chain)
     frame = by_id.get(frame_node_id) if frame_node_id else None
     shown = [
         n
-        for n in nodes
-        if n.id != frame_node_id and _visible(n, by_id, chain) and _renders_line(n, chain)
+        for n in ordered
+        if n.id != frame_node_id
+        and not (viewer_forks and _beside(_forks(n), viewer_forks))
+        and _visible(n, by_id, chain)
+        and _renders_line(n, chain)
     ]
     if frame is not None:
         rr = dict(render_range or {})
-        before = [n for n in shown if n.seq < frame.seq]
-        inside = [n for n in shown if n.seq > frame.seq]
+        place = {n.id: i for i, n in enumerate(ordered)}
+        at = place[frame.id]
+        before = [n for n in shown if place[n.id] < at]
+        inside = [n for n in shown if place[n.id] > at]
         shown = _slice(before, rr.get("callers"), all_value=None) + _slice(
             inside, rr.get("subcalls", -1), all_value=-1
         )
@@ -251,6 +326,7 @@ def render_history(
     history_filter: Any = "dag",
     context: Any = None,
     call_id: str | None = None,
+    viewer_forks: Sequence[tuple[str, int]] = (),
 ) -> str:
     """The history text for a model request ('' when nothing is visible)."""
     chosen = select_nodes(
@@ -261,6 +337,7 @@ def render_history(
         history_filter=history_filter,
         context=context,
         call_id=call_id,
+        viewer_forks=viewer_forks,
     )
     by_id = {n.id: n for n in nodes}
     chosen_ids = {n.id for n in chosen}

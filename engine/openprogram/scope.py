@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from openprogram.branches import current_branch
+from openprogram.branches import current_branch, current_forks
 from openprogram.errors import StoreError
 
 if TYPE_CHECKING:
@@ -240,6 +240,23 @@ def to_json_value(value: Any) -> Any:
     return repr(value)
 
 
+def code_metadata(doc: str | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The metadata of a call's ``code`` node: its docstring, its ``expose`` and
+    ``render_range`` options, and the forks of the parallel branch it runs in
+    (:mod:`openprogram.branches`)."""
+    meta: dict[str, Any] = {}
+    if doc:
+        meta["doc"] = doc
+    if options:
+        for key in ("expose", "render_range"):
+            if options.get(key) is not None:
+                meta[key] = options[key]
+    forks = current_forks()
+    if forks:
+        meta["forks"] = [[fork, index] for fork, index in forks]
+    return meta
+
+
 def call_scope(
     name: str,
     *,
@@ -284,19 +301,10 @@ class _CallScope:
         opts = dict(options) if options else {}
         frame = Frame(name, parent, runtime, writer, None, opts)
         self.frame = frame
-        if parent is None and _slot.get() is None:  # the outermost call owns the runtime
-            self.slot = RuntimeSlot()
-            self.slot_token = _slot.set(self.slot)
         w = writer if writer is not None else current_writer()
         self.started = time.perf_counter()
         if w is not None and not frame.hidden:
-            meta: dict[str, Any] = {}
-            if doc or opts:
-                if doc:
-                    meta["doc"] = doc
-                for key in ("expose", "render_range"):
-                    if opts.get(key) is not None:
-                        meta[key] = opts[key]
+            meta = code_metadata(doc, opts)
             lean = getattr(w, "_lean", None)
             meta_json = "{}"
             if meta:
@@ -324,6 +332,10 @@ class _CallScope:
             frame.start_seq = seq
             frame.writer = w
             self.w = w
+        # after the node is written: a store error above must not leave a slot behind
+        if parent is None and _slot.get() is None:  # the outermost call owns the runtime
+            self.slot = RuntimeSlot()
+            self.slot_token = _slot.set(self.slot)
         self.token = _current.set(frame)
         return frame
 
@@ -577,6 +589,7 @@ def _llm_meta(
     branch = current_branch()
     if branch:
         meta["branch"] = branch  # the replay stream of a parallel branch
+        meta["forks"] = [[fork, index] for fork, index in current_forks()]
     return meta
 
 
@@ -606,6 +619,8 @@ def _llm_meta_json(
     branch = current_branch()
     if branch:
         text += f', "branch": {_j(branch)}'
+        forks = ", ".join(f"[{_j(fork)}, {index}]" for fork, index in current_forks())
+        text += f', "forks": [{forks}]'
     return text + "}"
 
 

@@ -203,6 +203,7 @@ def _run(
         continuation["pending_runs"] = pending_runs
     started = time.perf_counter()
     node_id: str | None = None
+    finished: list[dict[str, Any]] = []  # loops the turn's body ran to the end
 
     def finish(status: str, output: Any = None, error: str | None = None) -> TurnResult:
         done = status == "completed"
@@ -254,14 +255,15 @@ def _run(
                     frame.writer.update(node_id, metadata=meta)
                 # ``context=`` given to the turn is the request's Context (blocks,
                 # providers, history filter), not the Agent's own one
-                if context is not None:
-                    reply = agent(request.content, context=context)
-                else:
-                    reply = agent(request.content)
+                with paused_loops.journal(finished):  # the loops of the turn's body
+                    if context is not None:
+                        reply = agent(request.content, context=context)
+                    else:
+                        reply = agent(request.content)
                 output = set_output(frame, reply)
         except TurnPaused as exc:  # paused at a safe point: persisted, resumable
             continuation["stopped_at"] = exc.where
-            _keep_loops(continuation, exc)
+            _keep_loops(continuation, exc, finished)
             undelivered = control.take_input()
             if undelivered:
                 continuation["pending_input"] = undelivered
@@ -276,7 +278,7 @@ def _run(
                 pending_runs[exc.call_identity] = exc.run_id
                 continuation["pending_runs"] = pending_runs
             continuation["stopped_at"] = {"type": "run.paused", "run_id": exc.run_id}
-            _keep_loops(continuation, exc)
+            _keep_loops(continuation, exc, finished)
             return finish("paused", error=str(exc))
         except (asyncio.CancelledError, concurrent.futures.CancelledError) as exc:
             if not control.cancelled:
@@ -288,13 +290,16 @@ def _run(
     return finish("completed", output=output)
 
 
-def _keep_loops(continuation: dict[str, Any], paused: BaseException) -> None:
-    """Save where the turn's tool loops stood, so resuming continues there."""
-    loops = paused_loops.saved(paused)
-    if loops:
-        continuation["loops"] = loops
-    else:
-        continuation.pop("loops", None)
+def _keep_loops(
+    continuation: dict[str, Any], paused: BaseException, finished: list[dict[str, Any]]
+) -> None:
+    """Save where the turn's tool loops stood (and the loops its body had finished), so
+    resuming continues there."""
+    for key, value in (("loops", paused_loops.saved(paused)), ("done_loops", finished)):
+        if value:
+            continuation[key] = value
+        else:
+            continuation.pop(key, None)
 
 
 def _pending_runs() -> dict[str, str]:
@@ -380,7 +385,10 @@ def resume_turn(
 
     # a resumable tool call that paused the turn continues its run and hands its result
     # over; the tool loop continues at that call with the conversation it had
-    with adopting_runs(data.get("pending_runs")), paused_loops.resuming(data.get("loops")):
+    with (
+        adopting_runs(data.get("pending_runs")),
+        paused_loops.resuming(data.get("loops"), data.get("done_loops")),
+    ):
         return _run(
             agent,
             request,

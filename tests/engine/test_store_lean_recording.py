@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openprogram.branches import in_branch
 from openprogram.errors import StoreError
 from openprogram.runtime.types import (
     Message,
@@ -27,6 +28,7 @@ from openprogram.scope import (
     request_to_json,
     response_json,
     response_to_json,
+    runtime_for_call,
     set_output,
     use_writer,
 )
@@ -131,6 +133,19 @@ def test_lean_and_general_paths_store_the_same_nodes(tmp_path: Path) -> None:
     ]
     assert got[1][5:8] == ({"x": "Opaque()", "t": [1, 2]}, {"k": "Opaque()"}, "completed")
     assert got[3][7] == "paused" and got[4][7] == "error" and got[6][7] == "error"
+    store.close()
+
+
+def test_both_paths_record_the_forks_of_a_nested_parallel_branch(tmp_path: Path) -> None:
+    store, lean, general = _writers(tmp_path)
+    for w in (lean, general):
+        with use_writer(w), in_branch("parallel[1]", "f1", 1), in_branch("parallel[0]", "f2", 0):
+            _program()
+    got = _shape(store.list_nodes("lean"))
+    assert got == _shape(store.list_nodes("general"))
+    forks = [["f1", 1], ["f2", 0]]
+    assert all(g[8]["forks"] == forks for g in got)
+    assert [g[8]["branch"] for g in got if g[1] == "llm"] == ["parallel[1]/parallel[0]"] * 2
     store.close()
 
 
@@ -273,4 +288,6 @@ def test_non_json_option_in_metadata_is_a_store_error(tmp_path: Path) -> None:
         with call_scope("f", options={"render_range": Opaque()}):
             pass
     assert store.list_nodes("lean") == []
+    # the failed entry left no outermost-call runtime behind for later top-level calls
+    assert runtime_for_call() is None
     store.close()

@@ -11,7 +11,7 @@ from typing import Any
 
 from loopback import OpenAIServer, Received, Reply
 
-from openprogram import Agent, TurnRequest
+from openprogram import Agent, TurnRequest, agent
 from openprogram.context import Context
 from openprogram.programs import function, isolated_registry
 from openprogram.runtime import create_runtime
@@ -153,3 +153,80 @@ def test_a_turn_paused_before_a_model_request_resumes_with_that_request(
     resumed = _messages(openai_server, 1)
     assert resumed[0] == _messages(openai_server, 0)[0]
     assert resumed[-1]["role"] == "tool" and resumed[-1]["content"] == "sunny in Oslo"
+
+
+def test_a_tool_running_several_loops_resumes_at_the_paused_one(
+    tmp_path: Any, openai_server: OpenAIServer
+) -> None:
+    """The tool's first loop had finished when the turn paused before its second one:
+    resuming returns the first loop's result and sends only the second one's request."""
+    rt = create_runtime("openai:loop", base_url=openai_server.base_url)
+    store = SessionStore(root_path=tmp_path / "st")
+    store.create_session("chat", agent_id="main")
+    pause = threading.Event()
+    ran: list[str] = []
+    with isolated_registry():
+
+        @function(register_globally=False)
+        def brief(topic: str) -> str:
+            """Write a brief in two passes."""
+            ran.append(topic)
+            draft = agent(f"Draft one line about {topic}", tools=[], runtime=rt)
+            return agent(f"Polish: {draft}", tools=[], runtime=rt)
+
+        helper = Agent(runtime=rt, tools=[brief])
+        openai_server.reply_tool_calls([("c1", "brief", {"topic": "tides"})])
+        _while_in_flight(  # the user pauses while the draft is being written
+            openai_server, pause.set, openai_server._json_reply(openai_server.text_payload("draft"))
+        )
+        paused = helper.run_turn(
+            TurnRequest("Brief me on tides"), context=Context.for_session(store, "chat"),
+            pause_event=pause,
+        )  # fmt: skip
+        assert paused.status == "paused" and paused.error == "turn paused at llm.request"
+        openai_server.reply_text("polished")
+        openai_server.reply_text("Here it is: polished")
+        done = helper.resume_turn(
+            paused.turn_node_id or "", context=Context.for_session(store, "chat")
+        )
+    store.close()
+    rt.close()
+    assert done.status == "completed" and done.output == "Here it is: polished", done.error
+    prompts = [json.dumps(_messages(openai_server, i)) for i in range(len(openai_server.requests))]
+    assert len(prompts) == 4, prompts  # turn, draft, then after resuming: polish, turn
+    assert "Draft one line about tides" in prompts[1]
+    assert "Polish: draft" in prompts[2] and "Draft one line" not in prompts[2].split("Polish")[-1]
+    assert ran == ["tides", "tides"]  # the tool's Python code runs again (no steps in it)
+
+
+class TwoPass(Agent):
+    tools = []
+
+    def __call__(self, content: Any, **options: Any) -> Any:
+        """The turn's body runs two loops: a draft, then its polish."""
+        draft = super().__call__(f"Draft: {content}", **options)
+        return super().__call__(f"Polish: {draft}", **options)
+
+
+def test_a_turn_body_running_several_loops_resumes_at_the_paused_one(
+    tmp_path: Any, openai_server: OpenAIServer
+) -> None:
+    rt = create_runtime("openai:loop", base_url=openai_server.base_url)
+    store = SessionStore(root_path=tmp_path / "st")
+    store.create_session("chat", agent_id="main")
+    pause = threading.Event()
+    writer = TwoPass(runtime=rt)
+    _while_in_flight(
+        openai_server, pause.set, openai_server._json_reply(openai_server.text_payload("draft"))
+    )
+    paused = writer.run_turn(
+        TurnRequest("tides"), context=Context.for_session(store, "chat"), pause_event=pause
+    )
+    assert paused.status == "paused" and paused.error == "turn paused at llm.request"
+    openai_server.reply_text("polished")
+    done = writer.resume_turn(paused, context=Context.for_session(store, "chat"))
+    store.close()
+    rt.close()
+    assert done.status == "completed" and done.output == "polished", done.error
+    assert len(openai_server.requests) == 2  # the draft was not asked for again
+    assert "Polish: draft" in json.dumps(_messages(openai_server, 1))

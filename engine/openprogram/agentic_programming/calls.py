@@ -24,6 +24,7 @@ from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from openprogram import history as _history
+from openprogram.branches import current_forks
 from openprogram.context import Context
 from openprogram.scope import (
     current_frame,
@@ -88,6 +89,7 @@ def render_history_for_request(context: Context | None) -> str:
         history_filter=history_filter,
         context=context,
         call_id=context.call_id if context is not None else None,
+        viewer_forks=current_forks(),
     )
 
 

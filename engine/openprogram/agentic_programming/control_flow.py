@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from openprogram import decision
-from openprogram.branches import in_branch
+from openprogram.branches import in_branch, new_fork
 from openprogram.scope import call_scope, runtime_scope, set_output
 
 __all__ = ["conditional", "judge", "parallel", "repeat_until", "route", "validate_and_retry"]
@@ -202,9 +202,10 @@ def parallel(thunks: Iterable[Callable[[], Any]], *, max_workers: int | None = N
     workers = min(len(branches), max_workers or DEFAULT_MAX_WORKERS)
     if workers < 1:
         raise ValueError(f"max_workers must be >= 1, got {max_workers}")
+    fork = new_fork()
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openprogram-parallel") as pool:
         futures: list[Future[Any]] = [
-            pool.submit(contextvars.copy_context().run, _run_branch, i, fn)
+            pool.submit(contextvars.copy_context().run, _run_branch, fork, i, fn)
             for i, fn in enumerate(branches)
         ]
         results: list[Any] = []
@@ -218,7 +219,7 @@ def parallel(thunks: Iterable[Callable[[], Any]], *, max_workers: int | None = N
     return results
 
 
-def _run_branch(index: int, fn: Callable[[], Any]) -> Any:
+def _run_branch(fork: str, index: int, fn: Callable[[], Any]) -> Any:
     name = f"parallel[{index}]"  # also the branch's replay stream (openprogram.branches)
-    with in_branch(name), call_scope(name, inputs={"branch": index}) as frame:
+    with in_branch(name, fork, index), call_scope(name, inputs={"branch": index}) as frame:
         return set_output(frame, fn())

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from openprogram.cli.table import format_table, unicode_ok
+from openprogram.history import call_order
 from openprogram.store import Node, Session
 
 SHORT_OUTPUT = 60
@@ -50,7 +51,7 @@ def _children(nodes: list[Node]) -> tuple[list[Node], dict[str, list[Node]]]:
     ids = {n.id for n in nodes}
     roots: list[Node] = []
     kids: dict[str, list[Node]] = {}
-    for n in nodes:  # nodes come in seq order, so every list stays in seq order
+    for n in call_order(nodes):  # so every list is in call order (parallel branches by index)
         if n.caller_id is not None and n.caller_id in ids and n.caller_id != n.id:
             kids.setdefault(n.caller_id, []).append(n)
         else:
@@ -59,7 +60,9 @@ def _children(nodes: list[Node]) -> tuple[list[Node], dict[str, list[Node]]]:
 
 
 def render_tree(session: Session, nodes: list[Node], width: int | None = None) -> str:
-    """The session header and its nodes nested by ``caller_id`` (each level by ``seq``).
+    """The session header and its nodes nested by ``caller_id`` (each level in call order:
+    ``seq``, with the branches of a ``parallel`` call by index, see
+    :func:`openprogram.history.call_order`).
 
     With a terminal ``width`` the nodes are an aligned table (NODE, STATUS, DURATION,
     OUTPUT) fitted to it; without, one ``kind name [status] duration -> output`` line each.

@@ -39,6 +39,7 @@ from openprogram.durable.policy import policy_for_resume, policy_for_start
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave
 from openprogram.errors import StoreError
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
+from openprogram.runtime import paused_loops
 from openprogram.scope import ENTRY_EXTRA, call_scope, set_output, to_json_value, use_writer
 from openprogram.store.lease import Heartbeat, Owner, lease_seconds, local_pid, owner_alive
 from openprogram.store.runs import RunRecord, RunStore, open_run_store, read_run_store
@@ -224,7 +225,8 @@ def _execute_leased(
             node_id = frame.node_id
             frame.extras[ENTRY_EXTRA] = fn  # an Agent-method entry records no second node
             try:
-                value = fn(**args)
+                with paused_loops.isolated():  # the run resumes at its own steps
+                    value = fn(**args)
             finally:
                 flush(executor, root)  # the last step's result, before the run's state
             if executor is not None:

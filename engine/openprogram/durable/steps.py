@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
-from openprogram.branches import in_branch
+from openprogram.branches import in_branch, new_fork
 from openprogram.contract import steps as step_rules
 from openprogram.durable.errors import (
     LeaseLost,
@@ -41,6 +41,7 @@ from openprogram.durable.errors import (
 from openprogram.scope import (
     Frame,
     call_scope,
+    code_metadata,
     current_frame,
     current_writer,
     exit_record,
@@ -376,6 +377,7 @@ def _run_step(
             {"args": list(args), "kwargs": kwargs},
             input_json,
             nearest_node_id(parent),
+            code_metadata(None, {}),  # as call_scope writes it (the forks of its branch)
         )
     # previous result + identity + running node: one commit
     dispatched, node = db.write_step(run_id, ex.token, scope.pending, call, spec)
@@ -641,19 +643,23 @@ def _run_threads(
     if not todo:
         return {}
 
+    fork = new_fork()  # branches are ordered by their place in ``todo`` (the call's order)
+    places = {b: i for i, b in enumerate(todo)}
+
     def run_branch(
         bname: str, fn: Callable[..., Any], args: tuple[Any, ...], kw: dict[str, Any], d: Any
     ) -> Any:
         if d is None:
             token = _current.set(None)
             try:
-                with in_branch(bname):  # its own replay stream (openprogram.branches)
+                # its own replay stream (openprogram.branches)
+                with in_branch(bname, fork, places[bname]):
                     return fn(*args, **kw)
             finally:
                 _current.reset(token)
         ex, bscope, bkey = d
         try:
-            with in_branch(bkey):
+            with in_branch(bkey, fork, places[bname]):
                 _, text = _run_scoped(ex, bscope, "parallel branch", bname, fn, args, kw)
         except BaseException as exc:
             if not isinstance(exc, _STOP):

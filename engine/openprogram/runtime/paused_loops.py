@@ -10,6 +10,14 @@ paused one first. :mod:`openprogram.turns` keeps these states in the turn's cont
 saved loop started with takes its state (:func:`take`): it runs the pending tool calls
 (the paused one continues its run) and goes on with the next model request, so no model
 request made before the pause is sent again.
+
+Loops that had **finished** before the pause are kept too, where the resumed turn will
+run them again: the loops finished inside the tool call the pause stopped (saved with
+the loop that made that call, ``LoopState.done``) and those finished directly in the
+turn's body (the turn's ``done_loops``). A resumed loop whose first request is the next
+finished one (:func:`take_done`) returns that loop's saved result without a request, so
+a method running several loops, the last one paused, resumes at that one. Loops inside
+a durable run are not kept (:func:`isolated`): the run resumes at its own steps.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from openprogram.runtime.cassette import (
@@ -30,7 +38,19 @@ from openprogram.runtime.cassette import (
 from openprogram.runtime.types import Message, ModelRequest, ModelResponse, ToolCall
 from openprogram.scope import message_to_json, tool_calls_to_json
 
-__all__ = ["LoopState", "fingerprint", "resuming", "save", "saved", "take"]
+__all__ = [
+    "LoopState",
+    "fingerprint",
+    "finished",
+    "isolated",
+    "journal",
+    "journaling",
+    "resuming",
+    "save",
+    "saved",
+    "take",
+    "take_done",
+]
 
 _ATTRIBUTE = "openprogram_paused_loops"  # on the exception, innermost loop first
 
@@ -46,9 +66,12 @@ class LoopState:
     responses: list[ModelResponse]
     trace: list[dict[str, Any]]  # ToolCallRecord fields
     pending: list[ToolCall]
+    # loops that finished inside the pending tool call before the pause (JSON states)
+    done: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "done": self.done,
             "fingerprint": self.fingerprint,
             "messages": [message_to_json(m) for m in self.messages],
             "prompt_index": self.prompt_index,
@@ -68,6 +91,7 @@ class LoopState:
             responses=[response_from_record(r) for r in data["responses"]],
             trace=[dict(t) for t in data["trace"]],
             pending=[tool_call_from_record(c) for c in data["pending"]],
+            done=[dict(d) for d in data.get("done") or ()],
         )
 
 
@@ -95,25 +119,87 @@ def saved(exc: BaseException) -> list[dict[str, Any]]:
 _resuming: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar(
     "openprogram_resuming_loops", default=None
 )
+_done: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar(
+    "openprogram_finished_loops", default=None
+)  # finished loops the resumed turn runs again, in order
+_journal: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar(
+    "openprogram_loop_journal", default=None
+)  # where a loop finishing now is listed
 
 
 @contextmanager
-def resuming(states: Sequence[Mapping[str, Any]] | None) -> Iterator[None]:
-    """Inside the block, loops pick up ``states`` (outermost first) as they start."""
+def resuming(
+    states: Sequence[Mapping[str, Any]] | None,
+    done: Sequence[Mapping[str, Any]] | None = None,
+) -> Iterator[None]:
+    """Inside the block, loops pick up ``states`` (outermost first) as they start, and
+    the finished loops ``done`` (the turn body's) return their saved results."""
     token = _resuming.set([dict(s) for s in states or ()])
+    done_token = _done.set([dict(d) for d in done or ()])
     try:
         yield
     finally:
+        _done.reset(done_token)
         _resuming.reset(token)
 
 
 def take(template: ModelRequest, prompt: Any) -> LoopState | None:
     """The saved state of a loop starting as ``template``/``prompt``, if it is the next
-    one saved (a loop that does not match runs from its start)."""
+    one saved (a loop that does not match runs from its start). The loops that had
+    finished inside its pending tool call come next (:func:`take_done`)."""
     states = _resuming.get()
     if not states or states[0].get("fingerprint") != fingerprint(template, prompt):
         return None
-    return LoopState.from_json(states.pop(0))
+    state = LoopState.from_json(states.pop(0))
+    done = _done.get()
+    if state.done and done is not None:
+        done[:0] = [dict(d) for d in state.done]
+    return state
+
+
+def take_done(template: ModelRequest, prompt: Any) -> LoopState | None:
+    """The saved final state of a loop starting as ``template``/``prompt`` that had
+    finished before the pause, if it is the next finished one."""
+    done = _done.get()
+    if not done or done[0].get("fingerprint") != fingerprint(template, prompt):
+        return None
+    return LoopState.from_json(done.pop(0))
+
+
+@contextmanager
+def journal(done: list[dict[str, Any]] | None = None) -> Iterator[list[dict[str, Any]]]:
+    """Loops finishing inside the block are listed in ``done`` (a new list by default),
+    which is yielded (JSON states)."""
+    done = [] if done is None else done
+    token = _journal.set(done)
+    try:
+        yield done
+    finally:
+        _journal.reset(token)
+
+
+def journaling() -> bool:
+    """Whether a loop finishing here is listed (inside a turn's body or tool call)."""
+    return _journal.get() is not None
+
+
+def finished(state: LoopState) -> None:
+    """List a loop that just finished in the enclosing :func:`journal`, if any."""
+    listed = _journal.get()
+    if listed is not None:
+        listed.append(state.to_json())
+
+
+@contextmanager
+def isolated() -> Iterator[None]:
+    """A durable run's body: its loops are not listed (the run resumes at its steps)."""
+    token = _journal.set(None)
+    done_token = _done.set(None)
+    try:
+        yield
+    finally:
+        _done.reset(done_token)
+        _journal.reset(token)
 
 
 def _message(data: Mapping[str, Any]) -> Message:

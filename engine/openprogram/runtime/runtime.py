@@ -250,6 +250,8 @@ class Runtime:
 
     def _loop(self, turn: _Turn) -> ExecResult:
         calls = turn.resume()  # a resumed turn continues at its paused tool call
+        if calls is None:  # this loop had finished before the turn paused
+            return self._finish(turn)
         while True:
             if not calls:
                 try:
@@ -263,18 +265,21 @@ class Runtime:
                     return self._finish(turn)
                 calls = list(response.tool_calls)
             for index, call in enumerate(calls):
-                try:
-                    _before_tool(turn, call)
-                    record = self._run_tool(turn, call)
-                except (RunPaused, safepoints.TurnPaused) as paused:
-                    turn.save(paused, calls[index:])
-                    raise
+                with paused_loops.journal() as done:  # loops the tool runs
+                    try:
+                        _before_tool(turn, call)
+                        record = self._run_tool(turn, call)
+                    except (RunPaused, safepoints.TurnPaused) as paused:
+                        turn.save(paused, calls[index:], done)
+                        raise
                 _after_tool(record)
                 turn.add_tool_result(call, record)
             calls = []
 
     async def _aloop(self, turn: _Turn) -> ExecResult:
         calls = turn.resume()
+        if calls is None:
+            return self._finish(turn)
         while True:
             if not calls:
                 try:
@@ -288,12 +293,13 @@ class Runtime:
                     return self._finish(turn)
                 calls = list(response.tool_calls)
             for index, call in enumerate(calls):
-                try:
-                    _before_tool(turn, call)
-                    record = await self._arun_tool(turn, call)
-                except (RunPaused, safepoints.TurnPaused) as paused:
-                    turn.save(paused, calls[index:])
-                    raise
+                with paused_loops.journal() as done:  # loops the tool runs
+                    try:
+                        _before_tool(turn, call)
+                        record = await self._arun_tool(turn, call)
+                    except (RunPaused, safepoints.TurnPaused) as paused:
+                        turn.save(paused, calls[index:], done)
+                        raise
                 _after_tool(record)
                 turn.add_tool_result(call, record)
             calls = []
@@ -612,6 +618,8 @@ class Runtime:
         return _record_of(call, format_tool_result(value), False)
 
     def _finish(self, turn: _Turn) -> ExecResult:
+        if paused_loops.journaling():  # kept in case the turn around it pauses later
+            paused_loops.finished(turn.state([]))
         usage = Usage()
         for response in turn.responses:
             usage.input_tokens += response.usage.input_tokens
@@ -707,27 +715,42 @@ class _Turn:
             )
         return dataclasses.replace(self.template, messages=list(self.messages))
 
-    def save(self, paused: BaseException, pending: list[ToolCall]) -> None:
-        """Attach this loop's state to a pause that stops it before ``pending`` ran."""
-        paused_loops.save(
-            paused,
-            paused_loops.LoopState(
-                fingerprint=paused_loops.fingerprint(
-                    self.template, self.messages[self.prompt_index].content
-                ),
-                messages=list(self.messages),
-                prompt_index=self.prompt_index,
-                history=self.prompt.history,
-                responses=list(self.responses),
-                trace=[dataclasses.asdict(r) for r in self.trace],
-                pending=list(pending),
+    def state(
+        self, pending: list[ToolCall], done: list[dict[str, Any]] | None = None
+    ) -> paused_loops.LoopState:
+        """This loop as it stands, before ``pending`` ran (``done``: the loops that
+        finished inside the first of them)."""
+        return paused_loops.LoopState(
+            fingerprint=paused_loops.fingerprint(
+                self.template, self.messages[self.prompt_index].content
             ),
+            messages=list(self.messages),
+            prompt_index=self.prompt_index,
+            history=self.prompt.history,
+            responses=list(self.responses),
+            trace=[dataclasses.asdict(r) for r in self.trace],
+            pending=list(pending),
+            done=list(done or ()),
         )
 
-    def resume(self) -> list[ToolCall]:
+    def save(
+        self,
+        paused: BaseException,
+        pending: list[ToolCall],
+        done: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Attach this loop's state to a pause that stops it before ``pending`` ran."""
+        paused_loops.save(paused, self.state(pending, done))
+
+    def resume(self) -> list[ToolCall] | None:
         """Put back the state saved when this loop's turn paused (resuming that turn);
-        returns the tool calls to run before the next model request (none otherwise)."""
-        state = paused_loops.take(self.template, self.messages[self.prompt_index].content)
+        returns the tool calls to run before the next model request (none otherwise),
+        or ``None`` when this loop had finished before the pause (its result is back)."""
+        prompt = self.messages[self.prompt_index].content
+        state = paused_loops.take_done(self.template, prompt)
+        finished = state is not None
+        if state is None:
+            state = paused_loops.take(self.template, prompt)
         if state is None:
             return []
         self.messages = state.messages
@@ -735,7 +758,7 @@ class _Turn:
         self.prompt.history = state.history  # the conversation as it was, not re-rendered
         self.responses = state.responses
         self.trace = [ToolCallRecord(**r) for r in state.trace]
-        return state.pending
+        return None if finished else state.pending
 
     def accept(self, response: ModelResponse) -> bool:
         """Add the reply; True when the turn is over (no tool calls)."""

@@ -153,7 +153,8 @@ class PostgresRunStore(RunStore):
                 "caller": None if node is None else node.caller_id,
                 "pred_default": True, "pred": None,
                 "input": None if node is None else node.input_json,
-                "output": None, "status": "running", "meta": "{}",
+                "output": None, "status": "running",
+                "meta": json.dumps(node.metadata) if node is not None and node.metadata else "{}",
             },
         )  # fmt: skip
         dispatched, seq, pred = rows[0]
@@ -167,7 +168,7 @@ class PostgresRunStore(RunStore):
         assert nid is not None
         return True, Node(
             nid, node.session_id, seq, "code", node.name, node.caller_id, pred, node.input,
-            None, "running", {}, now, now,
+            None, "running", dict(node.metadata), now, now,
         )  # fmt: skip
 
     # -- runs ----------------------------------------------------------------------

@@ -71,7 +71,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from openprogram.contract.runs import DURABILITY_MODES, Durability, Policy
@@ -240,13 +240,15 @@ class StepCall:
 @dataclass(frozen=True, slots=True)
 class StepNode:
     """The step's running ``code`` node in the session DAG (``input_json``: the JSON text
-    of ``input``, the canonical text the input hash was computed from)."""
+    of ``input``, the canonical text the input hash was computed from; ``metadata``: as
+    :func:`openprogram.scope.code_metadata` builds it)."""
 
     session_id: str
     name: str
     input: Any
     input_json: str
     caller_id: str | None
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 class RunStore(ABC):

@@ -254,7 +254,7 @@ class SqliteRunStore(RunStore):
                 if dispatched and node is not None:
                     appended = backend.append_node(
                         node.session_id, "code", node.name, node_id=None,
-                        input=node.input, output=None, status="running", metadata={},
+                        input=node.input, output=None, status="running", metadata=node.metadata,
                         caller_id=node.caller_id, predecessor_id=UNSET, move_head=True,
                         now=now, input_json=node.input_json,
                     )  # fmt: skip
