@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -18,6 +18,9 @@ from openprogram_analyzers.prefilter import may_trigger
 from openprogram_analyzers.rule import Context, Pending
 from openprogram_analyzers.suppressions import SourceText, apply_suppressions, suppression_fix
 
+if TYPE_CHECKING:
+    from openprogram_analyzers.program import ProgramModel
+
 
 def analyze_source(
     source: str,
@@ -28,6 +31,36 @@ def analyze_source(
     prefilter: bool = True,
 ) -> list[Finding]:
     """All findings for ``source`` (sorted), suppressions applied, OP900 included."""
+    return _analyze(source, path, config, recorded_steps, prefilter, None)
+
+
+def analyze_with_model(
+    source: str,
+    path: str = "<stdin>",
+    *,
+    config: LintConfig | None = None,
+    recorded_steps: Mapping[str, Sequence[Sequence[tuple[str, int]]]] | None = None,
+) -> tuple[list[Finding], ProgramModel | None]:
+    """``analyze_source`` and the Program model of the same parse (what the editor shows
+    is what was checked); the model is None when ``source`` is not analysed."""
+    models: list[ProgramModel | None] = []
+    findings = _analyze(source, path, config, recorded_steps, True, models)
+    if models:
+        return findings, models[0]
+    from openprogram_analyzers.program import ProgramModel, program_model_of
+
+    # not parsed: no rule could fire (no Agent, step or entry either) or none is enabled
+    return findings, program_model_of(source) if may_trigger(source) else ProgramModel()
+
+
+def _analyze(
+    source: str,
+    path: str,
+    config: LintConfig | None,
+    recorded_steps: Mapping[str, Sequence[Sequence[tuple[str, int]]]] | None,
+    prefilter: bool,
+    models: list[ProgramModel | None] | None,
+) -> list[Finding]:
     from openprogram_analyzers.rules import RULES
 
     cfg = config or LintConfig()
@@ -36,11 +69,15 @@ def analyze_source(
         return []
     module = parse_checked(source, path)
     if not isinstance(module, cst.Module):
+        if models is not None:
+            models.append(None)
         return [module] if "OP001" in enabled else []
     rules = [RULES[c]() for c in sorted(enabled) if c not in ("OP001", "OP900")]
     try:
-        findings = _run(module, source, path, rules, enabled, recorded_steps)
+        findings = _run(module, source, path, rules, enabled, recorded_steps, models)
     except RecursionError:
+        if models is not None:
+            models[:] = [None]
         if "OP001" not in enabled:
             return []
         return [
@@ -79,6 +116,7 @@ def _run(
     rules: Iterable[Any],
     enabled: frozenset[str],
     recorded_steps: Any,
+    models: list[ProgramModel | None] | None = None,
 ) -> list[Finding]:
     from openprogram_analyzers.index import IndexBuilder, walk
 
@@ -97,6 +135,10 @@ def _run(
         mark_first_party(builder.index, os.path.dirname(os.path.abspath(path)))
     for rule in rule_list:
         rule.check(ctx)
+    if models is not None:
+        from openprogram_analyzers.program import program_model
+
+        models.append(program_model(builder.index))
     return resolve(module, path, ctx.pending)
 
 

@@ -718,14 +718,14 @@ def compute_for(
             )
         scope = build_scope(index, root, chain, orchestration)
         for orch, table in ((True, scope.orchestration), (False, scope.dependencies)):
-            for qual, chain in table.items():
+            for qual, path in table.items():
                 if (qual, orch) in done:
                     continue
                 done.add((qual, orch))
                 fn = index.functions[qual]
-                _check_function(index, fn, orch, mutated, out, chain)
+                _check_function(index, fn, orch, mutated, out, path)
                 if not orch and qual in scope.workflow_bodies:
-                    _check_workflow_body(index, fn, out, chain)
+                    _check_workflow_body(index, fn, out, path)
     seen: set[tuple[str, int]] = set()
     unique: list[DetFinding] = []
     for f in out:

@@ -11,9 +11,12 @@ import logging
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .incremental import IncrementalAnalyzer
+
+if TYPE_CHECKING:
+    from openprogram_analyzers.program import ProgramModel
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +31,7 @@ class AnalysisResult:
     findings: tuple[Any, ...]  # openprogram_analyzers.Finding
     internal_error: str | None = None
     complete: bool = True  # False: incremental result, cross-statement rules not refreshed
+    model: ProgramModel | None = None  # whole-file analysis: the Program model it checked
 
 
 def analyzer_available() -> bool:
@@ -58,10 +62,12 @@ def analyze(
         if incremental is not None:
             found = incremental.fast(text, path, config, recorded_steps)
             return AnalysisResult(uri, version, text, found, complete=False)
-        from openprogram_analyzers import analyze_source
+        from openprogram_analyzers.analysis import analyze_with_model
 
-        findings = analyze_source(text, path, config=config, recorded_steps=recorded_steps)
-        return AnalysisResult(uri, version, text, tuple(findings))
+        findings, model = analyze_with_model(
+            text, path, config=config, recorded_steps=recorded_steps
+        )
+        return AnalysisResult(uri, version, text, tuple(findings), model=model)
     except Exception as exc:
         log.error("analyzer failed on %s:\n%s", uri, traceback.format_exc())
         msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]

@@ -95,5 +95,8 @@ def code_lenses(ls: OpenProgramLanguageServer, uri: str) -> list[types.CodeLens]
 
 def register(server: OpenProgramLanguageServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
-    def lenses(ls: OpenProgramLanguageServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    async def lenses(
+        ls: OpenProgramLanguageServer, params: types.CodeLensParams
+    ) -> list[types.CodeLens]:
+        await ls.ensure_model(params.text_document.uri)
         return code_lenses(ls, params.text_document.uri)

@@ -26,6 +26,8 @@ from .incremental import IncrementalAnalyzer
 from .positions import finding_range
 
 if TYPE_CHECKING:
+    from openprogram_analyzers.program import ProgramModel
+
     from .server import OpenProgramLanguageServer
 
 log = logging.getLogger(__name__)
@@ -254,8 +256,8 @@ class DiagnosticsEngine:
                 result = self._crashed(state, version, text, "analysis worker crashed")
             else:
                 try:
-                    found = await self.worker.analyze(text, path, config, recorded)
-                    result = AnalysisResult(uri, version, text, found)
+                    found, model = await self.worker.analyze(text, path, config, recorded)
+                    result = AnalysisResult(uri, version, text, found, model=model)
                 except WorkerCrashed as exc:
                     # never retried here: what killed the worker would kill the server
                     state.worker_crash_key = key
@@ -282,6 +284,8 @@ class DiagnosticsEngine:
             self.server.log(f"analyzer error on {uri}: {result.internal_error}", error=True)
         elif full and state.incremental is inc:
             inc.set_base(result.text, result.findings)
+        if result.model is not None:
+            self.server.model_built(state, text, result.model)
         return self._keep(state, result)
 
     async def findings_of(self, text: str, path: str, config: Any) -> tuple[Any, ...]:
@@ -289,7 +293,7 @@ class DiagnosticsEngine:
         in the worker; ``()`` if it crashes on the text."""
         if self.worker is not None:
             try:
-                return await self.worker.analyze(text, path, config, None)
+                return (await self.worker.analyze(text, path, config, None))[0]
             except WorkerCrashed:
                 return ()
             except OSError:
@@ -299,6 +303,30 @@ class DiagnosticsEngine:
             self.full_pool, analyze, "", None, text, path, config, None, None
         )
         return result.findings
+
+    async def program_model(self, text: str) -> ProgramModel | None:
+        """The analyzer's Program model of ``text`` (None: it is not analysed), built in
+        the worker (in a thread when there is no worker; the nesting guard still applies)."""
+        if self.worker is not None:
+            try:
+                return (await self.worker.analyze(text, "<model>", None, None, only_model=True))[1]
+            except (WorkerCrashed, RuntimeError):
+                return None  # died on this text, or the analyzer failed on it
+            except OSError:
+                pass
+        from openprogram_analyzers.program import program_model_of
+
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.full_pool, program_model_of, text)
+
+    def is_excluded(self, uri: str, doc: TextDocument) -> bool:
+        """The document is left out by ``exclude`` (never analysed)."""
+        config = self.server.settings_for(uri).lint_config()
+        return (
+            config is not None
+            and uri.startswith("file:")
+            and config.is_excluded(document_path(uri, doc))
+        )
 
     def _crashed(
         self, state: DocumentState, version: int | None, text: str, why: str

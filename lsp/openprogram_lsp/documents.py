@@ -15,6 +15,8 @@ from .analysis import AnalysisResult
 from .incremental import IncrementalAnalyzer
 
 if TYPE_CHECKING:
+    from openprogram_analyzers.program import ProgramModel
+
     from .inlay_hints import RunHints, StepSite, StoreVersions
     from .outline import Outline
     from .raw_json import RawJSON
@@ -32,7 +34,10 @@ class DocumentState:
     full_task: asyncio.Task[None] | None = None  # the debounced whole-file pass
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     outline: Outline | None = None  # last outline that parsed (survives a syntax error)
-    outline_key: tuple[int | None, int] | None = None  # (version, hash) it was built for
+    outline_key: tuple[int | None, int, int] | None = None  # (version, hash, model id)
+    model: ProgramModel | None = None  # the analyzer's Program model (of model_digest)
+    model_digest: int | None = None  # hash of the text a model was last built from
+    model_task: asyncio.Task[None] | None = None  # a model being built in the worker
     worker_crash_key: tuple[int | None, int] | None = None  # text that killed the worker
     hint_sites: tuple[Outline, list[StepSite]] | None = None  # inlay-hint sites of an outline
     hint_runs: tuple[StoreVersions, RunHints] | None = None  # the file's runs, by store version
@@ -40,10 +45,10 @@ class DocumentState:
 
     def close(self) -> None:
         """Stop this document's work (its state is dropped by the caller)."""
-        for task in (self.task, self.full_task):
+        for task in (self.task, self.full_task, self.model_task):
             if task is not None and not task.done():
                 task.cancel()
-        self.task = self.full_task = None
+        self.task = self.full_task = self.model_task = None
         self.result = None
         self.incremental = IncrementalAnalyzer()
         self.hint_sites = self.hint_runs = self.hint_answer = None

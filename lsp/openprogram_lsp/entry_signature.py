@@ -6,7 +6,7 @@ template pre-fills the editor's arguments prompt with each default (when it is a
 literal) or a zero value of the annotated type (``0``, ``0.0``, ``""``, ``false``, ``[]``,
 ``{}``; ``null`` when unknown).
 
-``check_run(source, "report", kwargs)`` is the check before Run spawns anything: the entry
+``check_run(source, "report", kwargs, model)`` is the check before Run spawns anything: the entry
 is in a literal ``PROGRAM_ENTRIES`` and the keyword arguments bind to those parameters
 (the same entries and parameters, from the same outline and ``params_of``).
 """
@@ -16,6 +16,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 from typing import Any
+
+from openprogram_analyzers.program import ProgramModel
 
 from .outline import FunctionInfo, Outline, build_outline
 
@@ -135,10 +137,13 @@ def _signature(entry: str, node: ast.FunctionDef | ast.AsyncFunctionDef, method:
     return f"{entry}({', '.join(p['name'] for p in params_of(node, method))})"
 
 
-def check_run(source: str, entry: str, kwargs: Mapping[str, Any]) -> str:
+def check_run(
+    source: str, entry: str, kwargs: Mapping[str, Any], model: ProgramModel | None
+) -> str:
     """The CLI name of ``entry`` if ``entry(**kwargs)`` can run; else ``EntryCheckError``.
 
-    ``entry`` is an entry's CLI name (``report`` for ``agent.report``) or its label as
+    ``model`` is the analyzer's Program model of ``source`` (None: not analysed, so no
+    entry's target is known and only its name is checked). ``entry`` is an entry's CLI name (``report`` for ``agent.report``) or its label as
     written in PROGRAM_ENTRIES. Parameters are checked when they are known statically
     (a ``def`` whose decorators keep its signature, no required positional-only one).
     """
@@ -152,7 +157,7 @@ def check_run(source: str, entry: str, kwargs: Mapping[str, Any]) -> str:
         ) from None
     except (RecursionError, MemoryError, ValueError) as exc:
         raise EntryCheckError(f"the Program cannot be analysed: {type(exc).__name__}") from None
-    outline = build_outline(source, tree)
+    outline = build_outline(source, tree, model)
     if outline is None or outline.entries_span is None:
         raise EntryCheckError("the Program has no PROGRAM_ENTRIES, so it has no entries to run")
     if not outline.entries_literal:

@@ -2,11 +2,13 @@
 event loop and incremental passes for the GIL.
 
 Protocol (JSON lines on stdin/stdout, no pickling): request
-``{"id", "source", "path", "config": {LintConfig fields} | null, "recorded": {...} | null}``,
-acknowledgement ``{"id", "started": true}`` (so a worker that dies afterwards died on
-this request, and one that dies before is simply replaced), then the response
-``{"id", "findings": [Finding.to_json()...]}`` or ``{"id", "error": "..."}``.
-The worker only parses source text; it never imports or runs user code.
+``{"id", "source", "path", "config": {LintConfig fields} | null, "recorded": {...} | null,
+"only_model": bool}``, acknowledgement ``{"id", "started": true}`` (so a worker that dies
+afterwards died on this request, and one that dies before is simply replaced), then the
+response ``{"id", "findings": [Finding.to_json()...], "model": ProgramModel.to_json() |
+null}`` (the analyzer's Program model of the same parse; ``only_model``: no findings) or
+``{"id", "error": "..."}``. The worker only parses source text; it never imports or runs
+user code.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ import dataclasses
 import json
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openprogram_analyzers.program import ProgramModel
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +69,15 @@ def config_from_json(data: dict[str, Any] | None) -> Any:
 
 
 def handle(request: dict[str, Any]) -> dict[str, Any]:
-    from openprogram_analyzers import analyze_source
+    from openprogram_analyzers.analysis import analyze_with_model
+    from openprogram_analyzers.program import program_model_of
 
+    if request.get("only_model"):
+        try:
+            model = program_model_of(request["source"])
+            return {"id": request.get("id"), "findings": [], "model": _model_json(model)}
+        except Exception as exc:
+            return {"id": request.get("id"), "error": f"{type(exc).__name__}: {exc}"[:500]}
     config = config_from_json(request.get("config"))
     recorded = request.get("recorded")
     if recorded:
@@ -73,15 +85,23 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
             k: [[(str(n), int(o)) for n, o in run] for run in runs] for k, runs in recorded.items()
         }
     try:
-        findings = analyze_source(
+        findings, model = analyze_with_model(
             request["source"],
             request["path"],
             config=config,
             recorded_steps=recorded or None,
         )
-        return {"id": request.get("id"), "findings": [f.to_json() for f in findings]}
+        return {
+            "id": request.get("id"),
+            "findings": [f.to_json() for f in findings],
+            "model": _model_json(model),
+        }
     except Exception as exc:
         return {"id": request.get("id"), "error": f"{type(exc).__name__}: {exc}"[:500]}
+
+
+def _model_json(model: Any) -> dict[str, Any] | None:
+    return None if model is None else dict(model.to_json())
 
 
 def main() -> int:
@@ -135,9 +155,14 @@ class FullAnalysisWorker:
             )
         return self._proc
 
-    async def analyze(self, source: str, path: str, config: Any, recorded: Any) -> tuple[Any, ...]:
-        """Findings of ``analyze_source`` computed in the worker (raises on failure)."""
+    async def analyze(
+        self, source: str, path: str, config: Any, recorded: Any, *, only_model: bool = False
+    ) -> tuple[tuple[Any, ...], ProgramModel | None]:
+        """Findings of ``analyze_source`` and the Program model of the same parse (None:
+        not analysed), computed in the worker (raises on failure). ``only_model``: the
+        model alone (no findings)."""
         from openprogram_analyzers import Finding
+        from openprogram_analyzers.program import ProgramModel
 
         async with self._lock:
             self._next_id += 1
@@ -147,6 +172,7 @@ class FullAnalysisWorker:
                 "path": path,
                 "config": config_to_json(config),
                 "recorded": recorded,
+                "only_model": only_model,
             }
             payload = (json.dumps(request) + "\n").encode("utf-8", "surrogatepass")
             proc, ack = await self._send(payload)
@@ -165,7 +191,11 @@ class FullAnalysisWorker:
                 self.close()  # fragmentation or a huge file: a fresh worker next time
             if "error" in response:
                 raise RuntimeError(response["error"])
-            return tuple(Finding.from_json(f) for f in response["findings"])
+            model = response.get("model")
+            return (
+                tuple(Finding.from_json(f) for f in response["findings"]),
+                None if model is None else ProgramModel.from_json(model),
+            )
 
     async def _send(self, payload: bytes) -> tuple[asyncio.subprocess.Process, bool]:
         """Send ``payload``; a worker that died before taking it is replaced once."""

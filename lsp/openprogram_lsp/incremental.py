@@ -13,12 +13,13 @@ server runs once the document has been quiet for the debounce delay.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,11 +55,24 @@ def _ends_newline(text: str) -> bool:
 
 def split_chunks(text: str) -> list[Chunk]:
     """Split ``text`` at the starts of top-level statements (lexically, never fails)."""
-    starts = [0]  # character offsets of chunk starts
+    return _chunks(text, [0, *_starts(text, 0)[0]])
+
+
+# A start's decision reads a few characters around it (the newline before it, a
+# continuation keyword such as ``finally`` and the character after it): a start this far
+# before an edit is decided by unchanged text.
+_LOOKAHEAD = 16
+
+
+def _starts(
+    text: str, pos: int, resync: Callable[[int], bool] | None = None
+) -> tuple[list[int], bool]:
+    """The chunk starts after ``pos`` (0 or itself a start: the lexer state is empty
+    there). Stops after the first start ``resync`` accepts: ``(starts, True)``."""
+    starts: list[int] = []
     depth = 0
-    pos = 0
     n = len(text)
-    decorator = text.startswith("@")
+    decorator = text.startswith("@", pos)
     while pos < n:
         m = _TOKEN.search(text, pos)
         if m is None:
@@ -103,15 +117,77 @@ def split_chunks(text: str) -> list[Chunk]:
             continue
         decorator = c == "@"
         starts.append(pos)
+        if resync is not None and resync(pos):
+            return starts, True
+    return starts, False
+
+
+def _chunks(text: str, starts: list[int]) -> list[Chunk]:
     chunks: list[Chunk] = []
     line = 0
+    n = len(text)
+    plain = "\r" not in text  # then counting "\n" is counting line breaks
     for i, begin in enumerate(starts):
         stop = starts[i + 1] if i + 1 < len(starts) else n
         piece = text[begin:stop]
         if piece or not chunks:
             chunks.append(Chunk(line, piece))
-        line += len(_NEWLINE.findall(piece))
+        line += piece.count("\n") if plain else len(_NEWLINE.findall(piece))
     return chunks
+
+
+def _common_prefix(a: str, b: str) -> int:
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # string comparisons run in C: a few passes over the text
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid :] == b[len(b) - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class Chunker:
+    """``split_chunks`` of successive versions of one document, re-lexing only from the
+    last start well before the edited span until a start of the old version recurs
+    after it (the lexer state is empty at every start, so the rest is unchanged). An
+    edit costs the statements it touches, not a pass over the whole document."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.starts = [0]
+
+    def split(self, text: str) -> list[Chunk]:
+        old, old_starts = self.text, self.starts
+        if text != old:
+            head = _common_prefix(old, text)
+            tail = _common_suffix(old, text, min(len(old), len(text)) - head)
+            delta = len(text) - len(old)
+            edit_end = len(text) - tail  # text[edit_end:] == old[edit_end - delta:]
+            i = max(0, bisect.bisect_right(old_starts, head - _LOOKAHEAD) - 1)
+            known = set(old_starts[i + 1 :])
+
+            def resync(q: int) -> bool:
+                return q >= edit_end and q - delta in known
+
+            fresh, synced = _starts(text, old_starts[i], resync)
+            rest: list[int] = []
+            if synced:
+                j = bisect.bisect_left(old_starts, fresh[-1] - delta)
+                rest = [q + delta for q in old_starts[j + 1 :]]
+            self.text, self.starts = text, [*old_starts[: i + 1], *fresh, *rest]
+        return _chunks(text, self.starts)
 
 
 def shift_finding(f: Any, dl: int) -> Any:
@@ -149,8 +225,6 @@ class Base:
         chunks = split_chunks(text)
         starts = [c.start_line for c in chunks]
         grouped: dict[str, list[Any]] = {c.text: [] for c in chunks}
-        import bisect
-
         for f in findings:
             i = max(0, bisect.bisect_right(starts, f.line - 1) - 1)
             grouped[chunks[i].text].append(shift_finding(f, -chunks[i].start_line))
@@ -167,6 +241,9 @@ class IncrementalAnalyzer:
         self._cache_bytes = 0
         self._lock = threading.Lock()
         self.last_reanalysed = 0  # chunks analysed by the last fast pass (for tests/benchmarks)
+        self._chunker = Chunker()  # the last version's chunks
+        # (id of a chunk's findings, line) -> (those findings, placed at that line)
+        self._placed: dict[tuple[int, int], tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
 
     def set_base(self, text: str, findings: tuple[Any, ...]) -> None:
         base = Base.build(text, findings)
@@ -193,7 +270,7 @@ class IncrementalAnalyzer:
             return ()  # a bare ``# openprogram: noqa``: every code
         with self._lock:
             base = self.base
-        chunks = split_chunks(text)
+        chunks = self._chunker.split(text)
         imports = [c for c in chunks if _IMPORT.match(c.text)]
         context = "".join(c.text if _ends_newline(c.text) else c.text + "\n" for c in imports)
         ctx_lines = len(_NEWLINE.findall(context))
@@ -202,9 +279,23 @@ class IncrementalAnalyzer:
         ctx_digest = ctx_key.digest()
         out: list[Any] = []
         analysed = 0
+        # findings placed at their chunk's line by the last pass, reused while the chunk
+        # stays on that line (most of them: an edit moves only the statements below it)
+        last_placed, placed = self._placed, {}
+
+        def place(found: tuple[Any, ...], line: int) -> None:
+            if not found:
+                return
+            key = (id(found), line)
+            hit = last_placed.get(key)
+            if hit is None or hit[0] is not found:
+                hit = (found, tuple(shift_finding(f, line) for f in found))
+            placed[key] = hit
+            out.extend(hit[1])
+
         for chunk in chunks:
             if base is not None and chunk.text in base.by_chunk:
-                out.extend(shift_finding(f, chunk.start_line) for f in base.by_chunk[chunk.text])
+                place(base.by_chunk[chunk.text], chunk.start_line)
                 continue
             is_import = _IMPORT.match(chunk.text) is not None
             key = (b"" if is_import else ctx_digest, chunk.text)
@@ -226,7 +317,8 @@ class IncrementalAnalyzer:
                     self._cache_bytes -= _entry_bytes(old_key, old_value)
             else:
                 self._cache.move_to_end(key)
-            out.extend(shift_finding(f, chunk.start_line) for f in cached)
+            place(cached, chunk.start_line)
+        self._placed = placed
         self.last_reanalysed = analysed
         if file_level:
             out = [f for f in out if f.code not in file_level]

@@ -244,6 +244,7 @@ def _call_start(lines: Sequence[str], call: StepCall) -> tuple[int, int]:
 
 def register(server: OpenProgramLanguageServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
-    def hints(ls: OpenProgramLanguageServer, params: types.InlayHintParams) -> RawJSON:
+    async def hints(ls: OpenProgramLanguageServer, params: types.InlayHintParams) -> RawJSON:
         watcher(ls)
+        await ls.ensure_model(params.text_document.uri)
         return inlay_hints(ls, params.text_document.uri, params.range)

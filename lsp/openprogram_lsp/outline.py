@@ -1,7 +1,10 @@
-"""Module facts for symbols and code lenses, from the stdlib ``ast`` (never executes code).
+"""Symbols and code lenses: the analyzer's Program model placed on ``ast`` spans.
 
-Lines are 0-based, columns are code points. ``build_outline`` returns None when the
-document does not parse.
+What is an Agent, what is resumable, what an entry names and which calls are steps is
+the analyzer's one Program model (:mod:`openprogram_analyzers.program`: import aliases,
+inherited ``method_options``, ``__agent_options__``, Agent instances), never guessed here.
+``ast`` (cheap, never executes code) only places those facts: lines are 0-based, columns
+code points. ``build_outline`` returns None when the document does not parse.
 """
 
 from __future__ import annotations
@@ -9,9 +12,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .positions import byte_col_to_char
+from openprogram_analyzers.program import ProgramModel, StepFact, callee_text
 
-STEP_FUNCS = ("step", "workflow", "parallel")
+from .positions import byte_col_to_char
 
 
 @dataclass(frozen=True)
@@ -107,118 +110,90 @@ class _Builder:
         return Span(line, idx, line, idx + len(node.name))
 
     def function(
-        self, node: ast.FunctionDef | ast.AsyncFunctionDef, class_name: str | None
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        class_name: str | None,
+        model: ProgramModel,
+        source: str,
     ) -> FunctionInfo:
         qual = f"{class_name}.{node.name}" if class_name else node.name
         info = FunctionInfo(node.name, qual, self.span(node), self.name_span(node), class_name)
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Call):
-                kind = _call_name(sub.func)
-                if kind in STEP_FUNCS:
-                    name = None
-                    if sub.args and isinstance(sub.args[0], ast.Constant):
-                        if isinstance(sub.args[0].value, str):
-                            name = sub.args[0].value
-                    info.steps.append(StepCall(kind, name, self.span(sub)))
-        info.steps.sort(key=lambda s: (s.span.line, s.span.col))
+        info.resumable = qual in model.resumable
+        facts = model.steps.get(qual, ())
+        if facts:
+            calls = sorted(_own_calls(node), key=lambda c: (c.lineno, c.col_offset))
+            texts = [callee_text(ast.get_source_segment(source, c.func) or "") for c in calls]
+            at = 0
+            for fact in facts:
+                found = _next_call(texts, fact, at)
+                if found is None:
+                    continue  # the text moved on since the model was built
+                info.steps.append(StepCall(fact.kind, fact.name, self.span(calls[found])))
+                at = found + 1
         return info
 
 
-def _call_name(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
+def _next_call(texts: list[str], fact: StepFact, start: int) -> int | None:
+    for i in range(start, len(texts)):
+        if texts[i] == fact.callee:
+            return i
     return None
 
 
-def _resumable_methods(cls: ast.ClassDef) -> set[str]:
-    out: set[str] = set()
-    for stmt in cls.body:
-        target: ast.expr | None = None
-        value: ast.expr | None = None
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            target, value = stmt.targets[0], stmt.value
-        elif isinstance(stmt, ast.AnnAssign):
-            target, value = stmt.target, stmt.value
-        if not (isinstance(target, ast.Name) and target.id == "method_options"):
+def _own_calls(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
+    """Calls in ``fn``'s body, not in functions or classes defined inside it."""
+    out: list[ast.Call] = []
+    todo: list[ast.AST] = [*fn.body]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
-        if not isinstance(value, ast.Dict):
-            continue
-        for key, opts in zip(value.keys, value.values, strict=True):
-            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-                continue
-            if not isinstance(opts, ast.Dict):
-                continue
-            for k, v in zip(opts.keys, opts.values, strict=True):
-                if (
-                    isinstance(k, ast.Constant)
-                    and k.value == "resumable"
-                    and isinstance(v, ast.Constant)
-                    and v.value is True
-                ):
-                    out.add(key.value)
+        if isinstance(node, ast.Call):
+            out.append(node)
+        todo.extend(ast.iter_child_nodes(node))
     return out
 
 
-def _is_agent_class(cls: ast.ClassDef, agent_names: set[str]) -> bool:
-    for base in cls.bases:
-        name = _call_name(base)
-        if name and (name.endswith("Agent") or name in agent_names):
-            return True
-    return False
-
-
-def build_outline(text: str, tree: ast.Module | None = None) -> Outline | None:
-    """Parse ``text`` with ``ast`` (unless its ``tree`` is given); None if it does not parse."""
+def build_outline(
+    text: str, tree: ast.Module | None = None, model: ProgramModel | None = None
+) -> Outline | None:
+    """Place ``model`` (the analyzer's Program model of this text or of an earlier
+    version; None: no facts yet) on ``text``'s ``ast``; None if it does not parse."""
     if tree is None:
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             return None
+    model = model or ProgramModel()
     b = _Builder(text.splitlines())
     classes: list[ClassInfo] = []
     functions: list[FunctionInfo] = []
-    instances: dict[str, str] = {}  # module var -> class name (x = Cls(...))
     entries_node: ast.expr | None = None
     entries_stmt: ast.stmt | None = None
-    agent_names: set[str] = set()
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions.append(b.function(stmt, None))
+            functions.append(b.function(stmt, None, model, text))
         elif isinstance(stmt, ast.ClassDef):
-            is_agent = _is_agent_class(stmt, agent_names)
-            if is_agent:
-                agent_names.add(stmt.name)
+            is_agent = stmt.name in model.agent_classes
             info = ClassInfo(stmt.name, b.span(stmt), b.name_span(stmt), is_agent)
-            resumable = _resumable_methods(stmt)
             for sub in stmt.body:
                 if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    m = b.function(sub, stmt.name)
-                    m.resumable = sub.name in resumable
-                    info.methods.append(m)
+                    info.methods.append(b.function(sub, stmt.name, model, text))
             classes.append(info)
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for t in targets:
                 if isinstance(t, ast.Name) and t.id == "PROGRAM_ENTRIES" and stmt.value:
                     entries_node, entries_stmt = stmt.value, stmt
-                elif (
-                    isinstance(t, ast.Name)
-                    and isinstance(stmt.value, ast.Call)
-                    and isinstance(stmt.value.func, ast.Name)
-                ):
-                    instances[t.id] = stmt.value.func.id
-    for f in functions:
-        f.resumable = bool(f.steps)
-    by_name = {f.name: f for f in functions}
-    by_class = {c.name: c for c in classes}
+    by_qualname = {f.qualname: f for f in functions}
+    by_qualname.update({m.qualname: m for c in classes for m in c.methods})
     entries: list[EntryInfo] = []
     if isinstance(entries_node, (ast.List, ast.Tuple)):
         for elt in entries_node.elts:
-            label, target = _resolve_entry(elt, by_name, by_class, instances)
+            label = _label(elt)
             if label:
-                entries.append(EntryInfo(label, b.span(elt), target))
+                target = model.entry_target(label)
+                entries.append(EntryInfo(label, b.span(elt), by_qualname.get(target or "")))
     return Outline(
         entries,
         b.span(entries_stmt) if entries_stmt is not None else None,
@@ -228,27 +203,12 @@ def build_outline(text: str, tree: ast.Module | None = None) -> Outline | None:
     )
 
 
-def _resolve_entry(
-    elt: ast.expr,
-    by_name: dict[str, FunctionInfo],
-    by_class: dict[str, ClassInfo],
-    instances: dict[str, str],
-) -> tuple[str | None, FunctionInfo | None]:
+def _label(elt: ast.expr) -> str | None:
+    """An entry as written: ``"report"``, ``report``, ``agent.report``."""
     if isinstance(elt, ast.Constant) and isinstance(elt.value, str):
-        label = elt.value
-    elif isinstance(elt, ast.Name):
-        label = elt.id
-    elif isinstance(elt, ast.Attribute) and isinstance(elt.value, ast.Name):
-        label = f"{elt.value.id}.{elt.attr}"
-    else:
-        return None, None
-    head, _, attr = label.partition(".")
-    if not attr:
-        return label, by_name.get(label)
-    cls = by_class.get(head) or by_class.get(instances.get(head, ""))
-    if cls is None:
-        return label, None
-    for m in cls.methods:
-        if m.name == attr:
-            return label, m
-    return label, None
+        return elt.value
+    if isinstance(elt, ast.Name):
+        return elt.id
+    if isinstance(elt, ast.Attribute) and isinstance(elt.value, ast.Name):
+        return f"{elt.value.id}.{elt.attr}"
+    return None

@@ -139,14 +139,18 @@ def run_argv(interpreter: str, store: Path, program: Path, entry: str, kwargs: s
     return [*argv, "--store", str(store), "--", f"{program}:{entry}"]
 
 
-def check_entry(program: Path, entry: str, kwargs: dict[str, Any]) -> str:
-    """The CLI name of ``entry`` after the static check (``CommandError`` if it cannot run)."""
+async def check_entry(
+    ls: OpenProgramLanguageServer, program: Path, entry: str, kwargs: dict[str, Any]
+) -> str:
+    """The CLI name of ``entry`` after the static check (``CommandError`` if it cannot run),
+    on the saved file and its Program model (built in the analysis worker)."""
     try:
         source = program.read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:
         raise CommandError(f"cannot read {program}: {exc.strerror or exc}") from None
+    model = await ls.diagnostics.program_model(source)
     try:
-        return check_run(source, entry, kwargs)
+        return check_run(source, entry, kwargs, model)
     except EntryCheckError as exc:
         raise CommandError(f"{program.name}: {exc}") from None
 
@@ -294,7 +298,7 @@ async def run_cli(
     if token:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=summary))
     ls.show(summary, error=result.get("status") not in ("completed", "paused"))
-    _refresh_lenses(ls)
+    refresh_lenses(ls)
     return result
 
 
@@ -335,7 +339,7 @@ def _summary(title: str, result: dict[str, Any]) -> str:
     return f"{head}: {result.get('error', '')}"[:1000]
 
 
-def _refresh_lenses(ls: OpenProgramLanguageServer) -> None:
+def refresh_lenses(ls: OpenProgramLanguageServer) -> None:
     caps = ls.client_capabilities
     ws = caps.workspace if caps else None
     if ws is not None and ws.code_lens is not None and ws.code_lens.refresh_support:
@@ -357,7 +361,7 @@ def register(server: OpenProgramLanguageServer) -> None:
             if not isinstance(entry, str) or not _ENTRY.match(entry):
                 raise CommandError(f"invalid entry name: {entry!r}")
             kwargs = parse_args_json(args[2] if len(args) > 2 else None)
-            name = check_entry(path, entry, kwargs)
+            name = await check_entry(ls, path, entry, kwargs)
             settings = ls.settings_for(path)  # the Program's folder: its store, interpreter
             argv = run_argv(
                 settings.interpreter(), settings.store_dir(), path, name, json.dumps(kwargs)

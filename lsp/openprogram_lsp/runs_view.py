@@ -257,10 +257,11 @@ def register(server: OpenProgramLanguageServer) -> None:
         return {"status": run.status if run else "cancelled"}
 
     @server.feature(ENTRY_SIGNATURE)
-    def signature(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any] | None:
+    async def signature(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any] | None:
         uri, entry = param(params, "uri"), param(params, "entry")
         if not isinstance(uri, str) or not isinstance(entry, str):
             raise ValueError("openprogram/entrySignature needs {uri: string, entry: string}")
+        await ls.ensure_model(uri)
         doc = ls.open_document(uri)
         outline = ls.outline(uri)
         if doc is None or outline is None:

@@ -20,6 +20,8 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
+from openprogram_analyzers.program import ProgramModel
+
 from . import (
     code_actions,
     code_lenses,
@@ -135,20 +137,60 @@ class OpenProgramLanguageServer(LanguageServer):
         return state
 
     def outline(self, uri: str) -> Outline | None:
-        """AST outline of the open document (cached per version). While the text does
+        """The analyzer's Program model (the latest built: ``ensure_model``) placed on the
+        document's current ``ast`` (cached per version and model). While the text does
         not parse (mid-edit), the last outline that parsed: lenses and symbols stay."""
         doc = self.open_document(uri)
         state = self.document_state(uri)
         if doc is None or state is None:
             return None
         text = doc.source
-        key = (doc.version, hash(text))
+        key = (doc.version, hash(text), id(state.model))
         if state.outline_key != key:
             state.outline_key = key
-            built = build_outline(text)
+            built = build_outline(text, model=state.model)
             if built is not None:
                 state.outline = built
         return state.outline
+
+    async def ensure_model(self, uri: str) -> None:
+        """Called before symbols, lenses and hints are answered. The document's first
+        Program model is awaited (built in the analysis worker, never on the event loop);
+        afterwards the latest one serves while the debounced whole-file analysis builds
+        the next from the same parse as its findings (facts are keyed by qualified name,
+        so they stay right across most edits; lenses are refreshed when a changed model
+        lands). A document left out by ``exclude`` gets no such analysis: its model is
+        rebuilt here, in the background."""
+        doc = self.open_document(uri)
+        state = self.document_state(uri)
+        if doc is None or state is None or state.model_digest == hash(doc.source):
+            return
+        first = state.model is None
+        if not first and not self.diagnostics.is_excluded(uri, doc):
+            return  # the pending whole-file analysis brings it
+        if state.model_task is None or state.model_task.done():
+            state.model_task = asyncio.ensure_future(self._build_model(state))
+        if first:
+            await asyncio.wait({state.model_task})  # not cancelled with this request
+
+    async def _build_model(self, state: DocumentState) -> None:
+        doc = self.open_document(state.uri)
+        if doc is None:
+            return
+        text = doc.source
+        self.model_built(state, text, await self.diagnostics.program_model(text))
+
+    def model_built(self, state: DocumentState, text: str, model: ProgramModel | None) -> None:
+        """A Program model of ``text`` was built (None: the text is not analysed, e.g. a
+        syntax error mid-edit: the last model stays)."""
+        if self.documents.get(state.uri) is not state:
+            return  # closed or reopened meanwhile
+        state.model_digest = hash(text)
+        if model is None or model == state.model:
+            return
+        old, state.model = state.model, model
+        if old is not None:
+            run_commands.refresh_lenses(self)
 
     def opened(self, uri: str) -> None:
         """didOpen: fresh state (a reopened document starts from scratch)."""

@@ -97,9 +97,10 @@ def document_symbols(
 
 def register(server: OpenProgramLanguageServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    def symbols(
+    async def symbols(
         ls: OpenProgramLanguageServer, params: types.DocumentSymbolParams
     ) -> list[types.DocumentSymbol]:
+        await ls.ensure_model(params.text_document.uri)
         doc = ls.open_document(params.text_document.uri)
         if doc is None:
             return []

@@ -113,6 +113,40 @@ def test_check_resumable_reports_helpers_with_call_chain() -> None:
     )
 
 
+def test_related_locations_are_the_findings_own_call_chain() -> None:
+    """Each resumable function's findings link the calls that reach them from that
+    function only (the chain of one root leaked into the next root's findings: the
+    n-th of n Agents' findings carried n links, most of them about other Agents, and a
+    2,000-line Program published 528 KB of diagnostics per keystroke)."""
+    parts = ["from openprogram import Agent as Base, llm\n"]
+    for i in range(4):
+        parts.append(
+            f"\n\nclass Writer{i}(Base):\n"
+            f'    method_options = {{"report": {{"resumable": True}}}}\n\n'
+            f"    def report(self, topic):\n        return self.helper(topic)\n\n"
+            f"    def helper(self, text):\n        return llm(text)\n"
+        )
+    found = [f for f in analyze_source("".join(parts), "prog.py") if f.code == "OP206"]
+    assert len(found) == 4
+    for i, f in enumerate(found):
+        assert [r.message for r in f.related] == [
+            f"'Writer{i}.report' calls 'Writer{i}.helper' here"
+        ]
+    # the leaked chain also made the next roots look like helpers: an async resumable
+    # method after one with a finding was not OP208
+    later_async = "".join(parts) + textwrap.dedent(
+        """
+
+        class Late(Base):
+            method_options = {"run": {"resumable": True}}
+
+            async def run(self, topic):
+                return topic
+        """
+    )
+    assert "OP208" in {f.code for f in analyze_source(later_async, "prog.py")}
+
+
 def test_planner_check() -> None:
     ok = "def workflow():\n    plan = llm('plan')\n    return route(plan, ['a', 'b'])\n"
     assert check_planner_code(ok, ["llm", "route"]) == []

@@ -8,6 +8,7 @@ non-JSON error page, connection refused, non-retried 4xx.
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import pytest
@@ -257,6 +258,38 @@ def test_timeout_retries_then_fails(server: LoopbackServer, sleeps: RecordedSlee
     assert "2 attempts" in str(info.value)
     assert info.value.status is None
     assert len(sleeps.delays) == 1
+
+
+class _LongestBackoff(random.Random):
+    """Full jitter that always draws its ceiling: the backoff uses its whole budget."""
+
+    def uniform(self, a: float, b: float) -> float:
+        return b
+
+
+def test_an_attempt_that_overran_its_timeout_still_gets_its_retry(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    """A timed-out attempt ends a little after its timeout; our own backoff is then shortened
+    to fit the call's deadline, not refused (the retry was lost when the jitter drew near
+    the ceiling: a flaky "gave up after 1 attempt" under load)."""
+    server.reply_raw("{}", delay_s=1.0, content_type="application/json")
+    server.reply_raw("{}", delay_s=1.0, content_type="application/json")
+    policy = sleeps.policy(max_retries=1, rng=_LongestBackoff())
+    model = "gpt-test" if server.wire == "openai" else "claude-test"
+    with Runtime(
+        f"{server.wire}:{model}",
+        base_url=server.base_url,
+        api_key=SENTINEL_KEY,
+        retry=policy,
+        timeout_s=0.2,
+    ) as rt:
+        with pytest.raises(ProviderError) as info:
+            rt.exec("hi")
+    assert "2 attempts" in str(info.value), info.value
+    [delay] = sleeps.delays
+    assert 0.0 <= delay <= policy.ceiling(1)
+    assert len(server.requests) == 2
 
 
 def test_per_call_timeout_overrides_runtime_timeout(

@@ -115,3 +115,25 @@ def test_only_touched_statements_are_rechecked() -> None:
     assert fixes and fixes[0] is not None
     line = shifted.splitlines()[fixes[0].edits[0].line - 1]
     assert '"iox"' in line
+
+
+def test_chunks_of_successive_versions_match_a_fresh_split() -> None:
+    """The per-document chunker re-lexes only around an edit; after any sequence of
+    edits (quotes, brackets, decorators, continuations, newlines opening or closing a
+    string far from the edit) its chunks are exactly those of a fresh split."""
+    import random
+
+    from openprogram_lsp.incremental import Chunker
+
+    pieces = ['"""', "'", '"', "(", ")", "[", "]", "\n", "\n\n", "@d\n", "else:\n", "#", "\\\n"]
+    pieces += ["x = 1\n", "def f():\n    pass\n", "    y = 2\n", "class A:\n", "\r\n", "\r", ""]
+    rng = random.Random(7)
+    for _ in range(30):
+        chunker = Chunker()
+        text = TRICKY + _program(3)
+        assert chunker.split(text) == split_chunks(text)
+        for _ in range(60):
+            at = rng.randrange(len(text) + 1)
+            end = min(len(text), at + rng.choice([0, 0, 1, 2, 5, 40]))
+            text = text[:at] + rng.choice(pieces) + text[end:]
+            assert chunker.split(text) == split_chunks(text), repr(text)

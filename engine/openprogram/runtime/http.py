@@ -389,12 +389,16 @@ class JsonTransport:
     def _next_delay(
         self, last: _Retry, attempt: int, call_deadline: float, timeout: float
     ) -> float:
-        """The wait before the next attempt; fails fast when the remaining attempts could
-        then no longer finish by the call's deadline (each keeps its full ``timeout``)."""
+        """The wait before the next attempt; fails fast when a wait the server asked for
+        (``Retry-After``) would leave the remaining attempts unable to finish by the call's
+        deadline (each keeps its full ``timeout``). Our own backoff is part of the deadline's
+        budget: when an attempt overran its timeout a little, it is shortened, not refused."""
         delay = last.delay if last.delay >= 0 else self.retry.backoff(attempt)
         wanted = max(delay, last.asked or 0.0)
         attempts_left = self.retry.attempts - attempt
         left = call_deadline - time.monotonic() - attempts_left * timeout
+        if last.asked is None and wanted > left:
+            delay = wanted = max(0.0, left)
         if wanted > left:
             asked = "the server asked to wait" if last.asked is not None else "the next try is in"
             raise self._final_error(

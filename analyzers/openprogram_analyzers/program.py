@@ -1,0 +1,149 @@
+"""The Program model as the analyzer sees it, for the editor: which classes are Agents,
+which functions are resumable, what each entry names and which calls are steps.
+
+Every fact comes from the same index and rules the checks use (``ModuleIndex``,
+``determinism.resumable_functions``, ``determinism.step_kind``): an Agent subclass
+through an alias or a base of the module, a method made resumable by a base class's
+``method_options``, ``__agent_options__`` and ``@resumable``, steps called through any
+import spelling. Facts are keyed by qualified name (``Writer.draft``) and carry no
+positions, so the language server places them with its own cheap ``ast`` spans and keeps
+using them while the text changes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from openprogram_analyzers.index import ModuleIndex, build_index
+from openprogram_analyzers.literals import string_value
+
+
+@dataclass(frozen=True)
+class StepFact:
+    """One call of a durable primitive, in source order within its function."""
+
+    kind: str  # step | workflow | parallel
+    name: str | None  # the literal name, None when dynamic
+    callee: str  # the callee as written, whitespace removed (``s``, ``op.step``)
+
+
+@dataclass(frozen=True)
+class ProgramModel:
+    agent_classes: frozenset[str] = frozenset()
+    resumable: frozenset[str] = frozenset()
+    entries: tuple[tuple[str, str | None], ...] = ()  # (label as written, target qualname)
+    steps: dict[str, tuple[StepFact, ...]] = field(default_factory=dict)
+
+    def entry_target(self, label: str) -> str | None:
+        return next((target for lbl, target in self.entries if lbl == label), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "agent_classes": sorted(self.agent_classes),
+            "resumable": sorted(self.resumable),
+            "entries": [list(e) for e in self.entries],
+            "steps": {
+                q: [[s.kind, s.name, s.callee] for s in calls] for q, calls in self.steps.items()
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProgramModel:
+        return cls(
+            frozenset(data["agent_classes"]),
+            frozenset(data["resumable"]),
+            tuple((str(label), target) for label, target in data["entries"]),
+            {q: tuple(StepFact(*s) for s in calls) for q, calls in data["steps"].items()},
+        )
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def callee_text(code: str) -> str:
+    """A callee's text as both parsers compare it (whitespace removed)."""
+    return _SPACE.sub("", code)
+
+
+def program_model(index: ModuleIndex) -> ProgramModel:
+    """The model of an indexed module."""
+    from openprogram_analyzers.determinism import resumable_functions, step_kind
+
+    module = index.module
+    steps: dict[str, list[StepFact]] = {}
+    for fn in index.functions.values():
+        for site in fn.calls:
+            kind = step_kind(site)
+            if kind is None:
+                continue
+            args = site.node.args
+            name = string_value(args[0].value) if args and args[0].keyword is None else None
+            callee = callee_text(module.code_for_node(site.node.func))
+            steps.setdefault(fn.qualname, []).append(StepFact(kind, name, callee))
+    return ProgramModel(
+        frozenset(q for q in index.classes if index.is_agent_class(q)),
+        frozenset(fn.qualname for fn in resumable_functions(index)),
+        tuple(_entries(index)),
+        {q: tuple(calls) for q, calls in steps.items()},
+    )
+
+
+def program_model_of(source: str) -> ProgramModel | None:
+    """The model of ``source``; None when it is not analysed (does not parse, or too deep
+    or large for libcst: the guard decides, as for every check)."""
+    from openprogram_analyzers.analysis import parse_checked
+
+    module = parse_checked(source, "<model>")
+    if not isinstance(module, cst.Module):
+        return None
+    try:
+        return program_model(build_index(module))
+    except RecursionError:
+        return None
+
+
+def _entries(index: ModuleIndex) -> list[tuple[str, str | None]]:
+    from openprogram_analyzers.determinism import _lookup_method
+
+    out: list[tuple[str, str | None]] = []
+    for _target, value in index.program_entries[-1:]:
+        if not isinstance(value, (cst.List, cst.Tuple)):
+            continue
+        for el in value.elements:
+            expr = el.value
+            label = string_value(expr)
+            if label is None and isinstance(expr, cst.Name):
+                label = expr.value
+            elif (
+                label is None
+                and isinstance(expr, cst.Attribute)
+                and isinstance(expr.value, cst.Name)
+            ):
+                label = f"{expr.value.value}.{expr.attr.value}"
+            if label is None:
+                continue
+            head, _, attr = label.partition(".")
+            target: str | None = None
+            if not attr:
+                fn = index.function_at_module(head)
+                target = fn.qualname if fn is not None else None
+            else:
+                cls = head if head in index.classes else _instance_class(index, head)
+                method = _lookup_method(index, cls, attr) if cls is not None else None
+                target = method.qualname if method is not None else None
+            out.append((label, target))
+    return out
+
+
+def _instance_class(index: ModuleIndex, name: str) -> str | None:
+    """The module class ``name`` is an instance of (``writer = Writer(...)``), if any."""
+    for value in index.module_assigns.get(name, []):
+        if isinstance(value, cst.Call):
+            cls = index.resolve(value.func)
+            if cls is not None and cls in index.classes:
+                return cls
+    return None

@@ -1,0 +1,222 @@
+"""Symbols and code lenses show the analyzer's one Program model (issue 12), written the
+way users write Programs: import aliases, a resumable method inherited from a base's
+``method_options``, entries through an Agent instance, ``__agent_options__``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsp_harness import change_range, open_doc, rec_of, wait_for
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+PROGRAM = '''\
+import openprogram as op
+from openprogram import Agent as Base
+from openprogram import step as s
+
+
+def tidy(text: str) -> str:
+    return text.strip()
+
+
+class Writer(Base):
+    method_options = {"draft": {"resumable": True}}
+
+    def draft(self, topic: str) -> str:
+        first = s("outline", tidy, topic)
+        return op.step("write", tidy, first)
+
+
+class Editor(Writer):
+    def draft(self, topic: str) -> str:
+        return s("edit", tidy, topic)
+
+
+class Toolbox:
+    """Not an Agent, though its name could fool a guess."""
+
+    def step(self, name: str) -> str:
+        return name
+
+
+class ToolAgent(Toolbox):
+    def run(self) -> str:
+        return self.step("not a durable step")
+
+
+def publish(topic: str) -> str:
+    return op.workflow("publish", tidy, topic)
+
+
+publish.__agent_options__ = {"resumable": True}
+editor = Editor()
+PROGRAM_ENTRIES = [editor.draft, publish]
+'''
+
+
+def _by_name(symbols: list[types.DocumentSymbol]) -> dict[str, types.DocumentSymbol]:
+    out = {}
+    for sym in symbols:
+        out[sym.name] = sym
+        for child in sym.children or []:
+            out[f"{sym.name}.{child.name}"] = child
+    return out
+
+
+async def _symbols(client: LanguageClient, uri: str) -> dict[str, types.DocumentSymbol]:
+    res = await client.text_document_document_symbol_async(
+        types.DocumentSymbolParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    return _by_name(list(res or []))  # type: ignore[arg-type]
+
+
+async def test_symbols_follow_the_analyzers_program_model(
+    client: LanguageClient, workspace: Path
+) -> None:
+    uri = (workspace / "prog.py").as_uri()
+    open_doc(client, uri, PROGRAM)
+    syms = await _symbols(client, uri)
+    # Agents through an alias and through a base class; a class named *Agent that is not
+    assert syms["Writer"].detail == "Agent" and syms["Editor"].detail == "Agent"
+    assert syms["Toolbox"].detail is None and syms["ToolAgent"].detail is None
+    # resumable: declared in method_options, inherited by an override, __agent_options__
+    assert syms["Writer.draft"].detail == "resumable"
+    assert syms["Editor.draft"].detail == "resumable"
+    assert syms["publish"].detail == "resumable"
+    assert syms["ToolAgent.run"].detail is None and syms["tidy"].detail is None
+    # steps through `step as s` and `op.step`; a method named step is not one
+    steps = [c.name for c in syms["Writer.draft"].children or []]
+    assert steps == ['step "outline"', 'step "write"']
+    assert [c.name for c in syms["Editor.draft"].children or []] == ['step "edit"']
+    assert [c.name for c in syms["publish"].children or []] == ['workflow "publish"']
+    assert syms["ToolAgent.run"].children is None
+    # an entry through an Agent instance names the subclass's method
+    assert [c.name for c in syms["PROGRAM_ENTRIES"].children or []] == [
+        "editor.draft",
+        "publish",
+    ]
+
+
+async def test_run_lenses_sit_on_the_entries_targets_and_follow_edits(
+    client: LanguageClient, workspace: Path
+) -> None:
+    path = workspace / "prog.py"
+    path.write_text(PROGRAM)
+    uri = path.as_uri()
+    open_doc(client, uri, PROGRAM)
+
+    async def run_lenses() -> dict[str, int]:
+        res = await client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        return {
+            lens.command.arguments[1]: lens.range.start.line
+            for lens in res or []
+            if lens.command and lens.command.title == "▶ Run"
+        }
+
+    lines = PROGRAM.splitlines()
+    editor_draft = next(i for i, ln in enumerate(lines) if ln.startswith("class Editor")) + 1
+    publish = lines.index("def publish(topic: str) -> str:")
+    assert await run_lenses() == {"editor.draft": editor_draft, "publish": publish}
+    # a new resumable method arrives with an edit: the model is rebuilt off the event
+    # loop once the editor asks, and the client is asked to refresh its lenses
+    refreshes = rec_of(client).lens_refreshes
+    at = lines.index("class Toolbox:")
+    change_range(
+        client,
+        uri,
+        (at, 0),
+        (at, 0),
+        "class Critic(Writer):\n    def draft(self, topic: str) -> str:\n"
+        '        return s("critique", tidy, topic)\n\n\n',
+    )
+    await _symbols(client, uri)  # as an editor asks after an edit (facts may lag here)
+    await wait_for(lambda: rec_of(client).lens_refreshes > refreshes, "a lens refresh")
+    syms = await _symbols(client, uri)
+    assert syms["Critic"].detail == "Agent"
+    assert syms["Critic.draft"].detail == "resumable"
+    assert [c.name for c in syms["Critic.draft"].children or []] == ['step "critique"']
+
+
+GUESSES = '''\
+from openprogram import Agent as A
+from openprogram import step
+
+
+class HttpAgent:
+    """A plain class whose name ends in "Agent"."""
+
+    def get(self, url: str) -> str:
+        return url
+
+
+class Crawler(HttpAgent):
+    def fetch(self, url: str) -> str:
+        return self.step(url)
+
+    def step(self, url: str) -> str:
+        return self.get(url)
+
+
+def tidy(text: str) -> str:
+    return text.strip()
+
+
+class Writer(A):
+    method_options = {"draft": {"resumable": True}}
+
+    def draft(self, topic: str) -> str:
+        return step("outline", tidy, topic)
+
+
+class Editor(Writer):
+    """Inherits draft, resumable through Writer's method_options."""
+
+
+def prepare(topic: str) -> str:
+    """Calls step but is not resumable."""
+    return step("prepare", tidy, topic)
+
+
+editor = Editor()
+crawler = Crawler()
+PROGRAM_ENTRIES = [editor.draft, crawler.fetch, prepare]
+'''
+
+
+async def test_lenses_and_symbols_where_a_guess_from_names_is_wrong(
+    client: LanguageClient, workspace: Path
+) -> None:
+    """An Agent through ``Agent as A`` and its subclass, a class whose base's name ends
+    in "Agent" but is no Agent, an entry naming an inherited resumable method through an
+    instance, a plain function that calls ``step``: what ``ast`` guesses from names
+    (the server's former outline) was wrong in each; the model is right."""
+    path = workspace / "guesses.py"
+    path.write_text(GUESSES)
+    uri = path.as_uri()
+    open_doc(client, uri, GUESSES)
+    lines = GUESSES.splitlines()
+    syms = await _symbols(client, uri)
+    assert syms["Writer"].detail == "Agent" and syms["Editor"].detail == "Agent"
+    assert syms["HttpAgent"].detail is None and syms["Crawler"].detail is None
+    assert syms["Writer.draft"].detail == "resumable"
+    assert syms["prepare"].detail is None  # calls step, yet is not resumable
+    assert syms["Crawler.fetch"].children is None  # self.step(...) is not a durable step
+    assert [c.name for c in syms["prepare"].children or []] == ['step "prepare"']
+
+    res = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    runs = {
+        lens.command.arguments[1]: lens.range.start.line
+        for lens in res or []
+        if lens.command and lens.command.title == "▶ Run"
+    }
+    # each Run lens sits on the def the entry runs: the inherited draft is Writer's
+    assert runs == {
+        "editor.draft": lines.index("    def draft(self, topic: str) -> str:"),
+        "crawler.fetch": lines.index("    def fetch(self, url: str) -> str:"),
+        "prepare": lines.index("def prepare(topic: str) -> str:"),
+    }
