@@ -109,12 +109,27 @@ class _Builder:
             return self.span(node)
         return Span(line, idx, line, idx + len(node.name))
 
+    def segment(self, node: ast.expr) -> str:
+        """``node``'s source text, cut from the split lines (``ast.get_source_segment``
+        splits the whole source again on every call: quadratic over a long function)."""
+        first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+        if not 0 <= first <= last < len(self.lines) or node.end_col_offset is None:
+            return ""
+        if first == last:
+            raw = self.lines[first].encode()[node.col_offset : node.end_col_offset]
+            return raw.decode(errors="replace")
+        parts = [
+            self.lines[first].encode()[node.col_offset :].decode(errors="replace"),
+            *self.lines[first + 1 : last],
+            self.lines[last].encode()[: node.end_col_offset].decode(errors="replace"),
+        ]
+        return "\n".join(parts)
+
     def function(
         self,
         node: ast.FunctionDef | ast.AsyncFunctionDef,
         class_name: str | None,
         model: ProgramModel,
-        source: str,
     ) -> FunctionInfo:
         qual = f"{class_name}.{node.name}" if class_name else node.name
         info = FunctionInfo(node.name, qual, self.span(node), self.name_span(node), class_name)
@@ -122,7 +137,7 @@ class _Builder:
         facts = model.steps.get(qual, ())
         if facts:
             calls = sorted(_own_calls(node), key=lambda c: (c.lineno, c.col_offset))
-            texts = [callee_text(ast.get_source_segment(source, c.func) or "") for c in calls]
+            texts = [callee_text(self.segment(c.func)) for c in calls]
             at = 0
             for fact in facts:
                 found = _next_call(texts, fact, at)
@@ -172,13 +187,13 @@ def build_outline(
     entries_stmt: ast.stmt | None = None
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions.append(b.function(stmt, None, model, text))
+            functions.append(b.function(stmt, None, model))
         elif isinstance(stmt, ast.ClassDef):
             is_agent = stmt.name in model.agent_classes
             info = ClassInfo(stmt.name, b.span(stmt), b.name_span(stmt), is_agent)
             for sub in stmt.body:
                 if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    info.methods.append(b.function(sub, stmt.name, model, text))
+                    info.methods.append(b.function(sub, stmt.name, model))
             classes.append(info)
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
