@@ -399,14 +399,18 @@ def _lint_entries(
 
 def _load_analyzer() -> None:
     """Import libcst and the rules once, with the cyclic GC paused (its passes over
-    libcst's thousands of new classes are a tenth of the import), then freeze them."""
+    libcst's thousands of new classes are a tenth of the import) and dataclass methods
+    not compiled again (``dataclass_code.py``), then freeze them."""
     import gc
+
+    from openprogram_analyzers.dataclass_code import reuse_dataclass_code
 
     enabled = gc.isenabled()
     gc.disable()
     try:
-        import openprogram_analyzers.analysis
-        import openprogram_analyzers.rules  # noqa: F401
+        with reuse_dataclass_code():
+            import openprogram_analyzers.analysis
+            import openprogram_analyzers.rules  # noqa: F401
     finally:
         gc.freeze()
         if enabled:

@@ -54,7 +54,19 @@ class LintConfig:
         return True
 
     def enabled_codes(self, codes: Iterable[str], path: str | None = None) -> frozenset[str]:
-        return frozenset(c for c in codes if self.enabled(c, path))
+        if path is not None and self.per_file_ignores:
+            return frozenset(c for c in codes if self.enabled(c, path))
+        # Without per-file ignores the answer depends on the codes only: asked once per
+        # file with the same codes, it is remembered on the instance (not a field).
+        memo: dict[tuple[str, ...], frozenset[str]] | None = self.__dict__.get("_enabled_memo")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_enabled_memo", memo)
+        key = tuple(codes)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = frozenset(c for c in key if self.enabled(c))
+        return found
 
     def is_excluded(self, path: str) -> bool:
         return excluded(path, self.root, self.excludes)

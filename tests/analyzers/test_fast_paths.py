@@ -1,0 +1,190 @@
+"""The analyzer's shortcuts give the results of the slow paths they replace.
+
+- ``dataclass_code``: libcst and the analyzer imported with stored dataclass code (a real
+  ``openprogram-lint`` subprocess, its bytecode cache in a temporary directory);
+- ``literals.evaluated``: literal values without ``ast.literal_eval``;
+- ``LintConfig.enabled_codes``: remembered per configuration, never across configurations.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import libcst as cst
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openprogram_analyzers import LintConfig
+from openprogram_analyzers.literals import evaluated
+
+PROGRAM = textwrap.dedent(
+    """\
+    import time as t
+    from openprogram import Agent, step
+
+
+    class Writer(Agent):
+        method_options = {"draft": {"expsoe": "io"}, "run": {"resumable": True}}
+
+        def draft(self, topic: str) -> str:
+            return topic
+
+        def run(self) -> str:
+            return step("draft", self.draft, str(t.time()))
+    """
+)
+
+
+def _lint(
+    cwd: Path, pycache: Path, *, write_bytecode: bool = True
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(pycache)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if not write_bytecode:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "openprogram_analyzers.cli",
+            "--no-cache",
+            "--format",
+            "json",
+            "prog.py",
+        ],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def _stored_file(pycache: Path) -> list[Path]:
+    return sorted(pycache.rglob("dataclass-code.*.marshal"))
+
+
+def test_lint_reuses_dataclass_code_with_identical_findings(tmp_path: Path) -> None:
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    pycache = tmp_path / "pycache"
+    first = _lint(tmp_path, pycache)
+    assert first.returncode == 1, first.stderr
+    assert '"OP102"' in first.stdout and '"OP205"' in first.stdout
+    [stored] = _stored_file(pycache)
+    size = stored.stat().st_size
+    second = _lint(tmp_path, pycache)  # every text found: nothing compiled, nothing written
+    assert (second.returncode, second.stdout, second.stderr) == (1, first.stdout, "")
+    assert stored.stat().st_size == size
+    stored.write_bytes(b"\x00garbage")  # damaged: ignored, then rewritten
+    third = _lint(tmp_path, pycache)
+    assert (third.returncode, third.stdout, third.stderr) == (1, first.stdout, "")
+    assert stored.stat().st_size == size
+
+
+def test_no_dataclass_code_written_when_bytecode_writing_is_off(tmp_path: Path) -> None:
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    pycache = tmp_path / "pycache"
+    result = _lint(tmp_path, pycache, write_bytecode=False)
+    assert result.returncode == 1 and '"OP102"' in result.stdout
+    assert _stored_file(pycache) == []
+
+
+def test_dataclasses_made_with_stored_code_behave_the_same(tmp_path: Path) -> None:
+    """Twice in fresh processes (compiled, then from the stored code): same behaviour, and
+    ``dataclasses`` is itself again afterwards."""
+    script = textwrap.dedent(
+        """\
+        import dataclasses
+        from openprogram_analyzers.dataclass_code import reuse_dataclass_code
+
+        with reuse_dataclass_code():
+            @dataclasses.dataclass(frozen=True, order=True)
+            class Point:
+                x: int
+                y: int = 2
+                tags: tuple[str, ...] = ()
+
+        p = Point(1)
+        try:
+            p.x = 5
+        except dataclasses.FrozenInstanceError:
+            frozen = True
+        print(repr(p), p == Point(1, 2), p < Point(2), hash(p) == hash(Point(1)), frozen,
+              "exec" in vars(dataclasses))
+        """
+    )
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path / "pycache")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    outputs = [
+        subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+        ).stdout
+        for _ in range(2)
+    ]
+    assert outputs[0] == outputs[1] == "Point(x=1, y=2, tags=()) True True True True False\n"
+    assert len(_stored_file(tmp_path / "pycache")) == 1
+
+
+_BODY = st.text(alphabet=st.sampled_from(list("ab é\"'\\\n\r\t{}xyz0")), min_size=0, max_size=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    prefix=st.sampled_from(["", "u", "U", "r", "R", "b", "B", "rb", "Rb", "br"]),
+    quote=st.sampled_from(["'", '"', "'''", '"""']),
+    body=_BODY,
+)
+def test_string_literal_values_match_literal_eval(prefix: str, quote: str, body: str) -> None:
+    source = f"{prefix}{quote}{body}{quote}"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences: not the point here
+            expected = ast.literal_eval(source)
+        node = cst.parse_expression(source)
+    except (SyntaxError, ValueError, cst.ParserSyntaxError):
+        return  # not a literal Python accepts
+    if not isinstance(node, cst.SimpleString):
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fallback is literal_eval
+        value = evaluated(node)
+    assert (type(value), value) == (type(expected), expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        st.integers(min_value=0, max_value=10**30).map(str),
+        st.sampled_from(
+            ["0", "00", "007", "1_000", "0x1F", "0o17", "0b101", "1.5", "1e3", ".5", "5.", "1_0.5"]
+        ),
+    )
+)
+def test_number_literal_values_match_literal_eval(source: str) -> None:
+    try:
+        expected = ast.literal_eval(source)
+    except (SyntaxError, ValueError):
+        return
+    node = cst.parse_expression(source)
+    assert isinstance(node, (cst.Integer, cst.Float))
+    value = evaluated(node)
+    assert (type(value), value) == (type(expected), expected)
+
+
+def test_enabled_codes_are_remembered_per_configuration_only() -> None:
+    codes = ("OP101", "OP102", "OP205")
+    cfg = LintConfig()
+    assert cfg.enabled_codes(codes, "a.py") == frozenset(codes)
+    narrower = cfg.with_overrides(ignore=["OP1"])
+    assert narrower.enabled_codes(codes, "a.py") == {"OP205"}
+    assert cfg.enabled_codes(codes, "a.py") == frozenset(codes)
+    per_file = LintConfig(per_file_ignores={"tests/*.py": ("OP2",)})
+    assert per_file.enabled_codes(codes, "tests/t.py") == {"OP101", "OP102"}
+    assert per_file.enabled_codes(codes, "src/t.py") == frozenset(codes)
+    assert LintConfig() == cfg  # the memo is not part of the configuration
