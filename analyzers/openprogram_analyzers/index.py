@@ -596,45 +596,46 @@ def walk(root: cst.CSTNode, builder: IndexBuilder) -> None:
     calls several dispatch methods per node); calls the builder's ``visit_X`` /
     ``leave_X`` and the rule hooks exactly like ``CSTVisitor`` would. Node tests look the
     value's type up in :data:`_KIND` (``isinstance`` against libcst's abstract base
-    classes goes through ``ABCMeta.__instancecheck__``, a third of the walk's time).
+    classes goes through ``ABCMeta.__instancecheck__``, a third of the walk's time). A
+    module-level function, not a recursive closure: that would be a reference cycle
+    keeping the whole tree alive until the cyclic GC runs.
     """
-    hooks = builder.hooks
-    plan = _PLAN
-    kinds = _KIND
-    concatenated = cst.ConcatenatedString
+    _go(root, builder, builder.hooks)
 
-    def go(node: cst.CSTNode) -> None:
+
+_CONCATENATED = cst.ConcatenatedString
+
+
+def _go(node: cst.CSTNode, builder: IndexBuilder, hooks: dict[type, list[Hook]]) -> None:
+    t = type(node)
+    while t is _CONCATENATED:  # right-nested: iterate, not recurse
+        _go(node.left, builder, hooks)  # type: ignore[attr-defined]
+        node = node.right  # type: ignore[attr-defined]
         t = type(node)
-        while t is concatenated:  # right-nested: iterate, not recurse
-            go(node.left)  # type: ignore[attr-defined]
-            node = node.right  # type: ignore[attr-defined]
-            t = type(node)
-        entry = plan.get(t) or _plan(builder, t)
-        visit, leave, fields = entry
-        if hooks:
-            for hook in hooks.get(t, ()):
-                hook(node)
-        if visit is not None and visit(builder, node) is False:
-            if leave is not None:
-                leave(builder, node)
-            return
-        for name in fields:
-            value = getattr(node, name)
-            vt = type(value)
-            kind = kinds.get(vt)
-            if kind is None:
-                kind = _kind(vt)
-            if kind == 1:
-                go(value)
-            elif kind == 2:
-                for child in value:
-                    ct = type(child)
-                    ck = kinds.get(ct)
-                    if ck is None:
-                        ck = _kind(ct)
-                    if ck == 1:
-                        go(child)
+    visit, leave, fields = _PLAN.get(t) or _plan(builder, t)
+    if hooks:
+        for hook in hooks.get(t, ()):
+            hook(node)
+    if visit is not None and visit(builder, node) is False:
         if leave is not None:
             leave(builder, node)
-
-    go(root)
+        return
+    kinds = _KIND
+    for name in fields:
+        value = getattr(node, name)
+        vt = type(value)
+        kind = kinds.get(vt)
+        if kind is None:
+            kind = _kind(vt)
+        if kind == 1:
+            _go(value, builder, hooks)
+        elif kind == 2:
+            for child in value:
+                ct = type(child)
+                ck = kinds.get(ct)
+                if ck is None:
+                    ck = _kind(ct)
+                if ck == 1:
+                    _go(child, builder, hooks)
+    if leave is not None:
+        leave(builder, node)

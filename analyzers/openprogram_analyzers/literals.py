@@ -22,38 +22,51 @@ def rebuild(
     ``name_value`` maps a Name/Attribute to a value (e.g. a type reference); by default they
     are opaque (except True/False/None).
     """
-    locs: Locations = {}
+    builder = _Rebuild(opaque, name_value)
+    return builder.walk(node, (), None), builder.locs
 
-    def walk(n: cst.BaseExpression, path: Path, key: cst.CSTNode | None) -> Any:
-        locs[path] = (key, n)
+
+class _Rebuild:
+    """The walk of :func:`rebuild` (methods, not nested functions calling each other: those
+    would be a reference cycle keeping the tree alive until the cyclic GC runs)."""
+
+    def __init__(self, opaque: Any, name_value: Callable[[cst.BaseExpression], Any] | None) -> None:
+        self.opaque = opaque
+        self.name_value = name_value
+        self.locs: Locations = {}
+
+    def walk(self, n: cst.BaseExpression, path: Path, key: cst.CSTNode | None) -> Any:
+        opaque = self.opaque
+        self.locs[path] = (key, n)
         if isinstance(n, cst.Dict):
             out: dict[Any, Any] = {}
             for el in n.elements:
                 if not isinstance(el, cst.DictElement):
                     out[opaque] = opaque
                     continue
-                k = walk_key(el.key)
+                k = self.walk_key(el.key)
                 try:
-                    out[k] = walk(el.value, (*path, k), el.key)
+                    out[k] = self.walk(el.value, (*path, k), el.key)
                 except TypeError:
                     out[opaque] = opaque
             return out
         if isinstance(n, (cst.List, cst.Tuple)):
             if any(isinstance(e, cst.StarredElement) for e in n.elements):
                 return opaque
-            items = [walk(e.value, (*path, i), None) for i, e in enumerate(n.elements)]
+            items = [self.walk(e.value, (*path, i), None) for i, e in enumerate(n.elements)]
             return items if isinstance(n, cst.List) else tuple(items)
-        return scalar(n)
+        return self.scalar(n)
 
-    def walk_key(k: cst.BaseExpression) -> Any:
-        v = scalar(k)
+    def walk_key(self, k: cst.BaseExpression) -> Any:
+        v = self.scalar(k)
         try:
             hash(v)
         except TypeError:
-            return opaque
+            return self.opaque
         return v
 
-    def scalar(n: cst.BaseExpression) -> Any:
+    def scalar(self, n: cst.BaseExpression) -> Any:
+        opaque = self.opaque
         if isinstance(n, cst.SimpleString):
             try:
                 return evaluated(n)
@@ -77,16 +90,13 @@ def rebuild(
         if isinstance(n, cst.Name) and n.value in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[n.value]
         if isinstance(n, cst.UnaryOperation) and isinstance(n.operator, cst.Minus):
-            inner = scalar(n.expression)
+            inner = self.scalar(n.expression)
             if isinstance(inner, (int, float)) and not isinstance(inner, bool):
                 return -inner
             return opaque
-        if isinstance(n, (cst.Name, cst.Attribute)) and name_value is not None:
-            return name_value(n)
+        if isinstance(n, (cst.Name, cst.Attribute)) and self.name_value is not None:
+            return self.name_value(n)
         return opaque
-
-    value = walk(node, (), None)
-    return value, locs
 
 
 def is_literal_string(node: cst.BaseExpression) -> bool:
@@ -104,7 +114,8 @@ def evaluated(node: cst.SimpleString | cst.Integer | cst.Float) -> Any:
     """``node.evaluated_value`` without compiling the common cases: libcst runs
     ``ast.literal_eval`` (a ``compile``) on every literal, a tenth of a file's analysis.
     A string without prefix (or ``u``/``r``), backslash or carriage return is its text
-    between the quotes; a decimal integer without underscores is ``int`` of its digits."""
+    between the quotes; a decimal integer without underscores is ``int`` of its digits; a
+    float literal is ``float`` of its text."""
     v = node.value
     if isinstance(node, cst.SimpleString):
         body = v.lstrip("uUrR")
@@ -113,6 +124,8 @@ def evaluated(node: cst.SimpleString | cst.Integer | cst.Float) -> Any:
             return body[q:-q]
     elif isinstance(node, cst.Integer) and v.isascii() and v.isdigit():
         return int(v)
+    elif isinstance(node, cst.Float):
+        return float(v)  # digits, ".", "e", a sign and "_": read by float() as by Python
     return node.evaluated_value
 
 
