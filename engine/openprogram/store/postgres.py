@@ -180,7 +180,7 @@ class PostgresBackend(StoreBackend):
         self._pin_limit = max(1, max_size // 2)
         self._pin_lock = threading.Lock()
         sync = "on" if synchronous_commit else "off"
-        options = {"autocommit": True, "options": f"-c synchronous_commit={sync}"}
+        options: dict[str, Any] = {"autocommit": True, "options": f"-c synchronous_commit={sync}"}
         try:  # one direct connection first: an unreachable server is a prompt, clear error
             psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S, **options).close()
         except Exception as exc:
