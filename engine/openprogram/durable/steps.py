@@ -23,10 +23,10 @@ import contextvars
 import inspect
 import json
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from hashlib import sha256
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from openprogram.branches import in_branch, new_fork
@@ -50,7 +50,8 @@ from openprogram.scope import (
     push_frame,
     set_output,
 )
-from openprogram.store.jsoncodec import make_dumps
+from openprogram.store.jsoncodec import dumps as _meta_dumps
+from openprogram.store.jsoncodec import fast_loads, make_dumps
 from openprogram.store.runs import StepCall, StepDone, StepNode
 
 if TYPE_CHECKING:
@@ -127,6 +128,10 @@ class Executor:
         self.steps_done = sum(1 for r in recorded if r.kind == "step" and r.status == "completed")
         self.executed = 0  # steps whose function ran in this execution
         self._lock = threading.Lock()
+        # a step's result is committed as soon as it returns (durability ``eager``)
+        self.eager = not db.defer_results
+        # the session writer last found to write through ``db`` (see _run_step)
+        self.joined_writer: object = None
 
     # -- control -------------------------------------------------------------------
     def check_control(self, scope: Scope, name: str, occurrence: int) -> None:
@@ -298,14 +303,21 @@ def _result_json(kind: str, name: str, value: Any) -> str:
 
 
 # -- step ------------------------------------------------------------------------------
+_GOOD_NAMES: set[str] = set()  # step names that passed _check_name
+
+
 def step(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     """Run ``fn(*args, **kwargs)`` as a checkpointed step named ``name``; returns its result.
 
     Inputs and the result must be JSON. In a resumed run a completed step returns its
     saved result without calling ``fn``.
     """
-    _check_name("step", name)
-    _check_fn("step", name, fn)
+    if name.__class__ is not str or name not in _GOOD_NAMES:
+        _check_name("step", name)
+        if len(_GOOD_NAMES) < 4096:
+            _GOOD_NAMES.add(name)
+    if fn not in _CHECKED_FNS:
+        _check_fn("step", name, fn)
     cur = _current.get()
     if cur is None:
         return fn(*args, **kwargs)
@@ -313,14 +325,14 @@ def step(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any
     input_json = _input_text("step", name, args, kwargs)
     input_hash = sha256(input_json.encode()).hexdigest()
     pos, occ, key = scope.next_identity(name)
-    if (scope.path, pos) in ex.recorded:
+    if ex.recorded and (scope.path, pos) in ex.recorded:
         # Replaying a recorded step reads nothing from the store (no round trip per step on
         # a resume); cancel, pause and the lease are checked when the next step dispatches.
         rec = ex.match(scope, "step", name, pos, occ, input_hash)
         assert rec is not None
         if rec.status == "completed":
             ex.progress("skipped", key)
-            return json.loads(rec.result) if rec.result is not None else None
+            return fast_loads(rec.result) if rec.result is not None else None
         if rec.status == "dispatched" and not ex.rerun_uncertain:
             raise RunPaused(
                 "uncertain",
@@ -363,21 +375,25 @@ def _run_step(
     """
     db = ex.db
     writer = current_writer()
-    if not db.owns(writer) or not _plain_writer(writer):
-        return _run_step_unjoined(ex, scope, name, key, pos, occ, input_hash, fn, args, kwargs)
+    if writer is not ex.joined_writer:
+        if not db.owns(writer) or not _plain_writer(writer):
+            return _run_step_unjoined(
+                ex, scope, name, key, pos, occ, input_hash, fn, args, kwargs
+            )  # fmt: skip
+        ex.joined_writer = writer
     assert writer is not None
     run_id = ex.run_id
     parent = current_frame()
     call = StepCall(key, scope.path, pos, "step", name, occ, input_hash)
     spec = None
     if parent is None or not parent.hidden:
+        meta = code_metadata(None, {})  # as call_scope writes it (the forks of its branch)
         spec = StepNode(
             writer.session_id,
             name,
-            {"args": list(args), "kwargs": kwargs},
             input_json,
             nearest_node_id(parent),
-            code_metadata(None, {}),  # as call_scope writes it (the forks of its branch)
+            _meta_dumps(meta) if meta else "{}",
         )
     # previous result + identity + running node: one commit
     dispatched, node = db.write_step(run_id, ex.token, scope.pending, call, spec)
@@ -386,22 +402,26 @@ def _run_step(
         ex.check_control(scope, name, occ)  # raises: cancelled, pause asked, lease lost
         # the state changed back meanwhile
         dispatched, node = db.write_step(run_id, ex.token, None, call, spec)
-    frame = Frame(name, parent, None, writer, None if node is None else node.id, {})
+    node_id = None
+    frame = Frame(name, parent, None, writer)
     if node is not None:
-        frame.start_seq = node.seq
+        node_id = frame.node_id = node[0]
+        frame.start_seq = node[1]
     token = _current.set(None)  # nested step() calls inside a step run plainly
     rtoken = _run_id.set(run_id)
     ftoken = push_frame(frame)
-    started = time.perf_counter()
+    on_progress = ex.on_progress
+    started = perf_counter()
     try:
-        ex.progress("start", key)
+        if on_progress is not None:
+            on_progress("start", key)
         value = fn(*args, **kwargs)
         text = _result_json("step", name, value)
     except BaseException as exc:
         try:
-            if node is not None:
-                status, output, meta = exit_record(exc, round(time.perf_counter() - started, 6))
-                writer.update(node.id, output=output, status=status, metadata=meta)
+            if node_id is not None:
+                status, output, meta = exit_record(exc, round(perf_counter() - started, 6))
+                writer.update(node_id, output=output, status=status, metadata=meta)
         finally:
             if not _keeps_step_open(exc):
                 db.fail_step(run_id, key, f"{type(exc).__name__}: {exc}")
@@ -410,13 +430,17 @@ def _run_step(
         pop_frame(ftoken)
         _run_id.reset(rtoken)
         _current.reset(token)
-    duration = round(time.perf_counter() - started, 6)
-    scope.pending = StepDone(key, text, None if node is None else node.id, duration)
-    if not db.defer_results:
+    # seconds to 6 decimals, as round(d, 6) gives them (without its decimal conversion)
+    duration = round((perf_counter() - started) * 1e6) / 1e6
+    scope.pending = StepDone(key, text, node_id, duration)
+    if ex.eager:
         flush(ex, scope)  # the result is saved before the orchestration goes on
     ex.executed += 1
-    ex.progress("done", key)
-    return json.loads(text)
+    with ex._lock:
+        ex.steps_done += 1
+    if on_progress is not None:
+        on_progress("done", key)
+    return fast_loads(text)  # a fresh value, as a resume returns it
 
 
 def _plain_writer(writer: Any) -> bool:

@@ -19,7 +19,6 @@ from typing import Any
 from openprogram.contract.runs import Durability, RunStatus
 from openprogram.errors import StoreError
 from openprogram.store.lease import Owner
-from openprogram.store.models import Node
 from openprogram.store.postgres import (
     APPEND_CTES,
     APPEND_INSERT,
@@ -129,7 +128,7 @@ class PostgresRunStore(RunStore):
         done: StepDone | None,
         call: StepCall | None,
         node: StepNode | None = None,
-    ) -> tuple[bool, Node | None]:
+    ) -> tuple[bool, tuple[str, int] | None]:
         now = time.time()
         nid = new_id() if node is not None else None
         rows = self._q(
@@ -154,10 +153,10 @@ class PostgresRunStore(RunStore):
                 "pred_default": True, "pred": None,
                 "input": None if node is None else node.input_json,
                 "output": None, "status": "running",
-                "meta": json.dumps(node.metadata) if node is not None and node.metadata else "{}",
+                "meta": "{}" if node is None else node.meta_json,
             },
         )  # fmt: skip
-        dispatched, seq, pred = rows[0]
+        dispatched, seq, _ = rows[0]
         if not dispatched or node is None:
             return bool(dispatched), None
         if seq is None:
@@ -166,10 +165,7 @@ class PostgresRunStore(RunStore):
                 f"{self.location}; its step '{node.name}' was recorded without its node"
             )
         assert nid is not None
-        return True, Node(
-            nid, node.session_id, seq, "code", node.name, node.caller_id, pred, node.input,
-            None, "running", dict(node.metadata), now, now,
-        )  # fmt: skip
+        return True, (nid, seq)
 
     # -- runs ----------------------------------------------------------------------
     def insert_run(

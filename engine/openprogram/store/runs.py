@@ -71,13 +71,12 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from openprogram.contract.runs import DURABILITY_MODES, Durability, Policy
 from openprogram.errors import StoreError
 from openprogram.store.lease import Owner
-from openprogram.store.models import Node
 from openprogram.store.run_views import GraphNodeRow, graph_node_row, step_view_object
 
 __all__ = [
@@ -212,7 +211,7 @@ def run_from_row(row: Any) -> RunRecord:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StepDone:
     """A returned step whose result is not committed yet: its key, its result as JSON
     text (also its DAG node's output), its running node (``None``: none) and the
@@ -224,7 +223,7 @@ class StepDone:
     duration: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StepCall:
     """The identity of a called step, recorded ``dispatched`` before its function runs."""
 
@@ -237,18 +236,18 @@ class StepCall:
     input_hash: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StepNode:
-    """The step's running ``code`` node in the session DAG (``input_json``: the JSON text
-    of ``input``, the canonical text the input hash was computed from; ``metadata``: as
-    :func:`openprogram.scope.code_metadata` builds it)."""
+    """The step's running ``code`` node in the session DAG, as JSON text: ``input_json``
+    the canonical text the input hash was computed from (``{"args": [...], "kwargs":
+    {...}}``), ``meta_json`` the metadata :func:`openprogram.scope.code_metadata` builds
+    (``"{}"`` when empty)."""
 
     session_id: str
     name: str
-    input: Any
     input_json: str
     caller_id: str | None
-    metadata: dict[str, Any] = field(default_factory=dict)
+    meta_json: str = "{}"
 
 
 class RunStore(ABC):
@@ -296,11 +295,11 @@ class RunStore(ABC):
         done: StepDone | None,
         call: StepCall | None,
         node: StepNode | None = None,
-    ) -> tuple[bool, Node | None]:
+    ) -> tuple[bool, tuple[str, int] | None]:
         """One commit, by the execution holding the lease ``token``, of: the result of the
         step ``done`` (``completed``) and its node's exit; the dispatch of ``call``
         (``dispatched``) and, when it is written, ``node`` appended as its running DAG
-        node. Returns ``(dispatched, node)``. ``call`` is not written (``False``) when the
+        node. Returns ``(dispatched, (node id, node seq) or None)``. ``call`` is not written (``False``) when the
         run was cancelled, a cancel or a pause was requested or this execution lost its
         lease — ``done`` is written all the same (unless the lease was lost). All or
         nothing: on any error nothing of it is committed."""

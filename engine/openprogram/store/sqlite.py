@@ -788,9 +788,12 @@ class SqliteBackend(StoreBackend):
         """Mark a running node ``completed`` with ``output_json`` (JSON text) and merge
         ``duration_s`` into its metadata: one statement on ``conn`` (the caller's
         transaction, or autocommit). Same row as :meth:`update_node` would write."""
-        self._open_nodes.pop(node_id, None)
+        if self._open_nodes:
+            self._open_nodes.pop(node_id, None)
+        d = duration_s
+        d_json = repr(d) if d.__class__ is float and d - d == 0 else _dumps(d)  # finite: repr
         try:
-            conn.execute(_FINISH_SQL, (now, output_json, _dumps(duration_s), node_id))
+            conn.execute(_FINISH_SQL, (now, output_json, d_json, node_id))
         except sqlite3.OperationalError as exc:
             if "json" not in str(exc).lower():
                 raise self._error(exc) from None

@@ -18,9 +18,7 @@ from typing import Any
 
 from openprogram.contract.runs import Durability, RunStatus
 from openprogram.errors import StoreError
-from openprogram.store.base import UNSET
 from openprogram.store.lease import Owner
-from openprogram.store.models import Node
 from openprogram.store.runs import (
     RUN_COLUMNS,
     STEP_COLUMNS,
@@ -227,22 +225,23 @@ class SqliteRunStore(RunStore):
         done: StepDone | None,
         call: StepCall | None,
         node: StepNode | None = None,
-    ) -> tuple[bool, Node | None]:
+    ) -> tuple[bool, tuple[str, int] | None]:
         backend = self.backend
         conn = backend.connection()
+        execute = conn.execute
         now = time.time()
+        dispatched = False
+        appended = None
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            execute("BEGIN IMMEDIATE")
             try:
                 if done is not None:
-                    conn.execute(_COMPLETE_FENCED_SQL, (done.text, now, run_id, done.key, token))
+                    execute(_COMPLETE_FENCED_SQL, (done.text, now, run_id, done.key, token))
                     if done.node_id is not None:
                         backend.finish_node(conn, done.node_id, done.text, done.duration, now)
-                dispatched = False
-                appended = None
                 if call is not None:
                     dispatched = (
-                        conn.execute(
+                        execute(
                             _DISPATCH_CHECKED_SQL,
                             (
                                 run_id, call.key, call.scope, call.position, call.kind,
@@ -251,17 +250,15 @@ class SqliteRunStore(RunStore):
                         ).rowcount
                         == 1
                     )  # fmt: skip
-                if dispatched and node is not None:
-                    appended = backend.append_node(
-                        node.session_id, "code", node.name, node_id=None,
-                        input=node.input, output=None, status="running", metadata=node.metadata,
-                        caller_id=node.caller_id, predecessor_id=UNSET, move_head=True,
-                        now=now, input_json=node.input_json,
-                    )  # fmt: skip
-                conn.execute("COMMIT")
+                    if dispatched and node is not None:
+                        appended = backend.append_json(
+                            node.session_id, "code", node.name, node.caller_id,
+                            node.input_json, None, "running", node.meta_json, now,
+                        )  # fmt: skip
+                execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                    execute("ROLLBACK")
                 raise
         except sqlite3.Error as exc:
             raise backend._error(exc) from None
