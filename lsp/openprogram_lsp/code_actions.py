@@ -18,7 +18,7 @@ from pygls.workspace import TextDocument
 
 from .analysis import AnalysisResult
 from .diagnostics import SOURCE
-from .positions import finding_range, offset_of
+from .positions import finding_range, offset_of, split_lines
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
@@ -67,7 +67,7 @@ def actions_for(
     only_codes: set[str] | None,
     diags: dict[tuple[str, int], types.Diagnostic],
 ) -> list[types.CodeAction]:
-    lines = result.text.splitlines(keepends=True)
+    lines = split_lines(result.text)
     out: list[types.CodeAction] = []
     fixes: list[types.CodeAction] = []
     for f in result.findings:
@@ -108,7 +108,7 @@ def _wants(only: Sequence[str] | None, kind: str) -> bool:
 
 def apply_text_edits(text: str, edits: Sequence[Any]) -> str:
     """``text`` with analyzer edits (1-based, code points) applied, last first."""
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
 
     def offset(line: int, col: int) -> int:
         if line - 1 >= len(lines):
@@ -158,7 +158,7 @@ async def fix_all_text(ls: OpenProgramLanguageServer, uri: str, doc: TextDocumen
 
 
 def _whole_document_edit(uri: str, doc: TextDocument, new_text: str) -> types.WorkspaceEdit:
-    lines = doc.source.splitlines(keepends=True)
+    lines = doc.lines
     end = types.Position(line=len(lines), character=0)
     return types.WorkspaceEdit(
         document_changes=[
@@ -238,7 +238,7 @@ def register(server: OpenProgramLanguageServer) -> None:
         fix = finding.fix if kind == "fix" else suppression(result.text, finding)
         if fix is None or not fix.edits:
             return {"applied": False, "error": f"{code} has no {kind} edit"}
-        lines = result.text.splitlines(keepends=True)
+        lines = split_lines(result.text)
         edit = workspace_edit(fix, uri, lines, doc, result.version)
         response = await ls.workspace_apply_edit_async(
             types.ApplyWorkspaceEditParams(edit=edit, label=fix.description)

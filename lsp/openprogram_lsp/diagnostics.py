@@ -23,7 +23,7 @@ from .analysis import AnalysisResult, analyze
 from .documents import DocumentState
 from .full_worker import FullAnalysisWorker, WorkerCrashed
 from .incremental import IncrementalAnalyzer
-from .positions import finding_range
+from .positions import finding_range, split_lines
 
 if TYPE_CHECKING:
     from openprogram_analyzers.program import ProgramModel
@@ -346,7 +346,7 @@ class DiagnosticsEngine:
         return result
 
     def diagnostics_for(self, result: AnalysisResult, doc: TextDocument) -> list[types.Diagnostic]:
-        lines = result.text.splitlines(keepends=True)
+        lines = split_lines(result.text)
         docs_url = self.server.settings_for(result.uri).rule_docs_url
         return to_diagnostics(result, lines, doc, docs_url)
 

@@ -25,6 +25,8 @@ from typing import Any
 
 from openprogram.contract.suppressions import file_level_codes
 
+from .positions import LINE_BREAK
+
 _TOKEN = re.compile(r"\"\"\"|'''|\"|'|#|[()\[\]{}]|\\\r?\n|\r\n|\n|\r")
 _STR_END = {
     '"""': re.compile(r'\\.|"""', re.S),
@@ -32,7 +34,6 @@ _STR_END = {
     '"': re.compile(r'\\.|"|\r|\n', re.S),
     "'": re.compile(r"\\.|'|\r|\n", re.S),
 }
-_NEWLINE = re.compile(r"\r\n|\n|\r")
 _CONTINUATION = re.compile(r"(else|elif|except|finally)\b")
 _IMPORT = re.compile(r"(import|from)\s")
 CACHE_BYTES = 2 * 1024 * 1024  # chunk texts cached per document (bytes, not entries)
@@ -46,7 +47,7 @@ class Chunk:
 
     @property
     def n_lines(self) -> int:
-        return len(_NEWLINE.findall(self.text)) + (0 if _ends_newline(self.text) else 1)
+        return len(LINE_BREAK.findall(self.text)) + (0 if _ends_newline(self.text) else 1)
 
 
 def _ends_newline(text: str) -> bool:
@@ -95,7 +96,7 @@ def _starts(
                     break
             continue
         if tok == "#":
-            nl = _NEWLINE.search(text, pos)
+            nl = LINE_BREAK.search(text, pos)
             pos = nl.start() if nl else n
             continue
         if tok in "([{":
@@ -132,7 +133,7 @@ def _chunks(text: str, starts: list[int]) -> list[Chunk]:
         piece = text[begin:stop]
         if piece or not chunks:
             chunks.append(Chunk(line, piece))
-        line += piece.count("\n") if plain else len(_NEWLINE.findall(piece))
+        line += piece.count("\n") if plain else len(LINE_BREAK.findall(piece))
     return chunks
 
 
@@ -273,7 +274,7 @@ class IncrementalAnalyzer:
         chunks = self._chunker.split(text)
         imports = [c for c in chunks if _IMPORT.match(c.text)]
         context = "".join(c.text if _ends_newline(c.text) else c.text + "\n" for c in imports)
-        ctx_lines = len(_NEWLINE.findall(context))
+        ctx_lines = len(LINE_BREAK.findall(context))
         # keyed by a digest: a key holding the context text kept one copy per entry
         ctx_key = hashlib.blake2b(context.encode("utf-8", "surrogatepass"), digest_size=16)
         ctx_digest = ctx_key.digest()

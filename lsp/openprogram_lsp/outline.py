@@ -10,11 +10,14 @@ code points. ``build_outline`` returns None when the document does not parse.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from openprogram_analyzers.program import ProgramModel, StepFact, callee_text
 
-from .positions import byte_col_to_char
+from .positions import LINE_BREAK, byte_col_to_char
+
+_HEADER = re.compile(r"(?:async\s+)?(?:def|class)\s+")
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,8 @@ class _Builder:
         line = node.lineno - 1
         text = self.lines[line] if line < len(self.lines) else ""
         start = self.col(line, node.col_offset)
-        idx = text.find(node.name, start)
+        keyword = _HEADER.match(text, start)  # not the "f" of "def" for ``def f``
+        idx = text.find(node.name, keyword.end() if keyword else start)
         if idx < 0:
             return self.span(node)
         return Span(line, idx, line, idx + len(node.name))
@@ -180,7 +184,7 @@ def build_outline(
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             return None
     model = model or ProgramModel()
-    b = _Builder(text.splitlines())
+    b = _Builder(LINE_BREAK.split(text))  # ast's lines: a form feed is not a break
     classes: list[ClassInfo] = []
     functions: list[FunctionInfo] = []
     entries_node: ast.expr | None = None

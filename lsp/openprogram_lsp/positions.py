@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
+
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+"""A line break as LSP and Python's tokenizer count them: ``str.splitlines`` also splits
+at a form feed (a PEP 8 page break), a vertical tab, U+2028 and a few more, which would
+shift every position after one."""
+_OTHER_SPLITLINES_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+def split_lines(text: str) -> list[str]:
+    """``text``'s lines with their endings, broken only where ``LINE_BREAK`` matches."""
+    if _OTHER_SPLITLINES_BREAKS.search(text) is None:
+        return text.splitlines(keepends=True)  # the same lines, faster
+    return _LINE.findall(text)
 
 
 def line_text(lines: Sequence[str], line: int) -> str:

@@ -45,6 +45,7 @@ from .diagnostics import DiagnosticsEngine
 from .documents import DocumentState
 from .outline import Outline, build_outline
 from .raw_json import RawJSON, send_raw_response
+from .workspace import use_client_lines
 
 log = logging.getLogger(__name__)
 EXIT_GRACE_S = 5.0  # after `exit`, the process ends within this even if teardown hangs
@@ -364,6 +365,7 @@ def _is_pyproject(uri: str) -> bool:
 def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: OpenProgramLanguageServer, params: types.InitializeParams) -> None:
+        use_client_lines(ls.workspace)
         parsed, errors = parse_client_settings(params.initialization_options)
         ls.init_settings = parsed
         ls.recompute_settings()

@@ -229,7 +229,7 @@ def _crash_trial(folder: Path, seed: int) -> Trial:
 
 @pytest.mark.slow
 def test_200_step_chain_killed_at_random_points(tmp_path: Path) -> None:
-    trials = int(os.environ.get("OPENPROGRAM_CRASH_TRIALS", "50"))
+    trials = int(os.environ.get("OPENPROGRAM_CRASH_TRIALS", "20"))
     folders = [tmp_path / f"t{i}" for i in range(trials)]
     for f in folders:
         f.mkdir()

@@ -107,6 +107,14 @@ def _runs(dsn: str) -> dict[str, tuple[str, str | None, str | None]]:
         return {r.id: (r.status, r.pause_reason, r.paused_step) for r in runs.list_runs()}
 
 
+def _error(dsn: str, run_id: str) -> str | None:
+    runs = read_run_store(dsn)
+    assert runs is not None
+    with runs:
+        record = runs.get_run(run_id)
+        return record.error if record is not None else None
+
+
 def _completed_steps(dsn: str, run_id: str) -> list[int]:
     runs = read_run_store(dsn)
     assert runs is not None
@@ -134,7 +142,7 @@ def _check_no_rerun_no_loss(work: Path, dsn: str, tags: dict[str, str], n: int) 
     for tag, rid in tags.items():
         status, reason, _ = _runs(dsn)[rid]
         states[f"{status}/{reason}" if reason else status] += 1
-        assert status in ("completed", "paused"), (tag, status)
+        assert status in ("completed", "paused"), (tag, status, _error(dsn, rid))
         if status == "paused":
             assert reason == "uncertain", (tag, reason)
         done = _completed_steps(dsn, rid)

@@ -442,3 +442,41 @@ PROGRAM_ENTRIES = ["report"]
     assert calls(prog_dir) == ["a 4", "b 5", "b 5"]
     (run,) = list_runs(store=store)
     assert run.function_qualname == "Reporter.report"
+
+
+SLOW_IMPORT = """
+import time
+
+from openprogram import step
+
+time.sleep(0.3)  # a Program whose import takes a while (loading a model, a big table)
+
+
+def double(x: int) -> int:
+    return 2 * x
+
+
+def main(x: int) -> int:
+    return step("double", double, x)
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+def test_runs_started_from_several_threads_share_one_complete_import(
+    prog_dir: Path, store: str
+) -> None:
+    """Threads starting runs of the same Program (a web app, a worker with --concurrency)
+    all see the whole module: a thread arriving while another was still importing it got
+    the half-executed module ("'main' is not in PROGRAM_ENTRIES; entries: none")."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = prog_dir / "slow_import.py"
+    path.write_text(SLOW_IMPORT, encoding="utf-8")
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        outcomes = list(pool.map(lambda x: start_run(ref(path), {"x": x}, store=store), range(4)))
+    assert [(o.status, o.result, o.error) for o in outcomes] == [
+        ("completed", 2 * x, None) for x in range(4)
+    ]

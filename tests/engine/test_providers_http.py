@@ -422,3 +422,27 @@ async def test_async_connection_refused(closed_port_url: str, sleeps: RecordedSl
         with pytest.raises(ProviderError, match="cannot connect"):
             await rt.aexec("hi")
     assert len(sleeps.delays) == 1
+
+
+def test_no_retry_when_the_attempts_used_up_the_whole_deadline(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    """With no backoff in the call's budget (``base_s=0``), a timed-out attempt that ran a
+    little past its timeout leaves no room for another full attempt: the error says so
+    (not "the next try is in 0 s")."""
+    server.reply_raw("{}", delay_s=1.0, content_type="application/json")
+    model = "gpt-test" if server.wire == "openai" else "claude-test"
+    with Runtime(
+        f"{server.wire}:{model}",
+        base_url=server.base_url,
+        api_key=SENTINEL_KEY,
+        retry=sleeps.policy(max_retries=1, base_s=0.0),
+        timeout_s=0.2,
+    ) as rt:
+        with pytest.raises(ProviderError) as info:
+            rt.exec("hi")
+    message = str(info.value)
+    assert "not retried: the call's deadline leaves no time for 1 more attempt of up to 0.2 s" in (
+        message
+    ), message
+    assert "next try" not in message and sleeps.delays == [] and len(server.requests) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -111,7 +112,8 @@ def rec_of(client: LanguageClient) -> Recorder:
 
 
 def offset(text: str, pos: types.Position) -> int:
-    lines = text.splitlines(keepends=True)
+    # an LSP client's lines: str.splitlines would also break at a form feed
+    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+", text)
     if pos.line >= len(lines):
         return len(text)
     return sum(len(s) for s in lines[: pos.line]) + min(

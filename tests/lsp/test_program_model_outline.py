@@ -4,9 +4,10 @@ way users write Programs: import aliases, a resumable method inherited from a ba
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
-from lsp_harness import change_range, open_doc, rec_of, wait_for
+from lsp_harness import change_range, diags_for, open_doc, rec_of, wait_for
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -220,3 +221,83 @@ async def test_lenses_and_symbols_where_a_guess_from_names_is_wrong(
         "crawler.fetch": lines.index("    def fetch(self, url: str) -> str:"),
         "prepare": lines.index("def prepare(topic: str) -> str:"),
     }
+
+
+FORM_FEED = """\
+from openprogram import step
+\f
+
+def f(x: int) -> int:
+    return x
+
+
+def main() -> int:
+    return step("a", f, 1)
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+async def test_names_and_steps_after_a_form_feed_and_a_one_letter_name(
+    client: LanguageClient, workspace: Path
+) -> None:
+    """PEP 8 page breaks (a form feed line) are not line breaks for Python: the symbols
+    after one kept their lines; ``def f`` selects ``f``, not the ``f`` of ``def``."""
+    uri = (workspace / "paged.py").as_uri()
+    open_doc(client, uri, FORM_FEED)
+    syms = await _symbols(client, uri)
+    lines = FORM_FEED.split("\n")
+    f_line = lines.index("def f(x: int) -> int:")
+    sel = syms["f"].selection_range
+    assert (sel.start.line, sel.start.character, sel.end.character) == (f_line, 4, 5)
+    [step_sym] = syms["main"].children or []
+    assert step_sym.name == 'step "a"'
+    assert step_sym.range.start.line == lines.index('    return step("a", f, 1)')
+
+
+async def test_an_edit_after_a_form_feed_lands_on_the_clients_line(
+    client: LanguageClient, workspace: Path
+) -> None:
+    """The server's copy of a document stays the editor's: an incremental edit below a
+    page break changes the line the client named (pygls's own split counted the form
+    feed as a line break and applied it one line too high)."""
+    uri = (workspace / "paged_edit.py").as_uri()
+    open_doc(client, uri, FORM_FEED)
+    await _symbols(client, uri)
+    line = FORM_FEED.split("\n").index('    return step("a", f, 1)')
+    col = len('    return step("')
+    change_range(client, uri, (line, col), (line, col + 1), "b")
+    expected = 'step "b"'
+
+    async def step_names() -> list[str]:
+        syms = await _symbols(client, uri)
+        return [c.name for c in syms["main"].children or []]
+
+    async def renamed() -> bool:
+        return await step_names() == [expected]
+
+    for _ in range(200):
+        if await renamed():
+            break
+        await asyncio.sleep(0.02)
+    assert await step_names() == [expected]
+    [sym] = (await _symbols(client, uri))["main"].children or []
+    assert sym.range.start.line == line
+
+
+async def test_a_finding_below_a_form_feed_is_on_its_own_line(
+    client: LanguageClient, workspace: Path
+) -> None:
+    """Diagnostics below a page break point at the line the editor shows."""
+    text = FORM_FEED.replace(
+        '    return step("a", f, 1)',
+        '    #\n    started = time.time()\n    return step("a", f, started)',
+    ).replace("from openprogram import step\n", "import time\n\nfrom openprogram import step\n")
+    uri = (workspace / "paged_finding.py").as_uri()
+    open_doc(client, uri, text)
+    diags = await diags_for(client, uri, 1)
+    [op205] = [d for d in diags if d.code == "OP205"]
+    line = text.split("\n").index("    started = time.time()")
+    assert (op205.range.start.line, op205.range.start.character) == (line, len("    started = "))

@@ -15,6 +15,7 @@ import importlib.util
 import inspect
 import os
 import sys
+import threading
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -92,6 +93,20 @@ def load_program(kind: str, location: str) -> types.ModuleType:
     path = Path(location).resolve()
     if not path.is_file():
         raise EntryError(f"{location}: Program file not found")
+    with _file_lock(path):  # one thread imports it; the others then see the whole module
+        return _load_file(path, location)
+
+
+_FILE_LOCKS: dict[Path, threading.RLock] = {}
+_FILE_LOCKS_GUARD = threading.Lock()
+
+
+def _file_lock(path: Path) -> threading.RLock:
+    with _FILE_LOCKS_GUARD:
+        return _FILE_LOCKS.setdefault(path, threading.RLock())
+
+
+def _load_file(path: Path, location: str) -> types.ModuleType:
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]
     name = f"_openprogram_program_{path.stem}_{digest}"
     st = path.stat()
@@ -106,7 +121,6 @@ def load_program(kind: str, location: str) -> types.ModuleType:
     if spec is None or spec.loader is None:  # pragma: no cover - not a Python file
         raise EntryError(f"{location}: cannot load as a Python module")
     module = importlib.util.module_from_spec(spec)
-    module.__openprogram_signature__ = signature  # type: ignore[attr-defined]
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
@@ -116,6 +130,7 @@ def load_program(kind: str, location: str) -> types.ModuleType:
     except (Exception, SystemExit) as exc:  # SystemExit: not the Program's exit code for the CLI
         del sys.modules[name]
         raise EntryError(f"{location}: importing the Program failed: {exc!r}") from None
+    module.__openprogram_signature__ = signature  # type: ignore[attr-defined]  # complete now
     return module
 
 

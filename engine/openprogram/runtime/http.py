@@ -400,13 +400,17 @@ class JsonTransport:
         if last.asked is None and wanted > left:
             delay = wanted = max(0.0, left)
         if wanted > left:
-            asked = "the server asked to wait" if last.asked is not None else "the next try is in"
-            raise self._final_error(
-                last,
-                attempt,
-                f"not retried: {asked} {wanted:g} s, but only {max(left, 0.0):.1f} s of the "
-                "call's deadline are left for waiting",
-            )
+            if last.asked is not None:
+                why = (
+                    f"the server asked to wait {wanted:g} s, but only {max(left, 0.0):.1f} s "
+                    "of the call's deadline are left for waiting"
+                )
+            else:  # the attempts so far overran the whole backoff budget
+                why = (
+                    f"the call's deadline leaves no time for {attempts_left} more "
+                    f"attempt{'s' if attempts_left != 1 else ''} of up to {timeout:g} s"
+                )
+            raise self._final_error(last, attempt, f"not retried: {why}")
         self._log_retry(last, delay, attempt)
         return delay
 

@@ -144,6 +144,11 @@ def _node(row: Sequence[Any]) -> Node:
     )  # fmt: skip
 
 
+CONNECT_TIMEOUT_S = 10
+"""How long opening a store waits for the server to answer (``connect_timeout`` in the
+URL, if given, wins: libpq reads the URL's own parameter over this default)."""
+
+
 class PostgresBackend(StoreBackend):
     """Sessions and nodes in a PostgreSQL database (see module docstring)."""
 
@@ -175,12 +180,17 @@ class PostgresBackend(StoreBackend):
         self._pin_limit = max(1, max_size // 2)
         self._pin_lock = threading.Lock()
         sync = "on" if synchronous_commit else "off"
+        options: dict[str, Any] = {"autocommit": True, "options": f"-c synchronous_commit={sync}"}
+        try:  # one direct connection first: an unreachable server is a prompt, clear error
+            psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S, **options).close()
+        except Exception as exc:
+            raise self._error(exc) from None
         try:
             self.pool = ConnectionPool(
                 url,
                 min_size=1,
                 max_size=max_size,
-                kwargs={"autocommit": True, "options": f"-c synchronous_commit={sync}"},
+                kwargs=options,
                 check=check_idle,
                 open=True,
                 timeout=30.0,
