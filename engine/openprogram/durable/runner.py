@@ -200,7 +200,7 @@ def _execute_leased(
         Executor(
             db,
             run_id,
-            db.load_steps(run_id),
+            db.replay_steps(run_id),
             token=lease,
             rerun_uncertain=rerun_uncertain,
             on_progress=on_progress,

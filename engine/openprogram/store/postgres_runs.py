@@ -27,6 +27,7 @@ from openprogram.store.postgres import (
     new_id,
 )
 from openprogram.store.runs import (
+    REPLAY_COLUMNS,
     RUN_COLUMNS,
     STEP_COLUMNS,
     RunRecord,
@@ -388,6 +389,10 @@ class PostgresRunStore(RunStore):
             f"SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = %s ORDER BY scope, position",
             (run_id,),
         )
+        return [StepRecord(*r) for r in rows]
+
+    def replay_steps(self, run_id: str) -> list[StepRecord]:
+        rows = self._q(f"SELECT {REPLAY_COLUMNS} FROM run_steps WHERE run_id = %s", (run_id,))
         return [StepRecord(*r) for r in rows]
 
     def top_level_steps(self, run_id: str) -> list[StepRecord]:

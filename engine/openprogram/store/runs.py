@@ -178,6 +178,8 @@ STEP_COLUMNS = (
     "step_key, scope, position, kind, name, occurrence, input_hash, status, result, "
     "started_at, finished_at"
 )
+#: The columns of :data:`STEP_COLUMNS` an execution replays (no timestamps).
+REPLAY_COLUMNS = "step_key, scope, position, kind, name, occurrence, input_hash, status, result"
 
 
 def run_from_row(row: Any) -> RunRecord:
@@ -426,6 +428,11 @@ class RunStore(ABC):
     @abstractmethod
     def load_steps(self, run_id: str) -> list[StepRecord]:
         """Every step record of a run, ordered by scope and position."""
+
+    @abstractmethod
+    def replay_steps(self, run_id: str) -> list[StepRecord]:
+        """Every step record of a run as an execution replays them: no timestamps, in no
+        particular order (a 10,000-step resume reads and decodes only what it uses)."""
 
     @abstractmethod
     def top_level_steps(self, run_id: str) -> list[StepRecord]:

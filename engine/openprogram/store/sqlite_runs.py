@@ -20,6 +20,7 @@ from openprogram.contract.runs import Durability, RunStatus
 from openprogram.errors import StoreError
 from openprogram.store.lease import Owner
 from openprogram.store.runs import (
+    REPLAY_COLUMNS,
     RUN_COLUMNS,
     STEP_COLUMNS,
     GraphNodeRow,
@@ -507,6 +508,12 @@ class SqliteRunStore(RunStore):
         rows = self._exec(
             f"SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = ? ORDER BY scope, position",
             (run_id,),
+        ).fetchall()
+        return [StepRecord(*r) for r in rows]
+
+    def replay_steps(self, run_id: str) -> list[StepRecord]:
+        rows = self._exec(
+            f"SELECT {REPLAY_COLUMNS} FROM run_steps WHERE run_id = ?", (run_id,)
         ).fetchall()
         return [StepRecord(*r) for r in rows]
 

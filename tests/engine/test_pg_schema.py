@@ -1,0 +1,59 @@
+"""The PostgreSQL schema's migrations on a real server: a store created before schema v2
+migrates with its runs intact, and deleting a run deletes its step records (a trigger
+since v2, which dropped the per-step foreign-key lock)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+
+from openprogram.durable import start_run
+from openprogram.store.pg_migrations import PG_MIGRATIONS, migrate
+from openprogram.store.runs import read_run_store
+
+PROGRAM = """
+from openprogram import step
+
+
+def double(x: int) -> int:
+    return 2 * x
+
+
+def main(n: int) -> int:
+    return sum(step("double", double, i) for i in range(n))
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+def _steps(dsn: str, run_id: str) -> list[tuple[str, str]]:
+    runs = read_run_store(dsn)
+    assert runs is not None
+    with runs:
+        return sorted((s.step_key, s.status) for s in runs.load_steps(run_id))
+
+
+def test_a_v1_store_migrates_and_deleting_a_run_deletes_its_steps(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        migrate(conn, PG_MIGRATIONS[:1], pg_dsn)  # a store made by the first release
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM, encoding="utf-8")
+    kept = start_run(f"{prog}:main", {"n": 2}, store=pg_dsn)  # opening it migrates
+    gone = start_run(f"{prog}:main", {"n": 3}, store=pg_dsn)
+    assert (kept.status, kept.result, gone.status, gone.result) == (
+        "completed", 2, "completed", 6,
+    )  # fmt: skip
+    assert _steps(pg_dsn, gone.run_id) == [
+        ("double#0", "completed"), ("double#1", "completed"), ("double#2", "completed"),
+    ]  # fmt: skip
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        versions = [v for (v,) in conn.execute("SELECT version FROM schema_version")]
+        assert sorted(versions) == [m.version for m in PG_MIGRATIONS]
+        conn.execute("DELETE FROM runs WHERE id = %s", (gone.run_id,))
+    assert _steps(pg_dsn, gone.run_id) == []
+    assert _steps(pg_dsn, kept.run_id) == [("double#0", "completed"), ("double#1", "completed")]
