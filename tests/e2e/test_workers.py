@@ -204,7 +204,10 @@ def test_kill_9_workers_at_random_points(work: Path, pg_dsn: str) -> None:
         f"taken over by another worker; final: {dict(states)}; completed steps re-run: 0, "
         "lost: 0"
     )
-    assert kills >= 3 and taken_over >= 1
+    # a run killed between steps is continued by another worker (a second pid in its
+    # effects); one killed inside a step is claimed by another worker that pauses it as
+    # uncertain: either way some run changed hands (which one depends on timing)
+    assert kills >= 3 and taken_over + states["paused/uncertain"] >= 1
 
 
 def test_postgresql_restart_mid_run(work: Path, pg_dsn: str, pg_cluster: object) -> None:
