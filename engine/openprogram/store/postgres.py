@@ -29,6 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from openprogram.errors import StoreError
 from openprogram.store.base import UNSET, StoreBackend, _Unset
+from openprogram.store.ids import new_id
 from openprogram.store.jsoncodec import dumps as _dumps
 from openprogram.store.jsoncodec import loads as _loads
 from openprogram.store.models import Node, Session
@@ -129,10 +130,6 @@ def check_idle(conn: Any) -> None:
         from psycopg_pool import ConnectionPool
 
         ConnectionPool.check_connection(conn)
-
-
-def new_id() -> str:
-    return os.urandom(16).hex()
 
 
 def _node(row: Sequence[Any]) -> Node:

@@ -18,13 +18,13 @@ from typing import Any
 
 from openprogram.contract.runs import Durability, RunStatus
 from openprogram.errors import StoreError
+from openprogram.store.ids import new_id
 from openprogram.store.lease import Owner
 from openprogram.store.postgres import (
     APPEND_CTES,
     APPEND_INSERT,
     FINISH_SQL,
     PostgresBackend,
-    new_id,
 )
 from openprogram.store.runs import (
     REPLAY_COLUMNS,

@@ -127,7 +127,7 @@ class SessionStore:
         """Create a session and return its id (``name`` when given; idempotent)."""
         if name is not None and (not isinstance(name, str) or not name.strip()):
             raise StoreError(f"session name must be a non-empty string, got {name!r}")
-        from openprogram.store.sqlite import new_id
+        from openprogram.store.ids import new_id
 
         sid = name if name is not None else new_id()
         self.backend.create_session(

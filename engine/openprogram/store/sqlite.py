@@ -45,6 +45,7 @@ from typing import Any
 
 from openprogram.errors import StoreError
 from openprogram.store.base import UNSET, StoreBackend, _Unset
+from openprogram.store.ids import new_id
 from openprogram.store.jsoncodec import dumps as _dumps
 from openprogram.store.jsoncodec import loads as _loads
 from openprogram.store.migrations import (
@@ -55,6 +56,7 @@ from openprogram.store.migrations import (
     split_statements,
 )
 from openprogram.store.models import Node, Session
+from openprogram.store.wal_checkpointer import WalCheckpointer
 
 DEFAULT_BUSY_TIMEOUT_S = 10.0
 _HAS_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
@@ -122,11 +124,6 @@ if hasattr(os, "register_at_fork"):
 
 class MigrationNeeded(StoreError):
     """A store opened read-only has an older schema and must be migrated first."""
-
-
-def new_id() -> str:
-    """A fresh random node/session id (32 hex digits)."""
-    return os.urandom(16).hex()
 
 
 def db_error(exc: BaseException, location: str, busy_timeout_s: float) -> StoreError:
@@ -209,6 +206,10 @@ class SqliteBackend(StoreBackend):
         self._update_sql: dict[tuple[bool, bool, int, bool], str] = {}
         self._open_nodes: dict[str, Node] = {}
         self._synchronous = "NORMAL"
+        #: Background WAL checkpoints for writers that report their commits (durable steps).
+        self.checkpointer = (
+            None if read_only else WalCheckpointer(self.path, busy_timeout_s=busy_timeout_s)
+        )
         self._migrate(self.connection())
 
     # -- connections -------------------------------------------------------------------
@@ -301,6 +302,8 @@ class SqliteBackend(StoreBackend):
         return _Transaction(self)
 
     def close(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.close()
         with self._lock:
             self._closed = True
             conns, self._conns = self._conns, []

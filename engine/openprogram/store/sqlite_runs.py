@@ -167,6 +167,7 @@ class SqliteRunStore(RunStore):
         self.backend: SqliteBackend = backend
         self.location = backend.location
         self.durability = durability
+        self._checkpointer = backend.checkpointer
 
     # -- opening -------------------------------------------------------------------
     @classmethod
@@ -263,6 +264,8 @@ class SqliteRunStore(RunStore):
                 raise
         except sqlite3.Error as exc:
             raise backend._error(exc) from None
+        if self._checkpointer is not None:
+            self._checkpointer.committed()
         return dispatched, appended
 
     # -- runs ----------------------------------------------------------------------
