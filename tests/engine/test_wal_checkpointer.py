@@ -5,6 +5,8 @@ harmless, closing stops the thread, and a forked child never touches the parent'
 from __future__ import annotations
 
 import os
+import select
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -130,34 +132,59 @@ def test_read_only_stores_have_no_checkpointer(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
-def test_a_forked_child_starts_its_own_thread(tmp_path: Path) -> None:
+def test_forks_during_checkpoints_never_hang_the_child(tmp_path: Path) -> None:
+    """fork() while the thread may be inside SQLite: each child writes, checkpoints with its
+    own thread and exits; the parent's thread and store go on."""
     store = SessionStore(tmp_path / "store")
-    _fill(store, wc.COMMITS_PER_CHECKPOINT)
     checkpointer = store.backend.checkpointer
-    assert checkpointer is not None and len(_checkpoint_threads()) == 1
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through the pipe
-        code = 1
-        try:
-            _fill(store, wc.COMMITS_PER_CHECKPOINT)
-            ok = len(_checkpoint_threads()) == 1 and checkpointer._worker is not None
-            ok = ok and checkpointer._worker.pid == os.getpid()
-            store.close()
-            code = 0 if ok and _checkpoint_threads() == [] else 2
-        finally:
-            os.write(write, bytes([code]))
-            os._exit(0)
-    os.close(write)
-    status = os.read(read, 1)
-    os.close(read)
-    os.waitpid(pid, 0)
-    assert status == b"\x00"
-    # The parent's thread and store are untouched by the child.
+    assert checkpointer is not None
+    for _ in range(20):
+        _fill(store, wc.COMMITS_PER_CHECKPOINT)  # wakes the thread: a checkpoint starts
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child reports through the pipe
+            code = 1
+            try:
+                _fill(store, wc.COMMITS_PER_CHECKPOINT)
+                worker = checkpointer._worker
+                ok = worker is not None and worker.pid == os.getpid()
+                store.close()
+                code = 0 if ok and _checkpoint_threads() == [] else 2
+            finally:
+                os.write(write, bytes([code]))
+                os._exit(0)
+        os.close(write)
+        ready, _, _ = select.select([read], [], [], 60)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+        status = os.read(read, 1) if ready else b"hung"
+        os.close(read)
+        os.waitpid(pid, 0)
+        assert status == b"\x00"
+    # the children's nodes are in the shared file, the parent's thread still works
+    sid = store.list_sessions()[0].id
+    assert len(store.list_nodes(sid)) == 40 * wc.COMMITS_PER_CHECKPOINT
     assert len(_checkpoint_threads()) == 1
-    _fill(store, 1)
-    assert len(store.list_nodes(store.list_sessions()[0].id)) >= wc.COMMITS_PER_CHECKPOINT
     store.close()
+    assert _checkpoint_threads() == []
+
+
+def test_an_idle_thread_ends_and_the_next_commits_start_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(wc, "IDLE_EXIT_S", 0.05)
+    store = SessionStore(tmp_path / "store")
+    checkpointer = store.backend.checkpointer
+    assert checkpointer is not None
+    _fill(store, wc.COMMITS_PER_CHECKPOINT)
+    [first] = _checkpoint_threads()
+    first.join(timeout=30)
+    assert not first.is_alive()
+    _fill(store, wc.COMMITS_PER_CHECKPOINT)
+    [second] = _checkpoint_threads()
+    assert second is not first
+    store.close()
+    assert checkpointer.checkpoints >= 1
     assert _checkpoint_threads() == []
 
 

@@ -207,9 +207,7 @@ class SqliteBackend(StoreBackend):
         self._open_nodes: dict[str, Node] = {}
         self._synchronous = "NORMAL"
         #: Background WAL checkpoints for writers that report their commits (durable steps).
-        self.checkpointer = (
-            None if read_only else WalCheckpointer(self.path, busy_timeout_s=busy_timeout_s)
-        )
+        self.checkpointer = None if read_only else WalCheckpointer(self.path)
         self._migrate(self.connection())
 
     # -- connections -------------------------------------------------------------------
