@@ -214,3 +214,25 @@ def test_cache_notices_a_changed_helper_module(tmp_path: Path) -> None:
     (tmp_path / "helpers.py").write_text(HELPERS, encoding="utf-8")  # the Program is unchanged
     ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
     assert ran.returncode == 2 and "helpers.py:5:" in ran.stderr, ran.stdout + ran.stderr
+
+
+def test_run_lists_every_finding_on_its_own_line_as_lint_prints_them(tmp_path: Path) -> None:
+    (tmp_path / "prog.py").write_text(
+        TEMPLATE.format(
+            imports="import time as t\nfrom random import choice",
+            line="started, pick = t.time(), choice([1, 2])",
+        ),
+        encoding="utf-8",
+    )
+    linted = lint("prog.py", "--quiet", cwd=tmp_path)
+    findings = [ln for ln in linted.stdout.splitlines() if " OP205 " in ln]
+    assert len(findings) == 2, linted.stdout
+    ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert ran.stderr.splitlines() == [
+        "openprogram: error: main cannot run as a resumable function:",
+        *findings,
+    ]
+    code, out = cli_json("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert code == 2 and out["status"] == "error"
+    assert out["error"].splitlines() == ["main cannot run as a resumable function:", *findings]

@@ -12,8 +12,8 @@ from openprogram.store import SessionStore, resolve_root, store_db_path, store_u
 __all__ = ["CliError", "add_store_argument", "error", "open_existing_store"]
 
 
-def error(message: str) -> None:
-    """Print ``openprogram: error: <message>`` as one line on stderr."""
+def error(message: object) -> None:
+    """Print ``openprogram: error: <message>`` on stderr (:func:`~openprogram.cli.exits.error_line`)."""
     print(error_line(message), file=sys.stderr)
 
 

@@ -16,7 +16,9 @@ code  name         when
 ====  ===========  ===========================================================
 
 Every error is one line on stderr, ``openprogram: error: <message>`` (never a
-traceback); with ``--json`` the same message is also the one JSON object on stdout.
+traceback); a determinism refusal lists its findings beneath that line, one per line,
+exactly as ``openprogram-lint`` prints them. With ``--json`` the same message is also the
+one JSON object on stdout.
 Command modules raise :class:`CliError` or an :class:`~openprogram.errors.OpenProgramError`
 (or call :func:`report_error`); :func:`code_for` maps it to its code.
 """
@@ -29,6 +31,7 @@ from enum import IntEnum
 from typing import Any
 
 from openprogram.contract.runs import RunStatus
+from openprogram.durable.errors import DeterminismError
 from openprogram.errors import OpenProgramError
 
 
@@ -69,8 +72,13 @@ def code_for(exc: BaseException) -> int:
 
 
 def error_line(message: object) -> str:
-    """``openprogram: error: <message>`` folded onto one line."""
-    return "openprogram: error: " + " ".join(str(message).split())
+    """``openprogram: error: <message>`` folded onto one line; for a
+    :class:`~openprogram.durable.errors.DeterminismError` its headline so, then its
+    findings verbatim, one per line."""
+    findings = getattr(message, "findings", ()) if isinstance(message, DeterminismError) else ()
+    head = message.headline if findings and isinstance(message, DeterminismError) else message
+    line = "openprogram: error: " + " ".join(str(head).split())
+    return "\n".join((line, *findings))
 
 
 def report_error(

@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return Exit.USAGE
         return int(handler(args) or 0)
     except (CliError, OpenProgramError) as exc:
-        error(str(exc))
+        error(exc)
         return code_for(exc)
     except KeyboardInterrupt as exc:
         error("interrupted")

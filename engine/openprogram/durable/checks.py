@@ -146,9 +146,7 @@ def check_resumable(source: str, path: str, qualname: str) -> list[str]:
             return dataclasses.replace(f, path=display_path(f.path), related=related)
 
         lines = [line for f in errors for line in text_lines(shown(f))]
-        raise DeterminismError(
-            f"{qualname} cannot run as a resumable function:\n" + "\n".join(lines)
-        )
+        raise DeterminismError(f"{qualname} cannot run as a resumable function:", lines)
     helpers = {p: d for p in result.helper_files if (d := _digest(p)) is not None}
     _store(key, list(result.reached), helpers)
     return list(result.reached)

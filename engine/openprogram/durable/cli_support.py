@@ -84,7 +84,7 @@ def parse_args_json(text: str | None) -> dict[str, Any]:
 
 def command_error(command: str, exc: BaseException, as_json: bool) -> int:
     """Report the error that stopped ``command`` with its code from the exit table."""
-    return report_error(str(exc), code=code_for(exc), as_json=as_json)
+    return report_error(exc, code=code_for(exc), as_json=as_json)
 
 
 def report_interrupted(exc: KeyboardInterrupt, as_json: bool) -> int:

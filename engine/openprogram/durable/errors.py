@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from openprogram.errors import OpenProgramError
 
 
@@ -14,7 +16,17 @@ class StepUsageError(DurableError, TypeError):
 
 
 class DeterminismError(DurableError):
-    """The resumable function breaks a determinism rule (message: ``path:line:col: OP2xx ...``)."""
+    """The resumable function breaks a determinism rule.
+
+    ``str()`` is the headline, then each finding as ``openprogram-lint`` prints it
+    (``path:line:col: OP2xx ...`` and its notes), one per line; ``headline`` and
+    ``findings`` are the two parts.
+    """
+
+    def __init__(self, headline: str, findings: Sequence[str] = ()) -> None:
+        self.headline = headline
+        self.findings = tuple(findings)
+        super().__init__("\n".join((headline, *self.findings)))
 
 
 class RunNotFound(DurableError, LookupError):

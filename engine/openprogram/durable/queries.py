@@ -185,8 +185,7 @@ def run_steps(db_path: str | os.PathLike[str], run_id: str) -> list[StepRow]:
     """The run's step identities in call order (by start time; scopes interleaved)."""
 
     def read(runs: RunStore) -> list[StepRow]:
-        steps = runs.load_steps(run_id)
-        steps.sort(key=lambda s: (s.started_at or 0.0, s.scope, s.position))
+        steps = runs.steps_in_call_order(run_id)
         return [
             StepRow(
                 step_key=s.step_key,

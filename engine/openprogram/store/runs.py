@@ -167,6 +167,17 @@ class StepRecord:
     finished_at: float | None = None
 
 
+#: A run's steps in call order — by start time, then scope and position (parallel scopes
+#: interleave by time) — as every backend's ``ORDER BY`` writes it; :func:`call_order_key`
+#: is the same order in Python.
+CALL_ORDER = "started_at, scope, position"
+
+
+def call_order_key(step: StepRecord) -> tuple[float, str, int]:
+    """The sort key of :data:`CALL_ORDER` for one step record."""
+    return (step.started_at or 0.0, step.scope, step.position)
+
+
 #: Column order of :class:`RunRecord` in every backend's ``SELECT``.
 RUN_COLUMNS = (
     "id, entry, program_path, function_qualname, args, status, policy, model, "
@@ -495,12 +506,14 @@ class RunStore(ABC):
         """``(model calls, (input tokens, output tokens))`` recorded so far in a session."""
 
     # -- tooling reads -------------------------------------------------------------
+    def steps_in_call_order(self, run_id: str) -> list[StepRecord]:
+        """Every step record of a run in call order (:data:`CALL_ORDER`)."""
+        return sorted(self.load_steps(run_id), key=call_order_key)
+
     def step_starts(self, run_id: str) -> list[tuple[str, int, float]]:
         """``(name, occurrence, started_at)`` of the run's steps by start time (the run
         graph's step labels)."""
-        steps = sorted(
-            self.load_steps(run_id), key=lambda s: (s.started_at or 0.0, s.scope, s.position)
-        )
+        steps = self.steps_in_call_order(run_id)
         return [(s.name, int(s.occurrence), float(s.started_at or 0.0)) for s in steps]
 
     def step_view_objects(
@@ -514,9 +527,7 @@ class RunStore(ABC):
     ) -> list[str]:
         """The run's steps in call order, each the Runs view's JSON object text
         (:func:`openprogram.store.run_views.step_view_object`)."""
-        steps = sorted(
-            self.load_steps(run_id), key=lambda s: (s.started_at or 0.0, s.scope, s.position)
-        )
+        steps = self.steps_in_call_order(run_id)
         return [
             step_view_object(s, live=live, paused_at=paused_at, now=now, shorten=shorten)
             for s in steps

@@ -20,6 +20,7 @@ from openprogram.contract.runs import Durability, RunStatus
 from openprogram.errors import StoreError
 from openprogram.store.lease import Owner
 from openprogram.store.runs import (
+    CALL_ORDER,
     REPLAY_COLUMNS,
     RUN_COLUMNS,
     STEP_COLUMNS,
@@ -79,7 +80,7 @@ _FAIL_SQL = (
 # A 10,000-step run: SQLite writes each row's JSON object (C, no Python object per field);
 # the objects are the ones ``store.run_views`` builds for the other backends.
 
-_STEP_VIEW_SQL = """
+_STEP_VIEW_SQL = f"""
 SELECT json_object(
     'key', step_key, 'scope', scope, 'kind', kind, 'name', name, 'occurrence', occurrence,
     'label', name || ' #' || occurrence, 'state', state,
@@ -94,7 +95,7 @@ FROM (
         WHEN :live THEN 'running'
         WHEN name = :paused_name AND occurrence = :paused_occurrence THEN 'paused'
         ELSE 'uncertain' END AS state
-    FROM run_steps WHERE run_id = :run_id ORDER BY started_at, scope, position)
+    FROM run_steps WHERE run_id = :run_id ORDER BY {CALL_ORDER})
 """
 
 
@@ -600,8 +601,8 @@ class SqliteRunStore(RunStore):
     # -- the editor's views (SQL twins of ``run_views``) ---------------------------------
     def step_starts(self, run_id: str) -> list[tuple[str, int, float]]:
         rows = self._exec(
-            "SELECT name, occurrence, started_at FROM run_steps WHERE run_id = ?"
-            " ORDER BY started_at, scope, position",
+            f"SELECT name, occurrence, started_at FROM run_steps WHERE run_id = ? "
+            f"ORDER BY {CALL_ORDER}",
             (run_id,),
         ).fetchall()
         return [(str(r[0]), int(r[1]), float(r[2] or 0.0)) for r in rows]
