@@ -66,10 +66,13 @@ class NodeLike(Protocol):
     metadata: dict[str, Any]
 
 
-def branch_nodes(nodes: Iterable[NodeLike], head_id: str | None) -> list[NodeLike]:
+N = TypeVar("N", bound=NodeLike)
+
+
+def branch_nodes(nodes: Iterable[N], head_id: str | None) -> list[N]:
     """Nodes on the predecessor chain ending at ``head_id``, sorted by ``seq``."""
     by_id = {n.id: n for n in nodes}
-    out: list[NodeLike] = []
+    out: list[N] = []
     seen: set[str] = set()
     cur = by_id.get(head_id) if head_id else None
     while cur is not None and cur.id not in seen:
@@ -94,9 +97,6 @@ def _forks(node: NodeLike) -> tuple[tuple[str, int], ...]:
             return ()
         out.append((fork, index))
     return tuple(out)
-
-
-N = TypeVar("N", bound=NodeLike)
 
 
 def call_order(nodes: Iterable[N]) -> list[N]:

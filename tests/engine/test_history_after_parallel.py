@@ -25,10 +25,12 @@ from agent_server import ChatServer, history_block
 from loopback import OpenAIServer, Received, Reply
 
 from openprogram import Agent, parallel
-from openprogram.history import branch_nodes, call_order, render_history
+from openprogram.branches import current_branch
+from openprogram.history import call_order, render_history
 from openprogram.runtime import Runtime
 from openprogram.scope import use_writer
-from openprogram.store import SessionNodeWriter
+from openprogram.store import Node, SessionNodeWriter, SessionStore
+from openprogram.store.sqlite import SqliteBackend
 
 # fixtures shared by the Agent/llm/registry tests (tests/engine/agent_server.py)
 _restore_registry = agent_server._restore_registry
@@ -287,6 +289,84 @@ def test_a_branch_sees_its_callers_and_its_own_branch_not_the_branch_beside_it(
     )
 
 
+class PausingBackend(SqliteBackend):
+    """The SQLite store, except that the first read of the session's nodes made inside
+    branch 0 waits, once it has read them, until the Program says branch 1 has written
+    a node: the moment a request's history is assembled is stretched, and the other
+    branch writes into it, deterministically."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.sea_reading = threading.Event()
+        self.sky_wrote = threading.Event()
+
+    def list_nodes(self, session_id: str) -> list[Node]:
+        nodes = super().list_nodes(session_id)
+        if current_branch() == "parallel[0]" and not self.sea_reading.is_set():
+            self.sea_reading.set()
+            assert self.sky_wrote.wait(60)
+        return nodes
+
+
+class Race(Agent):
+    tools = []
+
+    def __init__(self, backend: PausingBackend, sea_first: bool, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.backend = backend
+        self.sea_first = sea_first
+        self.sky_done = threading.Event()
+
+    def ask(self, topic: str) -> str:
+        """One word about a topic."""
+        if topic == "sky":
+            self.backend.sky_wrote.set()  # this call's node is written
+        return self(f"One word about {topic}")
+
+    def both(self) -> str:
+        """Two topics side by side."""
+        self("Warm up")
+
+        def sea() -> str:
+            if not self.sea_first:
+                assert self.sky_done.wait(60)  # sky has asked and written all its nodes
+            return self.ask("sea")
+
+        def sky() -> str:
+            if self.sea_first:
+                assert self.backend.sea_reading.wait(60)  # sea's request is reading the session
+            try:
+                return self.ask("sky")
+            finally:
+                self.sky_done.set()
+
+        words = parallel([sea, sky])
+        return self(f"Sum up {' and '.join(words)}")
+
+
+@pytest.mark.parametrize(
+    "sea_first", [True, False], ids=["sky-writes-while-sea-asks", "sea-asks-last"]
+)
+def test_a_branch_request_sees_its_callers_whatever_the_other_branch_writes_meanwhile(
+    chat: ChatServer, rt: Runtime, tmp_path: Path, sea_first: bool
+) -> None:
+    """Branch 0 asks while branch 1 writes a node between the reads that assemble branch
+    0's history, or after branch 1 has finished: both requests carry the same history."""
+    chat.default = "calm"
+    backend = PausingBackend(tmp_path / "paused.db")
+    with SessionStore(backend=backend) as paused:
+        paused.create_session("s1")
+        with use_writer(SessionNodeWriter(paused, "s1")):
+            assert Race(backend, sea_first, runtime=rt).both() == "calm"
+    assert backend.sea_reading.is_set() and backend.sky_wrote.is_set()
+    prompts = {texts[-1]: history_block(texts) for texts in map(chat.user_texts, range(4))}
+    caller = "# Two topics side by side.\nboth() -> (running)\n  user: Warm up\n  assistant: calm\n"
+    for index, topic in enumerate(WORDS):
+        assert prompts[f"One word about {topic}"] == (
+            caller + f"  parallel[{index}](branch={index}) -> (running)"
+        )
+
+
 def test_call_order_places_each_parallel_call_where_it_ran(writer: SessionNodeWriter) -> None:
     """Two parallel calls in a row, one nested in a branch; nodes written in a scrambled order."""
     main = writer.append("code", "main", input={}, status="completed", output=0)
@@ -306,7 +386,7 @@ def test_call_order_places_each_parallel_call_where_it_ran(writer: SessionNodeWr
     node("mid")
     node("b1", ("B", 1))
     node("b0", ("B", 0))
-    nodes = branch_nodes(writer.load_graph(), writer.head_id)
+    nodes = writer.load_branch()
     assert [n.name for n in call_order(nodes)] == [
         "main", "a0", "a0_child", "a1", "c0", "c1", "a1_after", "mid", "b0", "b1",
     ]  # fmt: skip

@@ -80,9 +80,8 @@ def render_history_for_request(context: Context | None) -> str:
     anchor = frame
     while anchor is not None and anchor.node_id is None:
         anchor = anchor.parent
-    nodes = _history.branch_nodes(writer.load_graph(), writer.head_id)
     return _history.render_history(
-        nodes,
+        writer.load_branch(),
         frame_node_id=anchor.node_id if anchor is not None else None,
         own_chain=_history.frame_chain_ids(frame),
         render_range=anchor.options.get("render_range") if anchor is not None else None,

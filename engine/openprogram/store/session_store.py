@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import Any
 
 from openprogram.errors import StoreError
+from openprogram.history import branch_nodes
 from openprogram.store.base import UNSET, StoreBackend, _Unset
 from openprogram.store.models import NODE_STATUSES, Node, Session
 
@@ -256,6 +257,18 @@ class SessionNodeWriter:
     def load_graph(self) -> list[Node]:
         """Every node of the session in ``seq`` order."""
         return self._backend.list_nodes(self.session_id)
+
+    def load_branch(self) -> list[Node]:
+        """The nodes on the predecessor chain ending at the head, in ``seq`` order.
+
+        The head is read before the graph: nodes are only ever appended, and a node's
+        predecessor is committed before it, so the graph read afterwards holds the head
+        and its whole chain, whatever other threads or processes append in between.
+        (Read the other way round, a node appended between the two reads becomes the
+        head without being in the graph, and the branch comes out empty.)
+        """
+        head = self.head_id
+        return branch_nodes(self.load_graph(), head)
 
     @property
     def head_id(self) -> str | None:
