@@ -15,11 +15,15 @@ workflow) cancel out. Cases, each in its own process per round, rounds interleav
 * ``langgraph``   — ``@task`` inside ``@entrypoint`` with ``SqliteSaver`` (functional API);
 * ``floor``       — a bare ``sqlite3`` insert+commit of one node-shaped row, WAL, NORMAL;
 * ``floor-full``  — the same with synchronous=FULL;
+* ``floor-bg``    — ``floor`` with its WAL checkpointed the way the store does it (on the
+                    background thread of ``store/wal_checkpointer.py``, not inside the
+                    commits): for reference, what the floor costs given the same help;
 * ``floor-step``  — the rows one step writes, as bare ``sqlite3`` statements on the
                     store's own schema (WAL, NORMAL), one transaction per step: the
                     previous step's result and its node's exit (two updates), the
-                    dispatch record and the step's node (two inserts) — what writing a
-                    step's records costs before any of OpenProgram's code runs;
+                    dispatch record and the step's node (two inserts), checkpointed as
+                    the store's own commits are — what writing a step's records costs
+                    before any of OpenProgram's code runs;
 * ``resume``      — a 10,000-step run whose last step failed is resumed; the time from
                     ``resume_run()`` to the dispatch of step 10,000 (the first incomplete
                     one), i.e. loading 9,999 saved results and replaying them.
@@ -200,11 +204,14 @@ BARE_TABLE = (
 )
 
 
-def work_floor(tmp: Path, n: int, sync: str) -> dict[str, Timing]:
+def work_floor(tmp: Path, n: int, sync: str, background: bool = False) -> dict[str, Timing]:
+    from openprogram.store.wal_checkpointer import WalCheckpointer
+
     conn = sqlite3.connect(tmp / "bare.db", isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {sync}")
     conn.execute(BARE_TABLE)
+    checkpointer = WalCheckpointer(tmp / "bare.db") if background else None
     sql = "INSERT INTO nodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
     out: dict[str, Timing] = {"zero": (0.0, 0.0)}
     t = _clocks()
@@ -213,7 +220,11 @@ def work_floor(tmp: Path, n: int, sync: str) -> dict[str, Timing]:
         row = (os.urandom(16).hex(), "s", i, "code", "s", None, None, '{"i": 1}', None,
                "completed", "{}", now, now)  # fmt: skip
         conn.execute(sql, row)
+        if checkpointer is not None:
+            checkpointer.committed()
     out["full"] = _since(t)
+    if checkpointer is not None:
+        checkpointer.close()
     conn.close()
     return out
 
@@ -231,6 +242,7 @@ def work_floor_step(tmp: Path, n: int) -> dict[str, Timing]:
         owner=owner, lease_s=60.0,
     )  # fmt: skip
     conn = runs.backend.connection()
+    checkpointer = runs.backend.checkpointer
     done = '{"i": 1, "ok": true}'
     prev: tuple[str, str] | None = None
     t = _clocks()
@@ -259,6 +271,8 @@ def work_floor_step(tmp: Path, n: int) -> dict[str, Timing]:
             (nid, sid, i + 1, prev and prev[1], f'{{"args":[{i},{n - 1}],"kwargs":{{}}}}', now, now),
         )  # fmt: skip
         conn.execute("COMMIT")
+        if checkpointer is not None:
+            checkpointer.committed()  # as the store's own step commits do
         prev = (key, nid)
     full = _since(t)
     runs.close()
@@ -273,6 +287,7 @@ WORKERS: dict[str, Callable[[Path, int], dict[str, Timing]]] = {
     "langgraph": work_langgraph,
     "floor": lambda tmp, n: work_floor(tmp, n, "NORMAL"),
     "floor-full": lambda tmp, n: work_floor(tmp, n, "FULL"),
+    "floor-bg": lambda tmp, n: work_floor(tmp, n, "NORMAL", background=True),
     "floor-step": work_floor_step,
     "resume": work_resume,
 }
@@ -320,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = [
         "floor",
         "floor-full",
+        "floor-bg",
         "floor-step",
         "ours",
         "ours-eager",
@@ -361,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     labels = {
         "floor": "bare insert+commit WAL+NORMAL",
         "floor-full": "bare insert+commit WAL+FULL",
+        "floor-bg": "bare insert+commit, checkpoints as ours",
         "floor-step": "bare rows of one step WAL+NORMAL",
         "ours": "openprogram step (default)",
         "ours-eager": "openprogram step (eager)",
@@ -368,12 +385,12 @@ def main(argv: list[str] | None = None) -> int:
         "dbos": "DBOS @DBOS.step (SQLite)",
         "langgraph": "LangGraph @task (SqliteSaver)",
     }
-    print(f"  {'case':32s} {'wall µs':>9s} {'cpu µs':>9s}")
+    print(f"  {'case':40s} {'wall µs':>9s} {'cpu µs':>9s}")
     for case, label in labels.items():
         if case in w:
-            print(f"  {label:32s} {w[case]:9.1f} {c_[case]:9.1f}")
+            print(f"  {label:40s} {w[case]:9.1f} {c_[case]:9.1f}")
         else:
-            print(f"  {label:32s} {notes.get(case, 'no result')}")
+            print(f"  {label:40s} {notes.get(case, 'no result')}")
     checks: list[tuple[str, float | None, float]] = []
     ours = w.get("ours")
     if ours is not None and "langgraph" in w:
@@ -389,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     if ours is not None and "floor-step" in w:
         print(f"  (ours / bare rows of one step: {ours / w['floor-step']:.2f}x; those rows / "
               f"WAL+NORMAL floor: {w['floor-step'] / w['floor']:.2f}x, for reference)")  # fmt: skip
+    if ours is not None and "floor-bg" in w:
+        print(f"  (ours / the floor checkpointed as ours: {ours / w['floor-bg']:.2f}x; that floor / "
+              f"WAL+NORMAL floor: {w['floor-bg'] / w['floor']:.2f}x, for reference)")  # fmt: skip
     if reach:
         print(
             f"  resume of a {args.resume_steps}-step run to its first incomplete step: "
