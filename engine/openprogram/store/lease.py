@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from openprogram.store.fork_guard import no_fork
+
 LEASE_ENV = "OPENPROGRAM_LEASE_S"
 DEFAULT_LEASE_S = 30.0
 
@@ -149,11 +151,13 @@ class Heartbeat:
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             try:
-                if not self._renew():
-                    self.lost.set()
-                    return
+                with no_fork():  # a child forked meanwhile never inherits a renewal mid-call
+                    renewed = self._renew()
             except Exception:
                 continue
+            if not renewed:
+                self.lost.set()
+                return
 
     def stop(self) -> None:
         self._stop.set()

@@ -18,10 +18,10 @@ checkpointed inline, as without this module. A checkpoint that fails (a locked o
 unwritable file) is left to that safety net: nothing is lost, the pages are in the log.
 
 The thread exists only while commits come: it ends after :data:`IDLE_EXIT_S` without a
-report, and the next report starts another. ``fork()`` waits for a checkpoint in progress
-(the thread holds :data:`_FORK_LOCK` while it is inside SQLite), so a child never inherits
-SQLite in the middle of a call; the child starts its own thread on its first report and
-never touches the connection of the parent's.
+report, and the next report starts another. It calls SQLite only inside
+:func:`~openprogram.store.fork_guard.no_fork`, so ``fork()`` waits for a checkpoint in
+progress and a child never inherits SQLite mid-call; the child starts its own thread on
+its first report and never touches the connection of the parent's.
 """
 
 from __future__ import annotations
@@ -32,21 +32,14 @@ import sqlite3
 import threading
 from pathlib import Path
 
+from openprogram.store.fork_guard import no_fork
+
 #: Step commits between two background checkpoints. A step commits 4–6 pages, so the
 #: log is checkpointed at about 300 pages, well before SQLite's own 1,000-page threshold.
 COMMITS_PER_CHECKPOINT = 64
 
 #: A thread with no report for this long closes its connection and ends.
 IDLE_EXIT_S = 5.0
-
-# Held by a checkpoint thread while it is inside SQLite, and by fork() (see docstring).
-_FORK_LOCK = threading.Lock()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(
-        before=_FORK_LOCK.acquire,
-        after_in_parent=_FORK_LOCK.release,
-        after_in_child=_FORK_LOCK.release,
-    )
 
 # Checkpointers inherited through fork(): kept referenced so the child never closes (or
 # garbage-collects) a connection that belongs to the parent.
@@ -81,10 +74,10 @@ class _Worker:
                 self.wake.clear()
                 if self.stopping:
                     return
-                with _FORK_LOCK:
+                with no_fork():
                     self._checkpoint()
         finally:
-            with _FORK_LOCK:
+            with no_fork():
                 self._close()
 
     def _checkpoint(self) -> None:
