@@ -1,4 +1,5 @@
-"""The run store on PostgreSQL: every statement on ``runs`` / ``run_steps`` for this backend.
+"""The run store on PostgreSQL: the statements on ``runs`` / ``run_steps`` of this
+backend's own (the shared ones are :class:`~openprogram.store.runs.RunSql`).
 
 Same semantics as :mod:`openprogram.store.sqlite_runs`; a step's records and its DAG node
 commit in one statement — one round trip, one commit (:meth:`PostgresRunStore.write_step`).
@@ -11,12 +12,11 @@ to the server's WAL before it returns). Workers claim queued runs with
 
 from __future__ import annotations
 
-import json
 import time
 from contextlib import AbstractContextManager
 from typing import Any
 
-from openprogram.contract.runs import Durability, RunStatus
+from openprogram.contract.runs import Durability
 from openprogram.errors import StoreError
 from openprogram.store.ids import new_id
 from openprogram.store.lease import Owner
@@ -27,29 +27,16 @@ from openprogram.store.postgres import (
     PostgresBackend,
 )
 from openprogram.store.runs import (
-    REPLAY_COLUMNS,
     RUN_COLUMNS,
-    STEP_COLUMNS,
     RunRecord,
+    RunSql,
     RunStore,
     StepCall,
     StepDone,
     StepNode,
-    StepRecord,
     run_from_row,
 )
 
-_DISPATCH_SQL = (
-    "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
-    "input_hash, status, result, started_at, finished_at) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 'dispatched', NULL, %s, NULL) "
-    "ON CONFLICT (run_id, step_key) DO UPDATE SET status = 'dispatched', result = NULL, "
-    "started_at = excluded.started_at, finished_at = NULL"
-)
-_COMPLETE_SQL = (
-    "UPDATE run_steps SET status = 'completed', result = %s, finished_at = %s "
-    "WHERE run_id = %s AND step_key = %s"
-)
 # A step's records in one statement, so one round trip and one commit (autocommit: no
 # BEGIN/COMMIT messages): ``done`` — the previous step's result, written only by the
 # execution holding the lease ``token``, and ``fin`` its node's exit; ``call`` — this
@@ -75,20 +62,19 @@ WITH done AS (
 ), {APPEND_CTES.format(where="AND EXISTS (SELECT FROM call)")}, node AS ({APPEND_INSERT})
 SELECT (SELECT count(*) FROM call), (SELECT seq FROM node), (SELECT predecessor_id FROM node)
 """
-_RUN_PLACEHOLDERS = ", ".join(["%s"] * 25)
 
 
 class PostgresRunStore(RunStore):
     """Runs of one PostgreSQL database."""
 
+    sql = RunSql.for_dialect(placeholder="%s", null_safe_equal="IS NOT DISTINCT FROM")
+
+    backend: PostgresBackend
+
     def __init__(self, store: Any, durability: Durability) -> None:
-        backend = store.backend
-        if not isinstance(backend, PostgresBackend):  # pragma: no cover - wiring error
+        if not isinstance(store.backend, PostgresBackend):  # pragma: no cover - wiring error
             raise StoreError(f"{store.location}: not a PostgreSQL store")
-        self.store = store
-        self.backend: PostgresBackend = backend
-        self.location = backend.location
-        self.durability = durability
+        super().__init__(store, durability)
 
     @classmethod
     def open(cls, url: str, *, durability: Durability) -> PostgresRunStore:
@@ -116,11 +102,20 @@ class PostgresRunStore(RunStore):
     def pinned(self) -> AbstractContextManager[None]:
         return self.backend.pinned()
 
-    def owns(self, writer: Any) -> bool:
-        return getattr(writer, "_backend", None) is self.backend
-
     def _q(self, sql: str, params: Any = ()) -> Any:
         return self.backend.execute(sql, params)
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        rows: list[Any] = self.backend.execute(sql, params)
+        return rows
+
+    def _row(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        rows = self.backend.execute(sql, params)
+        return rows[0] if rows else None
+
+    def _changed(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+        count: int = self.backend.execute(sql, params)
+        return count
 
     def write_step(
         self,
@@ -169,73 +164,6 @@ class PostgresRunStore(RunStore):
         return True, (nid, seq)
 
     # -- runs ----------------------------------------------------------------------
-    def insert_run(
-        self,
-        *,
-        run_id: str,
-        entry: str,
-        program_path: str | None,
-        function_qualname: str,
-        args: dict[str, Any],
-        policy: str,
-        model: str | None,
-        source_snapshot: dict[str, Any] | None,
-        session_id: str | None,
-        owner: Owner | None,
-        lease_s: float = 0.0,
-        queue: str | None = None,
-    ) -> None:
-        now = time.time()
-        self._q(
-            f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({_RUN_PLACEHOLDERS})",
-            (
-                run_id, entry, program_path, function_qualname, json.dumps(args),
-                str(RunStatus.QUEUED if owner is None else RunStatus.RUNNING), str(policy),
-                model, json.dumps(source_snapshot) if source_snapshot is not None else None,
-                session_id, None, None, None, None, None, 0,
-                None if owner is None else owner.pid, None if owner is None else owner.host,
-                now, now, None if owner is None else owner.token,
-                None if owner is None else owner.proc,
-                None if owner is None else now + lease_s, 0, queue,
-            ),
-        )  # fmt: skip
-
-    def get_run(self, run_id: str) -> RunRecord | None:
-        rows = self._q(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = %s", (run_id,))
-        return run_from_row(rows[0]) if rows else None
-
-    def list_runs(self, status: str | None = None) -> list[RunRecord]:
-        if status is None:
-            rows = self._q(f"SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at")
-        else:
-            rows = self._q(
-                f"SELECT {RUN_COLUMNS} FROM runs WHERE status = %s ORDER BY created_at",
-                (str(status),),
-            )
-        return [run_from_row(r) for r in rows]
-
-    def claim_run(
-        self,
-        run_id: str,
-        *,
-        expected_status: str,
-        expected_token: str | None,
-        owner: Owner,
-        lease_s: float,
-    ) -> bool:
-        now = time.time()
-        count = self._q(
-            "UPDATE runs SET status = 'running', owner_token = %s, owner_pid = %s, "
-            "owner_host = %s, owner_proc = %s, lease_expires_at = %s, pause_requested = 0, "
-            "cancel_requested = 0, updated_at = %s "
-            "WHERE id = %s AND status = %s AND owner_token IS NOT DISTINCT FROM %s",
-            (
-                owner.token, owner.pid, owner.host, owner.proc, now + lease_s, now, run_id,
-                str(expected_status), expected_token,
-            ),
-        )  # fmt: skip
-        return bool(count == 1)
-
     def claim_next(
         self, queue: str, owner: Owner, lease_s: float, *, limit: int | None = None
     ) -> RunRecord | None:
@@ -269,112 +197,6 @@ class PostgresRunStore(RunStore):
             )
         return run_from_row(rows[0])
 
-    def count_unfinished(self, queue: str) -> int:
-        rows = self._q(
-            "SELECT COUNT(*) FROM runs WHERE queue = %s AND status IN ('queued', 'running')",
-            (queue,),
-        )
-        return int(rows[0][0])
-
-    def renew_lease(self, run_id: str, token: str, lease_s: float) -> bool:
-        count = self._q(
-            "UPDATE runs SET lease_expires_at = %s WHERE id = %s AND owner_token = %s "
-            "AND status = 'running'",
-            (time.time() + lease_s, run_id, token),
-        )
-        return bool(count == 1)
-
-    def release_run(self, run_id: str, token: str, *, requeue: bool) -> bool:
-        count = self._q(
-            "UPDATE runs SET status = CASE WHEN %s THEN 'queued' ELSE status END, "
-            "lease_expires_at = 0, updated_at = %s "
-            "WHERE id = %s AND owner_token = %s AND status = 'running'",
-            (requeue, time.time(), run_id, token),
-        )
-        return bool(count == 1)
-
-    def finish_run(
-        self,
-        run_id: str,
-        status: str,
-        *,
-        result: Any = None,
-        error: str | None = None,
-        paused_step: str | None = None,
-        paused_occurrence: int | None = None,
-        pause_reason: str | None = None,
-        token: str | None = None,
-    ) -> str:
-        count = self._q(
-            "UPDATE runs SET status = %s, result = %s, error = %s, paused_step = %s, "
-            "paused_occurrence = %s, pause_reason = %s, pause_requested = 0, "
-            "cancel_requested = 0, lease_expires_at = NULL, updated_at = %s "
-            "WHERE id = %s AND status = 'running' AND owner_token IS NOT DISTINCT FROM %s",
-            (
-                str(status), json.dumps(result) if status == "completed" else None, error,
-                paused_step, paused_occurrence,
-                None if pause_reason is None else str(pause_reason), time.time(), run_id, token,
-            ),
-        )  # fmt: skip
-        if count == 1:
-            return status
-        run = self.get_run(run_id)
-        return run.status if run else status
-
-    def cancel_run(
-        self, run_id: str, *, expected_status: str, expected_token: str | None, error: str
-    ) -> bool:
-        count = self._q(
-            "UPDATE runs SET status = 'cancelled', error = %s, pause_requested = 0, "
-            "cancel_requested = 0, lease_expires_at = NULL, updated_at = %s "
-            "WHERE id = %s AND status = %s AND owner_token IS NOT DISTINCT FROM %s",
-            (error, time.time(), run_id, str(expected_status), expected_token),
-        )
-        return bool(count == 1)
-
-    def request_cancel(self, run_id: str) -> None:
-        self._q("UPDATE runs SET cancel_requested = 1 WHERE id = %s", (run_id,))
-
-    def set_paused(
-        self,
-        run_id: str,
-        reason: str,
-        message: str,
-        *,
-        step: str | None = None,
-        occurrence: int | None = None,
-        only_if_running: bool = False,
-        token: str | None = None,
-    ) -> bool:
-        sql = (
-            "UPDATE runs SET status = 'paused', pause_reason = %s, error = %s, "
-            "paused_step = COALESCE(%s, paused_step), "
-            "paused_occurrence = COALESCE(%s, paused_occurrence), updated_at = %s WHERE id = %s"
-        )
-        params: tuple[Any, ...] = (str(reason), message, step, occurrence, time.time(), run_id)
-        if only_if_running:
-            sql += " AND status = 'running' AND owner_token IS NOT DISTINCT FROM %s"
-            params += (token,)
-        return bool(self._q(sql, params) == 1)
-
-    def request_pause(self, run_id: str) -> None:
-        self._q("UPDATE runs SET pause_requested = 1 WHERE id = %s", (run_id,))
-
-    def control_state(self, run_id: str) -> tuple[str, bool, bool, str | None]:
-        rows = self._q(
-            "SELECT status, pause_requested, cancel_requested, owner_token FROM runs WHERE id = %s",
-            (run_id,),
-        )
-        if not rows:
-            return RunStatus.CANCELLED, False, False, None
-        row = rows[0]
-        return row[0], bool(row[1]), bool(row[2]), row[3]
-
-    def update_snapshot(self, run_id: str, snapshot: dict[str, Any]) -> None:
-        self._q(
-            "UPDATE runs SET source_snapshot = %s WHERE id = %s", (json.dumps(snapshot), run_id)
-        )
-
     def last_activity(self, run_id: str) -> float:
         rows = self._q(
             "SELECT GREATEST(r.updated_at, COALESCE((SELECT MAX(COALESCE(finished_at, "
@@ -384,108 +206,8 @@ class PostgresRunStore(RunStore):
         return float(rows[0][0]) if rows else 0.0
 
     # -- steps ---------------------------------------------------------------------
-    def load_steps(self, run_id: str) -> list[StepRecord]:
-        rows = self._q(
-            f"SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = %s ORDER BY scope, position",
-            (run_id,),
-        )
-        return [StepRecord(*r) for r in rows]
-
-    def replay_steps(self, run_id: str) -> list[StepRecord]:
-        rows = self._q(f"SELECT {REPLAY_COLUMNS} FROM run_steps WHERE run_id = %s", (run_id,))
-        return [StepRecord(*r) for r in rows]
-
-    def top_level_steps(self, run_id: str) -> list[StepRecord]:
-        rows = self._q(
-            f"SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = %s AND scope = '' "
-            "ORDER BY position",
-            (run_id,),
-        )
-        return [StepRecord(*r) for r in rows]
-
-    def dispatch_step(
-        self,
-        run_id: str,
-        *,
-        step_key: str,
-        scope: str,
-        position: int,
-        kind: str,
-        name: str,
-        occurrence: int,
-        input_hash: str,
-    ) -> None:
-        self._q(
-            _DISPATCH_SQL,
-            (run_id, step_key, scope, position, kind, name, occurrence, input_hash, time.time()),
-        )
-
-    def complete_step(self, run_id: str, step_key: str, result_json: str) -> None:
-        self._q(_COMPLETE_SQL, (result_json, time.time(), run_id, step_key))
-
-    def fail_step(self, run_id: str, step_key: str, error: str) -> None:
-        self._q(
-            "UPDATE run_steps SET status = 'failed', result = %s, finished_at = %s "
-            "WHERE run_id = %s AND step_key = %s",
-            (json.dumps(error), time.time(), run_id, step_key),
-        )
-
-    def count_steps(self, run_id: str, status: str | None = None) -> int:
-        if status is None:
-            rows = self._q(
-                "SELECT COUNT(*) FROM run_steps WHERE run_id = %s AND kind = 'step'", (run_id,)
-            )
-        else:
-            rows = self._q(
-                "SELECT COUNT(*) FROM run_steps WHERE run_id = %s AND kind = 'step' "
-                "AND status = %s",
-                (run_id, status),
-            )
-        return int(rows[0][0])
-
     # -- approvals -----------------------------------------------------------------
-    def request_approval(self, run_id: str, key: str, tool: str, arguments_json: str) -> None:
-        self._q(
-            "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
-            "input_hash, status, result, started_at, finished_at) VALUES "
-            "(%s, %s, 'approvals', 0, 'approval', %s, 0, %s, 'requested', %s, %s, NULL) "
-            "ON CONFLICT (run_id, step_key) DO NOTHING",
-            (run_id, key, tool, key, arguments_json, time.time()),
-        )
-
-    def approval_status(self, run_id: str, key: str) -> str | None:
-        rows = self._q(
-            "SELECT status FROM run_steps WHERE run_id = %s AND step_key = %s "
-            "AND kind = 'approval'",
-            (run_id, key),
-        )
-        return str(rows[0][0]) if rows else None
-
-    def pending_approval(self, run_id: str) -> tuple[str, str, str] | None:
-        rows = self._q(
-            "SELECT step_key, name, result FROM run_steps WHERE run_id = %s AND "
-            "kind = 'approval' AND status = 'requested' ORDER BY started_at LIMIT 1",
-            (run_id,),
-        )
-        return (str(rows[0][0]), str(rows[0][1]), str(rows[0][2])) if rows else None
-
-    def decide_approval(self, run_id: str, key: str, decision: str) -> bool:
-        count = self._q(
-            "UPDATE run_steps SET status = %s, finished_at = %s WHERE run_id = %s AND "
-            "step_key = %s AND kind = 'approval' AND status = 'requested'",
-            (str(decision), time.time(), run_id, key),
-        )
-        return bool(count == 1)
-
     # -- session-DAG reads -----------------------------------------------------------
-    def session_node_rows(self, session_id: str) -> list[tuple[Any, ...]]:
-        rows = self._q(
-            "SELECT id, seq, kind, name, caller_id, predecessor_id, input, output, status, "
-            "metadata, created_at FROM nodes WHERE session_id = %s ORDER BY seq",
-            (session_id,),
-        )
-        return [tuple(r) for r in rows]
-
     def llm_usage(self, session_id: str) -> tuple[int, tuple[int, int]]:
         rows = self._q(
             "SELECT COUNT(*), COALESCE(SUM(CASE WHEN i ~ '^[0-9]{1,18}$' THEN i::bigint END), 0), "

@@ -1,7 +1,10 @@
 """The run store: every read and write of the ``runs`` / ``run_steps`` tables.
 
-One :class:`RunStore` implementation per database engine holds all statements on the
-run tables (SQLite: :mod:`openprogram.store.sqlite_runs`); the durable layer
+:class:`RunStore` runs the statements both database engines share (:class:`RunSql`,
+written once, adapted to each engine's parameter style when its class is defined) through
+three primitives each engine implements; one subclass per engine holds the statements
+that differ (SQLite: :mod:`openprogram.store.sqlite_runs`, PostgreSQL:
+:mod:`openprogram.store.postgres_runs`). The durable layer
 (``openprogram.durable``), the CLI, the linter's OP209 reader and the language server
 call only this interface. Open one with :func:`open_run_store` (read-write, migrates)
 or :func:`read_run_store` (tooling: read-only, ``None`` when there is no store).
@@ -68,13 +71,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields, replace
+from typing import Any, ClassVar
 
-from openprogram.contract.runs import DURABILITY_MODES, Durability, Policy
+from openprogram.contract.runs import DURABILITY_MODES, Durability, Policy, RunStatus
 from openprogram.errors import StoreError
 from openprogram.store.lease import Owner
 from openprogram.store.run_views import GraphNodeRow, graph_node_row, step_view_object
@@ -192,6 +196,123 @@ STEP_COLUMNS = (
 #: The columns of :data:`STEP_COLUMNS` an execution replays (no timestamps).
 REPLAY_COLUMNS = "step_key, scope, position, kind, name, occurrence, input_hash, status, result"
 
+_SET_PAUSED = (
+    "UPDATE runs SET status = 'paused', pause_reason = ?, error = ?, "
+    "paused_step = COALESCE(?, paused_step), "
+    "paused_occurrence = COALESCE(?, paused_occurrence), updated_at = ? WHERE id = ?"
+)
+_COUNT_STEPS = "SELECT COUNT(*) FROM run_steps WHERE run_id = ? AND kind = 'step'"
+
+
+@dataclass(frozen=True)
+class RunSql:
+    """The statements on the run tables that every SQL backend runs alike, written once:
+    ``?`` is a parameter and ``IS ?`` a null-safe comparison with one. Each backend class
+    takes its copy from :meth:`for_dialect` once, when it is defined; what differs
+    between the engines (claiming from a queue, JSON functions, the step write) stays in
+    the backend's own module."""
+
+    insert_run: str = (
+        f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "NULL, NULL, NULL, NULL, NULL, 0, ?, ?, ?, ?, ?, ?, ?, 0, ?)"
+    )
+    get_run: str = f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?"
+    list_runs: str = f"SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at"
+    list_runs_in: str = f"SELECT {RUN_COLUMNS} FROM runs WHERE status = ? ORDER BY created_at"
+    claim_run: str = (
+        "UPDATE runs SET status = 'running', owner_token = ?, owner_pid = ?, "
+        "owner_host = ?, owner_proc = ?, lease_expires_at = ?, pause_requested = 0, "
+        "cancel_requested = 0, updated_at = ? "
+        "WHERE id = ? AND status = ? AND owner_token IS ?"
+    )
+    count_unfinished: str = (
+        "SELECT COUNT(*) FROM runs WHERE queue = ? AND status IN ('queued', 'running')"
+    )
+    renew_lease: str = (
+        "UPDATE runs SET lease_expires_at = ? WHERE id = ? AND owner_token = ? "
+        "AND status = 'running'"
+    )
+    release_run: str = (
+        "UPDATE runs SET status = CASE WHEN ? THEN 'queued' ELSE status END, "
+        "lease_expires_at = 0, updated_at = ? "
+        "WHERE id = ? AND owner_token = ? AND status = 'running'"
+    )
+    finish_run: str = (
+        "UPDATE runs SET status = ?, result = ?, error = ?, paused_step = ?, "
+        "paused_occurrence = ?, pause_reason = ?, pause_requested = 0, "
+        "cancel_requested = 0, lease_expires_at = NULL, updated_at = ? "
+        "WHERE id = ? AND status = 'running' AND owner_token IS ?"
+    )
+    cancel_run: str = (
+        "UPDATE runs SET status = 'cancelled', error = ?, pause_requested = 0, "
+        "cancel_requested = 0, lease_expires_at = NULL, updated_at = ? "
+        "WHERE id = ? AND status = ? AND owner_token IS ?"
+    )
+    request_cancel: str = "UPDATE runs SET cancel_requested = 1 WHERE id = ?"
+    set_paused: str = _SET_PAUSED
+    set_paused_if_running: str = _SET_PAUSED + " AND status = 'running' AND owner_token IS ?"
+    request_pause: str = "UPDATE runs SET pause_requested = 1 WHERE id = ?"
+    control_state: str = (
+        "SELECT status, pause_requested, cancel_requested, owner_token FROM runs WHERE id = ?"
+    )
+    update_snapshot: str = "UPDATE runs SET source_snapshot = ? WHERE id = ?"
+    load_steps: str = (
+        f"SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = ? ORDER BY scope, position"
+    )
+    replay_steps: str = f"SELECT {REPLAY_COLUMNS} FROM run_steps WHERE run_id = ?"
+    top_level_steps: str = (
+        f"SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = ? AND scope = '' ORDER BY position"
+    )
+    dispatch_step: str = (
+        "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
+        "input_hash, status, result, started_at, finished_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'dispatched', NULL, ?, NULL) "
+        "ON CONFLICT (run_id, step_key) DO UPDATE SET status = 'dispatched', result = NULL, "
+        "started_at = excluded.started_at, finished_at = NULL"
+    )
+    complete_step: str = (
+        "UPDATE run_steps SET status = 'completed', result = ?, finished_at = ? "
+        "WHERE run_id = ? AND step_key = ?"
+    )
+    fail_step: str = (
+        "UPDATE run_steps SET status = 'failed', result = ?, finished_at = ? "
+        "WHERE run_id = ? AND step_key = ?"
+    )
+    count_steps: str = _COUNT_STEPS
+    count_steps_in: str = _COUNT_STEPS + " AND status = ?"
+    request_approval: str = (
+        "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
+        "input_hash, status, result, started_at, finished_at) VALUES "
+        "(?, ?, 'approvals', 0, 'approval', ?, 0, ?, 'requested', ?, ?, NULL) "
+        "ON CONFLICT (run_id, step_key) DO NOTHING"
+    )
+    approval_status: str = (
+        "SELECT status FROM run_steps WHERE run_id = ? AND step_key = ? AND kind = 'approval'"
+    )
+    pending_approval: str = (
+        "SELECT step_key, name, result FROM run_steps WHERE run_id = ? AND "
+        "kind = 'approval' AND status = 'requested' ORDER BY started_at LIMIT 1"
+    )
+    decide_approval: str = (
+        "UPDATE run_steps SET status = ?, finished_at = ? WHERE run_id = ? AND "
+        "step_key = ? AND kind = 'approval' AND status = 'requested'"
+    )
+    session_node_rows: str = (
+        "SELECT id, seq, kind, name, caller_id, predecessor_id, input, output, status, "
+        "metadata, created_at FROM nodes WHERE session_id = ? ORDER BY seq"
+    )
+
+    @classmethod
+    def for_dialect(cls, *, placeholder: str, null_safe_equal: str) -> RunSql:
+        """The statements with ``placeholder`` for each ``?`` and ``null_safe_equal`` for
+        the ``IS`` before one (PostgreSQL: ``%s`` and ``IS NOT DISTINCT FROM``)."""
+        written = cls()
+
+        def adapt(sql: str) -> str:
+            return sql.replace(" IS ?", f" {null_safe_equal} ?").replace("?", placeholder)
+
+        return replace(written, **{f.name: adapt(getattr(written, f.name)) for f in fields(cls)})
+
 
 def run_from_row(row: Any) -> RunRecord:
     """A :class:`RunRecord` from a row in :data:`RUN_COLUMNS` order."""
@@ -273,6 +394,13 @@ class RunStore(ABC):
     location: str
     durability: Durability
     store: Any  # SessionStore
+    backend: Any  # the SessionStore's backend: each subclass names its type
+
+    def __init__(self, store: Any, durability: Durability) -> None:
+        self.store = store
+        self.backend = store.backend
+        self.location = self.backend.location
+        self.durability = durability
 
     @property
     def defer_results(self) -> bool:
@@ -295,10 +423,10 @@ class RunStore(ABC):
         always keep theirs."""
         return nullcontext()
 
-    @abstractmethod
     def owns(self, writer: Any) -> bool:
         """Whether ``writer`` (a ``SessionNodeWriter``) writes through this store's
         connections, so a step's node can join the step transaction."""
+        return getattr(writer, "_backend", None) is self.backend
 
     @abstractmethod
     def write_step(
@@ -317,8 +445,23 @@ class RunStore(ABC):
         lease — ``done`` is written all the same (unless the lease was lost). All or
         nothing: on any error nothing of it is committed."""
 
-    # -- runs ----------------------------------------------------------------------
+    # -- statements: the per-backend primitives ------------------------------------
+    #: This backend's copy of the shared statements (:meth:`RunSql.for_dialect`).
+    sql: ClassVar[RunSql]
+
     @abstractmethod
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """Every row of the query ``sql`` (errors raised as the backend raises them)."""
+
+    @abstractmethod
+    def _row(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        """The first row of the query ``sql``, ``None`` when there is none."""
+
+    @abstractmethod
+    def _changed(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+        """Run the statement ``sql``; how many rows it wrote."""
+
+    # -- runs ----------------------------------------------------------------------
     def insert_run(
         self,
         *,
@@ -337,15 +480,32 @@ class RunStore(ABC):
     ) -> None:
         """Record a new run: ``running`` under ``owner``'s lease, or ``queued`` on
         ``queue`` for workers when ``owner`` is ``None``."""
+        now = time.time()
+        self._changed(
+            self.sql.insert_run,
+            (
+                run_id, entry, program_path, function_qualname, json.dumps(args),
+                str(RunStatus.QUEUED if owner is None else RunStatus.RUNNING), str(policy),
+                model, json.dumps(source_snapshot) if source_snapshot is not None else None,
+                session_id, None if owner is None else owner.pid,
+                None if owner is None else owner.host, now, now,
+                None if owner is None else owner.token, None if owner is None else owner.proc,
+                None if owner is None else now + lease_s, queue,
+            ),
+        )  # fmt: skip
 
-    @abstractmethod
-    def get_run(self, run_id: str) -> RunRecord | None: ...
+    def get_run(self, run_id: str) -> RunRecord | None:
+        row = self._row(self.sql.get_run, (run_id,))
+        return run_from_row(row) if row else None
 
-    @abstractmethod
     def list_runs(self, status: str | None = None) -> list[RunRecord]:
         """Runs oldest first (only those in ``status`` when given)."""
+        if status is None:
+            rows = self._rows(self.sql.list_runs)
+        else:
+            rows = self._rows(self.sql.list_runs_in, (str(status),))
+        return [run_from_row(r) for r in rows]
 
-    @abstractmethod
     def claim_run(
         self,
         run_id: str,
@@ -357,6 +517,17 @@ class RunStore(ABC):
     ) -> bool:
         """Compare-and-set: make ``owner`` hold the run (``running``, a fresh lease) if it
         is still ``expected_status`` with ``expected_token`` — the values read before."""
+        now = time.time()
+        return (
+            self._changed(
+                self.sql.claim_run,
+                (
+                    owner.token, owner.pid, owner.host, owner.proc, now + lease_s, now, run_id,
+                    str(expected_status), expected_token,
+                ),
+            )
+            == 1
+        )  # fmt: skip
 
     @abstractmethod
     def claim_next(
@@ -366,20 +537,20 @@ class RunStore(ABC):
         worker); ``None`` when there is none or ``limit`` runs of the queue hold a live
         lease. Concurrent workers never claim the same run."""
 
-    @abstractmethod
     def count_unfinished(self, queue: str) -> int:
         """How many runs of ``queue`` are ``queued`` or ``running`` (by any worker, live or
         dead: a dead worker's run is claimable once its lease expires)."""
+        return int(self._row(self.sql.count_unfinished, (queue,))[0])
 
-    @abstractmethod
     def renew_lease(self, run_id: str, token: str, lease_s: float) -> bool:
         """Push the lease of ``token`` forward; ``False`` when it is no longer held."""
+        return self._changed(self.sql.renew_lease, (time.time() + lease_s, run_id, token)) == 1
 
-    @abstractmethod
     def release_run(self, run_id: str, token: str, *, requeue: bool) -> bool:
         """Give up the lease (``requeue``: back to ``queued`` for another worker)."""
+        params = (bool(requeue), time.time(), run_id, token)
+        return self._changed(self.sql.release_run, params) == 1
 
-    @abstractmethod
     def finish_run(
         self,
         run_id: str,
@@ -394,18 +565,30 @@ class RunStore(ABC):
     ) -> str:
         """Record how the execution holding ``token`` ended; returns the state actually
         stored (a run cancelled or taken over meanwhile keeps what the other wrote)."""
+        changed = self._changed(
+            self.sql.finish_run,
+            (
+                str(status), json.dumps(result) if status == "completed" else None, error,
+                paused_step, paused_occurrence,
+                None if pause_reason is None else str(pause_reason), time.time(), run_id, token,
+            ),
+        )  # fmt: skip
+        if changed == 1:
+            return status
+        run = self.get_run(run_id)
+        return run.status if run else status
 
-    @abstractmethod
     def cancel_run(
         self, run_id: str, *, expected_status: str, expected_token: str | None, error: str
     ) -> bool:
         """Compare-and-set: mark the run ``cancelled`` if it is still as read."""
+        params = (error, time.time(), run_id, str(expected_status), expected_token)
+        return self._changed(self.sql.cancel_run, params) == 1
 
-    @abstractmethod
     def request_cancel(self, run_id: str) -> None:
         """Ask the executing process to cancel at its next step (``cancel_requested``)."""
+        self._changed(self.sql.request_cancel, (run_id,))
 
-    @abstractmethod
     def set_paused(
         self,
         run_id: str,
@@ -419,37 +602,43 @@ class RunStore(ABC):
     ) -> bool:
         """Mark a run paused for ``reason``; with ``only_if_running`` only a ``running``
         run still holding ``token`` (as read before), else returns ``False``."""
+        params: tuple[Any, ...] = (str(reason), message, step, occurrence, time.time(), run_id)
+        if only_if_running:
+            return self._changed(self.sql.set_paused_if_running, (*params, token)) == 1
+        return self._changed(self.sql.set_paused, params) == 1
 
-    @abstractmethod
-    def request_pause(self, run_id: str) -> None: ...
+    def request_pause(self, run_id: str) -> None:
+        self._changed(self.sql.request_pause, (run_id,))
 
-    @abstractmethod
     def control_state(self, run_id: str) -> tuple[str, bool, bool, str | None]:
         """``(status, pause_requested, cancel_requested, owner_token)`` — read between
         steps for cancel, pause and lease checks (``cancelled`` for a missing run)."""
+        row = self._row(self.sql.control_state, (run_id,))
+        if row is None:
+            return RunStatus.CANCELLED, False, False, None
+        return row[0], bool(row[1]), bool(row[2]), row[3]
 
-    @abstractmethod
-    def update_snapshot(self, run_id: str, snapshot: dict[str, Any]) -> None: ...
+    def update_snapshot(self, run_id: str, snapshot: dict[str, Any]) -> None:
+        self._changed(self.sql.update_snapshot, (json.dumps(snapshot), run_id))
 
     @abstractmethod
     def last_activity(self, run_id: str) -> float:
         """Latest of the run's update time and its steps' timestamps."""
 
     # -- steps ---------------------------------------------------------------------
-    @abstractmethod
     def load_steps(self, run_id: str) -> list[StepRecord]:
         """Every step record of a run, ordered by scope and position."""
+        return [StepRecord(*r) for r in self._rows(self.sql.load_steps, (run_id,))]
 
-    @abstractmethod
     def replay_steps(self, run_id: str) -> list[StepRecord]:
         """Every step record of a run as an execution replays them: no timestamps, in no
         particular order (a 10,000-step resume reads and decodes only what it uses)."""
+        return [StepRecord(*r) for r in self._rows(self.sql.replay_steps, (run_id,))]
 
-    @abstractmethod
     def top_level_steps(self, run_id: str) -> list[StepRecord]:
         """The run's top-level records (scope ``""``) in call order."""
+        return [StepRecord(*r) for r in self._rows(self.sql.top_level_steps, (run_id,))]
 
-    @abstractmethod
     def dispatch_step(
         self,
         run_id: str,
@@ -463,43 +652,55 @@ class RunStore(ABC):
         input_hash: str,
     ) -> None:
         """Record (commit) that a workflow/parallel/branch/step was called."""
+        self._changed(
+            self.sql.dispatch_step,
+            (run_id, step_key, scope, position, kind, name, occurrence, input_hash, time.time()),
+        )
 
-    @abstractmethod
-    def complete_step(self, run_id: str, step_key: str, result_json: str) -> None: ...
+    def complete_step(self, run_id: str, step_key: str, result_json: str) -> None:
+        self._changed(self.sql.complete_step, (result_json, time.time(), run_id, step_key))
 
-    @abstractmethod
-    def fail_step(self, run_id: str, step_key: str, error: str) -> None: ...
+    def fail_step(self, run_id: str, step_key: str, error: str) -> None:
+        self._changed(self.sql.fail_step, (json.dumps(error), time.time(), run_id, step_key))
 
-    @abstractmethod
     def count_steps(self, run_id: str, status: str | None = None) -> int:
         """How many records of kind ``step`` the run has (in ``status`` when given)."""
+        if status is None:
+            row = self._row(self.sql.count_steps, (run_id,))
+        else:
+            row = self._row(self.sql.count_steps_in, (run_id, status))
+        return int(row[0])
 
     # -- approvals of requires_approval tools ---------------------------------------
     # Rows of ``run_steps`` with kind ``approval`` and scope ``approvals``: step_key the
     # call's key, name the tool, result its JSON arguments, status an ApprovalStatus.
-    @abstractmethod
     def request_approval(self, run_id: str, key: str, tool: str, arguments_json: str) -> None:
         """Record that the run waits for approval of one tool call (idempotent)."""
+        params = (run_id, key, tool, key, arguments_json, time.time())
+        self._changed(self.sql.request_approval, params)
 
-    @abstractmethod
     def approval_status(self, run_id: str, key: str) -> str | None:
         """``requested`` | ``approved`` | ``denied`` of one tool call, or ``None``."""
+        row = self._row(self.sql.approval_status, (run_id, key))
+        return str(row[0]) if row else None
 
-    @abstractmethod
     def pending_approval(self, run_id: str) -> tuple[str, str, str] | None:
         """``(key, tool, arguments_json)`` of the run's oldest undecided request."""
+        row = self._row(self.sql.pending_approval, (run_id,))
+        return (str(row[0]), str(row[1]), str(row[2])) if row else None
 
-    @abstractmethod
     def decide_approval(self, run_id: str, key: str, decision: str) -> bool:
         """Record ``approved`` / ``denied`` for a requested call (``False``: it was not
         requested or was decided meanwhile)."""
+        params = (str(decision), time.time(), run_id, key)
+        return self._changed(self.sql.decide_approval, params) == 1
 
     # -- session-DAG reads for tooling ------------------------------------------------
-    @abstractmethod
     def session_node_rows(self, session_id: str) -> list[tuple[Any, ...]]:
         """The session's nodes in ``seq`` order as ``(id, seq, kind, name, caller_id,
         predecessor_id, input, output, status, metadata, created_at)`` with the JSON
         columns left as stored text (a 10,000-node graph decodes only what it shows)."""
+        return [tuple(r) for r in self._rows(self.sql.session_node_rows, (session_id,))]
 
     @abstractmethod
     def llm_usage(self, session_id: str) -> tuple[int, tuple[int, int]]:

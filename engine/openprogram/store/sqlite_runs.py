@@ -1,4 +1,5 @@
-"""The run store on SQLite: every statement on ``runs`` / ``run_steps`` for this backend.
+"""The run store on SQLite: the statements on ``runs`` / ``run_steps`` of this backend's
+own (the shared ones are :class:`~openprogram.store.runs.RunSql`).
 
 It uses the session store's per-thread connections (:class:`SqliteBackend`), so a step's
 records and its session-DAG node share one ``BEGIN IMMEDIATE`` transaction
@@ -9,48 +10,32 @@ records and its session-DAG node share one ``BEGIN IMMEDIATE`` transaction
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any
 
-from openprogram.contract.runs import Durability, RunStatus
+from openprogram.contract.runs import Durability
 from openprogram.errors import StoreError
 from openprogram.store.lease import Owner
 from openprogram.store.runs import (
     CALL_ORDER,
-    REPLAY_COLUMNS,
-    RUN_COLUMNS,
-    STEP_COLUMNS,
     GraphNodeRow,
     RunRecord,
+    RunSql,
     RunStore,
     StepCall,
     StepDone,
     StepNode,
-    StepRecord,
-    run_from_row,
 )
 from openprogram.store.sqlite import SqliteBackend
 
 #: Busy timeout of the read-only stores opened for tooling (editor, lint, listings).
 TOOLING_BUSY_TIMEOUT_S = 2.0
 
-_INSERT_RUN_SQL = (
-    f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-    "NULL, NULL, NULL, NULL, NULL, 0, ?, ?, ?, ?, ?, ?, ?, 0, ?)"
-)
-_DISPATCH_SQL = (
-    "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
-    "input_hash, status, result, started_at, finished_at) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'dispatched', NULL, ?9, NULL) "
-    "ON CONFLICT(run_id, step_key) DO UPDATE SET status = 'dispatched', result = NULL, "
-    "started_at = excluded.started_at, finished_at = NULL"
-)
-# The same write, only while this execution (?10) holds the lease of a running run that
-# is asked neither to pause nor to cancel.
+# A step's dispatch (``RunSql.dispatch_step``), only while this execution (?10) holds the
+# lease of a running run that is asked neither to pause nor to cancel.
 _DISPATCH_CHECKED_SQL = (
     "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
     "input_hash, status, result, started_at, finished_at) "
@@ -60,19 +45,11 @@ _DISPATCH_CHECKED_SQL = (
     "ON CONFLICT(run_id, step_key) DO UPDATE SET status = 'dispatched', result = NULL, "
     "started_at = excluded.started_at, finished_at = NULL"
 )
-_COMPLETE_SQL = (
-    "UPDATE run_steps SET status = 'completed', result = ?, finished_at = ? "
-    "WHERE run_id = ? AND step_key = ?"
-)
-# The same write by the execution holding the lease ?5 only (a process that lost the
-# run's lease never overwrites what the new owner recorded).
+# A step's result (``RunSql.complete_step``) written by the execution holding the lease ?5
+# only (a process that lost the run's lease never overwrites what the new owner recorded).
 _COMPLETE_FENCED_SQL = (
     "UPDATE run_steps SET status = 'completed', result = ?1, finished_at = ?2 "
     "WHERE run_id = ?3 AND step_key = ?4 AND (SELECT owner_token FROM runs WHERE id = ?3) = ?5"
-)
-_FAIL_SQL = (
-    "UPDATE run_steps SET status = 'failed', result = ?, finished_at = ? "
-    "WHERE run_id = ? AND step_key = ?"
 )
 
 
@@ -160,15 +137,15 @@ _GRAPH_NODE_SQL_GUARDED = _graph_node_sql(guarded=True)
 class SqliteRunStore(RunStore):
     """Runs of one SQLite store root (thread-safe: each thread has its own connection)."""
 
+    sql = RunSql.for_dialect(placeholder="?", null_safe_equal="IS")
+
+    backend: SqliteBackend
+
     def __init__(self, store: Any, durability: Durability) -> None:
-        backend = store.backend
-        if not isinstance(backend, SqliteBackend):  # pragma: no cover - wiring error
+        if not isinstance(store.backend, SqliteBackend):  # pragma: no cover - wiring error
             raise StoreError(f"{store.location}: not an SQLite store")
-        self.store = store
-        self.backend: SqliteBackend = backend
-        self.location = backend.location
-        self.durability = durability
-        self._checkpointer = backend.checkpointer
+        super().__init__(store, durability)
+        self._checkpointer = self.backend.checkpointer
 
     # -- opening -------------------------------------------------------------------
     @classmethod
@@ -212,14 +189,26 @@ class SqliteRunStore(RunStore):
         return cls(SessionStore(path.parent, backend=backend), Durability.PROCESS)
 
     # -- plumbing ------------------------------------------------------------------
-    def owns(self, writer: Any) -> bool:
-        return getattr(writer, "_backend", None) is self.backend
-
     def _exec(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         try:
             return self.backend.connection().execute(sql, params)
         except sqlite3.Error as exc:
             raise self.backend._error(exc) from None
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        try:
+            return self.backend.connection().execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise self.backend._error(exc) from None
+
+    def _row(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        try:
+            return self.backend.connection().execute(sql, params).fetchone()
+        except sqlite3.Error as exc:
+            raise self.backend._error(exc) from None
+
+    def _changed(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+        return self._exec(sql, params).rowcount
 
     def write_step(
         self,
@@ -270,90 +259,6 @@ class SqliteRunStore(RunStore):
         return dispatched, appended
 
     # -- runs ----------------------------------------------------------------------
-    def insert_run(
-        self,
-        *,
-        run_id: str,
-        entry: str,
-        program_path: str | None,
-        function_qualname: str,
-        args: dict[str, Any],
-        policy: str,
-        model: str | None,
-        source_snapshot: dict[str, Any] | None,
-        session_id: str | None,
-        owner: Owner | None,
-        lease_s: float = 0.0,
-        queue: str | None = None,
-    ) -> None:
-        now = time.time()
-        self._exec(
-            _INSERT_RUN_SQL,
-            (
-                run_id,
-                entry,
-                program_path,
-                function_qualname,
-                json.dumps(args),
-                RunStatus.QUEUED if owner is None else RunStatus.RUNNING,
-                policy,
-                model,
-                json.dumps(source_snapshot) if source_snapshot is not None else None,
-                session_id,
-                None if owner is None else owner.pid,
-                None if owner is None else owner.host,
-                now,
-                now,
-                None if owner is None else owner.token,
-                None if owner is None else owner.proc,
-                None if owner is None else now + lease_s,
-                queue,
-            ),
-        )
-
-    def get_run(self, run_id: str) -> RunRecord | None:
-        row = self._exec(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return run_from_row(row) if row else None
-
-    def list_runs(self, status: str | None = None) -> list[RunRecord]:
-        if status is None:
-            rows = self._exec(f"SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at").fetchall()
-        else:
-            rows = self._exec(
-                f"SELECT {RUN_COLUMNS} FROM runs WHERE status = ? ORDER BY created_at",
-                (status,),
-            ).fetchall()
-        return [run_from_row(r) for r in rows]
-
-    def claim_run(
-        self,
-        run_id: str,
-        *,
-        expected_status: str,
-        expected_token: str | None,
-        owner: Owner,
-        lease_s: float,
-    ) -> bool:
-        now = time.time()
-        cur = self._exec(
-            "UPDATE runs SET status = 'running', owner_token = ?, owner_pid = ?, "
-            "owner_host = ?, owner_proc = ?, lease_expires_at = ?, pause_requested = 0, "
-            "cancel_requested = 0, updated_at = ? "
-            "WHERE id = ? AND status = ? AND owner_token IS ?",
-            (
-                owner.token,
-                owner.pid,
-                owner.host,
-                owner.proc,
-                now + lease_s,
-                now,
-                run_id,
-                expected_status,
-                expected_token,
-            ),
-        )
-        return cur.rowcount == 1
-
     def claim_next(
         self, queue: str, owner: Owner, lease_s: float, *, limit: int | None = None
     ) -> RunRecord | None:
@@ -386,118 +291,6 @@ class SqliteRunStore(RunStore):
                 raise self.backend._error(exc) from None
         return self.get_run(row[0])
 
-    def count_unfinished(self, queue: str) -> int:
-        row = self._exec(
-            "SELECT COUNT(*) FROM runs WHERE queue = ? AND status IN ('queued', 'running')",
-            (queue,),
-        ).fetchone()
-        return int(row[0])
-
-    def renew_lease(self, run_id: str, token: str, lease_s: float) -> bool:
-        cur = self._exec(
-            "UPDATE runs SET lease_expires_at = ? WHERE id = ? AND owner_token = ? "
-            "AND status = 'running'",
-            (time.time() + lease_s, run_id, token),
-        )
-        return cur.rowcount == 1
-
-    def release_run(self, run_id: str, token: str, *, requeue: bool) -> bool:
-        cur = self._exec(
-            "UPDATE runs SET status = CASE WHEN ? THEN 'queued' ELSE status END, "
-            "lease_expires_at = 0, updated_at = ? "
-            "WHERE id = ? AND owner_token = ? AND status = 'running'",
-            (int(requeue), time.time(), run_id, token),
-        )
-        return cur.rowcount == 1
-
-    def finish_run(
-        self,
-        run_id: str,
-        status: str,
-        *,
-        result: Any = None,
-        error: str | None = None,
-        paused_step: str | None = None,
-        paused_occurrence: int | None = None,
-        pause_reason: str | None = None,
-        token: str | None = None,
-    ) -> str:
-        cur = self._exec(
-            "UPDATE runs SET status = ?, result = ?, error = ?, paused_step = ?, "
-            "paused_occurrence = ?, pause_reason = ?, pause_requested = 0, "
-            "cancel_requested = 0, lease_expires_at = NULL, updated_at = ? "
-            "WHERE id = ? AND status = 'running' AND owner_token IS ?",
-            (
-                status,
-                json.dumps(result) if status == "completed" else None,
-                error,
-                paused_step,
-                paused_occurrence,
-                pause_reason,
-                time.time(),
-                run_id,
-                token,
-            ),
-        )
-        if cur.rowcount == 1:
-            return status
-        run = self.get_run(run_id)
-        return run.status if run else status
-
-    def cancel_run(
-        self, run_id: str, *, expected_status: str, expected_token: str | None, error: str
-    ) -> bool:
-        cur = self._exec(
-            "UPDATE runs SET status = 'cancelled', error = ?, pause_requested = 0, "
-            "cancel_requested = 0, lease_expires_at = NULL, updated_at = ? "
-            "WHERE id = ? AND status = ? AND owner_token IS ?",
-            (error, time.time(), run_id, expected_status, expected_token),
-        )
-        return cur.rowcount == 1
-
-    def request_cancel(self, run_id: str) -> None:
-        self._exec("UPDATE runs SET cancel_requested = 1 WHERE id = ?", (run_id,))
-
-    def set_paused(
-        self,
-        run_id: str,
-        reason: str,
-        message: str,
-        *,
-        step: str | None = None,
-        occurrence: int | None = None,
-        only_if_running: bool = False,
-        token: str | None = None,
-    ) -> bool:
-        sql = (
-            "UPDATE runs SET status = 'paused', pause_reason = ?, error = ?, "
-            "paused_step = COALESCE(?, paused_step), "
-            "paused_occurrence = COALESCE(?, paused_occurrence), updated_at = ? WHERE id = ?"
-        )
-        params: tuple[Any, ...] = (reason, message, step, occurrence, time.time(), run_id)
-        if only_if_running:
-            sql += " AND status = 'running' AND owner_token IS ?"
-            params += (token,)
-        cur = self._exec(sql, params)
-        return cur.rowcount == 1
-
-    def request_pause(self, run_id: str) -> None:
-        self._exec("UPDATE runs SET pause_requested = 1 WHERE id = ?", (run_id,))
-
-    def control_state(self, run_id: str) -> tuple[str, bool, bool, str | None]:
-        row = self._exec(
-            "SELECT status, pause_requested, cancel_requested, owner_token FROM runs WHERE id = ?",
-            (run_id,),
-        ).fetchone()
-        if row is None:
-            return RunStatus.CANCELLED, False, False, None
-        return row[0], bool(row[1]), bool(row[2]), row[3]
-
-    def update_snapshot(self, run_id: str, snapshot: dict[str, Any]) -> None:
-        self._exec(
-            "UPDATE runs SET source_snapshot = ? WHERE id = ?", (json.dumps(snapshot), run_id)
-        )
-
     def last_activity(self, run_id: str) -> float:
         row = self._exec(
             "SELECT MAX(COALESCE(finished_at, started_at)) FROM run_steps WHERE run_id = ?",
@@ -507,97 +300,6 @@ class SqliteRunStore(RunStore):
         base = run.updated_at if run else 0.0
         return max(base, row[0] or 0.0) if row else base
 
-    # -- steps ---------------------------------------------------------------------
-    def load_steps(self, run_id: str) -> list[StepRecord]:
-        rows = self._exec(
-            f"SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = ? ORDER BY scope, position",
-            (run_id,),
-        ).fetchall()
-        return [StepRecord(*r) for r in rows]
-
-    def replay_steps(self, run_id: str) -> list[StepRecord]:
-        rows = self._exec(
-            f"SELECT {REPLAY_COLUMNS} FROM run_steps WHERE run_id = ?", (run_id,)
-        ).fetchall()
-        return [StepRecord(*r) for r in rows]
-
-    def top_level_steps(self, run_id: str) -> list[StepRecord]:
-        rows = self._exec(
-            f"SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = ? AND scope = '' "
-            "ORDER BY position",
-            (run_id,),
-        ).fetchall()
-        return [StepRecord(*r) for r in rows]
-
-    def dispatch_step(
-        self,
-        run_id: str,
-        *,
-        step_key: str,
-        scope: str,
-        position: int,
-        kind: str,
-        name: str,
-        occurrence: int,
-        input_hash: str,
-    ) -> None:
-        self._exec(
-            _DISPATCH_SQL,
-            (run_id, step_key, scope, position, kind, name, occurrence, input_hash, time.time()),
-        )
-
-    def complete_step(self, run_id: str, step_key: str, result_json: str) -> None:
-        self._exec(_COMPLETE_SQL, (result_json, time.time(), run_id, step_key))
-
-    def fail_step(self, run_id: str, step_key: str, error: str) -> None:
-        self._exec(_FAIL_SQL, (json.dumps(error), time.time(), run_id, step_key))
-
-    def count_steps(self, run_id: str, status: str | None = None) -> int:
-        if status is None:
-            row = self._exec(
-                "SELECT COUNT(*) FROM run_steps WHERE run_id = ? AND kind = 'step'", (run_id,)
-            ).fetchone()
-        else:
-            row = self._exec(
-                "SELECT COUNT(*) FROM run_steps WHERE run_id = ? AND kind = 'step' AND status = ?",
-                (run_id, status),
-            ).fetchone()
-        return int(row[0])
-
-    # -- approvals -----------------------------------------------------------------
-    def request_approval(self, run_id: str, key: str, tool: str, arguments_json: str) -> None:
-        self._exec(
-            "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
-            "input_hash, status, result, started_at, finished_at) VALUES "
-            "(?, ?, 'approvals', 0, 'approval', ?, 0, ?, 'requested', ?, ?, NULL) "
-            "ON CONFLICT(run_id, step_key) DO NOTHING",
-            (run_id, key, tool, key, arguments_json, time.time()),
-        )
-
-    def approval_status(self, run_id: str, key: str) -> str | None:
-        row = self._exec(
-            "SELECT status FROM run_steps WHERE run_id = ? AND step_key = ? AND kind = 'approval'",
-            (run_id, key),
-        ).fetchone()
-        return str(row[0]) if row else None
-
-    def pending_approval(self, run_id: str) -> tuple[str, str, str] | None:
-        row = self._exec(
-            "SELECT step_key, name, result FROM run_steps WHERE run_id = ? AND "
-            "kind = 'approval' AND status = 'requested' ORDER BY started_at LIMIT 1",
-            (run_id,),
-        ).fetchone()
-        return (str(row[0]), str(row[1]), str(row[2])) if row else None
-
-    def decide_approval(self, run_id: str, key: str, decision: str) -> bool:
-        cur = self._exec(
-            "UPDATE run_steps SET status = ?, finished_at = ? WHERE run_id = ? AND "
-            "step_key = ? AND kind = 'approval' AND status = 'requested'",
-            (decision, time.time(), run_id, key),
-        )
-        return cur.rowcount == 1
-
-    # -- session-DAG reads -----------------------------------------------------------
     # -- the editor's views (SQL twins of ``run_views``) ---------------------------------
     def step_starts(self, run_id: str) -> list[tuple[str, int, float]]:
         rows = self._exec(
@@ -645,13 +347,6 @@ class SqliteRunStore(RunStore):
             except sqlite3.Error as exc:
                 raise self.backend._error(exc) from None
         return [GraphNodeRow._make(r) for r in rows]
-
-    def session_node_rows(self, session_id: str) -> list[tuple[Any, ...]]:
-        return self._exec(
-            "SELECT id, seq, kind, name, caller_id, predecessor_id, input, output, status, "
-            "metadata, created_at FROM nodes WHERE session_id = ? ORDER BY seq",
-            (session_id,),
-        ).fetchall()
 
     def llm_usage(self, session_id: str) -> tuple[int, tuple[int, int]]:
         row = self._exec(

@@ -1,0 +1,110 @@
+"""The run store answers the same on both backends: its compare-and-set writes match a run
+by its state and lease token, a missing token (a queued run's) included, and refuse a run
+that changed meanwhile; steps and approvals read back as written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openprogram.contract.runs import PauseReason, Policy, RunStatus
+from openprogram.store.lease import Owner
+from openprogram.store.runs import RunStore, open_run_store
+from pgcluster import BACKENDS, store_for
+
+A = Owner("token-a", 101, "host-a", "boot/ns/101/1")
+B = Owner("token-b", 202, "host-b", "boot/ns/202/1")
+
+
+@pytest.fixture(params=BACKENDS)
+def runs(request: pytest.FixtureRequest, tmp_path: Path) -> RunStore:
+    db = open_run_store(store_for(request, tmp_path))
+    request.addfinalizer(db.close)
+    return db
+
+
+def _insert(db: RunStore, run_id: str, owner: Owner | None) -> None:
+    db.insert_run(
+        run_id=run_id, entry="p.py:main", program_path=None, function_qualname="main",
+        args={"n": 1}, policy=Policy.USE_LATEST, model=None, source_snapshot=None,
+        session_id=None, owner=owner, lease_s=60.0, queue=None if owner else "jobs",
+    )  # fmt: skip
+
+
+def test_claims_and_ends_compare_the_state_and_token_read_before(runs: RunStore) -> None:
+    _insert(runs, "queued", None)
+    _insert(runs, "running", A)
+    assert [r.id for r in runs.list_runs(RunStatus.QUEUED)] == ["queued"]
+    assert runs.count_unfinished("jobs") == 1
+
+    # a queued run has no token: only a claim that read "no token" takes it
+    claim = {"expected_status": RunStatus.QUEUED, "owner": B, "lease_s": 60.0}
+    assert not runs.claim_run("queued", expected_token="token-a", **claim)
+    assert runs.claim_run("queued", expected_token=None, **claim)
+    assert not runs.claim_run("queued", expected_token=None, **claim)
+    run = runs.get_run("queued")
+    assert run is not None
+    assert (run.status, run.owner_token, run.owner_pid) == ("running", "token-b", 202)
+
+    assert not runs.renew_lease("queued", "token-a", 60.0)
+    assert runs.renew_lease("queued", "token-b", 60.0)
+    assert runs.release_run("queued", "token-b", requeue=True)
+    assert runs.control_state("queued") == ("queued", False, False, "token-b")
+
+    # a pause "only if running" by a stale token is refused; by the holder it is stored
+    pause = {"step": "fetch", "occurrence": 2, "only_if_running": True}
+    assert not runs.set_paused("running", PauseReason.UNCERTAIN, "m", token="token-b", **pause)
+    assert runs.set_paused("running", PauseReason.UNCERTAIN, "m", token="token-a", **pause)
+    run = runs.get_run("running")
+    assert run is not None
+    assert (run.status, run.pause_reason, run.paused_step, run.paused_occurrence) == (
+        "paused", "uncertain", "fetch", 2,
+    )  # fmt: skip
+
+    # an end by an execution that lost the run keeps what is stored
+    assert runs.claim_run("running", expected_status="paused", expected_token="token-a",
+                          owner=B, lease_s=60.0)  # fmt: skip
+    assert runs.finish_run("running", RunStatus.COMPLETED, result=[1], token="token-a") == (
+        "running"
+    )
+    assert runs.finish_run("running", RunStatus.COMPLETED, result=[1], token="token-b") == (
+        "completed"
+    )
+    run = runs.get_run("running")
+    assert run is not None and run.result == [1]
+    assert runs.finish_run("missing", RunStatus.FAILED, error="x") == "failed"
+
+    assert not runs.cancel_run("queued", expected_status="queued", expected_token=None, error="c")
+    assert runs.cancel_run("queued", expected_status="queued", expected_token="token-b", error="c")
+    assert runs.control_state("queued")[0] == "cancelled"
+    assert runs.control_state("missing") == ("cancelled", False, False, None)
+
+
+def test_steps_and_approvals_read_back_as_written(runs: RunStore) -> None:
+    _insert(runs, "r", A)
+    step = {"kind": "step", "occurrence": 0}
+    runs.dispatch_step("r", step_key="a#0", scope="", position=0, name="a", input_hash="h0", **step)
+    runs.dispatch_step("r", step_key="b#0", scope="", position=1, name="b", input_hash="h1", **step)
+    runs.dispatch_step(
+        "r", step_key="b#0/c#0", scope="b#0", position=0, name="c", input_hash="h2", **step
+    )
+    runs.complete_step("r", "a#0", '{"v": 1}')
+    runs.fail_step("r", "b#0/c#0", "boom")
+    assert [(s.step_key, s.status, s.result) for s in runs.top_level_steps("r")] == [
+        ("a#0", "completed", '{"v": 1}'),
+        ("b#0", "dispatched", None),
+    ]
+    assert sorted((s.step_key, s.status) for s in runs.replay_steps("r")) == [
+        ("a#0", "completed"), ("b#0", "dispatched"), ("b#0/c#0", "failed"),
+    ]  # fmt: skip
+    assert (runs.count_steps("r"), runs.count_steps("r", "failed")) == (3, 1)
+
+    runs.request_approval("r", "t#0", "pay", '{"amount": 5}')
+    runs.request_approval("r", "t#0", "pay", '{"amount": 9}')  # already requested: kept
+    assert runs.pending_approval("r") == ("t#0", "pay", '{"amount": 5}')
+    assert runs.approval_status("r", "a#0") is None  # a step, not an approval
+    assert runs.decide_approval("r", "t#0", "approved")
+    assert not runs.decide_approval("r", "t#0", "denied")
+    assert (runs.approval_status("r", "t#0"), runs.pending_approval("r")) == ("approved", None)
+    assert runs.count_steps("r") == 3
