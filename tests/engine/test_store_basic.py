@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -265,3 +266,53 @@ def test_node_to_json_has_every_field(store: SessionStore) -> None:
         "created_at",
         "updated_at",
     }
+
+
+def _next_millisecond() -> None:
+    start = time.time_ns() // 1_000_000
+    while time.time_ns() // 1_000_000 == start:
+        pass
+
+
+def test_ids_start_with_their_creation_millisecond_so_later_ids_sort_later(
+    store: SessionStore,
+) -> None:
+    before = time.time_ns() // 1_000_000
+    sid = store.create_session()
+    w = SessionNodeWriter(store, sid)
+    ids = []
+    for name in ("a", "b", "c"):
+        _next_millisecond()
+        ids.append(w.append("code", name).id)
+    after = time.time_ns() // 1_000_000
+    for made in (sid, *ids):
+        assert len(made) == 32 and int(made, 16) >= 0
+        assert before <= int(made[:12], 16) <= after
+    assert ids == sorted(ids)  # created in different milliseconds: in creation order
+    # many ids in one millisecond stay distinct (80 random bits each)
+    many = [w.append("code", "n").id for _ in range(500)]
+    assert len(set(many)) == 500
+
+
+def test_threads_opening_one_new_store_at_once_all_get_it(tmp_path: Path) -> None:
+    """Several threads (a web app, a worker) open a store that does not exist yet: each
+    gets it (turning the new file into WAL answered "database is locked" at once to all
+    but one of them)."""
+    import threading
+
+    def open_it(root: Path, barrier: threading.Barrier, errors: list[BaseException]) -> None:
+        barrier.wait()
+        try:
+            SessionStore(root).close()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    for attempt in range(15):
+        root, barrier = tmp_path / f"store{attempt}", threading.Barrier(6)
+        errors: list[BaseException] = []
+        threads = [threading.Thread(target=open_it, args=(root, barrier, errors)) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == [], (attempt, errors)

@@ -75,10 +75,9 @@ def error_line(message: object) -> str:
     """``openprogram: error: <message>`` folded onto one line; for a
     :class:`~openprogram.durable.errors.DeterminismError` its headline so, then its
     findings verbatim, one per line."""
-    findings = getattr(message, "findings", ()) if isinstance(message, DeterminismError) else ()
-    head = message.headline if findings and isinstance(message, DeterminismError) else message
-    line = "openprogram: error: " + " ".join(str(head).split())
-    return "\n".join((line, *findings))
+    if isinstance(message, DeterminismError) and message.findings:
+        return "\n".join((error_line(message.headline), *message.findings))
+    return "openprogram: error: " + " ".join(str(message).split())
 
 
 def report_error(

@@ -27,7 +27,9 @@ from openprogram.store.postgres import (
     PostgresBackend,
 )
 from openprogram.store.runs import (
+    REDISPATCH,
     RUN_COLUMNS,
+    STEP_INSERT,
     RunRecord,
     RunSql,
     RunStore,
@@ -50,14 +52,12 @@ WITH done AS (
     AND (SELECT owner_token FROM runs WHERE id = %(run)s) = %(token)s
 ), fin AS ({FINISH_SQL}
 ), call AS (
-    INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence,
-        input_hash, status, result, started_at, finished_at)
+    {STEP_INSERT}
     SELECT %(run)s, %(key)s, %(scope)s, %(pos)s, %(step_kind)s, %(name)s, %(occ)s, %(hash)s,
         'dispatched', NULL, %(now)s, NULL FROM runs
     WHERE %(has_call)s AND id = %(run)s AND status = 'running' AND pause_requested = 0
         AND cancel_requested = 0 AND owner_token = %(token)s
-    ON CONFLICT (run_id, step_key) DO UPDATE SET status = 'dispatched', result = NULL,
-        started_at = excluded.started_at, finished_at = NULL
+    {REDISPATCH}
     RETURNING 1
 ), {APPEND_CTES.format(where="AND EXISTS (SELECT FROM call)")}, node AS ({APPEND_INSERT})
 SELECT (SELECT count(*) FROM call), (SELECT seq FROM node), (SELECT predecessor_id FROM node)

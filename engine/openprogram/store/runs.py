@@ -196,6 +196,16 @@ STEP_COLUMNS = (
 #: The columns of :data:`STEP_COLUMNS` an execution replays (no timestamps).
 REPLAY_COLUMNS = "step_key, scope, position, kind, name, occurrence, input_hash, status, result"
 
+#: The head of every insert into ``run_steps`` (all columns, in this order).
+STEP_INSERT = (
+    "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
+    "input_hash, status, result, started_at, finished_at) "
+)
+#: A dispatch of a step already recorded (a re-run) starts it again.
+REDISPATCH = (
+    "ON CONFLICT (run_id, step_key) DO UPDATE SET status = 'dispatched', result = NULL, "
+    "started_at = excluded.started_at, finished_at = NULL"
+)
 _SET_PAUSED = (
     "UPDATE runs SET status = 'paused', pause_reason = ?, error = ?, "
     "paused_step = COALESCE(?, paused_step), "
@@ -264,11 +274,7 @@ class RunSql:
         f"SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = ? AND scope = '' ORDER BY position"
     )
     dispatch_step: str = (
-        "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
-        "input_hash, status, result, started_at, finished_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'dispatched', NULL, ?, NULL) "
-        "ON CONFLICT (run_id, step_key) DO UPDATE SET status = 'dispatched', result = NULL, "
-        "started_at = excluded.started_at, finished_at = NULL"
+        STEP_INSERT + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'dispatched', NULL, ?, NULL) " + REDISPATCH
     )
     complete_step: str = (
         "UPDATE run_steps SET status = 'completed', result = ?, finished_at = ? "
@@ -281,8 +287,7 @@ class RunSql:
     count_steps: str = _COUNT_STEPS
     count_steps_in: str = _COUNT_STEPS + " AND status = ?"
     request_approval: str = (
-        "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
-        "input_hash, status, result, started_at, finished_at) VALUES "
+        STEP_INSERT + "VALUES "
         "(?, ?, 'approvals', 0, 'approval', ?, 0, ?, 'requested', ?, ?, NULL) "
         "ON CONFLICT (run_id, step_key) DO NOTHING"
     )

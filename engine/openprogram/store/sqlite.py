@@ -231,7 +231,7 @@ class SqliteBackend(StoreBackend):
             conn = self._connect()
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
             if not self.read_only:
-                conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                self._enable_wal(conn)
                 conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         except sqlite3.Error as exc:
             if conn is not None:
@@ -245,6 +245,23 @@ class SqliteBackend(StoreBackend):
         # fast append checks in SQL (see append_node).
         self._local.last = {}
         return conn
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> None:
+        """``PRAGMA journal_mode = WAL``, waiting up to the busy timeout. Turning a new file
+        into WAL needs it to itself; SQLite answers "database is locked" at once, without
+        its busy handler, while another connection is opening the same new store (several
+        threads or processes starting runs on a fresh store)."""
+        deadline = time.monotonic() + self.busy_timeout_s
+        delay = 0.001
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
 
     def _connect(self) -> sqlite3.Connection:
         options: dict[str, Any] = {

@@ -21,6 +21,8 @@ from openprogram.errors import StoreError
 from openprogram.store.lease import Owner
 from openprogram.store.runs import (
     CALL_ORDER,
+    REDISPATCH,
+    STEP_INSERT,
     GraphNodeRow,
     RunRecord,
     RunSql,
@@ -37,13 +39,9 @@ TOOLING_BUSY_TIMEOUT_S = 2.0
 # A step's dispatch (``RunSql.dispatch_step``), only while this execution (?10) holds the
 # lease of a running run that is asked neither to pause nor to cancel.
 _DISPATCH_CHECKED_SQL = (
-    "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
-    "input_hash, status, result, started_at, finished_at) "
-    "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'dispatched', NULL, ?9, NULL FROM runs "
+    STEP_INSERT + "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'dispatched', NULL, ?9, NULL FROM runs "
     "WHERE id = ?1 AND status = 'running' AND pause_requested = 0 "
-    "AND cancel_requested = 0 AND owner_token = ?10 "
-    "ON CONFLICT(run_id, step_key) DO UPDATE SET status = 'dispatched', result = NULL, "
-    "started_at = excluded.started_at, finished_at = NULL"
+    "AND cancel_requested = 0 AND owner_token = ?10 " + REDISPATCH
 )
 # A step's result (``RunSql.complete_step``) written by the execution holding the lease ?5
 # only (a process that lost the run's lease never overwrites what the new owner recorded).
