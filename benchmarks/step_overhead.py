@@ -20,10 +20,11 @@ workflow) cancel out. Cases, each in its own process per round, rounds interleav
                     commits): for reference, what the floor costs given the same help;
 * ``floor-step``  — the rows one step writes, as bare ``sqlite3`` statements on the
                     store's own schema (WAL, NORMAL), one transaction per step: the
-                    previous step's result and its node's exit (two updates), the
-                    dispatch record and the step's node (two inserts), checkpointed as
-                    the store's own commits are — what writing a step's records costs
-                    before any of OpenProgram's code runs;
+                    previous step's node exit with its result (an update) and the
+                    step's running node with its dispatch record (an insert; schema v6
+                    keeps a step's record in its node), checkpointed as the store's own
+                    commits are — what writing a step's records costs before any of
+                    OpenProgram's code runs;
 * ``resume``      — a 10,000-step run whose last step failed is resumed; the time from
                     ``resume_run()`` to the dispatch of step 10,000 (the first incomplete
                     one), i.e. loading 9,999 saved results and replaying them.
@@ -244,36 +245,32 @@ def work_floor_step(tmp: Path, n: int) -> dict[str, Timing]:
     conn = runs.backend.connection()
     checkpointer = runs.backend.checkpointer
     done = '{"i": 1, "ok": true}'
-    prev: tuple[str, str] | None = None
+    prev: str | None = None
     t = _clocks()
     for i in range(n):
         now = time.time()
-        key, nid = f"s#{i}", os.urandom(16).hex()
+        nid = os.urandom(16).hex()
         conn.execute("BEGIN IMMEDIATE")
         if prev is not None:
             conn.execute(
-                "UPDATE run_steps SET status = 'completed', result = ?, finished_at = ? "
-                "WHERE run_id = 'r' AND step_key = ?",
-                (done, now, prev[0]),
-            )
-            conn.execute(
-                "UPDATE nodes SET output = ?, status = 'completed', updated_at = ? WHERE id = ?",
-                (done, now, prev[1]),
+                "UPDATE nodes SET output = ?1, status = 'completed', updated_at = ?2, "
+                "step_status = 'completed', step_result = ?1, step_finished_at = ?2 "
+                "WHERE id = ?3",
+                (done, now, prev),
             )
         conn.execute(
-            "INSERT INTO run_steps VALUES ('r', ?, '', ?, 'step', 's', ?, ?, 'dispatched', "
-            "NULL, ?, NULL)",
-            (key, i, i, "0" * 64, now),
-        )
-        conn.execute(
-            "INSERT INTO nodes VALUES (?, ?, ?, 'code', 's', NULL, ?, ?, NULL, 'running', "
-            "'{}', ?, ?)",
-            (nid, sid, i + 1, prev and prev[1], f'{{"args":[{i},{n - 1}],"kwargs":{{}}}}', now, now),
+            "INSERT INTO nodes (id, session_id, seq, kind, name, caller_id, predecessor_id, "
+            "input, output, status, metadata, created_at, updated_at, run_id, step_key, "
+            "step_scope, step_position, step_kind, step_occurrence, step_input_hash, "
+            "step_status) VALUES (?, ?, ?, 'code', 's', NULL, ?, ?, NULL, 'running', '{}', "
+            "?, ?, 'r', ?, '', ?, 'step', ?, ?, 'dispatched')",
+            (nid, sid, i + 1, prev, f'{{"args":[{i},{n - 1}],"kwargs":{{}}}}', now, now,
+             f"s#{i}", i, i, "0" * 64),
         )  # fmt: skip
         conn.execute("COMMIT")
         if checkpointer is not None:
             checkpointer.committed()  # as the store's own step commits do
-        prev = (key, nid)
+        prev = nid
     full = _since(t)
     runs.close()
     return {"zero": (0.0, 0.0), "full": full}

@@ -308,6 +308,13 @@ def test_a_read_only_store_that_needs_a_migration_says_so_a_writable_one_migrate
         pytest.skip("the schema is edited through the writable path only as root")
     conn = sqlite3.connect(db)
     with conn:  # make it a store of the OpenProgram before run leases (schema 4)
+        conn.execute("DROP VIEW run_steps")  # v6: step records in nodes, undone
+        conn.execute("DROP INDEX nodes_run_step")
+        for (column,) in conn.execute(
+            "SELECT name FROM pragma_table_info('nodes') WHERE name = 'run_id' OR name LIKE 'step%'"
+        ).fetchall():
+            conn.execute(f"ALTER TABLE nodes DROP COLUMN {column}")
+        conn.execute("ALTER TABLE run_steps_nodeless RENAME TO run_steps")
         conn.execute("DROP INDEX runs_queue")
         for column in ("owner_token", "owner_proc", "lease_expires_at", "cancel_requested"):
             conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")

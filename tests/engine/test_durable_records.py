@@ -129,9 +129,10 @@ def test_v2_store_is_upgraded_keeping_its_runs(tmp_path: Path) -> None:
             "SELECT COUNT(*) FROM sqlite_master WHERE name = 'run_steps_order'"
         ).fetchone() == (0,)
         (table_sql,) = conn.execute(
-            "SELECT sql FROM sqlite_master WHERE name = 'run_steps'"
+            "SELECT sql FROM sqlite_master WHERE name = 'run_steps_nodeless'"
         ).fetchone()
         assert "WITHOUT ROWID" in table_sql  # v4: one B-tree written per step
+        # v6: run_steps is the view of the nodeless records and those held by nodes
         (rec,) = db.load_steps("r1")
         assert (rec.step_key, rec.status, rec.result) == ("a#0", "completed", "1")
 

@@ -32,6 +32,17 @@ B-tree: one B-tree written per step instead of two; same columns and data).
 Schema v5: run ownership is a lease (``owner_token``, ``owner_proc``,
 ``lease_expires_at``), ``cancel_requested`` (a cancel waiting for the executing process)
 and ``queue`` (runs submitted for workers), see :mod:`openprogram.store.lease`.
+
+Schema v6: a step's record lives in its session-DAG node. ``nodes`` gains ``run_id``,
+``step_key`` and the step columns (``step_scope``, ``step_position``, ``step_kind``,
+``step_occurrence``, ``step_input_hash``, ``step_status``, ``step_result``,
+``step_finished_at``; the step's name and start are the node's ``name`` and
+``created_at``), unique on ``(run_id, step_key)`` where set. So a step's commit writes
+two rows (the previous node's exit with its result, the new node with its dispatch)
+instead of four. The table ``run_steps`` becomes ``run_steps_nodeless``: the records that
+have no node (workflows, parallel scopes and branches, approvals, steps under a hidden
+frame) and every record written before v6. ``run_steps`` is now a view of both, with
+the same columns as before; inserts, updates and deletes on it reach the right table.
 """
 
 from __future__ import annotations
@@ -161,6 +172,62 @@ ALTER TABLE runs ADD COLUMN queue TEXT;
 CREATE INDEX IF NOT EXISTS runs_queue ON runs(queue, status, created_at);
 """
 
+_STEP_COLUMNS_ON_NODES = (
+    ("run_id", "TEXT"),
+    ("step_key", "TEXT"),
+    ("step_scope", "TEXT"),
+    ("step_position", "INTEGER"),
+    ("step_kind", "TEXT"),
+    ("step_occurrence", "INTEGER"),
+    ("step_input_hash", "TEXT"),
+    ("step_status", "TEXT"),
+    ("step_result", "TEXT"),
+    ("step_finished_at", "REAL"),
+)
+#: ``SET`` of every step column of a node to NULL: the node no longer holds a record.
+RELEASE_STEP_COLUMNS = ", ".join(f"{name} = NULL" for name, _ in _STEP_COLUMNS_ON_NODES)
+
+SCHEMA_V6_STEPS_IN_NODES = (
+    "ALTER TABLE run_steps RENAME TO run_steps_nodeless;\n"
+    + "".join(f"ALTER TABLE nodes ADD COLUMN {n} {t};\n" for n, t in _STEP_COLUMNS_ON_NODES)
+    + f"""
+CREATE UNIQUE INDEX nodes_run_step ON nodes(run_id, step_key) WHERE run_id IS NOT NULL;
+CREATE VIEW run_steps (run_id, step_key, scope, position, kind, name, occurrence,
+    input_hash, status, result, started_at, finished_at) AS
+SELECT run_id, step_key, scope, position, kind, name, occurrence, input_hash, status,
+    result, started_at, finished_at FROM run_steps_nodeless
+UNION ALL
+SELECT run_id, step_key, step_scope, step_position, step_kind, name, step_occurrence,
+    step_input_hash, step_status, step_result, created_at, step_finished_at
+FROM nodes WHERE run_id IS NOT NULL;
+CREATE TRIGGER run_steps_insert INSTEAD OF INSERT ON run_steps BEGIN
+    INSERT INTO run_steps_nodeless (run_id, step_key, scope, position, kind, name,
+        occurrence, input_hash, status, result, started_at, finished_at)
+    VALUES (NEW.run_id, NEW.step_key, NEW.scope, NEW.position, NEW.kind, NEW.name,
+        NEW.occurrence, NEW.input_hash, NEW.status, NEW.result, NEW.started_at,
+        NEW.finished_at);
+END;
+CREATE TRIGGER run_steps_update INSTEAD OF UPDATE ON run_steps BEGIN
+    UPDATE run_steps_nodeless SET run_id = NEW.run_id, step_key = NEW.step_key,
+        scope = NEW.scope, position = NEW.position, kind = NEW.kind, name = NEW.name,
+        occurrence = NEW.occurrence, input_hash = NEW.input_hash, status = NEW.status,
+        result = NEW.result, started_at = NEW.started_at, finished_at = NEW.finished_at
+    WHERE run_id = OLD.run_id AND step_key = OLD.step_key;
+    UPDATE nodes SET run_id = NEW.run_id, step_key = NEW.step_key, step_scope = NEW.scope,
+        step_position = NEW.position, step_kind = NEW.kind, name = NEW.name,
+        step_occurrence = NEW.occurrence, step_input_hash = NEW.input_hash,
+        step_status = NEW.status, step_result = NEW.result, created_at = NEW.started_at,
+        step_finished_at = NEW.finished_at
+    WHERE run_id = OLD.run_id AND step_key = OLD.step_key;
+END;
+CREATE TRIGGER run_steps_delete INSTEAD OF DELETE ON run_steps BEGIN
+    DELETE FROM run_steps_nodeless WHERE run_id = OLD.run_id AND step_key = OLD.step_key;
+    UPDATE nodes SET {RELEASE_STEP_COLUMNS}
+    WHERE run_id = OLD.run_id AND step_key = OLD.step_key;
+END;
+"""
+)
+
 #: Every migration, in order. Append new entries at the end (see module docstring).
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions and nodes", SCHEMA_V1),
@@ -168,6 +235,7 @@ MIGRATIONS: list[Migration] = [
     Migration(3, "durable steps without the order index", SCHEMA_V3_DROP_ORDER_INDEX),
     Migration(4, "durable steps without rowid", SCHEMA_V4_STEPS_WITHOUT_ROWID),
     Migration(5, "run leases, cancel requests and queues", SCHEMA_V5_LEASES),
+    Migration(6, "step records in their session-DAG nodes", SCHEMA_V6_STEPS_IN_NODES),
 ]
 
 VERSION_TABLE = """

@@ -63,6 +63,12 @@ started_at         epoch seconds when dispatched
 finished_at        epoch seconds when completed/failed
 =================  =====================================================================
 
+On SQLite (schema v6) ``run_steps`` is a view: the record of a step that has a session-DAG
+node lives in that node's row (``nodes.run_id``, ``step_key`` and ``step_*``; its name and
+start are the node's ``name`` and ``created_at``), the others in ``run_steps_nodeless``
+(see :mod:`openprogram.store.migrations`). Inserts, updates and deletes on the view reach
+the right table; PostgreSQL keeps the one table.
+
 A ``dispatched`` row of kind ``step`` found on resume is *uncertain*: the operation may or
 may not have happened, so the run pauses naming it until it is re-run explicitly.
 """
@@ -196,11 +202,17 @@ STEP_COLUMNS = (
 #: The columns of :data:`STEP_COLUMNS` an execution replays (no timestamps).
 REPLAY_COLUMNS = "step_key, scope, position, kind, name, occurrence, input_hash, status, result"
 
-#: The head of every insert into ``run_steps`` (all columns, in this order).
-STEP_INSERT = (
-    "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
-    "input_hash, status, result, started_at, finished_at) "
-)
+
+def step_insert(table: str = "run_steps") -> str:
+    """The head of every insert of a step record into ``table`` (all columns, in order)."""
+    return (
+        f"INSERT INTO {table} (run_id, step_key, scope, position, kind, name, occurrence, "
+        "input_hash, status, result, started_at, finished_at) "
+    )
+
+
+#: :func:`step_insert` into ``run_steps``.
+STEP_INSERT = step_insert()
 #: A dispatch of a step already recorded (a re-run) starts it again.
 REDISPATCH = (
     "ON CONFLICT (run_id, step_key) DO UPDATE SET status = 'dispatched', result = NULL, "
@@ -308,12 +320,18 @@ class RunSql:
     )
 
     @classmethod
-    def for_dialect(cls, *, placeholder: str, null_safe_equal: str) -> RunSql:
+    def for_dialect(
+        cls, *, placeholder: str, null_safe_equal: str, step_table: str = "run_steps"
+    ) -> RunSql:
         """The statements with ``placeholder`` for each ``?`` and ``null_safe_equal`` for
-        the ``IS`` before one (PostgreSQL: ``%s`` and ``IS NOT DISTINCT FROM``)."""
+        the ``IS`` before one (PostgreSQL: ``%s`` and ``IS NOT DISTINCT FROM``); inserts
+        and updates of step records go to ``step_table`` (SQLite: the records without a
+        node, ``run_steps_nodeless``; reads keep ``run_steps``, its view of all records)."""
         written = cls()
 
         def adapt(sql: str) -> str:
+            sql = sql.replace("INTO run_steps (", f"INTO {step_table} (")
+            sql = sql.replace("UPDATE run_steps SET", f"UPDATE {step_table} SET")
             return sql.replace(" IS ?", f" {null_safe_equal} ?").replace("?", placeholder)
 
         return replace(written, **{f.name: adapt(getattr(written, f.name)) for f in fields(cls)})

@@ -360,10 +360,11 @@ class SqliteBackend(StoreBackend):
         return current
 
     def has_tables(self, *names: str) -> bool:
-        """Whether every table in ``names`` exists."""
+        """Whether every table (or view) in ``names`` exists."""
         marks = ", ".join("?" * len(names))
         rows = self._query(
-            f"SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ({marks})",
+            "SELECT COUNT(*) FROM sqlite_master WHERE type IN ('table', 'view') "
+            f"AND name IN ({marks})",
             names,
         )
         return int(rows[0][0]) == len(set(names))
@@ -612,6 +613,22 @@ class SqliteBackend(StoreBackend):
             return general.id, general.seq
         last[session_id] = (general[0], nid)
         return nid, general[0]
+
+    def last_appended(self, session_id: str) -> tuple[int, str] | None:
+        """``(seq, id)`` of the node this thread appended last to the session (call after
+        :meth:`connection`): a guess of its last node that an insert checks, as
+        :meth:`append_json` does."""
+        guess: tuple[int, str] | None = self._local.last.get(session_id)
+        return guess
+
+    def note_appended(self, session_id: str, seq: int, node_id: str) -> None:
+        """This thread appended the node ``node_id`` at ``seq`` (the next guess)."""
+        self._local.last[session_id] = (seq, node_id)
+
+    def forget_open_node(self, node_id: str) -> None:
+        """The running node ``node_id`` is being finished by the caller's own statement."""
+        if self._open_nodes:
+            self._open_nodes.pop(node_id, None)
 
     def close_node(
         self, node_id: str, status: str, output_json: str | None, duration_s: float, now: float

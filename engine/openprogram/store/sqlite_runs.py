@@ -10,6 +10,7 @@ records and its session-DAG node share one ``BEGIN IMMEDIATE`` transaction
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -18,11 +19,12 @@ from typing import Any
 
 from openprogram.contract.runs import Durability
 from openprogram.errors import StoreError
+from openprogram.store.ids import new_id
 from openprogram.store.lease import Owner
+from openprogram.store.migrations import RELEASE_STEP_COLUMNS
 from openprogram.store.runs import (
     CALL_ORDER,
     REDISPATCH,
-    STEP_INSERT,
     GraphNodeRow,
     RunRecord,
     RunSql,
@@ -30,24 +32,86 @@ from openprogram.store.runs import (
     StepCall,
     StepDone,
     StepNode,
+    step_insert,
 )
 from openprogram.store.sqlite import SqliteBackend
 
 #: Busy timeout of the read-only stores opened for tooling (editor, lint, listings).
 TOOLING_BUSY_TIMEOUT_S = 2.0
 
-# A step's dispatch (``RunSql.dispatch_step``), only while this execution (?10) holds the
-# lease of a running run that is asked neither to pause nor to cancel.
-_DISPATCH_CHECKED_SQL = (
-    STEP_INSERT + "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'dispatched', NULL, ?9, NULL FROM runs "
-    "WHERE id = ?1 AND status = 'running' AND pause_requested = 0 "
-    "AND cancel_requested = 0 AND owner_token = ?10 " + REDISPATCH
+#: The records that have no session-DAG node (schema v6; ``run_steps`` is the view of all).
+NODELESS = "run_steps_nodeless"
+# The run may record a step: this execution (?token) holds the lease of a running run
+# that is asked neither to pause nor to cancel.
+_MAY_DISPATCH = (
+    "status = 'running' AND pause_requested = 0 AND cancel_requested = 0 AND owner_token = "
 )
-# A step's result (``RunSql.complete_step``) written by the execution holding the lease ?5
-# only (a process that lost the run's lease never overwrites what the new owner recorded).
-_COMPLETE_FENCED_SQL = (
-    "UPDATE run_steps SET status = 'completed', result = ?1, finished_at = ?2 "
+_FENCE_SQL = f"SELECT 1 FROM runs WHERE id = ? AND {_MAY_DISPATCH}?"
+# A dispatch without a node (``RunSql.dispatch_step`` into the nodeless records), only
+# while the run may record it and no node holds the key (that re-dispatch goes through
+# ``_dispatch_slowly``, which releases the node's record first).
+_DISPATCH_NODELESS_SQL = (
+    step_insert(NODELESS)
+    + "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'dispatched', NULL, ?9, NULL FROM runs "
+    f"WHERE id = ?1 AND {_MAY_DISPATCH}?10 "
+    "AND NOT EXISTS (SELECT 1 FROM nodes WHERE run_id = ?1 AND step_key = ?2) " + REDISPATCH
+)
+# A step's dispatch held by its new running ``code`` node: one row. The seq is the
+# caller's guess of the session's last one (?3, the node ?6 as predecessor), checked as
+# ``append_json`` checks it; the insert is refused — seq NULL, which NOT NULL refuses —
+# as well when the run may not record the step or a nodeless record has its key, and a
+# node holding the key conflicts on the unique index. ``_dispatch_slowly`` then decides.
+# (``VALUES``, not ``INSERT ... SELECT``: a select reading ``nodes`` while inserting into
+# it goes through a temporary table, which doubled the statement's cost.)
+_DISPATCH_ON_NODE_SQL = (
+    "INSERT INTO nodes (id, session_id, seq, kind, name, caller_id, predecessor_id, input, "
+    "output, status, metadata, created_at, updated_at, run_id, step_key, step_scope, "
+    "step_position, step_kind, step_occurrence, step_input_hash, step_status) VALUES (?1, ?2, "
+    "CASE WHEN (SELECT MAX(seq) FROM nodes WHERE session_id = ?2) = ?3 "
+    "AND (SELECT head_pinned FROM sessions WHERE id = ?2) = 0 "
+    f"AND EXISTS (SELECT 1 FROM runs WHERE id = ?10 AND {_MAY_DISPATCH}?17) "
+    f"AND NOT EXISTS (SELECT 1 FROM {NODELESS} WHERE run_id = ?10 AND step_key = ?11) "
+    "THEN ?3 + 1 END, 'code', ?4, ?5, ?6, ?7, NULL, 'running', ?8, ?9, ?9, ?10, ?11, ?12, "
+    "?13, ?14, ?15, ?16, 'dispatched')"
+)
+# The node ?1 (appended by ``append_json``) takes the dispatch of a step.
+_HOLD_ON_NODE_SQL = (
+    "UPDATE nodes SET run_id = ?2, step_key = ?3, step_scope = ?4, step_position = ?5, "
+    "step_kind = ?6, step_occurrence = ?7, step_input_hash = ?8, step_status = 'dispatched', "
+    "step_result = NULL, step_finished_at = NULL WHERE id = ?1"
+)
+# A node gives up the record of step ?2 of run ?1 (a re-dispatch records it anew).
+_RELEASE_ON_NODE_SQL = (
+    f"UPDATE nodes SET {RELEASE_STEP_COLUMNS} WHERE run_id = ?1 AND step_key = ?2"
+)
+_RELEASE_NODELESS_SQL = f"DELETE FROM {NODELESS} WHERE run_id = ?1 AND step_key = ?2"
+# A returned step, one row: its node's exit (always, as ``SqliteBackend.finish_node``
+# writes it) and its result (``completed``), the latter only while this execution (?5)
+# holds the lease — a process that lost it never overwrites what the new owner recorded.
+_HOLDER = "(step_key = ?6 AND run_id = ?4 AND (SELECT owner_token FROM runs WHERE id = ?4) = ?5)"
+_COMPLETE_ON_NODE_SQL = (
+    "UPDATE nodes SET updated_at = ?1, output = ?2, status = 'completed', "
+    "metadata = json_set(metadata, '$.\"duration_s\"', json(?3)), "
+    f"step_status = CASE WHEN {_HOLDER} THEN 'completed' ELSE step_status END, "
+    f"step_result = CASE WHEN {_HOLDER} THEN ?2 ELSE step_result END, "
+    f"step_finished_at = CASE WHEN {_HOLDER} THEN ?1 ELSE step_finished_at END "
+    "WHERE id = ?7"
+)
+# Only the result, where SQLite has no JSON functions (the node's exit is then written by
+# ``finish_node``, which merges the metadata in Python).
+_COMPLETE_ON_NODE_PLAIN_SQL = (
+    "UPDATE nodes SET step_status = 'completed', step_result = ?2, step_finished_at = ?1 "
+    f"WHERE id = ?7 AND {_HOLDER}"
+)
+# A nodeless step's result (``RunSql.complete_step``), fenced the same way.
+_COMPLETE_NODELESS_SQL = (
+    f"UPDATE {NODELESS} SET status = 'completed', result = ?1, finished_at = ?2 "
     "WHERE run_id = ?3 AND step_key = ?4 AND (SELECT owner_token FROM runs WHERE id = ?3) = ?5"
+)
+# The outcome of a step held by a node (``complete_step`` / ``fail_step``).
+_OUTCOME_ON_NODE_SQL = (
+    "UPDATE nodes SET step_status = ?1, step_result = ?2, step_finished_at = ?3 "
+    "WHERE run_id = ?4 AND step_key = ?5"
 )
 
 
@@ -135,7 +199,7 @@ _GRAPH_NODE_SQL_GUARDED = _graph_node_sql(guarded=True)
 class SqliteRunStore(RunStore):
     """Runs of one SQLite store root (thread-safe: each thread has its own connection)."""
 
-    sql = RunSql.for_dialect(placeholder="?", null_safe_equal="IS")
+    sql = RunSql.for_dialect(placeholder="?", null_safe_equal="IS", step_table=NODELESS)
 
     backend: SqliteBackend
 
@@ -226,25 +290,12 @@ class SqliteRunStore(RunStore):
             execute("BEGIN IMMEDIATE")
             try:
                 if done is not None:
-                    execute(_COMPLETE_FENCED_SQL, (done.text, now, run_id, done.key, token))
-                    if done.node_id is not None:
-                        backend.finish_node(conn, done.node_id, done.text, done.duration, now)
+                    if done.node_id is None:
+                        execute(_COMPLETE_NODELESS_SQL, (done.text, now, run_id, done.key, token))
+                    else:
+                        self._complete_on_node(conn, run_id, token, done, now)
                 if call is not None:
-                    dispatched = (
-                        execute(
-                            _DISPATCH_CHECKED_SQL,
-                            (
-                                run_id, call.key, call.scope, call.position, call.kind,
-                                call.name, call.occurrence, call.input_hash, now, token,
-                            ),
-                        ).rowcount
-                        == 1
-                    )  # fmt: skip
-                    if dispatched and node is not None:
-                        appended = backend.append_json(
-                            node.session_id, "code", node.name, node.caller_id,
-                            node.input_json, None, "running", node.meta_json, now,
-                        )  # fmt: skip
+                    dispatched, appended = self._dispatch(conn, run_id, token, call, node, now)
                 execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -255,6 +306,139 @@ class SqliteRunStore(RunStore):
         if self._checkpointer is not None:
             self._checkpointer.committed()
         return dispatched, appended
+
+    def _complete_on_node(
+        self, conn: sqlite3.Connection, run_id: str, token: str, done: StepDone, now: float
+    ) -> None:
+        backend = self.backend
+        node_id = done.node_id
+        assert node_id is not None
+        backend.forget_open_node(node_id)
+        d = done.duration
+        d_json = repr(d) if d.__class__ is float and d - d == 0 else json.dumps(d)
+        params = (now, done.text, d_json, run_id, token, done.key, node_id)
+        try:
+            conn.execute(_COMPLETE_ON_NODE_SQL, params)
+        except sqlite3.OperationalError as exc:
+            if "json" not in str(exc).lower():
+                raise
+            conn.execute(_COMPLETE_ON_NODE_PLAIN_SQL, params)
+            backend.finish_node(conn, node_id, done.text, done.duration, now)
+
+    def _dispatch(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        token: str,
+        call: StepCall,
+        node: StepNode | None,
+        now: float,
+    ) -> tuple[bool, tuple[str, int] | None]:
+        """Record ``call`` dispatched (held by a new running node for ``node``), if the
+        run may record it: one statement unless the key was recorded before or the
+        session's last node is not the one this thread appended last."""
+        if node is None:
+            params = (
+                run_id, call.key, call.scope, call.position, call.kind, call.name,
+                call.occurrence, call.input_hash, now, token,
+            )  # fmt: skip
+            if conn.execute(_DISPATCH_NODELESS_SQL, params).rowcount == 1:
+                return True, None
+            return self._dispatch_slowly(conn, run_id, token, call, None, now)
+        backend = self.backend
+        guess = backend.last_appended(node.session_id)
+        if guess is not None:
+            nid = new_id()
+            try:
+                if (
+                    conn.execute(
+                        _DISPATCH_ON_NODE_SQL,
+                        (
+                            nid, node.session_id, guess[0], node.name, node.caller_id,
+                            guess[1], node.input_json, node.meta_json, now, run_id, call.key,
+                            call.scope, call.position, call.kind, call.occurrence,
+                            call.input_hash, token,
+                        ),
+                    ).rowcount
+                    == 1
+                ):  # fmt: skip
+                    seq = guess[0] + 1
+                    backend.note_appended(node.session_id, seq, nid)
+                    return True, (nid, seq)
+            except sqlite3.IntegrityError:
+                pass  # another writer appended, or the key is recorded: decided below
+        return self._dispatch_slowly(conn, run_id, token, call, node, now)
+
+    def _dispatch_slowly(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        token: str,
+        call: StepCall,
+        node: StepNode | None,
+        now: float,
+    ) -> tuple[bool, tuple[str, int] | None]:
+        """The general dispatch: checks the lease, releases an earlier record of the key
+        (a re-run records it anew), appends the node the general way."""
+        if conn.execute(_FENCE_SQL, (run_id, token)).fetchone() is None:
+            return False, None
+        conn.execute(_RELEASE_ON_NODE_SQL, (run_id, call.key))
+        if node is None:
+            params = (
+                run_id, call.key, call.scope, call.position, call.kind, call.name,
+                call.occurrence, call.input_hash, now, token,
+            )  # fmt: skip
+            conn.execute(_DISPATCH_NODELESS_SQL, params)
+            return True, None
+        conn.execute(_RELEASE_NODELESS_SQL, (run_id, call.key))
+        appended = self.backend.append_json(
+            node.session_id, "code", node.name, node.caller_id, node.input_json, None,
+            "running", node.meta_json, now,
+        )  # fmt: skip
+        conn.execute(
+            _HOLD_ON_NODE_SQL,
+            (
+                appended[0], run_id, call.key, call.scope, call.position, call.kind,
+                call.occurrence, call.input_hash,
+            ),
+        )  # fmt: skip
+        return True, appended
+
+    # -- step records written outside a step's commit ----------------------------------
+    def dispatch_step(
+        self,
+        run_id: str,
+        *,
+        step_key: str,
+        scope: str,
+        position: int,
+        kind: str,
+        name: str,
+        occurrence: int,
+        input_hash: str,
+    ) -> None:
+        """Record (commit) that a workflow/parallel/branch/step was called (a nodeless
+        record; a node holding the key gives it up in the same transaction)."""
+        with self.backend.transaction() as conn:
+            try:
+                conn.execute(_RELEASE_ON_NODE_SQL, (run_id, step_key))
+                conn.execute(
+                    self.sql.dispatch_step,
+                    (run_id, step_key, scope, position, kind, name, occurrence, input_hash,
+                     time.time()),
+                )  # fmt: skip
+            except sqlite3.Error as exc:
+                raise self.backend._error(exc) from None
+
+    def complete_step(self, run_id: str, step_key: str, result_json: str) -> None:
+        params = ("completed", result_json, time.time(), run_id, step_key)
+        if self._changed(_OUTCOME_ON_NODE_SQL, params) == 0:
+            super().complete_step(run_id, step_key, result_json)
+
+    def fail_step(self, run_id: str, step_key: str, error: str) -> None:
+        params = ("failed", json.dumps(error), time.time(), run_id, step_key)
+        if self._changed(_OUTCOME_ON_NODE_SQL, params) == 0:
+            super().fail_step(run_id, step_key, error)
 
     # -- runs ----------------------------------------------------------------------
     def claim_next(
