@@ -231,6 +231,7 @@ def work_floor(tmp: Path, n: int, sync: str, background: bool = False) -> dict[s
 
 
 def work_floor_step(tmp: Path, n: int) -> dict[str, Timing]:
+    from openprogram.store.ids import new_id
     from openprogram.store.lease import Owner
     from openprogram.store.runs import open_run_store
 
@@ -249,7 +250,7 @@ def work_floor_step(tmp: Path, n: int) -> dict[str, Timing]:
     t = _clocks()
     for i in range(n):
         now = time.time()
-        nid = os.urandom(16).hex()
+        nid = new_id()  # the store's time-ordered ids
         conn.execute("BEGIN IMMEDIATE")
         if prev is not None:
             conn.execute(
