@@ -11,13 +11,23 @@ from pathlib import Path
 
 from durable_programs import LINEAR, calls, write_program
 
-from openprogram.durable import resume_run, start_run
+from openprogram.durable import RunOutcome, resume_run, start_run
 from openprogram.store import SessionStore
 from openprogram.store.runs import open_run_store
 
 
 def _db(store: Path) -> sqlite3.Connection:
     return sqlite3.connect(store / "openprogram.db", isolation_level=None)
+
+
+def _run_failing_at_b(folder: Path, store: Path) -> RunOutcome:
+    """A run of LINEAR whose step b failed (a was completed); b no longer fails."""
+    prog = write_program(folder, LINEAR)
+    (folder / "fail_b").touch()
+    out = start_run(f"{prog}:main", {"n": 1}, store=store)
+    assert out.status == "failed"
+    (folder / "fail_b").unlink()
+    return out
 
 
 def test_each_step_is_one_node_holding_its_record_and_run_steps_still_lists_them(
@@ -61,11 +71,7 @@ def test_each_step_is_one_node_holding_its_record_and_run_steps_still_lists_them
 
 def test_a_failed_step_rerun_on_resume_moves_its_record_to_the_new_node(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    prog = write_program(tmp_path, LINEAR)
-    (tmp_path / "fail_b").touch()
-    out = start_run(f"{prog}:main", {"n": 1}, store=store)
-    assert out.status == "failed"
-    (tmp_path / "fail_b").unlink()
+    out = _run_failing_at_b(tmp_path, store)
     again = resume_run(out.run_id, store=store)
     assert again.status == "completed" and again.result == {"total": 3}
     assert calls(tmp_path) == ["a 1", "b 2", "b 2", "c 3"]  # a replayed, b re-run once
@@ -88,11 +94,7 @@ def test_an_uncertain_step_of_a_store_written_before_v6_is_resumed_after_the_upg
     tmp_path: Path,
 ) -> None:
     store = tmp_path / "store"
-    prog = write_program(tmp_path, LINEAR)
-    (tmp_path / "fail_b").touch()
-    out = start_run(f"{prog}:main", {"n": 1}, store=store)
-    assert out.status == "failed"
-    (tmp_path / "fail_b").unlink()
+    out = _run_failing_at_b(tmp_path, store)
     with closing(_db(store)) as c:
         # make b uncertain (started, no result), then rewrite the store as OpenProgram
         # wrote it before v6: every record in the table run_steps, nodes without records

@@ -196,6 +196,14 @@ _GRAPH_NODE_SQL = _graph_node_sql(guarded=False)
 _GRAPH_NODE_SQL_GUARDED = _graph_node_sql(guarded=True)
 
 
+def _nodeless_params(run_id: str, token: str, call: StepCall, now: float) -> tuple[Any, ...]:
+    """The parameters of ``_DISPATCH_NODELESS_SQL`` for ``call``."""
+    return (
+        run_id, call.key, call.scope, call.position, call.kind, call.name,
+        call.occurrence, call.input_hash, now, token,
+    )  # fmt: skip
+
+
 class SqliteRunStore(RunStore):
     """Runs of one SQLite store root (thread-safe: each thread has its own connection)."""
 
@@ -338,10 +346,7 @@ class SqliteRunStore(RunStore):
         run may record it: one statement unless the key was recorded before or the
         session's last node is not the one this thread appended last."""
         if node is None:
-            params = (
-                run_id, call.key, call.scope, call.position, call.kind, call.name,
-                call.occurrence, call.input_hash, now, token,
-            )  # fmt: skip
+            params = _nodeless_params(run_id, token, call, now)
             if conn.execute(_DISPATCH_NODELESS_SQL, params).rowcount == 1:
                 return True, None
             return self._dispatch_slowly(conn, run_id, token, call, None, now)
@@ -384,11 +389,7 @@ class SqliteRunStore(RunStore):
             return False, None
         conn.execute(_RELEASE_ON_NODE_SQL, (run_id, call.key))
         if node is None:
-            params = (
-                run_id, call.key, call.scope, call.position, call.kind, call.name,
-                call.occurrence, call.input_hash, now, token,
-            )  # fmt: skip
-            conn.execute(_DISPATCH_NODELESS_SQL, params)
+            conn.execute(_DISPATCH_NODELESS_SQL, _nodeless_params(run_id, token, call, now))
             return True, None
         conn.execute(_RELEASE_NODELESS_SQL, (run_id, call.key))
         appended = self.backend.append_json(
