@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
 import os
@@ -97,6 +98,17 @@ def load_program(kind: str, location: str) -> types.ModuleType:
         return _load_file(path, location)
 
 
+class _SourceLoader(importlib.machinery.SourceFileLoader):
+    """Compiles the file's current text on every load. A cached ``.pyc`` is checked only
+    against the source's size and its modification time in whole seconds, so an edit of
+    the same size within the same second would run the old code, although the signature
+    ``_load_file`` compares (nanoseconds) saw the change."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        path = self.get_filename(fullname)
+        return self.source_to_code(self.get_data(path), path)
+
+
 _FILE_LOCKS: dict[Path, threading.RLock] = {}
 _FILE_LOCKS_GUARD = threading.Lock()
 
@@ -117,7 +129,7 @@ def _load_file(path: Path, location: str) -> types.ModuleType:
     folder = str(path.parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(name, path, loader=_SourceLoader(name, str(path)))
     if spec is None or spec.loader is None:  # pragma: no cover - not a Python file
         raise EntryError(f"{location}: cannot load as a Python module")
     module = importlib.util.module_from_spec(spec)
