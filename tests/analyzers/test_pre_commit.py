@@ -1,6 +1,7 @@
 """The shipped pre-commit hook, as a user runs it: ``pre-commit try-repo`` of this
 repository on a project whose configuration excludes a directory. Offline: pip installs
-the hook's environment from a wheelhouse repacked from this interpreter's packages."""
+the hook's environment from a wheelhouse repacked from this interpreter's packages: the
+ones this repository's build and install need (``pyproject.toml``)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,16 @@ from pathlib import Path
 import pytest
 from wheelhouse import build
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: pytest's own TOML parser
+    import tomli as tomllib
+
 ROOT = Path(__file__).resolve().parents[2]
 PRE_COMMIT = shutil.which("pre-commit", path=str(Path(sys.executable).parent))
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+#: what ``pip install`` of this repository takes: its build backend and its dependencies
+INSTALL_REQUIRES = [*PYPROJECT["build-system"]["requires"], *PYPROJECT["project"]["dependencies"]]
 
 BAD = (
     "from openprogram import Agent\n\n\nclass A(Agent):\n"
@@ -33,7 +42,7 @@ def git(*args: str, cwd: Path) -> None:
 def test_pre_commit_try_repo_honours_exclude(tmp_path: Path) -> None:
     assert PRE_COMMIT is not None
     wheels = tmp_path / "wheels"
-    assert len(build(wheels)) > 10
+    assert len(build(wheels, INSTALL_REQUIRES)) > 10
     project = tmp_path / "project"
     (project / "generated").mkdir(parents=True)
     (project / "pyproject.toml").write_text(

@@ -4,7 +4,9 @@ runs offline: pip is pointed at it with ``PIP_NO_INDEX=1`` and ``PIP_FIND_LINKS`
 
 A wheel is a zip of the files a distribution installed under site-packages plus its
 ``.dist-info`` (``RECORD`` rewritten for the files packed); scripts outside site-packages
-are left out (pip regenerates console scripts from ``entry_points.txt``).
+are left out (pip regenerates console scripts from ``entry_points.txt``). Only the
+distributions that the given requirements need are packed (they and everything they
+require, as installed), not every tool of the development environment.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ import re
 import zipfile
 from importlib import metadata
 from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 
 def _record_line(name: str, data: bytes) -> str:
@@ -65,16 +70,38 @@ def repack(dist: metadata.Distribution, out_dir: Path) -> Path | None:
     return target
 
 
-def build(out_dir: Path) -> list[Path]:
-    """Repack every installed distribution that can be; the wheels written."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    seen: set[str] = set()
-    wheels = []
-    for dist in metadata.distributions():
-        key = dist.metadata["Name"].lower()
-        if key in seen:
+def needed(requirements: list[str]) -> list[metadata.Distribution]:
+    """The installed distributions that installing ``requirements`` takes: each named one
+    and, through its ``Requires-Dist`` (markers evaluated here, with the extras asked
+    for), everything it requires. A requirement not installed here is left out (pip
+    then names it, offline)."""
+    found: dict[str, metadata.Distribution] = {}
+    extras_seen: set[tuple[str, str]] = set()
+    todo = [Requirement(r) for r in requirements]
+    while todo:
+        req = todo.pop()
+        key = canonicalize_name(req.name)
+        extras = sorted(req.extras)
+        if key in found and all((key, e) in extras_seen for e in extras):
             continue
-        seen.add(key)
+        try:
+            dist = found.get(key) or metadata.distribution(req.name)
+        except metadata.PackageNotFoundError:
+            continue
+        found[key] = dist
+        extras_seen.update((key, e) for e in extras)
+        for line in dist.requires or []:
+            dep = Requirement(line)
+            if dep.marker is None or any(dep.marker.evaluate({"extra": e}) for e in ["", *extras]):
+                todo.append(dep)
+    return list(found.values())
+
+
+def build(out_dir: Path, requirements: list[str]) -> list[Path]:
+    """Repack what installing ``requirements`` takes (see ``needed``); the wheels written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    wheels = []
+    for dist in needed(requirements):
         wheel = repack(dist, out_dir)
         if wheel is not None:
             wheels.append(wheel)
