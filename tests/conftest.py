@@ -3,7 +3,9 @@
 ``pg_cluster`` starts one throwaway cluster per test session from the installed server
 binaries (``tests/pgcluster.py``) and stops it at the end; ``pg_dsn`` is a fresh empty
 database on it for one test. Only without the server binaries (``.ci/run`` installs them)
-are the tests that need PostgreSQL skipped, with that reason.
+are the tests that need PostgreSQL skipped, with that reason. Under pytest-xdist each
+worker is a test session of its own, with its own cluster in its own directory (it
+listens only on a Unix socket there, so the clusters never meet).
 """
 
 from __future__ import annotations
