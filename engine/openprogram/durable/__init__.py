@@ -51,7 +51,13 @@ def resumable(fn: F) -> F:
 
 def __getattr__(name: str) -> Any:
     import importlib
+    import importlib.util
 
+    if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        # ``from openprogram.durable import queries``: a submodule, which the import
+        # system loads once this says it is not an attribute (without loading the runner,
+        # its model runtime and its HTTP client, as the names below need)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if name in ("approve_run", "deny_run"):
         return getattr(importlib.import_module("openprogram.durable.approvals"), name)
     runner = importlib.import_module("openprogram.durable.runner")
