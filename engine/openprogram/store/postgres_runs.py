@@ -27,6 +27,7 @@ from openprogram.store.postgres import (
     PostgresBackend,
 )
 from openprogram.store.runs import (
+    MAY_DISPATCH,
     REDISPATCH,
     RUN_COLUMNS,
     STEP_INSERT,
@@ -55,8 +56,7 @@ WITH done AS (
     {STEP_INSERT}
     SELECT %(run)s, %(key)s, %(scope)s, %(pos)s, %(step_kind)s, %(name)s, %(occ)s, %(hash)s,
         'dispatched', NULL, %(now)s, NULL FROM runs
-    WHERE %(has_call)s AND id = %(run)s AND status = 'running' AND pause_requested = 0
-        AND cancel_requested = 0 AND owner_token = %(token)s
+    WHERE %(has_call)s AND id = %(run)s AND {MAY_DISPATCH}%(token)s
     {REDISPATCH}
     RETURNING 1
 ), {APPEND_CTES.format(where="AND EXISTS (SELECT FROM call)")}, node AS ({APPEND_INSERT})

@@ -213,6 +213,11 @@ def step_insert(table: str = "run_steps") -> str:
 
 #: :func:`step_insert` into ``run_steps``.
 STEP_INSERT = step_insert()
+#: The run may record a step: the condition on its ``runs`` row, followed by the lease
+#: token of the execution asking (each backend appends its parameter).
+MAY_DISPATCH = (
+    "status = 'running' AND pause_requested = 0 AND cancel_requested = 0 AND owner_token = "
+)
 #: A dispatch of a step already recorded (a re-run) starts it again.
 REDISPATCH = (
     "ON CONFLICT (run_id, step_key) DO UPDATE SET status = 'dispatched', result = NULL, "

@@ -65,6 +65,8 @@ _NODE_COLS = (
     "id, session_id, seq, kind, name, caller_id, predecessor_id, input, output, status, "
     "metadata, created_at, updated_at"
 )
+#: The columns of ``nodes`` every node has, in the order of :class:`Node`'s row.
+NODE_COLUMNS = _NODE_COLS
 _HEAD_SQL = (
     "SELECT head_id, head_pinned, "
     "(SELECT id FROM nodes WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1), "
@@ -78,10 +80,15 @@ _INSERT_SQL = (
 # One-statement append (see append_node): the caller's guess of the session's last seq
 # (?3) is checked inside the INSERT; a wrong guess or a pinned head / missing session
 # yields seq NULL, which the NOT NULL constraint refuses, and the general path runs.
+#: The caller's guess ?3 of the last seq of session ?2 holds and its head is not pinned:
+#: the condition of the one-statement appends (here and a durable step's, ``sqlite_runs``).
+SEQ_GUESS_HOLDS = (
+    "(SELECT MAX(seq) FROM nodes WHERE session_id = ?2) = ?3 "
+    "AND (SELECT head_pinned FROM sessions WHERE id = ?2) = 0"
+)
 _FAST_APPEND_SQL = (
     f"INSERT INTO nodes ({_NODE_COLS}) VALUES (?1, ?2, "
-    "CASE WHEN (SELECT MAX(seq) FROM nodes WHERE session_id = ?2) = ?3 "
-    "AND (SELECT head_pinned FROM sessions WHERE id = ?2) = 0 THEN ?3 + 1 END, "
+    f"CASE WHEN {SEQ_GUESS_HOLDS} THEN ?3 + 1 END, "
     "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12) ON CONFLICT(id) DO NOTHING"
 )
 _FINISH_SQL = (
@@ -618,8 +625,7 @@ class SqliteBackend(StoreBackend):
         """``(seq, id)`` of the node this thread appended last to the session (call after
         :meth:`connection`): a guess of its last node that an insert checks, as
         :meth:`append_json` does."""
-        guess: tuple[int, str] | None = self._local.last.get(session_id)
-        return guess
+        return self._local.last.get(session_id)
 
     def note_appended(self, session_id: str, seq: int, node_id: str) -> None:
         """This thread appended the node ``node_id`` at ``seq`` (the next guess)."""

@@ -24,6 +24,7 @@ from openprogram.store.lease import Owner
 from openprogram.store.migrations import RELEASE_STEP_COLUMNS
 from openprogram.store.runs import (
     CALL_ORDER,
+    MAY_DISPATCH,
     REDISPATCH,
     GraphNodeRow,
     RunRecord,
@@ -34,26 +35,21 @@ from openprogram.store.runs import (
     StepNode,
     step_insert,
 )
-from openprogram.store.sqlite import SqliteBackend
+from openprogram.store.sqlite import NODE_COLUMNS, SEQ_GUESS_HOLDS, SqliteBackend
 
 #: Busy timeout of the read-only stores opened for tooling (editor, lint, listings).
 TOOLING_BUSY_TIMEOUT_S = 2.0
 
 #: The records that have no session-DAG node (schema v6; ``run_steps`` is the view of all).
 NODELESS = "run_steps_nodeless"
-# The run may record a step: this execution (?token) holds the lease of a running run
-# that is asked neither to pause nor to cancel.
-_MAY_DISPATCH = (
-    "status = 'running' AND pause_requested = 0 AND cancel_requested = 0 AND owner_token = "
-)
-_FENCE_SQL = f"SELECT 1 FROM runs WHERE id = ? AND {_MAY_DISPATCH}?"
+_FENCE_SQL = f"SELECT 1 FROM runs WHERE id = ? AND {MAY_DISPATCH}?"
 # A dispatch without a node (``RunSql.dispatch_step`` into the nodeless records), only
 # while the run may record it and no node holds the key (that re-dispatch goes through
 # ``_dispatch_slowly``, which releases the node's record first).
 _DISPATCH_NODELESS_SQL = (
     step_insert(NODELESS)
     + "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'dispatched', NULL, ?9, NULL FROM runs "
-    f"WHERE id = ?1 AND {_MAY_DISPATCH}?10 "
+    f"WHERE id = ?1 AND {MAY_DISPATCH}?10 "
     "AND NOT EXISTS (SELECT 1 FROM nodes WHERE run_id = ?1 AND step_key = ?2) " + REDISPATCH
 )
 # A step's dispatch held by its new running ``code`` node: one row. The seq is the
@@ -64,12 +60,10 @@ _DISPATCH_NODELESS_SQL = (
 # (``VALUES``, not ``INSERT ... SELECT``: a select reading ``nodes`` while inserting into
 # it goes through a temporary table, which doubled the statement's cost.)
 _DISPATCH_ON_NODE_SQL = (
-    "INSERT INTO nodes (id, session_id, seq, kind, name, caller_id, predecessor_id, input, "
-    "output, status, metadata, created_at, updated_at, run_id, step_key, step_scope, "
-    "step_position, step_kind, step_occurrence, step_input_hash, step_status) VALUES (?1, ?2, "
-    "CASE WHEN (SELECT MAX(seq) FROM nodes WHERE session_id = ?2) = ?3 "
-    "AND (SELECT head_pinned FROM sessions WHERE id = ?2) = 0 "
-    f"AND EXISTS (SELECT 1 FROM runs WHERE id = ?10 AND {_MAY_DISPATCH}?17) "
+    f"INSERT INTO nodes ({NODE_COLUMNS}, run_id, step_key, step_scope, step_position, "
+    "step_kind, step_occurrence, step_input_hash, step_status) VALUES (?1, ?2, "
+    f"CASE WHEN {SEQ_GUESS_HOLDS} "
+    f"AND EXISTS (SELECT 1 FROM runs WHERE id = ?10 AND {MAY_DISPATCH}?17) "
     f"AND NOT EXISTS (SELECT 1 FROM {NODELESS} WHERE run_id = ?10 AND step_key = ?11) "
     "THEN ?3 + 1 END, 'code', ?4, ?5, ?6, ?7, NULL, 'running', ?8, ?9, ?9, ?10, ?11, ?12, "
     "?13, ?14, ?15, ?16, 'dispatched')"
