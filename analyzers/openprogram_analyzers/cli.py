@@ -11,6 +11,7 @@ from openprogram_analyzers.codes import ALL_CODES
 TYPE_CHECKING = False  # config (dataclasses), findings, typing load only when a run needs them
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import NoReturn
 
     from openprogram_analyzers.config import LintConfig
     from openprogram_analyzers.findings import Finding
@@ -51,7 +52,7 @@ FORMATS = ("text", "json", "json-lines", "sarif", "github", "gitlab", "junit")
 def build_parser() -> argparse.ArgumentParser:
     from openprogram_analyzers.cache import version
 
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="openprogram-lint",
         description="Check OpenProgram Programs (method_options, determinism of resumable "
         "functions, decision menus, PROGRAM_ENTRIES).",
@@ -107,7 +108,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _err(msg: str) -> None:
-    print(f"openprogram-lint: {msg}", file=sys.stderr)
+    print(f"openprogram-lint: {_redact(msg)}", file=sys.stderr)
+
+
+def _redact(msg: str) -> str:
+    """``msg`` without the password of a database URL it echoes (a ``--store`` URL given
+    as a path, say); loads the engine only when there is one to hide."""
+    if "postgres" not in msg:
+        return msg
+    from openprogram.store.postgres import redact_text
+
+    return redact_text(msg)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        super().error(_redact(message))
 
 
 def _analyze_job(job: Job, config: LintConfig) -> tuple[list[Finding], str | None]:

@@ -40,7 +40,10 @@ def _read(store_dir: str, program_path: str | None) -> dict[str, list[list[tuple
         with runs:
             return runs.recorded_step_sequences(program_path)
     except OpenProgramError as exc:
-        raise StoreUnreadable(f"--store {store_dir}: {exc}") from None
+        from openprogram.store.postgres import is_url, redact
+
+        shown = redact(store_dir) if is_url(store_dir) else store_dir
+        raise StoreUnreadable(f"--store {shown}: {exc}") from None
 
 
 def recorded_steps(

@@ -19,13 +19,14 @@ processes starting at once against a new database apply each migration exactly o
 from __future__ import annotations
 
 import os
+import re
 import select
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote
 
 from openprogram.errors import StoreError
 from openprogram.store.base import UNSET, StoreBackend, _Unset
@@ -95,14 +96,54 @@ def is_url(location: object) -> bool:
     return isinstance(location, str) and normalize_url(location) is not None
 
 
+_QUERY_PASSWORD = re.compile(r"[?&]password=([^&#]*)")
+_URL_IN_TEXT = re.compile(r"postgres(?:ql)?:\S+")
+
+
+def _password_spans(url: str) -> list[tuple[int, int]]:
+    """Where ``url`` holds a password: ``user:PASSWORD@`` (up to the last ``@``: one left
+    unencoded may belong to it) and every ``password=`` query parameter. Found by scanning,
+    not by a URL parser, so a malformed URL still has its password found; a span too many
+    only hides more of a message."""
+    spans = [match.span(1) for match in _QUERY_PASSWORD.finditer(url) if match.group(1)]
+    scheme_end = url.find("://")
+    start = 0 if scheme_end < 0 else scheme_end + 3
+    at = url.rfind("@", start)
+    colon = url.find(":", start, max(at, start))
+    if 0 <= colon < at - 1:
+        spans.append((colon + 1, at))
+    return spans
+
+
 def redact(url: str) -> str:
-    """The URL without its password (for messages)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = (parts.username or "") + ":***"
-    return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
+    """The URL without its password (for messages), also when it is malformed."""
+    hidden = [False] * len(url)
+    for begin, end in _password_spans(url):
+        hidden[begin:end] = [True] * (end - begin)
+    out = []
+    for i, char in enumerate(url):
+        if not hidden[i]:
+            out.append(char)
+        elif i == 0 or not hidden[i - 1]:
+            out.append("***")
+    return "".join(out)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with the password of every PostgreSQL URL in it replaced by ``***``
+    (an argument echoed back by a usage error: ``--store URL`` where none is taken)."""
+    return _URL_IN_TEXT.sub(lambda match: redact(match.group(0)), text)
+
+
+def scrub(text: str, url: str) -> str:
+    """``text`` (a libpq message, which may echo the URL or a piece of it) without the
+    password of ``url``, as written or percent-decoded."""
+    for begin, end in _password_spans(url):
+        raw = url[begin:end]
+        for secret in sorted({raw, unquote(raw)}, key=len, reverse=True):
+            if secret:
+                text = text.replace(secret, "***")
+    return text
 
 
 _IDLE = 0  # libpq's PQTRANS_IDLE (psycopg.pq.TransactionStatus.IDLE)
@@ -205,7 +246,7 @@ class PostgresBackend(StoreBackend):
 
     # -- connections -------------------------------------------------------------------
     def _error(self, exc: BaseException) -> StoreError:
-        msg = " ".join(str(exc).split()) or type(exc).__name__
+        msg = scrub(" ".join(str(exc).split()) or type(exc).__name__, self.url)
         return StoreError(f"store {self.location}: {msg}")
 
     @contextmanager

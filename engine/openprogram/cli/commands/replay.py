@@ -44,7 +44,7 @@ def execute(ns: argparse.Namespace) -> int:
         with open_run_store(ns.store, create=False) as db:
             run = db.get_run(ns.run_id)
             if run is None:
-                return cs.usage_error("replay", f"no run {ns.run_id!r} in {root}", ns.json)
+                return cs.usage_error("replay", f"no run {ns.run_id!r} in {db.location}", ns.json)
             session_id = run.session_id or run.id
             recordings = load_session(db.store, session_id)
     except OpenProgramError as exc:

@@ -1,0 +1,134 @@
+"""A ``--store`` PostgreSQL URL that cannot be used — malformed, an unknown database, an
+unreachable server, given where no command takes it — is one line ``openprogram: error:
+...`` and exit 2 from every command, and the URL's password (``user:PASSWORD@`` or
+``?password=``) never appears in any output, also where libpq echoes the URL or a piece
+of it. Real CLI subprocesses against a temporary PostgreSQL server (it trusts local
+connections, so a password in the URL is accepted and ignored)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pgcluster import PORT, Cluster
+
+BIN = Path(sys.executable).parent
+SECRET = "Zq7-secret-9Kx"
+
+PROGRAM = """
+from openprogram import step
+
+
+def act(name: str) -> str:
+    return name
+
+
+def main() -> list:
+    return [step("a", act, "a")]
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+def cli(cwd: Path, *args: str, tool: str = "openprogram") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / tool), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def url(cluster: Cluster, database: str, *, in_query: bool = False) -> str:
+    """A URL of ``database`` on the test server with ``SECRET`` as its password."""
+    where = f"host={cluster.base}&port={PORT}"
+    if in_query:
+        return f"postgresql://postgres@/{database}?{where}&password={SECRET}"
+    return f"postgresql://postgres:{SECRET}@/{database}?{where}"
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    output = proc.stdout + proc.stderr
+    assert SECRET not in output, output
+    assert proc.returncode == 2, (proc.returncode, output)
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("openprogram: error: "), line
+    return line
+
+
+@pytest.fixture()
+def work(tmp_path: Path) -> Path:
+    (tmp_path / "prog.py").write_text(PROGRAM, encoding="utf-8")
+    return tmp_path
+
+
+COMMANDS = [
+    ("runs",),
+    ("sessions",),
+    ("submit", "prog.py:main"),
+    ("worker", "--exit-when-idle"),
+    ("resume", "0123456789abcdef"),
+    ("run", "prog.py:main", "--json"),
+]
+BAD_URLS = {
+    # urlsplit refuses it (it was a traceback, exit 1); libpq echoes the whole URL
+    "malformed": lambda c: f"postgresql://app:{SECRET}@[::1/openprogram",
+    # libpq echoes the password: 'invalid percent-encoded token: "<password>%zz"'
+    "bad percent-encoding": lambda c: url(c, "postgres").replace(SECRET, SECRET + "%zz"),
+    "unknown database, password in the query": lambda c: url(c, "nodb", in_query=True),
+    "unknown database": lambda c: url(c, "nodb"),
+    "unreachable server": lambda c: url(c, "postgres").replace(f"port={PORT}", "port=1"),
+}
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+@pytest.mark.parametrize("bad", list(BAD_URLS))
+def test_an_unusable_store_url_is_one_line_without_its_password(
+    work: Path, pg_cluster: Cluster, bad: str, command: tuple[str, ...]
+) -> None:
+    proc = cli(work, *command, "--store", BAD_URLS[bad](pg_cluster))
+    line = one_error_line(proc)
+    assert "store postgresql://" in line and "***" in line, line
+    if "--json" in command:
+        assert json.loads(proc.stdout)["status"] == "error"
+
+
+def test_replay_of_an_unknown_run_does_not_show_the_password(
+    work: Path, pg_cluster: Cluster, pg_dsn: str
+) -> None:
+    store = url(pg_cluster, pg_dsn.split("?")[0].rsplit("/", 1)[1])
+    assert cli(work, "run", "prog.py:main", "--store", store).returncode == 0
+    line = one_error_line(cli(work, "replay", "0123456789abcdef", "--store", store))
+    assert "no run '0123456789abcdef'" in line, line
+
+
+def test_a_store_url_where_no_command_takes_it(work: Path, pg_cluster: Cluster) -> None:
+    """``--store`` before the command, or for the language server: a usage error that
+    echoes the argument, without its password."""
+    store = url(pg_cluster, "postgres")
+    line = one_error_line(cli(work, "--store", store, "runs"))
+    assert "invalid choice" in line, line
+    lsp = cli(work, "lsp", "--store", store)
+    assert lsp.returncode == 2 and SECRET not in lsp.stdout + lsp.stderr, lsp.stderr
+    assert "unrecognized arguments: --store postgresql://postgres:***@" in lsp.stderr
+
+
+def test_lint_with_an_unreadable_store_url_does_not_show_the_password(
+    work: Path, pg_cluster: Cluster
+) -> None:
+    for store in (url(pg_cluster, "nodb"), url(pg_cluster, "nodb", in_query=True)):
+        proc = cli(work, "--store", store, "prog.py", tool="openprogram-lint")
+        assert proc.returncode == 2, proc.stderr
+        assert SECRET not in proc.stdout + proc.stderr, proc.stderr
+        [line] = proc.stderr.strip().splitlines()
+        assert line.startswith("openprogram-lint: --store postgresql://postgres") and (
+            'database "nodb" does not exist' in line
+        ), line
