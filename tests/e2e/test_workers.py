@@ -267,3 +267,12 @@ def test_cancel_reaches_the_worker_through_the_database(work: Path, pg_dsn: str)
         w.send_signal(signal.SIGTERM)
         w.communicate(timeout=60)
     assert [i for _, i, _ in _effects(work)] == [0]
+
+
+@pytest.mark.parametrize("poll", ["-1", "nan"])
+def test_a_poll_interval_below_zero_is_a_usage_error(work: Path, pg_dsn: str, poll: str) -> None:
+    """``--poll -1`` made an idle worker claim in a busy loop (exit 0 with
+    ``--exit-when-idle``): now one error line, exit 2."""
+    proc = _cli(work, "worker", "--poll", poll, "--exit-when-idle", "--store", pg_dsn)
+    assert proc.returncode == 2, proc
+    assert proc.stderr.strip() == "openprogram: error: --poll must be a number of seconds >= 0"

@@ -52,6 +52,8 @@ def execute(ns: argparse.Namespace) -> int:
 
     if ns.concurrency < 1 or (ns.queue_limit is not None and ns.queue_limit < 1):
         return cs.usage_error("worker", "--concurrency and --queue-limit must be >= 1", False)
+    if not 0 <= ns.poll < float("inf"):  # a negative or NaN wait would claim in a busy loop
+        return cs.usage_error("worker", "--poll must be a number of seconds >= 0", False)
     stop = threading.Event()
 
     def request_stop(signum: int, frame: Any) -> None:
