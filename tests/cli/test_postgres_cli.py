@@ -142,3 +142,48 @@ def test_replay_and_cassette_export_of_a_run_stored_in_postgresql(
     exported = run("replay", rid, "--cassette", str(cassette), "--store", pg_dsn, cwd=tmp_path)
     assert exported.returncode == 0, exported.stderr
     assert len(cassette.read_text().splitlines()) == 2
+
+
+def _tables(dsn: str) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        return sorted(r[0] for r in rows)
+
+
+def test_sessions_and_show_read_a_read_only_database(work: Path, pg_dsn: str) -> None:
+    """README: ``runs``, ``sessions`` and ``show`` open the store read-only; point read-only
+    tooling at a read replica. A database that refuses writes (a replica, here
+    ``default_transaction_read_only``) is read by every one of them; ``sessions`` and
+    ``show`` used to fail: "cannot execute CREATE TABLE in a read-only transaction"."""
+    import psycopg
+
+    args = json.dumps({"store": pg_dsn})
+    first = run("run", "prog.py:main", "--args", args, "--store", pg_dsn, "--json", cwd=work)
+    rid = json.loads(first.stdout)["run_id"]
+    database = pg_dsn.split("?")[0].rsplit("/", 1)[1]
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{database}" SET default_transaction_read_only = on')
+    sessions = run("sessions", "--store", pg_dsn, cwd=work)
+    assert sessions.returncode == 0 and rid in sessions.stdout, sessions.stderr
+    for fmt in ("tree", "json", "mermaid", "html"):
+        show = run("show", rid, "--format", fmt, "--store", pg_dsn, cwd=work)
+        assert show.returncode == 0 and show.stdout, (fmt, show.stderr)
+    listed = run("runs", "--json", "--store", pg_dsn, cwd=work)
+    assert [r["run_id"] for r in json.loads(listed.stdout)] == [rid], listed.stderr
+    refused = run("run", "prog.py:main", "--args", args, "--store", pg_dsn, cwd=work)
+    assert refused.returncode == 2 and "read-only transaction" in refused.stderr
+
+
+def test_reading_an_empty_database_creates_nothing(work: Path, pg_dsn: str) -> None:
+    """An empty database holds no store yet: the reading commands say so and leave it
+    empty (they used to create the schema)."""
+    sessions = run("sessions", "--store", pg_dsn, cwd=work)
+    assert sessions.returncode == 0 and sessions.stdout.strip() == "No sessions."
+    show = run("show", "0123456789abcdef", "--store", pg_dsn, cwd=work)
+    assert show.returncode == 2, show.stderr
+    [line] = show.stderr.strip().splitlines()
+    assert line.startswith("openprogram: error: no session '0123456789abcdef': there is no")
+    assert run("runs", "--store", pg_dsn, cwd=work).stdout.strip() == "no runs"
+    assert _tables(pg_dsn) == []

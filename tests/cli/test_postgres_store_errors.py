@@ -132,3 +132,11 @@ def test_lint_with_an_unreadable_store_url_does_not_show_the_password(
         assert line.startswith("openprogram-lint: --store postgresql://postgres") and (
             'database "nodb" does not exist' in line
         ), line
+
+
+def test_show_in_an_empty_database_does_not_show_the_password(
+    work: Path, pg_cluster: Cluster, pg_dsn: str
+) -> None:
+    store = url(pg_cluster, pg_dsn.split("?")[0].rsplit("/", 1)[1])
+    line = one_error_line(cli(work, "show", "0123456789abcdef", "--store", store))
+    assert "there is no store at postgresql://postgres:***@" in line, line

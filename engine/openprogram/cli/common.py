@@ -35,7 +35,16 @@ def open_existing_store(args: Any) -> SessionStore | None:
     store path that is a file, or a database that cannot be read, raises ``StoreError``.
     """
     if store_url(getattr(args, "store", None)) is not None:
-        return SessionStore(getattr(args, "store", None), create=False)
+        store = SessionStore(getattr(args, "store", None), create=False, read_only=True)
+        try:
+            empty = store.backend.schema_version() == 0  # no store in this database yet
+        except BaseException:
+            store.close()
+            raise
+        if empty:
+            store.close()
+            return None
+        return store
     root = resolve_root(getattr(args, "store", None))
     if root.exists() and not root.is_dir():
         # Let the store produce its one-line message.

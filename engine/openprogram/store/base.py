@@ -114,5 +114,10 @@ class StoreBackend(ABC):
         """Make ``node_id`` (a node of this session) the branch head."""
 
     @abstractmethod
+    def schema_version(self) -> int:
+        """The schema version recorded in the database, read without writing anything (0:
+        no store in it yet)."""
+
+    @abstractmethod
     def close(self) -> None:
         """Release connections; later calls raise ``StoreError``."""

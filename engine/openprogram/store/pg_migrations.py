@@ -118,9 +118,29 @@ PG_MIGRATIONS: list[Migration] = [
 ]
 
 
+def _refuse_newer(current: int, migrations: list[Migration], location: str) -> None:
+    target = max(m.version for m in migrations)
+    if current > target:
+        raise StoreError(
+            f"the store {location} has schema version {current}, newer than this "
+            f"OpenProgram knows ({target}); upgrade OpenProgram to use it"
+        )
+
+
+def schema_version(conn: Any, migrations: list[Migration], location: str) -> int:
+    """The applied schema version, read without writing anything (0: no schema yet, an
+    empty database); ``StoreError`` when it is newer than ``migrations`` know."""
+    row = conn.execute("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()
+    if not row[0]:
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    current = int(row[0] or 0)
+    _refuse_newer(current, migrations, location)
+    return current
+
+
 def migrate(conn: Any, migrations: list[Migration], location: str) -> None:
     """Apply the missing migrations on ``conn`` (autocommit connection)."""
-    target = max(m.version for m in migrations)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         conn.execute(
@@ -129,11 +149,7 @@ def migrate(conn: Any, migrations: list[Migration], location: str) -> None:
         )
         row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
         current = int(row[0] or 0)
-        if current > target:
-            raise StoreError(
-                f"the store {location} has schema version {current}, newer than this "
-                f"OpenProgram knows ({target}); upgrade OpenProgram to use it"
-            )
+        _refuse_newer(current, migrations, location)
         for m in migrations:
             if m.version <= current:
                 continue

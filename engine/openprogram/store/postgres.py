@@ -34,7 +34,7 @@ from openprogram.store.ids import new_id
 from openprogram.store.jsoncodec import dumps as _dumps
 from openprogram.store.jsoncodec import loads as _loads
 from openprogram.store.models import Node, Session
-from openprogram.store.pg_migrations import PG_MIGRATIONS, migrate
+from openprogram.store.pg_migrations import PG_MIGRATIONS, migrate, schema_version
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 _NODE_COLS = (
@@ -243,6 +243,12 @@ class PostgresBackend(StoreBackend):
                     migrate(conn, PG_MIGRATIONS, self.location)
                 except psycopg.Error as exc:
                     raise self._error(exc) from None
+
+    def schema_version(self) -> int:
+        """The database's schema version, read without writing (0: an empty database);
+        ``StoreError`` when it is newer than this code."""
+        with self.connection() as conn:
+            return schema_version(conn, PG_MIGRATIONS, self.location)
 
     # -- connections -------------------------------------------------------------------
     def _error(self, exc: BaseException) -> StoreError:

@@ -107,7 +107,10 @@ class SessionStore:
         if url is not None:
             from openprogram.store.postgres import PostgresBackend
 
-            backend = PostgresBackend(url)
+            if read_only:  # nothing is written, not even the schema (a read replica works)
+                backend = PostgresBackend(url, max_size=2, migrate_schema=False)
+            else:
+                backend = PostgresBackend(url)
         elif backend is None:
             db = _prepare_root(self.root_path, create=create and not read_only)
             backend = _sqlite_backend(db, read_only)

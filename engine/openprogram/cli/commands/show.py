@@ -40,9 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     store = open_existing_store(args)
     if store is None:
+        from openprogram.store.postgres import redact
+
+        url = store_url(args.store)  # an empty database: named without its password
+        where = redact(url) if url else resolve_root(args.store)
         raise CliError(
-            f"no session {args.id!r}: there is no store at {resolve_root(args.store)}; "
-            "pass --store DIR or set OPENPROGRAM_STORE"
+            f"no session {args.id!r}: there is no store at {where}; "
+            "pass --store DIR|URL or set OPENPROGRAM_STORE"
         )
     with store:
         session = store.get_session(args.id)
