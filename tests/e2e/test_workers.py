@@ -276,3 +276,35 @@ def test_a_poll_interval_below_zero_is_a_usage_error(work: Path, pg_dsn: str, po
     proc = _cli(work, "worker", "--poll", poll, "--exit-when-idle", "--store", pg_dsn)
     assert proc.returncode == 2, proc
     assert proc.stderr.strip() == "openprogram: error: --poll must be a number of seconds >= 0"
+
+
+def test_cancel_kill_never_ends_a_worker_that_executes_other_runs(work: Path, pg_dsn: str) -> None:
+    """``cancel --kill`` of one run of a worker with ``--concurrency 2`` used to SIGTERM,
+    then SIGKILL the worker: its other run was interrupted inside a step (paused uncertain
+    once taken over). It now refuses (exit 2); the cancel stays requested and reaches the
+    run at its next step, the other run completes."""
+    first, second = _submit(work, pg_dsn, "k1", 2), _submit(work, pg_dsn, "k2", 2)
+    (work / "block_k1").touch()
+    (work / "block_k2").touch()
+    w = _worker(work, pg_dsn, "--concurrency", "2", lease="30")
+    try:
+        deadline = time.monotonic() + 60
+        while len(_effects(work)) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        proc = _cli(work, "cancel", first, "--kill", "--store", pg_dsn)
+        assert proc.returncode == 2, proc
+        [line] = proc.stderr.strip().splitlines()
+        assert f"also executes run(s) {second}: --kill would end them too" in line, line
+        assert w.poll() is None  # the worker still runs
+        (work / "block_k1").unlink()
+        (work / "block_k2").unlink()
+        deadline = time.monotonic() + 60
+        while _runs(pg_dsn)[second][0] != "completed" or _runs(pg_dsn)[first][0] == "running":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        w.send_signal(signal.SIGTERM)
+        w.communicate(timeout=60)
+    assert _runs(pg_dsn)[first][0] == "cancelled"
+    assert sorted((t, i) for t, i, _ in _effects(work)) == [("k1", 0), ("k2", 0), ("k2", 1)]

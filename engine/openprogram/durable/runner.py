@@ -628,7 +628,8 @@ def cancel_run(
     """Cancel a run; returns ``"cancelled"``, or ``"requested"`` when another live process
     executes it: that process stops at its next step (a safe point) and records the
     cancel itself. ``kill`` ends such a process of this machine (SIGTERM, then SIGKILL
-    after a grace period) and records the cancel — for an entry stuck outside any step."""
+    after a grace period) and records the cancel — for an entry stuck outside any step;
+    a worker that also executes other runs is refused (``RunStateError``)."""
     with open_run_store(store, create=False) as db:
         run = db.get_run(run_id)
         if run is None:
@@ -646,6 +647,18 @@ def cancel_run(
                     f"run {run_id} executes in process {run.owner_pid} on {run.owner_host}, "
                     "not a process of this machine; its cancel was requested (it stops at "
                     "its next step)"
+                )
+            others = [
+                r.id
+                for r in db.list_runs(RunStatus.RUNNING)
+                if r.owner_proc == run.owner_proc and r.id != run_id and owner_alive(r)
+            ]
+            if others:  # a worker executing other runs: killing it would interrupt them
+                raise RunStateError(
+                    f"run {run_id} executes in process {pid}, which also executes run(s) "
+                    f"{', '.join(others)}: --kill would end them too; its cancel was "
+                    "requested (it stops at its next step); SIGTERM to that worker ends it "
+                    "once each run finished its current step, giving them back to the queue"
                 )
             _end_process(pid, run.owner_proc)
             run = db.get_run(run_id)

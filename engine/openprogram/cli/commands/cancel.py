@@ -2,7 +2,8 @@
 
 A run that another live process executes is only *requested* to cancel: that process
 stops at its next step (a safe point) and records it; ``--kill`` ends such a process of
-this machine (SIGTERM, then SIGKILL) — for an entry stuck outside any step.
+this machine (SIGTERM, then SIGKILL) — for an entry stuck outside any step — unless it is
+a worker that also executes other runs (exit 2; the cancel stays requested).
 """
 
 from __future__ import annotations
