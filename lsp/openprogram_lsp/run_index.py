@@ -15,6 +15,7 @@ from pathlib import Path
 
 from openprogram.errors import OpenProgramError
 from openprogram.store.lease import owner_alive
+from openprogram.store.postgres import redact_text
 from openprogram.store.runs import RunRecord, RunStore, read_run_store
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ def _reader(store_dir: Path) -> Iterator[RunStore | None]:
     try:
         runs = read_run_store(store_dir)
     except OpenProgramError as exc:  # locked, corrupt, newer schema
-        log.info("no runs from %s: %s", store_dir, exc)
+        log.info("no runs from %s: %s", redact_text(str(store_dir)), exc)
         runs = None
     try:
         yield runs
@@ -96,7 +97,7 @@ def runs_for_file(store_dir: Path, program_path: str) -> list[RunInfo]:
         try:
             found = [_info(runs, r) for r in runs.runs_of_program(program_path)]
         except OpenProgramError as exc:
-            log.info("no runs from %s: %s", store_dir, exc)
+            log.info("no runs from %s: %s", redact_text(str(store_dir)), exc)
             return []
     return sorted(found, key=lambda r: r.updated_at, reverse=True)
 
@@ -109,7 +110,7 @@ def store_program_paths(store_dir: Path) -> list[str]:
         try:
             records = runs.list_runs()
         except OpenProgramError as exc:
-            log.info("no runs from %s: %s", store_dir, exc)
+            log.info("no runs from %s: %s", redact_text(str(store_dir)), exc)
             return []
     paths = {r.program_path or r.entry.rpartition(":")[0] for r in records}
     return sorted(p for p in paths if p)

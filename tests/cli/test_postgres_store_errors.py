@@ -8,6 +8,7 @@ connections, so a password in the URL is accepted and ignored)."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -140,3 +141,19 @@ def test_show_in_an_empty_database_does_not_show_the_password(
     store = url(pg_cluster, pg_dsn.split("?")[0].rsplit("/", 1)[1])
     line = one_error_line(cli(work, "show", "0123456789abcdef", "--store", store))
     assert "there is no store at postgresql://postgres:***@" in line, line
+
+
+def test_the_language_server_log_does_not_show_the_password(
+    pg_cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The editor's runs view and OP209 read the store named by the ``store`` setting; an
+    unreadable one is logged (``--log-level INFO``) without its password."""
+    from openprogram_lsp.run_index import runs_for_file
+
+    for store in (url(pg_cluster, "nodb"), url(pg_cluster, "nodb", in_query=True)):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="openprogram_lsp"):
+            assert runs_for_file(Path(store), "prog.py") == []
+        [record] = [r for r in caplog.records if r.name.startswith("openprogram_lsp")]
+        message = record.getMessage()
+        assert SECRET not in message and 'database "nodb" does not exist' in message, message

@@ -97,6 +97,7 @@ def is_url(location: object) -> bool:
 
 
 _QUERY_PASSWORD = re.compile(r"[?&]password=([^&#]*)")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/*")
 _URL_IN_TEXT = re.compile(r"postgres(?:ql)?:\S+")
 
 
@@ -106,8 +107,8 @@ def _password_spans(url: str) -> list[tuple[int, int]]:
     not by a URL parser, so a malformed URL still has its password found; a span too many
     only hides more of a message."""
     spans = [match.span(1) for match in _QUERY_PASSWORD.finditer(url) if match.group(1)]
-    scheme_end = url.find("://")
-    start = 0 if scheme_end < 0 else scheme_end + 3
+    scheme = _SCHEME.match(url)  # also postgresql:/ (a URL that went through a Path)
+    start = scheme.end() if scheme else 0
     at = url.rfind("@", start)
     colon = url.find(":", start, max(at, start))
     if 0 <= colon < at - 1:
