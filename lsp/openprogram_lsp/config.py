@@ -69,13 +69,18 @@ class Settings:
     def rule_docs_url(self) -> str:
         return self.client.rule_docs_url or DEFAULT_RULE_DOCS_URL
 
-    def store_dir(self) -> Path:
-        """Store root: setting (relative to the workspace), ``$OPENPROGRAM_STORE`` or ``.openprogram``."""
+    def store_dir(self) -> Path | str:
+        """Store root: setting (relative to the workspace), ``$OPENPROGRAM_STORE`` or
+        ``.openprogram``; a ``postgresql://`` URL as written (a ``Path`` collapses its
+        ``//``: ``postgresql:///db`` would name the host ``db``)."""
+        from openprogram.store.postgres import is_url
+
         base = self.root or Path.cwd()
+        value = self.client.store or os.environ.get("OPENPROGRAM_STORE")
+        if is_url(value):
+            return str(value)
         if self.client.store:
             p = Path(os.path.expanduser(self.client.store))
-            if self.client.store.startswith(("postgresql://", "postgres://")):
-                return p  # the store reads the URL back from this path (store_url)
             return p if p.is_absolute() else base / p
         env = os.environ.get("OPENPROGRAM_STORE")
         if env:

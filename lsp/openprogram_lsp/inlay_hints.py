@@ -24,7 +24,7 @@ from openprogram.durable.queries import RunRow, StepRow
 from .outline import FunctionInfo, Outline, StepCall
 from .raw_json import RawJSON
 from .run_index import RunInfo
-from .runs_view import folder_stores, short_json, watcher
+from .runs_view import readable_stores, short_json, watcher
 
 if TYPE_CHECKING:
     from .documents import DocumentState
@@ -168,7 +168,7 @@ def step_sites(source: str, lines: Sequence[str], outline: Outline) -> list[Step
     return sites
 
 
-StoreVersions = tuple[tuple[Path, tuple[int, int, int, int]], ...]
+StoreVersions = tuple[tuple[Path | str, tuple[int, int, int, int]], ...]
 NO_HINTS = RawJSON("[]")
 
 
@@ -201,7 +201,7 @@ def inlay_hints(ls: OpenProgramLanguageServer, uri: str, rng: types.Range | None
     first = rng.start.line if rng else 0
     last = rng.end.line if rng else len(lines)
     versions: StoreVersions = tuple(
-        (fs.db, queries.store_version(fs.db)) for fs in folder_stores(ls)
+        (fs.db, queries.store_version(fs.db)) for fs in readable_stores(ls)
     )
     key = (doc.version, versions, first, last)
     cached = state.hint_answer

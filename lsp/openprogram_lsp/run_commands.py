@@ -36,6 +36,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from openprogram.contract.runs import RUN_ID_LENGTH, is_run_id
+from openprogram.store.postgres import redact
 
 from .entry_signature import EntryCheckError, check_run
 from .run_index import RunInfo, runs_for_file, store_program_paths
@@ -118,7 +119,7 @@ def parse_resume_options(value: Any) -> tuple[str | None, bool]:
 
 
 def resume_argv(
-    interpreter: str, store: Path, run_id: str, policy: str | None, rerun_uncertain: bool
+    interpreter: str, store: Path | str, run_id: str, policy: str | None, rerun_uncertain: bool
 ) -> list[str]:
     """Command line of ``openprogram resume`` for the workspace interpreter."""
     if not is_run_id(run_id):
@@ -131,7 +132,9 @@ def resume_argv(
     return [*argv, "--", run_id]
 
 
-def run_argv(interpreter: str, store: Path, program: Path, entry: str, kwargs: str) -> list[str]:
+def run_argv(
+    interpreter: str, store: Path | str, program: Path, entry: str, kwargs: str
+) -> list[str]:
     """Command line of ``openprogram run`` for the workspace interpreter."""
     if not _ENTRY.match(entry) or not program.is_absolute():
         raise CommandError(f"invalid entry {program}:{entry}")
@@ -172,7 +175,7 @@ def _within(path: str, root: Path) -> bool:
 
 
 def select_runs(
-    store: Path, root: Path | None, program: str | None, function: str | None
+    store: Path | str, root: Path | None, program: str | None, function: str | None
 ) -> list[RunInfo]:
     """Runs of ``program`` (else of every Program inside ``root``), of ``function`` if
     given; newest first."""
@@ -248,7 +251,7 @@ async def run_cli(
     """Run the CLI subprocess, stream stderr, parse the JSON result, notify the client."""
     root = cwd or ls.root
     token = await _progress_begin(ls, title)
-    ls.log(f"$ {' '.join(argv)}")
+    ls.log(f"$ {' '.join(redact(arg) for arg in argv)}")  # a store URL's password hidden
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,

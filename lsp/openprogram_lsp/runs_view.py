@@ -28,10 +28,11 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from openprogram.durable import queries
 from openprogram.durable.queries import RunRow
+from openprogram.store.postgres import redact
 
 from .entry_signature import entry_signature
 from .raw_json import RawJSON
-from .run_index import DB_NAME, RunInfo
+from .run_index import DB_NAME, GATE, RunInfo
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
@@ -49,11 +50,17 @@ SHORT = 80
 class FolderStore:
     name: str
     uri: str
-    store: Path
+    store: Path | str  # a store directory or a postgresql:// URL (``Settings.store_dir``)
 
     @property
-    def db(self) -> Path:
-        return self.store / DB_NAME
+    def db(self) -> Path | str:
+        """What ``queries`` reads: the SQLite database file, or the URL itself."""
+        return self.store if isinstance(self.store, str) else self.store / DB_NAME
+
+    @property
+    def shown(self) -> str:
+        """The store as the user may see it (a URL's password replaced by ``***``)."""
+        return redact(self.store) if isinstance(self.store, str) else str(self.store)
 
 
 def param(params: Any, key: str, default: Any = None) -> Any:
@@ -77,9 +84,14 @@ def folder_stores(ls: OpenProgramLanguageServer) -> list[FolderStore]:
         out.append(FolderStore(folder.name, folder.uri, store))
     if not out:
         store = ls.settings.store_dir()
-        root = ls.settings.root or store.parent
+        root = ls.settings.root or (Path.cwd() if isinstance(store, str) else store.parent)
         out.append(FolderStore(root.name, from_fs_path(str(root)) or "", store))
     return out
+
+
+def readable_stores(ls: OpenProgramLanguageServer) -> list[FolderStore]:
+    """The folder stores that can be read now (``run_index.GATE``)."""
+    return [fs for fs in folder_stores(ls) if GATE.readable(fs.store)]
 
 
 def short_json(text: str | None, limit: int = SHORT) -> str:
@@ -126,7 +138,7 @@ def run_json(run: RunRow) -> dict[str, Any]:
 
 
 def find_run(ls: OpenProgramLanguageServer, run_id: str) -> tuple[FolderStore, RunRow] | None:
-    for fs in folder_stores(ls):
+    for fs in readable_stores(ls):
         run = queries.get_run(fs.db, run_id)
         if run is not None:
             return fs, run
@@ -138,8 +150,11 @@ def runs_payload(ls: OpenProgramLanguageServer, folder: str | None = None) -> di
     for fs in folder_stores(ls):
         if folder and folder not in (fs.uri, fs.name):
             continue
-        runs = [run_json(r) for r in queries.list_runs(fs.db)]
-        out.append({"name": fs.name, "uri": fs.uri, "store": str(fs.store), "runs": runs})
+        readable = GATE.readable(fs.store)
+        runs = [run_json(r) for r in queries.list_runs(fs.db)] if readable else []
+        row = {"name": fs.name, "uri": fs.uri, "store": fs.shown, "runs": runs}
+        error = GATE.error(fs.store)
+        out.append(row if error is None else {**row, "error": error})
     return {"folders": out}
 
 
@@ -171,7 +186,7 @@ class RunsWatcher:
     def __init__(self, ls: OpenProgramLanguageServer) -> None:
         self.ls = ls
         self.task: asyncio.Task[None] | None = None
-        self.seen: dict[Path, tuple[int, int, int, int]] = {}
+        self.seen: dict[Path | str, tuple[int, int, int, int]] = {}
 
     def ensure_started(self) -> None:
         if self.task is not None and not self.task.done():
@@ -180,7 +195,7 @@ class RunsWatcher:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        self.seen = {fs.db: queries.store_version(fs.db) for fs in folder_stores(self.ls)}
+        self.seen = {fs.db: queries.store_version(fs.db) for fs in readable_stores(self.ls)}
         self.task = loop.create_task(self.run())
 
     async def run(self) -> None:
@@ -193,7 +208,7 @@ class RunsWatcher:
 
     def check(self) -> bool:
         changed = False
-        for fs in folder_stores(self.ls):
+        for fs in readable_stores(self.ls):
             version = queries.store_version(fs.db)
             if self.seen.get(fs.db) != version:
                 self.seen[fs.db] = version

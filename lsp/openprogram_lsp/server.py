@@ -45,6 +45,7 @@ from .diagnostics import DiagnosticsEngine
 from .documents import DocumentState
 from .outline import Outline, build_outline
 from .raw_json import RawJSON, send_raw_response
+from .run_index import GATE
 from .workspace import use_client_lines
 
 log = logging.getLogger(__name__)
@@ -121,6 +122,7 @@ class OpenProgramLanguageServer(LanguageServer):
         self.diagnostics = DiagnosticsEngine(self)
         self._settings_generation = 0
         self._shown_config_errors: set[str] = set()
+        self._shown_store_errors: set[str] = set()
 
     # -- documents --------------------------------------------------------------------
     def open_uris(self) -> list[str]:
@@ -342,6 +344,23 @@ class OpenProgramLanguageServer(LanguageServer):
             return None
         return recorded_steps_for(self.settings_for(doc.path).store_dir(), doc.path)
 
+    def store_state_changed(self, url: str, error: str | None) -> None:
+        """A PostgreSQL store became readable or unreadable (``run_index.GATE``): say why
+        once (its password hidden), and refresh what reads it (lenses, hints, the Runs
+        view, OP209)."""
+        if error is not None:
+            text = f"OpenProgram cannot read the run store: {error}"
+            self.log(text, error=True)
+            if text not in self._shown_store_errors:
+                self._shown_store_errors.add(text)
+                self.show(text, error=True)
+        else:
+            from openprogram.store.postgres import redact
+
+            self.log(f"run store {redact(url)} is readable")
+        runs_view.notify_runs_changed(self)
+        self.diagnostics.schedule_all()
+
     # -- client messages ----------------------------------------------------------------
     def log(self, message: str, *, error: bool = False) -> None:
         kind = types.MessageType.Error if error else types.MessageType.Log
@@ -483,6 +502,7 @@ def _refresh_client_views(ls: OpenProgramLanguageServer) -> None:
 def create_server() -> OpenProgramLanguageServer:
     """Build a server with every feature registered."""
     server = OpenProgramLanguageServer()
+    GATE.on_change = server.store_state_changed
     _register_lifecycle(server)
     diagnostics.register(server)
     code_actions.register(server)

@@ -207,16 +207,10 @@ def run_steps(db_path: str | os.PathLike[str], run_id: str) -> list[StepRow]:
 
 def store_version(db_path: str | os.PathLike[str]) -> tuple[int, int, int, int]:
     """A cheap fingerprint that changes when anything is committed (SQLite: file and WAL
-    stats; PostgreSQL: the latest run update and the number of runs)."""
+    stats; PostgreSQL: :meth:`RunStore.change_marker`, which a step's commit changes too)."""
     location = os.fspath(db_path)
     if location.startswith(("postgresql://", "postgres://")):
-
-        def read(runs: RunStore) -> tuple[int, int, int, int]:
-            found = runs.list_runs()
-            latest = max((r.updated_at for r in found), default=0.0)
-            return (int(latest * 1e6), len(found), 0, 0)
-
-        return _read(db_path, read, (0, 0, 0, 0))
+        return _read(db_path, lambda runs: runs.change_marker(), (0, 0, 0, 0))
     out: list[int] = []
     for suffix in ("", "-wal"):
         try:

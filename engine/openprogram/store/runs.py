@@ -653,6 +653,19 @@ class RunStore(ABC):
     def last_activity(self, run_id: str) -> float:
         """Latest of the run's update time and its steps' timestamps."""
 
+    def change_marker(self) -> tuple[int, int, int, int]:
+        """A fingerprint of what the editor's run views show, changed by every commit
+        that changes them: the runs (count, latest update) and the steps of running runs
+        (count, latest start or finish; a step does not touch its run's row). Reads only
+        the steps of running runs (through the run's key)."""
+        row = self._row(
+            "SELECT (SELECT COUNT(*) FROM runs), (SELECT MAX(updated_at) FROM runs), "
+            "COUNT(*), MAX(COALESCE(finished_at, started_at)) FROM run_steps "
+            "WHERE run_id IN (SELECT id FROM runs WHERE status = 'running')"
+        )
+        count, updated, steps, stepped = row if row else (0, None, 0, None)
+        return (int(count), int((updated or 0.0) * 1e6), int(steps), int((stepped or 0.0) * 1e6))
+
     # -- steps ---------------------------------------------------------------------
     def load_steps(self, run_id: str) -> list[StepRecord]:
         """Every step record of a run, ordered by scope and position."""

@@ -1,0 +1,415 @@
+"""The server's lenses, commands, Runs view and hints against a PostgreSQL store (issue 15:
+"the server's lenses/runs view work against" one). Real client over stdio, a real
+throwaway PostgreSQL (``pg_dsn``), runs made by the real CLI and worker in subprocesses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsp_harness import (
+    SERVER_CMD,
+    capabilities,
+    diags_for,
+    edit_doc,
+    make_client,
+    open_doc,
+    wait_for,
+)
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+OPENPROGRAM = str(Path(sys.executable).parent / "openprogram")
+
+PROGRAM = '''\
+import time as t
+from pathlib import Path
+
+from openprogram import step
+from openprogram.durable import current_run_id, pause_run
+
+
+def prepare(n: int, store: str) -> int:
+    """Ask for a pause of this very run before its next step."""
+    pause_run(current_run_id(), store=store)
+    return n + 1
+
+
+def finish(n: int, log: str) -> int:
+    """Record each execution in the log file (what a double resume must not repeat)."""
+    with open(log, "a") as f:
+        f.write("finish\\n")
+    return n * 10
+
+
+def wait_for_gate(gate: str) -> str:
+    while not Path(gate).exists():
+        t.sleep(0.05)
+    return "open"
+
+
+def pipeline(n: int, log: str, store: str) -> int:
+    x = step("prepare", prepare, n, store)
+    return step("finish", finish, x, log)
+
+
+def gated(gate: str) -> str:
+    return step("wait", wait_for_gate, gate)
+
+
+pipeline.__agent_options__ = {"resumable": True}
+gated.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["pipeline", "gated"]
+'''
+
+
+class Seen:
+    def __init__(self) -> None:
+        self.runs_changed = 0
+        self.hint_refreshes = 0
+
+
+def _client() -> LanguageClient:
+    client = make_client()
+    seen = Seen()
+    client.seen = seen  # type: ignore[attr-defined]
+
+    @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def hint_refresh(ls: LanguageClient, params: None) -> None:
+        seen.hint_refreshes += 1
+
+    @client.feature("openprogram/runsChanged")
+    def runs_changed(ls: LanguageClient, params: Any) -> None:
+        seen.runs_changed += 1
+
+    return client
+
+
+def seen_of(client: LanguageClient) -> Seen:
+    return client.seen  # type: ignore[attr-defined]
+
+
+async def start(
+    folders: list[Path],
+    *,
+    env: dict[str, str] | None = None,
+    options: Any = None,
+    scoped: dict[Path, dict[str, Any]] | None = None,
+) -> LanguageClient:
+    """A real server over stdio (``env`` added to this process's environment; ``scoped``:
+    each folder's ``openprogram`` settings, as VS Code answers them per ``scopeUri``)."""
+    client = _client()
+    for folder, settings in (scoped or {}).items():
+        client.set_configuration({"openprogram": settings}, scope_uri=folder.as_uri())
+    await client.start_io(*SERVER_CMD, env={**os.environ, **(env or {})})
+    caps = capabilities()
+    assert caps.workspace is not None
+    caps.workspace.inlay_hint = types.InlayHintWorkspaceClientCapabilities(refresh_support=True)
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=caps,
+            root_uri=folders[0].as_uri(),
+            initialization_options=options,
+            workspace_folders=[types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in folders],
+        )
+    )
+    return client
+
+
+async def stop(client: LanguageClient) -> None:
+    await client.shutdown_session()
+    await client.stop()
+
+
+def cli(folder: Path, *args: str, store: str) -> Any:
+    proc = subprocess.run(
+        [OPENPROGRAM, *args, "--store", store, "--json"],
+        cwd=folder, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+async def execute(client: LanguageClient, command: str, *args: Any) -> dict[str, Any]:
+    got = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=command, arguments=list(args))
+    )
+    return dict(as_dict(got))
+
+
+async def request(client: LanguageClient, method: str, params: dict[str, Any]) -> Any:
+    return as_dict(await client.protocol.send_request_async(method, params))
+
+
+def as_dict(value: Any) -> Any:
+    if hasattr(value, "_asdict"):
+        return {k: as_dict(v) for k, v in value._asdict().items()}
+    if isinstance(value, list):
+        return [as_dict(v) for v in value]
+    return value
+
+
+async def lenses(client: LanguageClient, uri: str) -> list[types.Command]:
+    got = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    return [lens.command for lens in got or [] if lens.command is not None]
+
+
+async def hints(client: LanguageClient, uri: str) -> dict[int, str]:
+    res = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(types.Position(0, 0), types.Position(200, 0)),
+        )
+    )
+    return {h.position.line: str(h.label) for h in res or []}
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines()) if needle in line)
+
+
+def hostless(dsn: str) -> str:
+    """The test database as a local-socket URL with nothing between ``//`` and the path
+    (``postgresql:///DB?host=...``), as a user writes one for a server on this machine."""
+    _, _, rest = dsn.partition("@/")
+    return f"postgresql:///{rest}&user=postgres"
+
+
+def program_in(parent: Path, name: str, text: str = PROGRAM) -> Path:
+    folder = parent / name
+    folder.mkdir()
+    (folder / "prog.py").write_text(text)
+    return folder
+
+
+def resume_lenses(cmds: list[types.Command]) -> list[tuple[str, list[Any]]]:
+    return [(c.title, list(c.arguments or [])) for c in cmds if c.command == "openprogram.resume"]
+
+
+@pytest.mark.parametrize("given", ["env", "setting"])
+async def test_run_resume_lenses_views_and_hints_on_postgresql(
+    tmp_path: Path, pg_dsn: str, given: str
+) -> None:
+    """``OPENPROGRAM_STORE`` in the server's environment, or the ``store`` setting, naming
+    a PostgreSQL database by a local-socket URL: Run records the run there, Resume continues
+    it once, and the lenses, hints and Runs view follow it."""
+    folder = program_in(tmp_path, "ws")
+    url = hostless(pg_dsn)
+    if given == "env":
+        client = await start([folder], env={"OPENPROGRAM_STORE": url})
+    else:
+        client = await start([folder], options={"store": url})
+    try:
+        uri, log = (folder / "prog.py").as_uri(), folder / "finish.log"
+        open_doc(client, uri, PROGRAM)
+        paused = await execute(
+            client, "openprogram.run", uri, "pipeline", {"n": 1, "log": str(log), "store": url}
+        )
+        assert paused["status"] == "paused" and paused["paused_step"] == "finish", paused
+        run_id = paused["run_id"]
+        listed = cli(folder, "runs", store=pg_dsn)  # recorded in PostgreSQL
+        assert [(r["run_id"], r["status"]) for r in listed] == [(run_id, "paused")]
+        assert not (folder / ".openprogram").exists()
+
+        async def resume_lens() -> Any:
+            return resume_lenses(await lenses(client, uri))
+
+        lens = await resume_lens()
+        assert lens == [('⟳ Resume (step "finish" #0)', [run_id])]
+        prepare, finish = line_of(PROGRAM, 'step("prepare"'), line_of(PROGRAM, 'step("finish"')
+        got = await hints(client, uri)
+        assert got[finish] == "‖ paused here" and got[prepare].endswith(" → 2")
+        [shown] = (await request(client, "openprogram/runs", {}))["folders"]
+        assert shown["store"] == url
+        assert [(r["id"], r["status"], r["resumable"]) for r in shown["runs"]] == [
+            (run_id, "paused", True)
+        ]
+
+        seen = seen_of(client)
+        before = seen.runs_changed
+        # a double click on the lens: two resumes at once, one executes the run
+        results = await asyncio.gather(
+            execute(client, "openprogram.resume", *lens[0][1]),
+            execute(client, "openprogram.resume", *lens[0][1]),
+        )
+        assert sorted(r["exit_code"] for r in results) == [0, 2], results
+        assert [r["result"] for r in results if r["exit_code"] == 0] == [20]
+        assert log.read_text() == "finish\n"  # the step ran once
+        await wait_for(lambda: seen.runs_changed > before, "openprogram/runsChanged")
+        got = await hints(client, uri)
+        assert got[finish].endswith(" → 20") and got[prepare].endswith(" → 2")
+        assert await resume_lens() == []
+        steps = await request(client, "openprogram/runSteps", {"runId": run_id})
+        assert steps["run"]["status"] == "completed" and steps["run"]["result"] == "20"
+        assert [(s["label"], s["state"], s["result"]) for s in steps["steps"]] == [
+            ("prepare #0", "completed", "2"),
+            ("finish #0", "completed", "20"),
+        ]
+        graph = await request(client, "openprogram/runGraph", {"runId": run_id})
+        assert graph["run"]["status"] == "completed"
+        assert sorted(n["step"] for n in graph["nodes"] if n["step"]) == ["finish #0", "prepare #0"]
+    finally:
+        await stop(client)
+
+
+async def test_a_run_executing_in_a_worker_is_live_in_the_views(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    folder = program_in(tmp_path, "ws")
+    gate = folder / "gate"
+    client = await start([folder], options={"store": pg_dsn})
+    worker: subprocess.Popen[str] | None = None
+    try:
+        uri = (folder / "prog.py").as_uri()
+        open_doc(client, uri, PROGRAM)
+        args = json.dumps({"gate": str(gate)})
+        run_id = cli(
+            folder, "submit", "prog.py:gated", "--args", args, "--queue", "ed", store=pg_dsn
+        )["run_id"]
+        worker = subprocess.Popen(
+            [OPENPROGRAM, "worker", "--store", pg_dsn, "--queue", "ed", "--poll", "0.05", "--exit-when-idle"],
+            cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+
+        async def run_steps() -> dict[str, Any]:
+            return dict(await request(client, "openprogram/runSteps", {"runId": run_id}))
+
+        steps: dict[str, Any] = {}
+        for _ in range(400):  # until the worker has claimed the run and dispatched its step
+            steps = await run_steps()
+            if steps["run"]["status"] == "running" and steps["steps"]:
+                break
+            await asyncio.sleep(0.05)
+        assert [(s["label"], s["state"]) for s in steps["steps"]] == [("wait #0", "running")]
+        [shown] = (await request(client, "openprogram/runs", {}))["folders"]
+        assert [(r["id"], r["status"], r["resumable"]) for r in shown["runs"]] == [
+            (run_id, "running", False)
+        ]
+        wait_line = line_of(PROGRAM, 'step("wait"')
+        assert (await hints(client, uri))[wait_line] == "… running"
+
+        seen = seen_of(client)
+        before = seen.runs_changed
+        gate.touch()
+        assert worker.wait(timeout=60) == 0, worker.communicate()
+        await wait_for(lambda: seen.runs_changed > before, "openprogram/runsChanged")
+        steps = await run_steps()
+        assert steps["run"]["status"] == "completed"
+        assert [(s["label"], s["state"], s["result"]) for s in steps["steps"]] == [
+            ("wait #0", "completed", '"open"')
+        ]
+        assert (await hints(client, uri))[wait_line].endswith(' → "open"')
+    finally:
+        if worker is not None and worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        await stop(client)
+
+
+SECRET = "s3cret-pw"
+OP205_PROGRAM = PROGRAM.replace(
+    "def gated(gate: str) -> str:\n", "def gated(gate: str) -> str:\n    t.time()\n"
+)
+
+
+@pytest.mark.parametrize(
+    "kind", ["refused", "unknown role", "malformed", "password not encoded", "hung"]
+)
+async def test_a_bad_postgresql_store_is_one_message_and_diagnostics_go_on(
+    tmp_path: Path, pg_cluster: Any, kind: str
+) -> None:
+    """An unreachable, refusing, malformed or hung store: the document keeps its
+    diagnostics, the lenses and views answer (without runs), one message says why, and the
+    password shows nowhere."""
+    hung = socket.socket()  # accepts connections, never answers: a hung server
+    hung.bind(("127.0.0.1", 0))
+    hung.listen(8)
+    url = {
+        "refused": f"postgresql://app:{SECRET}@127.0.0.1:1/openprogram",
+        # what a wrong password gets (the throwaway cluster trusts any password)
+        "unknown role": f"postgresql://nobody:{SECRET}@/postgres?host={pg_cluster.base}&port=5432",
+        "malformed": f"postgresql://app:{SECRET}@[::1/openprogram",
+        "password not encoded": f"postgresql://app:{SECRET}%zz@127.0.0.1:1/openprogram",
+        "hung": f"postgresql://app:{SECRET}@127.0.0.1:{hung.getsockname()[1]}/openprogram",
+    }[kind]
+    folder = program_in(tmp_path, "ws", OP205_PROGRAM)
+    client = await start([folder], options={"store": url})
+    try:
+        uri = (folder / "prog.py").as_uri()
+        open_doc(client, uri, OP205_PROGRAM)
+        assert [d.code for d in await diags_for(client, uri, 1)] == ["OP205"]
+        titles = [c.title for c in await lenses(client, uri)]
+        assert titles == ["▶ Run", "▶ Run"]
+        assert await hints(client, uri) == {}
+
+        def store_messages() -> list[str]:
+            return [m.message for m in client.messages if "run store" in m.message]
+
+        [message] = await wait_for(store_messages, "the store's message", timeout=40.0)
+        assert message.startswith("OpenProgram cannot read the run store: store postgresql://")
+        [shown] = (await request(client, "openprogram/runs", {}))["folders"]
+        assert shown["runs"] == [] and shown["error"] in message
+        assert (await request(client, "openprogram/runSteps", {"runId": "0" * 16}))["run"] is None
+        edit_doc(client, uri, OP205_PROGRAM + "\n")
+        assert [d.code for d in await diags_for(client, uri, 2)] == ["OP205"]
+        assert await lenses(client, uri) and store_messages() == [message]
+        said = [m.message for m in [*client.messages, *client.log_messages]]
+        assert not [m for m in said if SECRET in m], said
+        assert SECRET not in json.dumps(shown)
+    finally:
+        hung.close()
+        await stop(client)
+
+
+async def test_two_folders_each_with_its_own_store(tmp_path: Path, pg_dsn: str) -> None:
+    """alpha keeps the default SQLite store, beta's resource-scoped ``store`` setting names
+    PostgreSQL: each folder's Run, Resume, lenses and Runs view use its own store."""
+    alpha, beta = program_in(tmp_path, "alpha"), program_in(tmp_path, "beta")
+    url = hostless(pg_dsn)
+    client = await start([alpha, beta], scoped={beta: {"store": url}})
+    try:
+
+        async def stores() -> dict[str, Any]:
+            got = await request(client, "openprogram/runs", {})
+            return {f["name"]: f for f in got["folders"]}
+
+        for _ in range(200):  # the folders' settings are pulled after `initialized`
+            if (await stores())["beta"]["store"] == url:
+                break
+            await asyncio.sleep(0.05)
+        sqlite_store = str(alpha / ".openprogram")
+        ids = {}
+        for folder, store, n in ((alpha, sqlite_store, 1), (beta, url, 5)):
+            uri = (folder / "prog.py").as_uri()
+            open_doc(client, uri, PROGRAM)
+            args = {"n": n, "log": str(folder / "finish.log"), "store": store}
+            paused = await execute(client, "openprogram.run", uri, "pipeline", args)
+            assert paused["status"] == "paused", paused
+            ids[folder.name] = paused["run_id"]
+        assert [r["run_id"] for r in cli(beta, "runs", store=pg_dsn)] == [ids["beta"]]
+        assert [r["run_id"] for r in cli(alpha, "runs", store=sqlite_store)] == [ids["alpha"]]
+        for folder in (alpha, beta):
+            [(_, args)] = resume_lenses(await lenses(client, (folder / "prog.py").as_uri()))
+            assert args == [ids[folder.name]], folder.name
+        got = await stores()
+        assert got["alpha"]["store"] == sqlite_store and got["beta"]["store"] == url
+        assert {name: [r["id"] for r in f["runs"]] for name, f in got.items()} == {
+            "alpha": [ids["alpha"]],
+            "beta": [ids["beta"]],
+        }
+        done = await execute(client, "openprogram.resume", ids["beta"])
+        assert done["status"] == "completed" and done["result"] == 60
+        assert [r["status"] for r in cli(beta, "runs", store=pg_dsn)] == ["completed"]
+        assert [r["status"] for r in cli(alpha, "runs", store=sqlite_store)] == ["paused"]
+    finally:
+        await stop(client)
