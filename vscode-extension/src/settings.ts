@@ -143,7 +143,8 @@ export function readSettings(get: SettingsReader): SettingsResult {
 /**
  * The server-side view of the settings. `interpreter` is the configured interpreter (the
  * one that runs Programs for Run/Resume; pass undefined when none is configured so the
- * server picks `<workspace>/.venv` or its own); `store` is expanded and omitted when unset
+ * server picks `<workspace>/.venv` or its own); `store` is expanded (a `postgresql://` URL is
+ * kept as written) and omitted when unset
  * so the server uses its default (`$OPENPROGRAM_STORE` or `./.openprogram`).
  */
 export function toServerConfiguration(
@@ -162,9 +163,18 @@ export function toServerConfiguration(
     config.interpreter = interpreter;
   }
   if (settings.store !== '') {
-    config.store = expandPath(settings.store, workspaceFolder);
+    config.store = isStoreUrl(settings.store) ? settings.store.trim() : expandPath(settings.store, workspaceFolder);
   }
   return config;
+}
+
+/**
+ * Whether a store setting names a PostgreSQL database (`postgresql://…`, `postgres://…`):
+ * passed on as written, never expanded as a path (resolving it against the folder gave
+ * `<folder>/postgresql:/host/db`, a directory).
+ */
+export function isStoreUrl(value: string): boolean {
+  return /^postgres(ql)?:\/\//.test(value.trim());
 }
 
 /** `initializationOptions` for the `initialize` request. */

@@ -57,6 +57,15 @@ test('initialization options carry lint, store and the resolved interpreter', ()
   });
 });
 
+test('a postgresql:// store is passed on as written, not resolved as a path', () => {
+  for (const url of ['postgresql://app@db.internal/openprogram', 'postgresql:///openprogram?host=/run/postgresql', 'postgres://app:pw@h:5432/db']) {
+    const { settings } = readSettings(reader({ store: url }));
+    assert.equal(toInitializationOptions(settings, undefined, WS).store, url);
+  }
+  const { settings } = readSettings(reader({ store: 'runs/postgresql' }));
+  assert.equal(toInitializationOptions(settings, undefined, WS).store, path.join(WS, 'runs', 'postgresql'));
+});
+
 test('unset values are omitted so the server keeps its own defaults and pyproject config', () => {
   const options = toInitializationOptions(DEFAULT_SETTINGS, undefined);
   assert.deepEqual(options, { lint: {} });
