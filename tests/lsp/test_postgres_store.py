@@ -413,3 +413,28 @@ async def test_two_folders_each_with_its_own_store(tmp_path: Path, pg_dsn: str) 
         assert [r["status"] for r in cli(alpha, "runs", store=sqlite_store)] == ["paused"]
     finally:
         await stop(client)
+
+
+async def test_op209_and_cancel_on_runs_recorded_in_postgresql(tmp_path: Path, pg_dsn: str) -> None:
+    folder = program_in(tmp_path, "ws")
+    (folder / "pyproject.toml").write_text(
+        '[tool.openprogram.execution]\ncode_change_policy = "use_latest"\n'
+    )
+    url = hostless(pg_dsn)
+    client = await start([folder], options={"store": url})
+    try:
+        uri = (folder / "prog.py").as_uri()
+        open_doc(client, uri, PROGRAM)
+        assert await diags_for(client, uri, 1) == []
+        args = {"n": 1, "log": str(folder / "finish.log"), "store": url}
+        paused = await execute(client, "openprogram.run", uri, "pipeline", args)
+        assert paused["status"] == "paused", paused
+        edited = PROGRAM.replace('step("prepare", prepare', 'step("prep", prepare')
+        [diag] = await diags_for(client, uri, edit_doc(client, uri, edited))
+        assert diag.code == "OP209" and "'prepare'" in diag.message
+        assert diag.message.endswith("this edit breaks 1 paused/running run")
+        cancelled = await request(client, "openprogram/cancelRun", {"runId": paused["run_id"]})
+        assert cancelled == {"status": "cancelled"}
+        assert [r["status"] for r in cli(folder, "runs", store=pg_dsn)] == ["cancelled"]
+    finally:
+        await stop(client)
