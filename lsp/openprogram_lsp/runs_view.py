@@ -202,20 +202,25 @@ class RunsWatcher:
         while True:
             await asyncio.sleep(POLL_S)
             try:
-                self.check()
+                stores = [fs.db for fs in readable_stores(self.ls)]
+                # a PostgreSQL fingerprint is a round trip: off the event loop
+                self.check(await asyncio.to_thread(_versions, stores))
             except Exception as exc:  # a watcher must never take the server down
                 self.ls.log(f"runs watcher: {exc}", error=True)
 
-    def check(self) -> bool:
+    def check(self, versions: dict[Path | str, tuple[int, int, int, int]]) -> bool:
         changed = False
-        for fs in readable_stores(self.ls):
-            version = queries.store_version(fs.db)
-            if self.seen.get(fs.db) != version:
-                self.seen[fs.db] = version
+        for db, version in versions.items():
+            if self.seen.get(db) != version:
+                self.seen[db] = version
                 changed = True
         if changed:
             notify_runs_changed(self.ls)
         return changed
+
+
+def _versions(stores: list[Path | str]) -> dict[Path | str, tuple[int, int, int, int]]:
+    return {db: queries.store_version(db) for db in stores}
 
 
 def notify_runs_changed(ls: OpenProgramLanguageServer) -> None:
