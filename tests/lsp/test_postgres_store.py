@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -322,22 +323,39 @@ OP205_PROGRAM = PROGRAM.replace(
 )
 
 
+def role_with_password(cluster: Any, password: str) -> str:
+    """A role of the throwaway cluster that must give ``password`` (scram-sha-256; the
+    cluster trusts every other role); returns its name."""
+    import psycopg
+
+    role = "pw_" + uuid.uuid4().hex[:8]
+    hba = cluster.data / "pg_hba.conf"
+    hba.write_text(f"local all {role} scram-sha-256\n" + hba.read_text())
+    with psycopg.connect(cluster.dsn(), autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+        conn.execute("SELECT pg_reload_conf()")
+    return role
+
+
 @pytest.mark.parametrize(
-    "kind", ["refused", "unknown role", "malformed", "password not encoded", "hung"]
+    "kind",
+    ["refused", "wrong password", "unknown role", "malformed", "password not encoded", "hung"],
 )
 async def test_a_bad_postgresql_store_is_one_message_and_diagnostics_go_on(
     tmp_path: Path, pg_cluster: Any, kind: str
 ) -> None:
-    """An unreachable, refusing, malformed or hung store: the document keeps its
+    """An unreachable, refusing, malformed or hung store, a wrong password: the document keeps its
     diagnostics, the lenses and views answer (without runs), one message says why, and the
     password shows nowhere."""
     hung = socket.socket()  # accepts connections, never answers: a hung server
     hung.bind(("127.0.0.1", 0))
     hung.listen(8)
+    role = role_with_password(pg_cluster, "the-right-one") if kind == "wrong password" else ""
+    local = f"host={pg_cluster.base}&port=5432"  # the throwaway cluster's socket
     url = {
         "refused": f"postgresql://app:{SECRET}@127.0.0.1:1/openprogram",
-        # what a wrong password gets (the throwaway cluster trusts any password)
-        "unknown role": f"postgresql://nobody:{SECRET}@/postgres?host={pg_cluster.base}&port=5432",
+        "wrong password": f"postgresql://{role}:{SECRET}@/postgres?{local}",
+        "unknown role": f"postgresql://nobody:{SECRET}@/postgres?{local}",
         "malformed": f"postgresql://app:{SECRET}@[::1/openprogram",
         "password not encoded": f"postgresql://app:{SECRET}%zz@127.0.0.1:1/openprogram",
         "hung": f"postgresql://app:{SECRET}@127.0.0.1:{hung.getsockname()[1]}/openprogram",
@@ -357,6 +375,15 @@ async def test_a_bad_postgresql_store_is_one_message_and_diagnostics_go_on(
 
         [message] = await wait_for(store_messages, "the store's message", timeout=40.0)
         assert message.startswith("OpenProgram cannot read the run store: store postgresql://")
+        reason = {
+            "refused": "Connection refused",
+            "wrong password": "password authentication failed",
+            "unknown role": 'role "nobody" does not exist',
+            "malformed": "IPv6 host address",
+            "password not encoded": "invalid percent-encoded token",
+            "hung": "connection timeout expired",
+        }[kind]
+        assert reason in message, message
         [shown] = (await request(client, "openprogram/runs", {}))["folders"]
         assert shown["runs"] == [] and shown["error"] in message
         assert (await request(client, "openprogram/runSteps", {"runId": "0" * 16}))["run"] is None
