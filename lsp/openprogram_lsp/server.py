@@ -357,7 +357,10 @@ class OpenProgramLanguageServer(LanguageServer):
         else:
             from openprogram.store.postgres import redact
 
-            self.log(f"run store {redact(url)} is readable")
+            shown = redact(url)
+            self.log(f"run store {shown} is readable")
+            # a later failure of this store is said again
+            self._shown_store_errors = {t for t in self._shown_store_errors if shown not in t}
         runs_view.notify_runs_changed(self)
         self.diagnostics.schedule_all()
 
