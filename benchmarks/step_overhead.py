@@ -25,6 +25,11 @@ workflow) cancel out. Cases, each in its own process per round, rounds interleav
                     keeps a step's record in its node), checkpointed as the store's own
                     commits are — what writing a step's records costs before any of
                     OpenProgram's code runs;
+* ``store-step``  — the store's own step commit (``RunStore.write_step``, the call a
+                    step makes: the previous step's result and this step's dispatch with
+                    its running node) called in a plain loop, without the engine around
+                    it — the statements as the store writes them (lease fence,
+                    session-order check, metadata merge) plus the store's Python;
 * ``resume``      — a 10,000-step run whose last step failed is resumed; the time from
                     ``resume_run()`` to the dispatch of step 10,000 (the first incomplete
                     one), i.e. loading 9,999 saved results and replaying them.
@@ -277,6 +282,32 @@ def work_floor_step(tmp: Path, n: int) -> dict[str, Timing]:
     return {"zero": (0.0, 0.0), "full": full}
 
 
+def work_store_step(tmp: Path, n: int) -> dict[str, Timing]:
+    from openprogram.store.lease import Owner
+    from openprogram.store.runs import StepCall, StepDone, StepNode, open_run_store
+
+    runs = open_run_store(tmp / "store")
+    sid = runs.store.create_session("bare")
+    owner = Owner.this_process()
+    runs.insert_run(
+        run_id="r", entry="prog.py:chain", program_path=None, function_qualname="chain",
+        args={}, policy="fail", model=None, source_snapshot=None, session_id=sid,
+        owner=owner, lease_s=60.0,
+    )  # fmt: skip
+    done: StepDone | None = None
+    t = _clocks()
+    for i in range(n):
+        call = StepCall(f"s#{i}", "", i, "step", "s", i, "0" * 64)
+        node = StepNode(sid, "s", f'{{"args":[{i},{n - 1}],"kwargs":{{}}}}', None)
+        dispatched, appended = runs.write_step("r", owner.token, done, call, node)
+        assert dispatched and appended is not None
+        done = StepDone(call.key, '{"i": 1, "ok": true}', appended[0], 0.000001)
+    runs.write_step("r", owner.token, done, None)
+    full = _since(t)
+    runs.close()
+    return {"zero": (0.0, 0.0), "full": full}
+
+
 WORKERS: dict[str, Callable[[Path, int], dict[str, Timing]]] = {
     "ours": lambda tmp, n: work_ours(tmp, n, "process"),
     "ours-eager": lambda tmp, n: work_ours(tmp, n, "eager"),
@@ -287,6 +318,7 @@ WORKERS: dict[str, Callable[[Path, int], dict[str, Timing]]] = {
     "floor-full": lambda tmp, n: work_floor(tmp, n, "FULL"),
     "floor-bg": lambda tmp, n: work_floor(tmp, n, "NORMAL", background=True),
     "floor-step": work_floor_step,
+    "store-step": work_store_step,
     "resume": work_resume,
 }
 
@@ -335,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         "floor-full",
         "floor-bg",
         "floor-step",
+        "store-step",
         "ours",
         "ours-eager",
         "ours-power",
@@ -377,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         "floor-full": "bare insert+commit WAL+FULL",
         "floor-bg": "bare insert+commit, checkpoints as ours",
         "floor-step": "bare rows of one step WAL+NORMAL",
+        "store-step": "the store's step commit, no engine",
         "ours": "openprogram step (default)",
         "ours-eager": "openprogram step (eager)",
         "ours-power": "openprogram step (power)",
@@ -404,6 +438,10 @@ def main(argv: list[str] | None = None) -> int:
     if ours is not None and "floor-step" in w:
         print(f"  (ours / bare rows of one step: {ours / w['floor-step']:.2f}x; those rows / "
               f"WAL+NORMAL floor: {w['floor-step'] / w['floor']:.2f}x, for reference)")  # fmt: skip
+    if ours is not None and "store-step" in w and "floor-step" in w:
+        print(f"  (the store's step commit / bare rows of one step: "
+              f"{w['store-step'] / w['floor-step']:.2f}x; ours / the store's step commit: "
+              f"{ours / w['store-step']:.2f}x, for reference)")  # fmt: skip
     if ours is not None and "floor-bg" in w:
         print(f"  (ours / the floor checkpointed as ours: {ours / w['floor-bg']:.2f}x; that floor / "
               f"WAL+NORMAL floor: {w['floor-bg'] / w['floor']:.2f}x, for reference)")  # fmt: skip
