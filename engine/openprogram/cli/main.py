@@ -23,10 +23,11 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from openprogram._version import __version__
 from openprogram.cli.common import error
-from openprogram.cli.exits import CliError, Exit, code_for
+from openprogram.cli.exits import CliError, Exit, code_for, report_error
 from openprogram.errors import OpenProgramError
 
 PROG = "openprogram"
@@ -43,9 +44,17 @@ def command_modules() -> list[ModuleType]:
     return mods
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are a :class:`CliError` (one error line, exit 2, and the
+    JSON object under ``--json``) instead of the usage text and ``prog: error:``."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message}; see: {self.prog} --help")
+
+
 def build_parser(modules: Sequence[ModuleType] | None = None) -> argparse.ArgumentParser:
     """The full ``openprogram`` parser."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="Run, inspect and check OpenProgram Programs and their recorded sessions.",
     )
@@ -73,8 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser(modules)
         try:
             args = parser.parse_args(args_list)
-        except SystemExit as exc:  # --help, --version, usage errors
+        except SystemExit as exc:  # --help, --version
             return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        except CliError as exc:  # a usage error
+            return report_error(exc, code=exc.code, as_json="--json" in args_list)
         handler = getattr(args, "handler", None)
         if handler is None:
             parser.print_help(sys.stderr)
