@@ -176,6 +176,13 @@ def test_run_steps_refuses_a_second_record_of_one_step_key_as_a_table_would(
         for key in ("a#0", "x#0"):  # the key of a node's record, of a record without one
             with pytest.raises(sqlite3.IntegrityError, match="UNIQUE constraint failed"):
                 c.execute(insert, (out.run_id, key))
+        # OR REPLACE of a record without a node replaces it, as on a table
+        c.execute(
+            insert.replace("INSERT", "INSERT OR REPLACE").replace("'1'", "'2'"), (out.run_id, "x#0")
+        )
+        assert c.execute("SELECT result FROM run_steps WHERE step_key = 'x#0'").fetchall() == [
+            ("2",)
+        ]
         for old, new in (("x#0", "a#0"), ("a#0", "x#0"), ("a#0", "b#0")):
             with pytest.raises(sqlite3.IntegrityError, match="UNIQUE constraint failed"):
                 c.execute(rekey, (new, out.run_id, old))

@@ -46,7 +46,9 @@ the same columns as before; inserts, updates and deletes on it reach the right t
 
 Schema v7: an insert or update through the view ``run_steps`` that would give a run two
 records with one ``step_key`` (one in each table) is refused as the primary key of a
-table refuses it (``UNIQUE constraint failed: run_steps.run_id, run_steps.step_key``).
+table refuses it (``UNIQUE constraint failed: run_steps.run_id, run_steps.step_key``),
+also under ``OR REPLACE`` / ``OR IGNORE`` (a trigger cannot see the outer statement's
+conflict clause); within one table the table's own key decides, honouring the clause.
 """
 
 from __future__ import annotations
@@ -236,22 +238,29 @@ END;
 """
 )
 
-#: Refuses a record whose ``(run_id, step_key)`` the view already shows (``NEW``'s key).
-_RUN_STEPS_KEY_TAKEN = """
-    SELECT RAISE(ABORT, 'UNIQUE constraint failed: run_steps.run_id, run_steps.step_key')
-    WHERE (EXISTS (SELECT 1 FROM run_steps_nodeless
-                   WHERE run_id = NEW.run_id AND step_key = NEW.step_key)
-        OR EXISTS (SELECT 1 FROM nodes WHERE run_id = NEW.run_id AND step_key = NEW.step_key))"""
+#: ``RAISE`` of a second record of one ``(run_id, step_key)`` through the view
+#: ``run_steps`` when the two would be in different tables (within one table its primary
+#: key or unique index refuses it, honouring ``OR REPLACE`` / ``OR IGNORE``).
+_RUN_STEPS_KEY_TAKEN = (
+    "SELECT RAISE(ABORT, 'UNIQUE constraint failed: run_steps.run_id, run_steps.step_key')"
+)
+_IN_NODES = "EXISTS (SELECT 1 FROM nodes WHERE run_id = {0}.run_id AND step_key = {0}.step_key)"
+_IN_NODELESS = (
+    "EXISTS (SELECT 1 FROM run_steps_nodeless WHERE run_id = {0}.run_id "
+    "AND step_key = {0}.step_key)"
+)
 
 SCHEMA_V7_RUN_STEPS_UNIQUE = f"""
 DROP TRIGGER run_steps_insert;
 CREATE TRIGGER run_steps_insert INSTEAD OF INSERT ON run_steps BEGIN
-{_RUN_STEPS_KEY_TAKEN};
+    {_RUN_STEPS_KEY_TAKEN} WHERE {_IN_NODES.format("NEW")};
 {_RUN_STEPS_INSERT}END;
 DROP TRIGGER run_steps_update;
 CREATE TRIGGER run_steps_update INSTEAD OF UPDATE ON run_steps BEGIN
-{_RUN_STEPS_KEY_TAKEN}
-        AND (NEW.run_id IS NOT OLD.run_id OR NEW.step_key IS NOT OLD.step_key);
+    {_RUN_STEPS_KEY_TAKEN}
+    WHERE (NEW.run_id IS NOT OLD.run_id OR NEW.step_key IS NOT OLD.step_key)
+        AND (({_IN_NODES.format("NEW")} AND {_IN_NODELESS.format("OLD")})
+            OR ({_IN_NODELESS.format("NEW")} AND {_IN_NODES.format("OLD")}));
 {_RUN_STEPS_UPDATE}END;
 """
 
