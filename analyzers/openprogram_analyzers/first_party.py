@@ -95,8 +95,15 @@ def mark_first_party(index: ModuleIndex, base: str) -> None:
 
 def resolve_reexports(index: ModuleIndex, loader: HelperLoader) -> None:
     """Rebind ``from helpers import now`` to ``time.time`` when ``helpers`` only imports
-    ``now`` (``from time import time as now``): the one import table, across files."""
+    ``now`` (``from time import time as now``), and resolve ``helpers.now`` (``import
+    helpers``, ``from pkg import helpers``) the same way: the one import table, across
+    files."""
     for local, imp in list(index.imports.items()):
+        as_module = loader.load(imp.dotted) if local in index.first_party else None
+        if as_module is not None:  # ``helpers`` itself: its attributes may be re-exports
+            for name, exported in as_module.index.imports.items():
+                if not exported.relative:
+                    index.reexports[f"{imp.dotted}.{name}"] = exported
         if imp.name is None:
             continue
         helper = loader.load(imp.module)

@@ -127,6 +127,9 @@ class ModuleIndex:
     first_party: set[str] = field(default_factory=set)
     # module-level ``for NAME in (a, b, ...)`` loops: NAME -> the literal names iterated
     loop_names: dict[str, list[str]] = field(default_factory=dict)
+    # ``helpers.now`` -> ``time.time`` when the first-party module ``helpers`` (imported as
+    # a module) only re-exports ``now`` (filled by ``first_party.resolve_reexports``)
+    reexports: dict[str, ImportInfo] = field(default_factory=dict)
 
     def resolve(self, expr: cst.BaseExpression) -> str | None:
         """Import-resolved dotted name of a Name/Attribute chain (None otherwise)."""
@@ -140,7 +143,11 @@ class ModuleIndex:
         imp = self.imports.get(head)
         if imp is not None:
             head = imp.dotted
-        return ".".join([head, *reversed(parts)])
+        parts.reverse()
+        target = self.reexports.get(f"{head}.{parts[0]}") if parts else None
+        if target is not None:
+            head, parts = target.dotted, parts[1:]
+        return ".".join([head, *parts])
 
     def resolve_imported(
         self, expr: cst.BaseExpression, shadowed: frozenset[str] | set[str] = frozenset()

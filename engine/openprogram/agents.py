@@ -247,7 +247,7 @@ class ScopedMethod:
 
             if not in_run():  # a direct call from Python: run durably (a new run)
                 public = self.__get__(bound, cls)
-                return call_durably(public, self.func, bound, args, kwargs)
+                return call_durably(public, self.func, bound, args, kwargs, owner=cls)
         with self._scope(cls, bound, args, kwargs) as (frame, a, kw):
             return set_output(frame, self.func(*a, **kw))
 

@@ -44,14 +44,27 @@ class Reporter(Agent):
 
     def report(self, n: int) -> dict:
         a = step("a", act, "a", n)
-        c = step("c", act, "c", a * 10)
+        c = step("c", act, "c", a * self.scale())
         return {"report": c}
+
+    def scale(self) -> int:
+        return 10
+
+
+class BigReporter(Reporter):
+    # inherits the resumable report; overrides the helper it calls
+
+    def scale(self) -> int:
+        return 100
 
 
 if __name__ == "__main__":
     which, n = sys.argv[1], int(sys.argv[2])
     try:
-        result = total(n) if which == "function" else Reporter().report(n=n)
+        if which == "function":
+            result = total(n)
+        else:
+            result = (BigReporter if which == "subclass" else Reporter)().report(n=n)
     except RunPaused as paused:
         print(json.dumps({"paused": paused.run_id, "step": paused.step, "text": str(paused)}))
     except RuntimeError as exc:
@@ -118,3 +131,21 @@ def test_failed_method_call_reraises_and_resumes_on_a_new_instance(tmp_path: Pat
     code, resumed = cli_json("resume", run["run_id"], "--store", "st", cwd=tmp_path)
     assert code == 0 and resumed["result"] == {"report": 30}
     assert calls(tmp_path) == ["a 3", "c 30", "c 30"]
+
+
+def test_inherited_method_resumes_on_the_class_it_was_called_on(tmp_path: Path) -> None:
+    # BigReporter().report: a resume runs it on a new BigReporter(), with its override of
+    # the helper, under either policy (not on the Reporter that defines the method).
+    (tmp_path / "script.py").write_text(SCRIPT, encoding="utf-8")
+    (tmp_path / "fail_c").touch()
+    for _ in range(2):
+        assert _call(tmp_path, "subclass", 3) == {"failed": "injected failure in c"}
+    (tmp_path / "fail_c").unlink()
+    for run, policy in zip(_runs(tmp_path), ("keep_original", "use_latest"), strict=True):
+        assert run["status"] == "failed"
+        code, resumed = cli_json(
+            "resume", run["run_id"], "--policy", policy, "--store", "st", cwd=tmp_path
+        )
+        assert code == 0, (policy, resumed)
+        assert resumed["result"] == {"report": 300}, policy
+    assert calls(tmp_path) == ["a 3", "c 300", "a 3", "c 300", "c 300", "c 300"]

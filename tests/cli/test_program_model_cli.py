@@ -193,6 +193,8 @@ PROGRAM_ENTRIES = ["main"]
         ("import helpers", "text = helpers.stamp(text)"),
         ("from helpers import stamp", "text = stamp(text)"),
         ("from helpers import now", "text = text + str(now())"),  # a re-export of time.time
+        ("import helpers", "text = text + str(helpers.now())"),  # the same, as an attribute
+        ("import helpers as h", "text = text + str(h.now())"),
     ],
 )
 def test_first_party_helper_module_is_followed(tmp_path: Path, imports: str, line: str) -> None:

@@ -77,3 +77,17 @@ def test_replay_of_an_unknown_run_is_a_usage_error(tmp_path: Path) -> None:
     _, store, _ = record(tmp_path)
     out = cli("replay", "no-such-run", "--store", str(store))
     assert out.returncode == 2 and "no run 'no-such-run'" in out.stderr
+
+
+def test_a_cassette_that_cannot_be_written_is_one_error_line(tmp_path: Path) -> None:
+    _, store, run_id = record(tmp_path)
+    for target, reason in (
+        (tmp_path / "missing" / "out.jsonl", "No such file or directory"),
+        (tmp_path, "Is a directory"),
+    ):
+        out = cli("replay", run_id, "--store", str(store), "--cassette", str(target))
+        assert out.returncode == 2 and out.stdout == ""
+        assert out.stderr.splitlines() == [f"openprogram: error: cannot write {target}: {reason}"]
+        out = cli("replay", run_id, "--store", str(store), "--cassette", str(target), "--json")
+        assert out.returncode == 2 and json.loads(out.stdout)["status"] == "error"
+    assert not (tmp_path / "missing").exists()

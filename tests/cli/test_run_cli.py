@@ -67,6 +67,29 @@ def test_bad_args_exit_2(work: Path, args: list[str], message: str) -> None:
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "prog.py:main", "--bogus"], "unrecognized arguments: --bogus"),
+        (["runs", "--status", "bogus"], "argument --status: invalid choice: 'bogus'"),
+        (["resume", "x", "--policy", "newest"], "argument --policy: invalid choice"),
+        (["run"], "the following arguments are required"),
+    ],
+)
+def test_a_usage_error_is_one_error_line_and_with_json_one_object(
+    work: Path, args: list[str], message: str
+) -> None:
+    proc = cli(*args, "--store", "st", cwd=work)
+    assert proc.returncode == 2 and proc.stdout == ""
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("openprogram: error: ") and message in line, line
+    proc = cli(*args, "--store", "st", "--json", cwd=work)
+    assert proc.returncode == 2 and [proc.stderr] == [line + "\n"]
+    out = json.loads(proc.stdout)
+    assert out["status"] == "error" and message in out["error"], out
+    assert not (work / "st").exists()  # nothing was created
+
+
 def test_missing_required_parameter(work: Path) -> None:
     proc = cli("run", "prog.py:plain", "--store", "st", cwd=work)
     assert proc.returncode == 2

@@ -180,6 +180,7 @@ def test_force_takeover_of_a_live_owner(work: Path) -> None:
         block.unlink()
         _, err = owner.communicate(timeout=60)
         assert owner.returncode == 1 and "no longer held by this process" in err, err
+        assert "stopping before step 's'" in err, err  # the step it stopped before, by name
     finally:
         owner.kill()
     by_pid = Counter(pid for _, pid in _effects(work))

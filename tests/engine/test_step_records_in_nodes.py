@@ -9,10 +9,12 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+import pytest
 from durable_programs import LINEAR, calls, write_program
 
 from openprogram.durable import RunOutcome, resume_run, start_run
 from openprogram.store import SessionStore
+from openprogram.store.migrations import latest_version
 from openprogram.store.runs import open_run_store
 
 
@@ -127,7 +129,9 @@ def test_an_uncertain_step_of_a_store_written_before_v6_is_resumed_after_the_upg
     assert again.status == "completed" and again.result == {"total": 3}
     assert calls(tmp_path) == ["a 1", "b 2", "b 2", "c 3"]
     with closing(_db(store)) as c:
-        assert c.execute("SELECT MAX(version) FROM schema_version").fetchone() == (6,)
+        assert c.execute("SELECT MAX(version) FROM schema_version").fetchone() == (
+            latest_version(),
+        )
         rows = c.execute(
             "SELECT step_key, status FROM run_steps ORDER BY started_at, position"
         ).fetchall()
@@ -153,3 +157,44 @@ def test_plain_sql_edits_of_run_steps_reach_the_record_where_it_lives(tmp_path: 
         # c's node stays in the DAG without a record; x has no node
         assert c.execute("SELECT run_id FROM nodes WHERE name = 'c'").fetchone() == (None,)
         assert c.execute("SELECT step_key FROM run_steps_nodeless").fetchall() == [("x#0",)]
+
+
+def test_run_steps_refuses_a_second_record_of_one_step_key_as_a_table_would(
+    tmp_path: Path,
+) -> None:
+    # run_steps is a view of two tables: a key held by one of them is refused in the other
+    store = tmp_path / "store"
+    out = start_run(f"{write_program(tmp_path, LINEAR)}:main", {"n": 1}, store=store)
+    insert = (
+        "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, occurrence, "
+        "input_hash, status, result, started_at, finished_at) VALUES "
+        "(?, ?, '', 9, 'step', 'x', 0, 'h', 'completed', '1', 0, 0)"
+    )
+    rekey = "UPDATE run_steps SET step_key = ? WHERE run_id = ? AND step_key = ?"
+    with closing(_db(store)) as c:
+        c.execute(insert, (out.run_id, "x#0"))  # a record without a node
+        for key in ("a#0", "x#0"):  # the key of a node's record, of a record without one
+            with pytest.raises(sqlite3.IntegrityError, match="UNIQUE constraint failed"):
+                c.execute(insert, (out.run_id, key))
+        # OR REPLACE of a record without a node replaces it, as on a table
+        c.execute(
+            insert.replace("INSERT", "INSERT OR REPLACE").replace("'1'", "'2'"), (out.run_id, "x#0")
+        )
+        assert c.execute("SELECT result FROM run_steps WHERE step_key = 'x#0'").fetchall() == [
+            ("2",)
+        ]
+        for old, new in (("x#0", "a#0"), ("a#0", "x#0"), ("a#0", "b#0")):
+            with pytest.raises(sqlite3.IntegrityError, match="UNIQUE constraint failed"):
+                c.execute(rekey, (new, out.run_id, old))
+        c.execute(rekey, ("y#0", out.run_id, "x#0"))  # to a free key: as on a table
+        c.execute("UPDATE run_steps SET status = 'failed' WHERE step_key = 'a#0'")
+        rows = c.execute(
+            "SELECT step_key, status FROM run_steps WHERE run_id = ? ORDER BY step_key",
+            (out.run_id,),
+        ).fetchall()
+    assert rows == [
+        ("a#0", "failed"),
+        ("b#0", "completed"),
+        ("c#0", "completed"),
+        ("y#0", "completed"),
+    ]

@@ -9,12 +9,17 @@ from typing import Any
 from openprogram.cli.exits import CliError, error_line
 from openprogram.store import SessionStore, resolve_root, store_db_path, store_url
 
-__all__ = ["CliError", "add_store_argument", "error", "open_existing_store"]
+__all__ = ["CliError", "add_store_argument", "cannot_write", "error", "open_existing_store"]
 
 
 def error(message: object) -> None:
     """Print ``openprogram: error: <message>`` on stderr (:func:`~openprogram.cli.exits.error_line`)."""
     print(error_line(message), file=sys.stderr)
+
+
+def cannot_write(path: object, exc: OSError) -> CliError:
+    """The usage error of an output file (``-o``, ``--cassette``) that cannot be written."""
+    return CliError(f"cannot write {path}: {exc.strerror or exc}")
 
 
 def add_store_argument(parser: argparse.ArgumentParser) -> None:

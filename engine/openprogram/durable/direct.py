@@ -151,13 +151,17 @@ def call_durably(
     instance: Any,
     args: tuple[Any, ...],
     kwargs: Mapping[str, Any],
+    *,
+    owner: type | None = None,
 ) -> Any:
     """Run ``public(*args, **kwargs)`` (``fn`` is the undecorated function, ``instance``
-    its receiver or None) as a new durable run; its result, or :class:`RunPaused`."""
+    its receiver or None, ``owner`` the class it was called on, which a resume
+    instantiates: a subclass that inherits the method, not the class defining it) as a
+    new durable run; its result, or :class:`RunPaused`."""
     from openprogram.durable.runner import start_entry
 
-    module = sys.modules.get(fn.__module__)
-    qualname = fn.__qualname__
+    module = sys.modules.get(fn.__module__ if owner is None else owner.__module__)
+    qualname = fn.__qualname__ if owner is None else f"{owner.__qualname__}.{fn.__name__}"
     if module is None or "<locals>" in qualname:
         raise StepUsageError(
             f"{qualname} cannot run durably: a resumable function must be defined at module "

@@ -496,7 +496,9 @@ def resume_run(
             fn = snapshot.restore(run.source_snapshot, entry.module, entry.instance)
         else:
             reached = _determinism(entry)
-            new_snap = snapshot.capture(entry.function, entry.module, entry.qualname, reached)
+            new_snap = snapshot.capture(
+                entry.function, entry.module, entry.qualname, reached, entry.instance
+            )
             fn = entry.target
         owner = Owner.this_process()
         lease_s = lease_seconds()
@@ -530,7 +532,9 @@ def _prepare(
     snap: dict[str, Any] | None = None
     if entry.resumable:
         reached = _determinism(entry)
-        snap = snapshot.capture(entry.function, entry.module, entry.qualname, reached)
+        snap = snapshot.capture(
+            entry.function, entry.module, entry.qualname, reached, entry.instance
+        )
     return bound, snap
 
 

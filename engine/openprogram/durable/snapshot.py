@@ -44,13 +44,18 @@ def capture(
     module: types.ModuleType,
     qualname: str,
     reached: Sequence[str] = (),
+    instance: Any | None = None,
 ) -> dict[str, Any]:
     """Snapshot of ``entry_fn`` (function or method ``Cls.name``) and the functions the
     pre-run check reached (``reached``: the analyzer's Program model, so what is checked
     is exactly what is saved): module-level functions by name, and methods of the entry's
-    class (or its bases), which are bound to the instance on restore."""
+    class (or its bases), which are bound to the instance on restore. A method is looked
+    up on the class of ``instance`` (the receiver: a subclass's override of a helper is
+    the one that runs), else on ``Cls``."""
     cls_name = qualname.rsplit(".", 1)[0] if "." in qualname else None
     cls = getattr(module, cls_name, None) if cls_name else None
+    if cls_name and instance is not None:
+        cls = type(instance)
     mro = {k.__qualname__ for k in getattr(cls, "__mro__", ())}
     functions: dict[str, str] = {}
     methods: dict[str, str] = {}

@@ -141,7 +141,7 @@ class Executor:
         if status != "running" or token != self.token:
             raise LeaseLost(
                 f"run {self.run_id} is no longer held by this process (its lease was taken "
-                "over); stopping before step '{name}'"
+                f"over); stopping before step '{name}'"
             )
         if pause_requested:
             raise RunPaused(

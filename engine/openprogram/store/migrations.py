@@ -43,6 +43,12 @@ instead of four. The table ``run_steps`` becomes ``run_steps_nodeless``: the rec
 have no node (workflows, parallel scopes and branches, approvals, steps under a hidden
 frame) and every record written before v6. ``run_steps`` is now a view of both, with
 the same columns as before; inserts, updates and deletes on it reach the right table.
+
+Schema v7: an insert or update through the view ``run_steps`` that would give a run two
+records with one ``step_key`` (one in each table) is refused as the primary key of a
+table refuses it (``UNIQUE constraint failed: run_steps.run_id, run_steps.step_key``),
+also under ``OR REPLACE`` / ``OR IGNORE`` (a trigger cannot see the outer statement's
+conflict clause); within one table the table's own key decides, honouring the clause.
 """
 
 from __future__ import annotations
@@ -187,6 +193,26 @@ _STEP_COLUMNS_ON_NODES = (
 #: ``SET`` of every step column of a node to NULL: the node no longer holds a record.
 RELEASE_STEP_COLUMNS = ", ".join(f"{name} = NULL" for name, _ in _STEP_COLUMNS_ON_NODES)
 
+#: The statements of the triggers that route an insert / update on the view ``run_steps``.
+_RUN_STEPS_INSERT = """    INSERT INTO run_steps_nodeless (run_id, step_key, scope, position, kind, name,
+        occurrence, input_hash, status, result, started_at, finished_at)
+    VALUES (NEW.run_id, NEW.step_key, NEW.scope, NEW.position, NEW.kind, NEW.name,
+        NEW.occurrence, NEW.input_hash, NEW.status, NEW.result, NEW.started_at,
+        NEW.finished_at);
+"""
+_RUN_STEPS_UPDATE = """    UPDATE run_steps_nodeless SET run_id = NEW.run_id, step_key = NEW.step_key,
+        scope = NEW.scope, position = NEW.position, kind = NEW.kind, name = NEW.name,
+        occurrence = NEW.occurrence, input_hash = NEW.input_hash, status = NEW.status,
+        result = NEW.result, started_at = NEW.started_at, finished_at = NEW.finished_at
+    WHERE run_id = OLD.run_id AND step_key = OLD.step_key;
+    UPDATE nodes SET run_id = NEW.run_id, step_key = NEW.step_key, step_scope = NEW.scope,
+        step_position = NEW.position, step_kind = NEW.kind, name = NEW.name,
+        step_occurrence = NEW.occurrence, step_input_hash = NEW.input_hash,
+        step_status = NEW.status, step_result = NEW.result, created_at = NEW.started_at,
+        step_finished_at = NEW.finished_at
+    WHERE run_id = OLD.run_id AND step_key = OLD.step_key;
+"""
+
 SCHEMA_V6_STEPS_IN_NODES = (
     "ALTER TABLE run_steps RENAME TO run_steps_nodeless;\n"
     + "".join(f"ALTER TABLE nodes ADD COLUMN {n} {t};\n" for n, t in _STEP_COLUMNS_ON_NODES)
@@ -201,25 +227,9 @@ SELECT run_id, step_key, step_scope, step_position, step_kind, name, step_occurr
     step_input_hash, step_status, step_result, created_at, step_finished_at
 FROM nodes WHERE run_id IS NOT NULL;
 CREATE TRIGGER run_steps_insert INSTEAD OF INSERT ON run_steps BEGIN
-    INSERT INTO run_steps_nodeless (run_id, step_key, scope, position, kind, name,
-        occurrence, input_hash, status, result, started_at, finished_at)
-    VALUES (NEW.run_id, NEW.step_key, NEW.scope, NEW.position, NEW.kind, NEW.name,
-        NEW.occurrence, NEW.input_hash, NEW.status, NEW.result, NEW.started_at,
-        NEW.finished_at);
-END;
+{_RUN_STEPS_INSERT}END;
 CREATE TRIGGER run_steps_update INSTEAD OF UPDATE ON run_steps BEGIN
-    UPDATE run_steps_nodeless SET run_id = NEW.run_id, step_key = NEW.step_key,
-        scope = NEW.scope, position = NEW.position, kind = NEW.kind, name = NEW.name,
-        occurrence = NEW.occurrence, input_hash = NEW.input_hash, status = NEW.status,
-        result = NEW.result, started_at = NEW.started_at, finished_at = NEW.finished_at
-    WHERE run_id = OLD.run_id AND step_key = OLD.step_key;
-    UPDATE nodes SET run_id = NEW.run_id, step_key = NEW.step_key, step_scope = NEW.scope,
-        step_position = NEW.position, step_kind = NEW.kind, name = NEW.name,
-        step_occurrence = NEW.occurrence, step_input_hash = NEW.input_hash,
-        step_status = NEW.status, step_result = NEW.result, created_at = NEW.started_at,
-        step_finished_at = NEW.finished_at
-    WHERE run_id = OLD.run_id AND step_key = OLD.step_key;
-END;
+{_RUN_STEPS_UPDATE}END;
 CREATE TRIGGER run_steps_delete INSTEAD OF DELETE ON run_steps BEGIN
     DELETE FROM run_steps_nodeless WHERE run_id = OLD.run_id AND step_key = OLD.step_key;
     UPDATE nodes SET {RELEASE_STEP_COLUMNS}
@@ -227,6 +237,32 @@ CREATE TRIGGER run_steps_delete INSTEAD OF DELETE ON run_steps BEGIN
 END;
 """
 )
+
+#: ``RAISE`` of a second record of one ``(run_id, step_key)`` through the view
+#: ``run_steps`` when the two would be in different tables (within one table its primary
+#: key or unique index refuses it, honouring ``OR REPLACE`` / ``OR IGNORE``).
+_RUN_STEPS_KEY_TAKEN = (
+    "SELECT RAISE(ABORT, 'UNIQUE constraint failed: run_steps.run_id, run_steps.step_key')"
+)
+_IN_NODES = "EXISTS (SELECT 1 FROM nodes WHERE run_id = {0}.run_id AND step_key = {0}.step_key)"
+_IN_NODELESS = (
+    "EXISTS (SELECT 1 FROM run_steps_nodeless WHERE run_id = {0}.run_id "
+    "AND step_key = {0}.step_key)"
+)
+
+SCHEMA_V7_RUN_STEPS_UNIQUE = f"""
+DROP TRIGGER run_steps_insert;
+CREATE TRIGGER run_steps_insert INSTEAD OF INSERT ON run_steps BEGIN
+    {_RUN_STEPS_KEY_TAKEN} WHERE {_IN_NODES.format("NEW")};
+{_RUN_STEPS_INSERT}END;
+DROP TRIGGER run_steps_update;
+CREATE TRIGGER run_steps_update INSTEAD OF UPDATE ON run_steps BEGIN
+    {_RUN_STEPS_KEY_TAKEN}
+    WHERE (NEW.run_id IS NOT OLD.run_id OR NEW.step_key IS NOT OLD.step_key)
+        AND (({_IN_NODES.format("NEW")} AND {_IN_NODELESS.format("OLD")})
+            OR ({_IN_NODELESS.format("NEW")} AND {_IN_NODES.format("OLD")}));
+{_RUN_STEPS_UPDATE}END;
+"""
 
 #: Every migration, in order. Append new entries at the end (see module docstring).
 MIGRATIONS: list[Migration] = [
@@ -236,6 +272,7 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "durable steps without rowid", SCHEMA_V4_STEPS_WITHOUT_ROWID),
     Migration(5, "run leases, cancel requests and queues", SCHEMA_V5_LEASES),
     Migration(6, "step records in their session-DAG nodes", SCHEMA_V6_STEPS_IN_NODES),
+    Migration(7, "one record per step key through the view run_steps", SCHEMA_V7_RUN_STEPS_UNIQUE),
 ]
 
 VERSION_TABLE = """

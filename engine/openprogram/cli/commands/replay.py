@@ -16,7 +16,7 @@ import os
 import sys
 from typing import Any
 
-from openprogram.cli.common import add_store_argument
+from openprogram.cli.common import add_store_argument, cannot_write
 
 NAME = "replay"
 HELP = "re-run a recorded run offline against its recorded model replies"
@@ -51,7 +51,10 @@ def execute(ns: argparse.Namespace) -> int:
         return cs.command_error("replay", exc, ns.json)
 
     if ns.cassette:
-        path = write_cassette(ns.cassette, recordings)
+        try:
+            path = write_cassette(ns.cassette, recordings)
+        except OSError as exc:
+            return cs.command_error("replay", cannot_write(ns.cassette, exc), ns.json)
         message = f"wrote {len(recordings)} model calls of run {run.id} to {path}"
         if ns.json:
             print(json.dumps({"run_id": run.id, "status": "exported", "cassette": str(path)}))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from openprogram.cli.common import CliError, add_store_argument, open_existing_store
+from openprogram.cli.common import CliError, add_store_argument, cannot_write, open_existing_store
 from openprogram.cli.graph import graph_json, render_html
 from openprogram.cli.render import render_mermaid, render_tree
 from openprogram.cli.table import terminal_width
@@ -70,7 +70,7 @@ def execute(args: argparse.Namespace) -> int:
             with open(args.output, "w", encoding="utf-8") as fh:
                 fh.write(text + "\n")
         except OSError as exc:
-            raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+            raise cannot_write(args.output, exc) from None
     else:
         print(text)
     return 0
