@@ -58,6 +58,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 PROGRAM = '''
 import os
@@ -235,12 +236,13 @@ def work_floor(tmp: Path, n: int, sync: str, background: bool = False) -> dict[s
     return out
 
 
-def work_floor_step(tmp: Path, n: int) -> dict[str, Timing]:
-    from openprogram.store.ids import new_id
+def _running_run(tmp: Path) -> tuple[Any, str, str]:
+    """A run store in ``tmp`` (the store's schema and pragmas: WAL, NORMAL) holding a
+    running run ``r`` of this process: the store, the run's session id, its lease token."""
     from openprogram.store.lease import Owner
     from openprogram.store.runs import open_run_store
 
-    runs = open_run_store(tmp / "store")  # the store's schema and pragmas (WAL, NORMAL)
+    runs = open_run_store(tmp / "store")
     sid = runs.store.create_session("bare")
     owner = Owner.this_process()
     runs.insert_run(
@@ -248,6 +250,13 @@ def work_floor_step(tmp: Path, n: int) -> dict[str, Timing]:
         args={}, policy="fail", model=None, source_snapshot=None, session_id=sid,
         owner=owner, lease_s=60.0,
     )  # fmt: skip
+    return runs, sid, owner.token
+
+
+def work_floor_step(tmp: Path, n: int) -> dict[str, Timing]:
+    from openprogram.store.ids import new_id
+
+    runs, sid, _ = _running_run(tmp)
     conn = runs.backend.connection()
     checkpointer = runs.backend.checkpointer
     done = '{"i": 1, "ok": true}'
@@ -283,26 +292,18 @@ def work_floor_step(tmp: Path, n: int) -> dict[str, Timing]:
 
 
 def work_store_step(tmp: Path, n: int) -> dict[str, Timing]:
-    from openprogram.store.lease import Owner
-    from openprogram.store.runs import StepCall, StepDone, StepNode, open_run_store
+    from openprogram.store.runs import StepCall, StepDone, StepNode
 
-    runs = open_run_store(tmp / "store")
-    sid = runs.store.create_session("bare")
-    owner = Owner.this_process()
-    runs.insert_run(
-        run_id="r", entry="prog.py:chain", program_path=None, function_qualname="chain",
-        args={}, policy="fail", model=None, source_snapshot=None, session_id=sid,
-        owner=owner, lease_s=60.0,
-    )  # fmt: skip
+    runs, sid, token = _running_run(tmp)
     done: StepDone | None = None
     t = _clocks()
     for i in range(n):
         call = StepCall(f"s#{i}", "", i, "step", "s", i, "0" * 64)
         node = StepNode(sid, "s", f'{{"args":[{i},{n - 1}],"kwargs":{{}}}}', None)
-        dispatched, appended = runs.write_step("r", owner.token, done, call, node)
+        dispatched, appended = runs.write_step("r", token, done, call, node)
         assert dispatched and appended is not None
         done = StepDone(call.key, '{"i": 1, "ok": true}', appended[0], 0.000001)
-    runs.write_step("r", owner.token, done, None)
+    runs.write_step("r", token, done, None)
     full = _since(t)
     runs.close()
     return {"zero": (0.0, 0.0), "full": full}

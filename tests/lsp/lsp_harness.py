@@ -214,3 +214,33 @@ async def execute(client: LanguageClient, command: str, *arguments: Any) -> Any:
     return await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command=command, arguments=list(arguments))
     )
+
+
+class RunsSeen:
+    """What a client counted of the server's run notifications."""
+
+    def __init__(self) -> None:
+        self.hint_refreshes = 0
+        self.runs_changed = 0
+
+
+def make_runs_client() -> LanguageClient:
+    """:func:`make_client` that also counts inlay-hint refreshes and ``openprogram/runsChanged``
+    notifications (read them with :func:`runs_seen`)."""
+    client = make_client()
+    seen = RunsSeen()
+    client.runs_seen = seen  # type: ignore[attr-defined]
+
+    @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def hint_refresh(ls: LanguageClient, params: None) -> None:
+        seen.hint_refreshes += 1
+
+    @client.feature("openprogram/runsChanged")
+    def runs_changed(ls: LanguageClient, params: Any) -> None:
+        seen.runs_changed += 1
+
+    return client
+
+
+def runs_seen(client: LanguageClient) -> RunsSeen:
+    return client.runs_seen  # type: ignore[attr-defined]

@@ -21,8 +21,9 @@ from lsp_harness import (
     capabilities,
     diags_for,
     edit_doc,
-    make_client,
+    make_runs_client,
     open_doc,
+    runs_seen,
     wait_for,
 )
 from lsprotocol import types
@@ -72,32 +73,6 @@ PROGRAM_ENTRIES = ["pipeline", "gated"]
 '''
 
 
-class Seen:
-    def __init__(self) -> None:
-        self.runs_changed = 0
-        self.hint_refreshes = 0
-
-
-def _client() -> LanguageClient:
-    client = make_client()
-    seen = Seen()
-    client.seen = seen  # type: ignore[attr-defined]
-
-    @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
-    def hint_refresh(ls: LanguageClient, params: None) -> None:
-        seen.hint_refreshes += 1
-
-    @client.feature("openprogram/runsChanged")
-    def runs_changed(ls: LanguageClient, params: Any) -> None:
-        seen.runs_changed += 1
-
-    return client
-
-
-def seen_of(client: LanguageClient) -> Seen:
-    return client.seen  # type: ignore[attr-defined]
-
-
 async def start(
     folders: list[Path],
     *,
@@ -107,7 +82,7 @@ async def start(
 ) -> LanguageClient:
     """A real server over stdio (``env`` added to this process's environment; ``scoped``:
     each folder's ``openprogram`` settings, as VS Code answers them per ``scopeUri``)."""
-    client = _client()
+    client = make_runs_client()
     for folder, settings in (scoped or {}).items():
         client.set_configuration({"openprogram": settings}, scope_uri=folder.as_uri())
     await client.start_io(*SERVER_CMD, env={**os.environ, **(env or {})})
@@ -236,7 +211,7 @@ async def test_run_resume_lenses_views_and_hints_on_postgresql(
             (run_id, "paused", True)
         ]
 
-        seen = seen_of(client)
+        seen = runs_seen(client)
         before = seen.runs_changed
         # a double click on the lens: two resumes at once, one executes the run
         results = await asyncio.gather(
@@ -299,7 +274,7 @@ async def test_a_run_executing_in_a_worker_is_live_in_the_views(
         wait_line = line_of(PROGRAM, 'step("wait"')
         assert (await hints(client, uri))[wait_line] == "… running"
 
-        seen = seen_of(client)
+        seen = runs_seen(client)
         before = seen.runs_changed
         gate.touch()
         assert worker.wait(timeout=60) == 0, worker.communicate()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import pytest_lsp
-from lsp_harness import SERVER_CMD, capabilities, make_client, open_doc, wait_for
+from lsp_harness import SERVER_CMD, capabilities, make_runs_client, open_doc, runs_seen, wait_for
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
@@ -58,32 +58,6 @@ PROGRAM_ENTRIES = ["pipeline", "strict"]
 '''
 
 
-class Seen:
-    def __init__(self) -> None:
-        self.hint_refreshes = 0
-        self.runs_changed = 0
-
-
-def _client() -> LanguageClient:
-    client = make_client()
-    seen = Seen()
-    client.seen = seen  # type: ignore[attr-defined]
-
-    @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
-    def hint_refresh(ls: LanguageClient, params: None) -> None:
-        seen.hint_refreshes += 1
-
-    @client.feature("openprogram/runsChanged")
-    def runs_changed(ls: LanguageClient, params: Any) -> None:
-        seen.runs_changed += 1
-
-    return client
-
-
-def seen_of(client: LanguageClient) -> Seen:
-    return client.seen  # type: ignore[attr-defined]
-
-
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
@@ -91,7 +65,9 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_CMD, client_factory=_client))
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=SERVER_CMD, client_factory=make_runs_client)
+)
 async def client(lsp_client: LanguageClient, workspace: Path) -> AsyncIterator[None]:
     caps = capabilities()
     assert caps.workspace is not None
@@ -224,7 +200,7 @@ async def test_inlay_hints_follow_a_paused_run_to_completion(
     assert steps["run"]["status"] == "paused" and steps["run"]["resumable"] is True
     assert steps["run"]["pausedStep"] == "finish"
 
-    seen = seen_of(client)
+    seen = runs_seen(client)
     before = seen.hint_refreshes
     done = cli(workspace, "resume", paused["run_id"])
     assert done == {"run_id": paused["run_id"], "status": "completed", "result": 20}
