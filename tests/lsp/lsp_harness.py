@@ -242,5 +242,13 @@ def make_runs_client() -> LanguageClient:
     return client
 
 
+def runs_capabilities() -> types.ClientCapabilities:
+    """:func:`capabilities` of a client that refreshes inlay hints when the server asks."""
+    caps = capabilities()
+    assert caps.workspace is not None
+    caps.workspace.inlay_hint = types.InlayHintWorkspaceClientCapabilities(refresh_support=True)
+    return caps
+
+
 def runs_seen(client: LanguageClient) -> RunsSeen:
     return client.runs_seen  # type: ignore[attr-defined]

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from lsp_harness import (
     SERVER_CMD,
-    capabilities,
     diags_for,
     edit_doc,
     make_runs_client,
     open_doc,
+    runs_capabilities,
     runs_seen,
     wait_for,
 )
@@ -86,9 +86,7 @@ async def start(
     for folder, settings in (scoped or {}).items():
         client.set_configuration({"openprogram": settings}, scope_uri=folder.as_uri())
     await client.start_io(*SERVER_CMD, env={**os.environ, **(env or {})})
-    caps = capabilities()
-    assert caps.workspace is not None
-    caps.workspace.inlay_hint = types.InlayHintWorkspaceClientCapabilities(refresh_support=True)
+    caps = runs_capabilities()
     await client.initialize_session(
         types.InitializeParams(
             capabilities=caps,

@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 import pytest_lsp
-from lsp_harness import SERVER_CMD, capabilities, make_runs_client, open_doc, runs_seen, wait_for
+from lsp_harness import (
+    SERVER_CMD,
+    make_runs_client,
+    open_doc,
+    runs_capabilities,
+    runs_seen,
+    wait_for,
+)
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
@@ -69,9 +76,7 @@ def workspace(tmp_path: Path) -> Path:
     config=ClientServerConfig(server_command=SERVER_CMD, client_factory=make_runs_client)
 )
 async def client(lsp_client: LanguageClient, workspace: Path) -> AsyncIterator[None]:
-    caps = capabilities()
-    assert caps.workspace is not None
-    caps.workspace.inlay_hint = types.InlayHintWorkspaceClientCapabilities(refresh_support=True)
+    caps = runs_capabilities()
     await lsp_client.initialize_session(
         types.InitializeParams(
             capabilities=caps,
