@@ -252,3 +252,12 @@ def runs_capabilities() -> types.ClientCapabilities:
 
 def runs_seen(client: LanguageClient) -> RunsSeen:
     return client.runs_seen  # type: ignore[attr-defined]
+
+
+def as_dict(value: Any) -> Any:
+    """pygls hands custom results over as namedtuples: back to plain JSON values."""
+    if hasattr(value, "_asdict"):
+        return {k: as_dict(v) for k, v in value._asdict().items()}
+    if isinstance(value, list):
+        return [as_dict(v) for v in value]
+    return value

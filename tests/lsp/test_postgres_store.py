@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from lsp_harness import (
     SERVER_CMD,
+    as_dict,
     diags_for,
     edit_doc,
     make_runs_client,
@@ -121,14 +122,6 @@ async def execute(client: LanguageClient, command: str, *args: Any) -> dict[str,
 
 async def request(client: LanguageClient, method: str, params: dict[str, Any]) -> Any:
     return as_dict(await client.protocol.send_request_async(method, params))
-
-
-def as_dict(value: Any) -> Any:
-    if hasattr(value, "_asdict"):
-        return {k: as_dict(v) for k, v in value._asdict().items()}
-    if isinstance(value, list):
-        return [as_dict(v) for v in value]
-    return value
 
 
 async def lenses(client: LanguageClient, uri: str) -> list[types.Command]:

@@ -16,6 +16,7 @@ import pytest
 import pytest_lsp
 from lsp_harness import (
     SERVER_CMD,
+    as_dict,
     make_runs_client,
     open_doc,
     runs_capabilities,
@@ -103,15 +104,6 @@ def cli(workspace: Path, *args: str) -> dict[str, Any]:
 
 async def request(client: LanguageClient, method: str, params: dict[str, Any]) -> Any:
     return await client.protocol.send_request_async(method, params)
-
-
-def as_dict(value: Any) -> Any:
-    """pygls hands custom results over as namedtuples: back to plain JSON values."""
-    if hasattr(value, "_asdict"):
-        return {k: as_dict(v) for k, v in value._asdict().items()}
-    if isinstance(value, list):
-        return [as_dict(v) for v in value]
-    return value
 
 
 async def hints(client: LanguageClient, uri: str, text: str) -> dict[int, str]:
