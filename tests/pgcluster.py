@@ -88,6 +88,13 @@ class Cluster:
         """Restart the server (connections are dropped; data is kept)."""
         self._pg_ctl("restart")
 
+    def down(self) -> None:
+        """Stop the server (data kept; :meth:`up` starts it again)."""
+        self._pg_ctl("stop")
+
+    def up(self) -> None:
+        self._pg_ctl("start")
+
     def dsn(self, dbname: str = "postgres") -> str:
         return f"postgresql://postgres@/{dbname}?host={self.base}&port={PORT}"
 

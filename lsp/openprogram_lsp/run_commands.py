@@ -11,7 +11,9 @@ Signatures (``workspace/executeCommand`` arguments, positional):
 
 Runs execute ``python -m openprogram.cli run|resume [options] -- POSITIONAL`` in a
 subprocess of the workspace interpreter (never inside the server, never through a shell;
-``--`` before every positional, so no argument is read as an option). Arguments are
+``--`` before every positional, so no argument is read as an option). The store reaches the
+child as ``$OPENPROGRAM_STORE``, never on its command line (``ps`` shows every local user a
+command line, with a database URL's password). Arguments are
 checked before spawning: a run id must have the exact shape the store generates
 (``openprogram.contract.runs.is_run_id``), and a run's entry and keyword arguments must
 match the Program's ``PROGRAM_ENTRIES`` and the entry's signature, read statically
@@ -37,6 +39,7 @@ from pygls.uris import to_fs_path
 
 from openprogram.contract.runs import RUN_ID_LENGTH, is_run_id
 from openprogram.store.postgres import redact
+from openprogram.store.session_store import STORE_ENV
 
 from .entry_signature import EntryCheckError, check_run
 from .run_index import RunInfo, runs_for_file, store_program_paths
@@ -119,12 +122,12 @@ def parse_resume_options(value: Any) -> tuple[str | None, bool]:
 
 
 def resume_argv(
-    interpreter: str, store: Path | str, run_id: str, policy: str | None, rerun_uncertain: bool
+    interpreter: str, run_id: str, policy: str | None, rerun_uncertain: bool
 ) -> list[str]:
     """Command line of ``openprogram resume`` for the workspace interpreter."""
     if not is_run_id(run_id):
         raise CommandError(f"invalid run id: {run_id!r}")
-    argv = [interpreter, "-m", "openprogram.cli", "resume", "--json", "--store", str(store)]
+    argv = [interpreter, "-m", "openprogram.cli", "resume", "--json"]
     if policy:
         argv += ["--policy", policy]
     if rerun_uncertain:
@@ -132,14 +135,12 @@ def resume_argv(
     return [*argv, "--", run_id]
 
 
-def run_argv(
-    interpreter: str, store: Path | str, program: Path, entry: str, kwargs: str
-) -> list[str]:
+def run_argv(interpreter: str, program: Path, entry: str, kwargs: str) -> list[str]:
     """Command line of ``openprogram run`` for the workspace interpreter."""
     if not _ENTRY.match(entry) or not program.is_absolute():
         raise CommandError(f"invalid entry {program}:{entry}")
     argv = [interpreter, "-m", "openprogram.cli", "run", "--args", kwargs, "--json"]
-    return [*argv, "--store", str(store), "--", f"{program}:{entry}"]
+    return [*argv, "--", f"{program}:{entry}"]
 
 
 async def check_entry(
@@ -246,12 +247,17 @@ def folder_with_run(ls: OpenProgramLanguageServer, run_id: str) -> Path | None:
 
 
 async def run_cli(
-    ls: OpenProgramLanguageServer, argv: list[str], title: str, cwd: Path | None = None
+    ls: OpenProgramLanguageServer,
+    argv: list[str],
+    title: str,
+    store: Path | str,
+    cwd: Path | None = None,
 ) -> dict[str, Any]:
-    """Run the CLI subprocess, stream stderr, parse the JSON result, notify the client."""
+    """Run the CLI subprocess (its store in ``$OPENPROGRAM_STORE``, off the command line),
+    stream stderr, parse the JSON result, notify the client."""
     root = cwd or ls.root
     token = await _progress_begin(ls, title)
-    ls.log(f"$ {' '.join(redact(arg) for arg in argv)}")  # a store URL's password hidden
+    ls.log(f"$ OPENPROGRAM_STORE={redact(str(store))} {' '.join(argv)}")
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -259,7 +265,7 @@ async def run_cli(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=str(root) if root else None,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", STORE_ENV: str(store)},
         )
     except OSError as exc:
         msg = f"{title}: cannot start {argv[0]}: {exc.strerror or exc}"
@@ -366,13 +372,12 @@ def register(server: OpenProgramLanguageServer) -> None:
             kwargs = parse_args_json(args[2] if len(args) > 2 else None)
             name = await check_entry(ls, path, entry, kwargs)
             settings = ls.settings_for(path)  # the Program's folder: its store, interpreter
-            argv = run_argv(
-                settings.interpreter(), settings.store_dir(), path, name, json.dumps(kwargs)
-            )
+            store = settings.store_dir()
+            argv = run_argv(settings.interpreter(), path, name, json.dumps(kwargs))
         except CommandError as exc:
             ls.show(f"openprogram.run: {exc}", error=True)
             return {"status": "error", "error": str(exc)}
-        return await run_cli(ls, argv, f"Run {entry}", ls.folder_of(path))
+        return await run_cli(ls, argv, f"Run {entry}", store, ls.folder_of(path))
 
     @server.command(RESUME)
     async def resume(server_: LanguageServer, *args: Any) -> dict[str, Any]:
@@ -393,11 +398,12 @@ def register(server: OpenProgramLanguageServer) -> None:
                 raise CommandError("usage: openprogram.resume(run_id, options?)")
             policy, rerun = parse_resume_options(args[1] if len(args) > 1 else None)
             settings = ls.settings_for(folder)
-            argv = resume_argv(settings.interpreter(), settings.store_dir(), run_id, policy, rerun)
+            store = settings.store_dir()
+            argv = resume_argv(settings.interpreter(), run_id, policy, rerun)
         except CommandError as exc:
             ls.show(f"openprogram.resume: {exc}", error=True)
             return {"status": "error", "error": str(exc)}
-        return await run_cli(ls, argv, f"Resume {run_id}", folder)
+        return await run_cli(ls, argv, f"Resume {run_id}", store, folder)
 
     @server.command(SHOW_RUNS)
     def show_runs(server_: LanguageServer, *args: Any) -> list[dict[str, Any]]:

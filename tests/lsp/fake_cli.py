@@ -2,13 +2,16 @@
 
 Invoked as an executable "interpreter": argv = [-m, openprogram.cli, run|resume, ...].
 Prints progress lines on stderr and one JSON object on stdout, with the CLI's exit codes.
-Expects ``--`` before the positional argument (as the server sends). Appends its argv to ``calls.jsonl`` next to the store, and for ``resume`` marks the run
+Expects ``--`` before the positional argument (as the server sends) and the store in
+``$OPENPROGRAM_STORE`` (never ``--store``: a command line is public). Appends its argv to
+``calls.jsonl`` in the store, and for ``resume`` marks the run
 completed in the store's ``runs`` table (a real SQLite file) when there is one.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -20,7 +23,8 @@ def main(argv: list[str]) -> int:
     # like argparse: options first, then ``--`` and the one positional argument
     assert rest.count("--") == 1 and rest.index("--") == len(rest) - 2, rest
     positional = rest[-1]
-    store = Path(rest[rest.index("--store") + 1])
+    assert "--store" not in rest, rest
+    store = Path(os.environ["OPENPROGRAM_STORE"])
     store.mkdir(parents=True, exist_ok=True)
     with open(store / "calls.jsonl", "a", encoding="utf-8") as fh:
         fh.write(json.dumps(argv) + "\n")

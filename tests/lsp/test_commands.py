@@ -180,8 +180,7 @@ async def test_resume_options_reach_the_cli(
     prog.write_text(AGENT_PROGRAM)
     _add_run(workspace, prog, "0707070707070707", "Reporter.report", "paused", 100.0, step="fetch")
     _configure(client, fake_interpreter)
-    store = str(workspace / STORE)
-    base = ["-m", "openprogram.cli", "resume", "--json", "--store", store]
+    base = ["-m", "openprogram.cli", "resume", "--json"]  # the store in its environment
     run_id = ["--", "0707070707070707"]  # the id after "--": never read as an option
 
     cases: list[tuple[tuple[Any, ...], list[str]]] = [

@@ -431,3 +431,55 @@ async def test_op209_and_cancel_on_runs_recorded_in_postgresql(tmp_path: Path, p
         assert [r["status"] for r in cli(folder, "runs", store=pg_dsn)] == ["cancelled"]
     finally:
         await stop(client)
+
+
+def _cmdline_of(needle: str) -> list[bytes]:
+    """Command lines (``/proc/PID/cmdline``, as ``ps`` shows them to every local user) of the
+    processes whose command line contains ``needle``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            raw = (proc / "cmdline").read_bytes()
+        except OSError:  # not a process, or gone
+            continue
+        if needle.encode() in raw:
+            found.append(raw)
+    return found
+
+
+async def test_run_lens_keeps_the_store_password_off_the_command_line(
+    tmp_path: Path, pg_cluster: Any, pg_dsn: str
+) -> None:
+    """Run with a store URL that has a password: while the run's subprocess executes, its
+    command line does not hold the password, and the run is recorded in that database."""
+    role = role_with_password(pg_cluster, SECRET)
+    db = pg_dsn.partition("@/")[2].partition("?")[0]
+    import psycopg
+
+    with psycopg.connect(pg_cluster.dsn(db), autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {db} OWNER TO {role}")
+        conn.execute(f"ALTER SCHEMA public OWNER TO {role}")
+    url = f"postgresql://{role}:{SECRET}@/{db}?host={pg_cluster.base}&port=5432"
+    folder = program_in(tmp_path, "ws")
+    gate = folder / "gate"
+    client = await start([folder], options={"store": url})
+    try:
+        uri = (folder / "prog.py").as_uri()
+        open_doc(client, uri, PROGRAM)
+        running = asyncio.ensure_future(
+            execute(client, "openprogram.run", uri, "gated", {"gate": str(gate)})
+        )
+        target = f"{folder / 'prog.py'}:gated"
+        lines = await wait_for(lambda: _cmdline_of(target), "the run's subprocess", timeout=60.0)
+        assert not [c for c in lines if SECRET.encode() in c], lines
+        gate.touch()
+        done = await running
+        assert done["status"] == "completed" and done["result"] == "open", done
+        listed = cli(folder, "runs", store=pg_dsn)  # recorded in the URL's database
+        assert [(r["run_id"], r["status"]) for r in listed] == [(done["run_id"], "completed")]
+        said = [m.message for m in [*client.messages, *client.log_messages]]
+        assert not [m for m in said if SECRET in m], said
+    finally:
+        if not gate.exists():
+            gate.touch()
+        await stop(client)

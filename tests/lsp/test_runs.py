@@ -90,7 +90,8 @@ async def test_run_lens_executes_entry_in_subprocess(
     before = rec_of(client).lens_refreshes
     result = await execute(client, cmd.command, *(cmd.arguments or ()), {"text": "hi"})
     assert result["status"] == "completed" and result["result"] == "HI"
-    # the subprocess got the documented command line
+    # the subprocess got the documented command line (the store in its environment:
+    # fake_cli records calls.jsonl in $OPENPROGRAM_STORE)
     calls = [json.loads(x) for x in (_store(workspace) / "calls.jsonl").read_text().splitlines()]
     assert calls[-1] == [
         "-m",
@@ -99,8 +100,6 @@ async def test_run_lens_executes_entry_in_subprocess(
         "--args",
         '{"text": "hi"}',
         "--json",
-        "--store",
-        str(_store(workspace)),
         "--",
         f"{program}:summarize",
     ]

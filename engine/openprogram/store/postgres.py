@@ -18,6 +18,7 @@ processes starting at once against a new database apply each migration exactly o
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import select
@@ -182,6 +183,12 @@ def _node(row: Sequence[Any]) -> Node:
         row[9], _loads(meta) if meta else {}, row[11], row[12],
     )  # fmt: skip
 
+
+# The pool logs each failed reconnect as a multi-line warning; with no logging configured,
+# Python prints those on stderr (``logging.lastResort``), dozens while a database is down.
+# The store reports a lost database itself, as one error; an application that configures
+# logging still receives the pool's records (they propagate past this handler).
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 CONNECT_TIMEOUT_S = 10
 """How long opening a store waits for the server to answer (``connect_timeout`` in the
