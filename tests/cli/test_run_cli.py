@@ -151,3 +151,14 @@ def test_determinism_refusal_cites_rule(work: Path) -> None:
     assert proc.returncode == 2
     assert "bad.py:11:" in proc.stderr and "OP205" in proc.stderr
     assert cli("runs", "--json", "--store", "st", cwd=work).stdout.strip() == "[]"
+
+
+def test_a_json_error_about_a_given_run_carries_its_id(work: Path) -> None:
+    code, done = cli_json("run", "prog.py:main", "--store", "st", cwd=work)
+    assert code == 0
+    rid = done["run_id"]
+    for command in ("resume", "approve", "deny"):
+        code, out = cli_json(command, rid, "--store", "st", cwd=work)
+        assert code == 2, (command, out)
+        assert out["run_id"] == rid and out["status"] == "error", (command, out)
+        assert rid in out["error"]
