@@ -231,3 +231,25 @@ def _has_run(folder: Path) -> bool:
         return False
     with runs:
         return bool(runs.list_runs())
+
+
+def test_a_worker_whose_run_was_taken_over_says_so(work: Path) -> None:
+    # It does not report the outcome the new owner produced as its own.
+    rid = cli("submit", "prog.py:chain", "--args", '{"n": 4}', "--store", "st", cwd=work)
+    assert rid.returncode == 0, rid.stderr
+    run_id = rid.stdout.strip()
+    worker = _start(work, "worker", "--exit-when-idle", "--store", "st")
+    block = work / f"block_2_{worker.pid}"
+    block.touch()
+    try:
+        _wait(lambda: any(i == 2 for i, _ in _effects(work)), "step 2 never started")
+        proc = cli(
+            "resume", run_id, "--force-takeover", "--rerun-uncertain", "--store", "st", cwd=work
+        )
+        assert proc.returncode == 0 and "completed" in proc.stdout, proc.stderr
+        block.unlink()
+        out, err = worker.communicate(timeout=60)
+    finally:
+        worker.kill()
+    assert worker.returncode == 0, err
+    assert out.splitlines() == [f"run {run_id} taken over"], (out, err)
