@@ -42,8 +42,11 @@ def _read(store_dir: str, program_path: str | None) -> dict[str, list[list[tuple
     except OpenProgramError as exc:
         from openprogram.store.postgres import is_url, redact
 
+        message = str(exc)
+        if message.startswith("store "):  # "store LOCATION: ...": it names the store itself
+            raise StoreUnreadable(message) from None
         shown = redact(store_dir) if is_url(store_dir) else store_dir
-        raise StoreUnreadable(f"--store {shown}: {exc}") from None
+        raise StoreUnreadable(f"--store {shown}: {message}") from None
 
 
 def recorded_steps(

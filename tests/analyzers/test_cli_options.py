@@ -230,3 +230,12 @@ def test_unreadable_store_is_an_error(project: Path, kind: str) -> None:
     assert "--store" in r.stderr and str(store) in r.stderr
     if kind == "newer-schema":
         assert "newer" in r.stderr
+
+
+def test_an_unreachable_store_url_is_named_once(project: Path) -> None:
+    url = "postgresql://lint:secret@127.0.0.1:1/nodb"  # loopback, nothing listens on port 1
+    r = lint("bad.py", "--store", url, cwd=project)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    (line,) = r.stderr.strip().splitlines()
+    assert line.count("127.0.0.1:1/nodb") == 1, line
+    assert "secret" not in line

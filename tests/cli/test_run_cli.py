@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
-from cli_programs import calls, cli, cli_json, write_program
+from cli_programs import OPENPROGRAM, calls, cli, cli_json, env, write_program
 
 
 @pytest.fixture()
@@ -151,3 +152,37 @@ def test_determinism_refusal_cites_rule(work: Path) -> None:
     assert proc.returncode == 2
     assert "bad.py:11:" in proc.stderr and "OP205" in proc.stderr
     assert cli("runs", "--json", "--store", "st", cwd=work).stdout.strip() == "[]"
+
+
+def test_a_json_error_about_a_given_run_carries_its_id(work: Path) -> None:
+    code, done = cli_json("run", "prog.py:main", "--store", "st", cwd=work)
+    assert code == 0
+    rid = done["run_id"]
+    for command in ("resume", "approve", "deny"):
+        code, out = cli_json(command, rid, "--store", "st", cwd=work)
+        assert code == 2, (command, out)
+        assert out["run_id"] == rid and out["status"] == "error", (command, out)
+        assert rid in out["error"]
+
+
+@pytest.mark.parametrize("lease", ["abc", "0", "-5", "nan", "inf"])
+def test_a_bad_lease_length_is_a_clear_error(work: Path, lease: str) -> None:
+    assert cli("run", "prog.py:main", "--store", "st", cwd=work).returncode == 0  # a store
+    commands = [
+        ["run", "prog.py:main", "--store", "st"],
+        ["worker", "--exit-when-idle", "--store", "st"],
+    ]
+    for args in commands:
+        proc = subprocess.run(
+            [OPENPROGRAM, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=work,
+            env={**env(), "OPENPROGRAM_LEASE_S": lease},
+        )
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith("openprogram: error: OPENPROGRAM_LEASE_S=")
+        assert repr(lease) in line and "seconds > 0" in line
+    assert calls(work) == ["a 1", "slow 2", "c 3"]  # the bad runs started nothing

@@ -4,6 +4,7 @@ execute, a silent owner loses the run after its lease expires, ``--force-takeove
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -28,13 +29,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def effect(i: int) -> int:
     """Side effect of step i: one line "i pid" in effects.log; blocks while block_<i>
-    or block_<i>_<pid> exists."""
+    or block_<i>_<pid> exists, then fails if fail_<i>_<pid> exists."""
     with open(os.path.join(HERE, "effects.log"), "a", encoding="utf-8") as f:
         f.write(f"{i} {os.getpid()}\\n")
     mine = os.path.join(HERE, f"block_{i}_{os.getpid()}")
     while os.path.exists(os.path.join(HERE, f"block_{i}")) or os.path.exists(mine):
         time.sleep(0.01)
     time.sleep(0.005)
+    if os.path.exists(os.path.join(HERE, f"fail_{i}_{os.getpid()}")):
+        raise RuntimeError(f"step {i} failed in process {os.getpid()}")
     return i
 
 
@@ -231,3 +234,49 @@ def _has_run(folder: Path) -> bool:
         return False
     with runs:
         return bool(runs.list_runs())
+
+
+def test_a_worker_whose_run_was_taken_over_says_so(work: Path) -> None:
+    # It does not report the outcome the new owner produced as its own.
+    rid = cli("submit", "prog.py:chain", "--args", '{"n": 4}', "--store", "st", cwd=work)
+    assert rid.returncode == 0, rid.stderr
+    run_id = rid.stdout.strip()
+    worker = _start(work, "worker", "--exit-when-idle", "--store", "st")
+    block = work / f"block_2_{worker.pid}"
+    block.touch()
+    try:
+        _wait(lambda: any(i == 2 for i, _ in _effects(work)), "step 2 never started")
+        proc = cli(
+            "resume", run_id, "--force-takeover", "--rerun-uncertain", "--store", "st", cwd=work
+        )
+        assert proc.returncode == 0 and "completed" in proc.stdout, proc.stderr
+        block.unlink()
+        out, err = worker.communicate(timeout=60)
+    finally:
+        worker.kill()
+    assert worker.returncode == 0, err
+    assert out.splitlines() == [f"run {run_id} taken over"], (out, err)
+
+
+def test_an_owner_whose_step_fails_after_a_takeover_does_not_report_the_new_outcome(
+    work: Path,
+) -> None:
+    owner = _start(work, "run", "prog.py:chain", "--args", '{"n": 4}', "--store", "st", "--json")
+    block = work / f"block_2_{owner.pid}"
+    block.touch()
+    (work / f"fail_2_{owner.pid}").touch()  # its step 2 fails once it is let go
+    try:
+        _wait(lambda: any(i == 2 for i, _ in _effects(work)), "step 2 never started")
+        rid, _ = _only_run(work)
+        proc = cli(
+            "resume", rid, "--force-takeover", "--rerun-uncertain", "--store", "st", cwd=work
+        )
+        assert proc.returncode == 0, proc.stderr
+        block.unlink()
+        out, err = owner.communicate(timeout=60)
+    finally:
+        owner.kill()
+    assert owner.returncode == 1, (out, err)
+    reported = json.loads(out)
+    assert reported["lease_lost"] is True and "result" not in reported, reported
+    assert _only_run(work) == (rid, "completed")

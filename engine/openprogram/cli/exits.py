@@ -18,7 +18,8 @@ code  name         when
 Every error is one line on stderr, ``openprogram: error: <message>`` (never a
 traceback); a determinism refusal lists its findings beneath that line, one per line,
 exactly as ``openprogram-lint`` prints them. With ``--json`` the same message is also the
-one JSON object on stdout.
+one JSON object on stdout, carrying the run id the command was given (``RUN_ID``, set
+once by the dispatcher with :func:`command_run`).
 Command modules raise :class:`CliError` or an :class:`~openprogram.errors.OpenProgramError`
 (or call :func:`report_error`); :func:`code_for` maps it to its code.
 """
@@ -27,6 +28,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from enum import IntEnum
 from typing import Any
 
@@ -80,6 +84,20 @@ def error_line(message: object) -> str:
     return "openprogram: error: " + " ".join(str(message).split())
 
 
+_RUN_ID: ContextVar[str | None] = ContextVar("openprogram_cli_run_id", default=None)
+
+
+@contextmanager
+def command_run(run_id: str | None) -> Iterator[None]:
+    """While active, the run id the running command was given: the ``run_id`` of its
+    ``--json`` error object unless :func:`report_error` is given one."""
+    token = _RUN_ID.set(run_id)
+    try:
+        yield
+    finally:
+        _RUN_ID.reset(token)
+
+
 def report_error(
     message: object,
     *,
@@ -88,9 +106,11 @@ def report_error(
     run_id: str | None = None,
     status: str = "error",
 ) -> int:
-    """Print the error line (and with ``as_json`` the JSON object); return ``code``."""
+    """Print the error line (and with ``as_json`` the JSON object, whose ``run_id`` is
+    ``run_id``, else the command's run); return ``code``."""
     print(error_line(message), file=sys.stderr)
     if as_json:
-        out: dict[str, Any] = {"run_id": run_id, "status": status, "error": str(message)}
+        rid = run_id if run_id is not None else _RUN_ID.get()
+        out: dict[str, Any] = {"run_id": rid, "status": status, "error": str(message)}
         print(json.dumps(out, ensure_ascii=False))
     return code

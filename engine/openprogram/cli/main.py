@@ -27,7 +27,7 @@ from typing import NoReturn
 
 from openprogram._version import __version__
 from openprogram.cli.common import error
-from openprogram.cli.exits import CliError, Exit, code_for, report_error
+from openprogram.cli.exits import CliError, Exit, code_for, command_run, report_error
 from openprogram.errors import OpenProgramError
 
 PROG = "openprogram"
@@ -96,7 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if handler is None:
             parser.print_help(sys.stderr)
             return Exit.USAGE
-        return int(handler(args) or 0)
+        with command_run(getattr(args, "run_id", None)):
+            return int(handler(args) or 0)
     except (CliError, OpenProgramError) as exc:
         error(exc)
         return code_for(exc)

@@ -95,7 +95,8 @@ class RunClaimLost(RunStateError):
 
 class LeaseLost(BaseException):
     """This execution no longer holds the run's lease (taken over after it expired or by
-    ``resume --force-takeover``): it stops at its next step and writes nothing more."""
+    ``resume --force-takeover``): it stops at its next step and writes no more step records
+    nor the run's state; its open session nodes are closed as errors."""
 
 
 class RunReleased(BaseException):

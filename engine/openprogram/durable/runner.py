@@ -245,12 +245,12 @@ def _execute_leased(
             pause_reason=p.reason,
             token=lease,
         )
-        return _outcome(db, run_id, stored)
+        return _outcome(db, run_id, stored, lease)
     except RunCancelled:
         stored = db.finish_run(
             run_id, RunStatus.CANCELLED, error=f"run {run_id} was cancelled", token=lease
         )
-        return _outcome(db, run_id, stored)
+        return _outcome(db, run_id, stored, lease)
     except RunReleased:  # the worker stops: back to the queue for another worker
         if node_id is not None:
             writer.update(node_id, status="paused", output={"released": True})
@@ -267,35 +267,40 @@ def _execute_leased(
             pause_reason=PauseReason.REQUESTED,
             token=lease,
         )
-        raise RunInterrupted(_outcome(db, run_id, stored)) from None
+        raise RunInterrupted(_outcome(db, run_id, stored, lease)) from None
     except SystemExit as exc:  # sys.exit() in the Program: a failed run, not a dead CLI
         error = f"the Program called sys.exit({exc.code!r})"
         stored = db.finish_run(run_id, RunStatus.FAILED, error=error, token=lease)
-        return _outcome(db, run_id, stored)
+        return _outcome(db, run_id, stored, lease)
     except StoreError:
         if stop is not None:  # a worker: the store went away; the lease will expire
             raise
         stored = db.finish_run(
             run_id, RunStatus.FAILED, error=_error_text(sys.exc_info()[1]), token=lease
         )
-        return _outcome(db, run_id, stored)
+        return _outcome(db, run_id, stored, lease)
     except Exception as exc:
         stored = db.finish_run(run_id, RunStatus.FAILED, error=_error_text(exc), token=lease)
-        return _outcome(db, run_id, stored)
+        return _outcome(db, run_id, stored, lease)
     finally:
         leave(token)
     stored = db.finish_run(run_id, RunStatus.COMPLETED, result=value, token=lease)
-    return _outcome(db, run_id, stored)
+    return _outcome(db, run_id, stored, lease)
 
 
 def _error_text(exc: BaseException | None) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _outcome(db: RunStore, run_id: str, status: str) -> RunOutcome:
+def _outcome(db: RunStore, run_id: str, status: str, lease: str | None = None) -> RunOutcome:
+    """How the run stands now; for the execution holding ``lease``, a run another
+    process took over meanwhile is ``lease_lost`` (its state is not this execution's)."""
     run = db.get_run(run_id)
     if run is None:  # pragma: no cover - deleted concurrently
         return RunOutcome(run_id, status)
+    if lease is not None and run.owner_token != lease:
+        error = f"run {run_id} is no longer held by this process (its lease was taken over)"
+        return RunOutcome(run_id, run.status, error=error, lease_lost=True)
     return RunOutcome(
         run_id=run_id,
         status=run.status,
@@ -593,7 +598,7 @@ def execute_claimed(
             fn = entry.target
     except (ProgramLoadError, DeterminismError, EntryError) as exc:
         stored = db.finish_run(run.id, RunStatus.FAILED, error=str(exc), token=owner.token)
-        return _outcome(db, run.id, stored)
+        return _outcome(db, run.id, stored, owner.token)
     return _execute(
         db,
         run.id,

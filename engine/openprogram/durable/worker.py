@@ -25,13 +25,14 @@ from openprogram.store.runs import RunStore, open_run_store
 
 log = logging.getLogger(__name__)
 DEFAULT_QUEUE = "default"
+TAKEN_OVER = "taken over"  # how a run ended for a worker it was taken from (another owner)
 
 
 @dataclass
 class WorkerStats:
     """What one worker did (for its exit line and the benchmarks)."""
 
-    finished: dict[str, int] = field(default_factory=dict)  # status -> runs
+    finished: dict[str, int] = field(default_factory=dict)  # status (or TAKEN_OVER) -> runs
     claim_errors: int = 0
 
 
@@ -70,7 +71,8 @@ def run_worker(
             return
         try:
             outcome = execute_claimed(runs, run, owner, lease, stop=stop)
-            status = str(outcome.status)
+            # a run another process took over ends with that owner: its status is not ours
+            status = TAKEN_OVER if outcome.lease_lost else str(outcome.status)
         except StoreError as exc:  # the store went away mid-run: the lease will expire
             log.warning("run %s: %s", run_id, exc)
             status = "interrupted"

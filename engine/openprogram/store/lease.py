@@ -18,6 +18,7 @@ lease: a reused PID or a renamed container only delays a takeover until expiry.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import threading
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from openprogram.errors import ConfigError
 from openprogram.store.fork_guard import no_fork
 
 LEASE_ENV = "OPENPROGRAM_LEASE_S"
@@ -35,13 +37,24 @@ DEFAULT_LEASE_S = 30.0
 
 
 def lease_seconds() -> float:
-    """The lease length: ``$OPENPROGRAM_LEASE_S`` (seconds) or 30."""
+    """The lease length: ``$OPENPROGRAM_LEASE_S`` (seconds) or 30 when unset or empty.
+
+    Raises :class:`~openprogram.errors.ConfigError` for a value that is not a finite
+    number of seconds > 0 (``abc``, ``0``, ``-5``, ``nan``, ``inf``).
+    """
     raw = os.environ.get(LEASE_ENV)
+    if not raw:
+        return DEFAULT_LEASE_S
     try:
-        value = float(raw) if raw else DEFAULT_LEASE_S
+        value = float(raw)
     except ValueError:
-        value = DEFAULT_LEASE_S
-    return value if value > 0 else DEFAULT_LEASE_S
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise ConfigError(
+            f"{LEASE_ENV}={raw!r} is not a lease length: use a finite number of seconds > 0 "
+            f"(default {DEFAULT_LEASE_S:g})"
+        )
+    return value
 
 
 @lru_cache(maxsize=1)
