@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import time
 from collections import Counter
@@ -280,3 +281,7 @@ def test_an_owner_whose_step_fails_after_a_takeover_does_not_report_the_new_outc
     reported = json.loads(out)
     assert reported["lease_lost"] is True and "result" not in reported, reported
     assert _only_run(work) == (rid, "completed")
+    # its failing step changed no record of the run the new owner completed
+    with sqlite3.connect(work / "st" / "openprogram.db") as db:
+        steps = dict(db.execute("SELECT step_key, status FROM run_steps WHERE run_id = ?", (rid,)))
+    assert steps["s#2"] == "completed", steps

@@ -89,8 +89,11 @@ def test_steps_and_approvals_read_back_as_written(runs: RunStore) -> None:
     runs.dispatch_step(
         "r", step_key="b#0/c#0", scope="b#0", position=0, name="c", input_hash="h2", **step
     )
-    runs.complete_step("r", "a#0", '{"v": 1}')
-    runs.fail_step("r", "b#0/c#0", "boom")
+    runs.complete_step("r", "a#0", '{"v": 1}', token=A.token)
+    runs.fail_step("r", "b#0/c#0", "boom", token=A.token)
+    # an execution that does not hold the run (its lease taken over) changes no outcome
+    runs.fail_step("r", "a#0", "late failure", token="token-b")
+    runs.complete_step("r", "b#0/c#0", '"late"', token="token-b")
     assert [(s.step_key, s.status, s.result) for s in runs.top_level_steps("r")] == [
         ("a#0", "completed", '{"v": 1}'),
         ("b#0", "dispatched", None),

@@ -424,7 +424,7 @@ def _run_step(
                 writer.update(node_id, output=output, status=status, metadata=meta)
         finally:
             if not _keeps_step_open(exc):
-                db.fail_step(run_id, key, f"{type(exc).__name__}: {exc}")
+                db.fail_step(run_id, key, f"{type(exc).__name__}: {exc}", token=ex.token)
         raise
     finally:
         pop_frame(ftoken)
@@ -489,12 +489,12 @@ def _run_step_unjoined(
             set_output(frame, value)
     except BaseException as exc:
         if not _keeps_step_open(exc):
-            db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}")
+            db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}", token=ex.token)
         raise
     finally:
         _run_id.reset(rtoken)
         _current.reset(token)
-    db.complete_step(ex.run_id, key, text)
+    db.complete_step(ex.run_id, key, text, token=ex.token)
     ex.executed += 1
     ex.progress("done", key)
     return json.loads(text)
@@ -558,9 +558,9 @@ def workflow(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) ->
         _, text = _run_scoped(ex, Scope(key), "workflow", name, fn, args, kwargs)
     except BaseException as exc:
         if not isinstance(exc, _STOP):
-            ex.db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}")
+            ex.db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}", token=ex.token)
         raise
-    ex.db.complete_step(ex.run_id, key, text)
+    ex.db.complete_step(ex.run_id, key, text, token=ex.token)
     return json.loads(text)
 
 
@@ -651,9 +651,9 @@ def parallel(branches: Any, /, **options: Any) -> Any:
         text = _result_json("parallel", "parallel", results)
     except BaseException as exc:
         if not isinstance(exc, _STOP):
-            ex.db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}")
+            ex.db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}", token=ex.token)
         raise
-    ex.db.complete_step(ex.run_id, key, text)
+    ex.db.complete_step(ex.run_id, key, text, token=ex.token)
     return json.loads(text)
 
 
@@ -687,9 +687,9 @@ def _run_threads(
                 _, text = _run_scoped(ex, bscope, "parallel branch", bname, fn, args, kw)
         except BaseException as exc:
             if not isinstance(exc, _STOP):
-                ex.db.fail_step(ex.run_id, bkey, f"{type(exc).__name__}: {exc}")
+                ex.db.fail_step(ex.run_id, bkey, f"{type(exc).__name__}: {exc}", token=ex.token)
             raise
-        ex.db.complete_step(ex.run_id, bkey, text)
+        ex.db.complete_step(ex.run_id, bkey, text, token=ex.token)
         return json.loads(text)
 
     results: dict[str, Any] = {}

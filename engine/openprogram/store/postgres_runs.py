@@ -37,6 +37,7 @@ from openprogram.store.runs import (
     StepCall,
     StepDone,
     StepNode,
+    held_by,
     run_from_row,
 )
 
@@ -50,7 +51,7 @@ _STEP_SQL = f"""
 WITH done AS (
     UPDATE run_steps SET status = 'completed', result = %(result)s, finished_at = %(now)s
     WHERE run_id = %(run)s AND step_key = %(done_key)s
-    AND (SELECT owner_token FROM runs WHERE id = %(run)s) = %(token)s
+    AND {held_by("%(run)s", "%(token)s")}
 ), fin AS ({FINISH_SQL}
 ), call AS (
     {STEP_INSERT}

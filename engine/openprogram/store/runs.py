@@ -213,6 +213,14 @@ def step_insert(table: str = "run_steps") -> str:
 
 #: :func:`step_insert` into ``run_steps``.
 STEP_INSERT = step_insert()
+
+
+def held_by(run: str, token: str) -> str:
+    """The condition that the run ``run`` is still held by the execution whose lease token
+    is ``token`` (two SQL parameters): a step's outcome is written only while it holds."""
+    return f"(SELECT owner_token FROM runs WHERE id = {run}) = {token}"
+
+
 #: The run may record a step: the condition on its ``runs`` row, followed by the lease
 #: token of the execution asking (each backend appends its parameter).
 MAY_DISPATCH = (
@@ -293,13 +301,14 @@ class RunSql:
     dispatch_step: str = (
         STEP_INSERT + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'dispatched', NULL, ?, NULL) " + REDISPATCH
     )
+    # parameters: result, finished, run, key, run, the token of the execution writing
     complete_step: str = (
         "UPDATE run_steps SET status = 'completed', result = ?, finished_at = ? "
-        "WHERE run_id = ? AND step_key = ?"
+        f"WHERE run_id = ? AND step_key = ? AND {held_by('?', '?')}"
     )
     fail_step: str = (
         "UPDATE run_steps SET status = 'failed', result = ?, finished_at = ? "
-        "WHERE run_id = ? AND step_key = ?"
+        f"WHERE run_id = ? AND step_key = ? AND {held_by('?', '?')}"
     )
     count_steps: str = _COUNT_STEPS
     count_steps_in: str = _COUNT_STEPS + " AND status = ?"
@@ -698,11 +707,16 @@ class RunStore(ABC):
             (run_id, step_key, scope, position, kind, name, occurrence, input_hash, time.time()),
         )
 
-    def complete_step(self, run_id: str, step_key: str, result_json: str) -> None:
-        self._changed(self.sql.complete_step, (result_json, time.time(), run_id, step_key))
+    def complete_step(self, run_id: str, step_key: str, result_json: str, *, token: str) -> None:
+        """Record the step ``completed`` with its result, only while the execution whose
+        lease token is ``token`` holds the run (one that lost it writes nothing)."""
+        params = (result_json, time.time(), run_id, step_key, run_id, token)
+        self._changed(self.sql.complete_step, params)
 
-    def fail_step(self, run_id: str, step_key: str, error: str) -> None:
-        self._changed(self.sql.fail_step, (json.dumps(error), time.time(), run_id, step_key))
+    def fail_step(self, run_id: str, step_key: str, error: str, *, token: str) -> None:
+        """Record the step ``failed`` with ``error``, fenced as :meth:`complete_step`."""
+        params = (json.dumps(error), time.time(), run_id, step_key, run_id, token)
+        self._changed(self.sql.fail_step, params)
 
     def count_steps(self, run_id: str, status: str | None = None) -> int:
         """How many records of kind ``step`` the run has (in ``status`` when given)."""

@@ -33,6 +33,7 @@ from openprogram.store.runs import (
     StepCall,
     StepDone,
     StepNode,
+    held_by,
     step_insert,
 )
 from openprogram.store.sqlite import NODE_COLUMNS, SEQ_GUESS_HOLDS, SqliteBackend
@@ -82,7 +83,7 @@ _RELEASE_NODELESS_SQL = f"DELETE FROM {NODELESS} WHERE run_id = ?1 AND step_key 
 # A returned step, one row: its node's exit (always, as ``SqliteBackend.finish_node``
 # writes it) and its result (``completed``), the latter only while this execution (?5)
 # holds the lease — a process that lost it never overwrites what the new owner recorded.
-_HOLDER = "(step_key = ?6 AND run_id = ?4 AND (SELECT owner_token FROM runs WHERE id = ?4) = ?5)"
+_HOLDER = f"(step_key = ?6 AND run_id = ?4 AND {held_by('?4', '?5')})"
 _COMPLETE_ON_NODE_SQL = (
     "UPDATE nodes SET updated_at = ?1, output = ?2, status = 'completed', "
     "metadata = json_set(metadata, '$.\"duration_s\"', json(?3)), "
@@ -100,12 +101,13 @@ _COMPLETE_ON_NODE_PLAIN_SQL = (
 # A nodeless step's result (``RunSql.complete_step``), fenced the same way.
 _COMPLETE_NODELESS_SQL = (
     f"UPDATE {NODELESS} SET status = 'completed', result = ?1, finished_at = ?2 "
-    "WHERE run_id = ?3 AND step_key = ?4 AND (SELECT owner_token FROM runs WHERE id = ?3) = ?5"
+    f"WHERE run_id = ?3 AND step_key = ?4 AND {held_by('?3', '?5')}"
 )
-# The outcome of a step held by a node (``complete_step`` / ``fail_step``).
+# The outcome of a step held by a node (``complete_step`` / ``fail_step``), only while the
+# execution whose token is ?6 holds the run.
 _OUTCOME_ON_NODE_SQL = (
     "UPDATE nodes SET step_status = ?1, step_result = ?2, step_finished_at = ?3 "
-    "WHERE run_id = ?4 AND step_key = ?5"
+    f"WHERE run_id = ?4 AND step_key = ?5 AND {held_by('?4', '?6')}"
 )
 
 
@@ -425,15 +427,15 @@ class SqliteRunStore(RunStore):
             except sqlite3.Error as exc:
                 raise self.backend._error(exc) from None
 
-    def complete_step(self, run_id: str, step_key: str, result_json: str) -> None:
-        params = ("completed", result_json, time.time(), run_id, step_key)
+    def complete_step(self, run_id: str, step_key: str, result_json: str, *, token: str) -> None:
+        params = ("completed", result_json, time.time(), run_id, step_key, token)
         if self._changed(_OUTCOME_ON_NODE_SQL, params) == 0:
-            super().complete_step(run_id, step_key, result_json)
+            super().complete_step(run_id, step_key, result_json, token=token)
 
-    def fail_step(self, run_id: str, step_key: str, error: str) -> None:
-        params = ("failed", json.dumps(error), time.time(), run_id, step_key)
+    def fail_step(self, run_id: str, step_key: str, error: str, *, token: str) -> None:
+        params = ("failed", json.dumps(error), time.time(), run_id, step_key, token)
         if self._changed(_OUTCOME_ON_NODE_SQL, params) == 0:
-            super().fail_step(run_id, step_key, error)
+            super().fail_step(run_id, step_key, error, token=token)
 
     # -- runs ----------------------------------------------------------------------
     def claim_next(
