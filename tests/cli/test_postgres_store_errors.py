@@ -130,7 +130,7 @@ def test_lint_with_an_unreadable_store_url_does_not_show_the_password(
         assert proc.returncode == 2, proc.stderr
         assert SECRET not in proc.stdout + proc.stderr, proc.stderr
         [line] = proc.stderr.strip().splitlines()
-        assert line.startswith("openprogram-lint: --store postgresql://postgres") and (
+        assert line.startswith("openprogram-lint: store postgresql://postgres") and (
             'database "nodb" does not exist' in line
         ), line
 
