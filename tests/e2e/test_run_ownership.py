@@ -170,8 +170,10 @@ def test_silent_owner_loses_the_run_when_its_lease_expires(work: Path) -> None:
     assert [i for i, c in counts.items() if c > 1] == [3]  # only the step it was inside
 
 
-def test_force_takeover_of_a_live_owner(work: Path) -> None:
-    owner = _start(work, "run", "prog.py:chain", "--store", "st")
+def _take_over_inside_step_2(work: Path, owner: subprocess.Popen[str]) -> tuple[str, str, str]:
+    """While ``owner`` (a run of ``chain`` with ``--store st``) is held inside step 2,
+    ``resume --force-takeover --rerun-uncertain`` completes the run; then ``owner`` is let
+    go. Returns the run id and the owner's stdout and stderr."""
     block = work / f"block_2_{owner.pid}"
     block.touch()
     try:
@@ -182,11 +184,17 @@ def test_force_takeover_of_a_live_owner(work: Path) -> None:
         )
         assert proc.returncode == 0, proc.stderr
         block.unlink()
-        _, err = owner.communicate(timeout=60)
-        assert owner.returncode == 1 and "no longer held by this process" in err, err
-        assert "stopping before step 's'" in err, err  # the step it stopped before, by name
+        out, err = owner.communicate(timeout=60)
     finally:
         owner.kill()
+    return rid, out, err
+
+
+def test_force_takeover_of_a_live_owner(work: Path) -> None:
+    owner = _start(work, "run", "prog.py:chain", "--store", "st")
+    _, _, err = _take_over_inside_step_2(work, owner)
+    assert owner.returncode == 1 and "no longer held by this process" in err, err
+    assert "stopping before step 's'" in err, err  # the step it stopped before, by name
     by_pid = Counter(pid for _, pid in _effects(work))
     assert by_pid[owner.pid] == 3 and len(by_pid) == 2  # steps 0-2, then it stopped
     counts = Counter(i for i, _ in _effects(work))
@@ -263,20 +271,8 @@ def test_an_owner_whose_step_fails_after_a_takeover_does_not_report_the_new_outc
     work: Path,
 ) -> None:
     owner = _start(work, "run", "prog.py:chain", "--args", '{"n": 4}', "--store", "st", "--json")
-    block = work / f"block_2_{owner.pid}"
-    block.touch()
     (work / f"fail_2_{owner.pid}").touch()  # its step 2 fails once it is let go
-    try:
-        _wait(lambda: any(i == 2 for i, _ in _effects(work)), "step 2 never started")
-        rid, _ = _only_run(work)
-        proc = cli(
-            "resume", rid, "--force-takeover", "--rerun-uncertain", "--store", "st", cwd=work
-        )
-        assert proc.returncode == 0, proc.stderr
-        block.unlink()
-        out, err = owner.communicate(timeout=60)
-    finally:
-        owner.kill()
+    rid, out, err = _take_over_inside_step_2(work, owner)
     assert owner.returncode == 1, (out, err)
     reported = json.loads(out)
     assert reported["lease_lost"] is True and "result" not in reported, reported
