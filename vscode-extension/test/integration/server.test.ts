@@ -324,6 +324,7 @@ test('lens and palette command arguments built by the extension are what the ser
   assert.deepEqual(runArgv.slice(0, 3), ['-m', 'openprogram.cli', 'run']);
   assert.deepEqual(runArgv.slice(-2), ['--', `${path.join(workspace, 'prog.py')}:summarize`]);
   assert.equal(runArgv[runArgv.indexOf('--args') + 1], '{"text": "hi"}');
+  assert.equal(runArgv.includes('--store'), false, `no --store on the command line: ${runArgv.join(' ')}`);
 
   // Resume…: the options object reaches the CLI as --policy / --rerun-uncertain
   const resumed = await session.connection.sendRequest<Record<string, unknown>>('workspace/executeCommand', {
@@ -331,8 +332,10 @@ test('lens and palette command arguments built by the extension are what the ser
     arguments: buildResumeArguments('0707070707070707', { policy: 'use_latest', rerunUncertain: true }),
   });
   assert.equal(resumed.status, 'completed', JSON.stringify(resumed));
+  // the store reaches the CLI as $OPENPROGRAM_STORE (the fake CLI records its calls in that
+  // store), never as --store on a command line other users can read
   assert.deepEqual(recordedCalls(store).at(-1), [
-    '-m', 'openprogram.cli', 'resume', '--json', '--store', store, '--policy', 'use_latest', '--rerun-uncertain', '--', '0707070707070707',
+    '-m', 'openprogram.cli', 'resume', '--json', '--policy', 'use_latest', '--rerun-uncertain', '--', '0707070707070707',
   ]);
 
   // Show Runs from the palette, no document: a list (empty here), not a usage error
