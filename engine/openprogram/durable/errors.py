@@ -98,6 +98,11 @@ class LeaseLost(BaseException):
     ``resume --force-takeover``): it stops at its next step and writes no more step records
     nor the run's state; its open session nodes are closed as errors."""
 
+    @staticmethod
+    def message(run_id: str) -> str:
+        """What such an execution says of the run (the step it stopped before may follow)."""
+        return f"run {run_id} is no longer held by this process (its lease was taken over)"
+
 
 class RunReleased(BaseException):
     """The executing worker is shutting down: the run goes back to its queue before its

@@ -299,8 +299,7 @@ def _outcome(db: RunStore, run_id: str, status: str, lease: str | None = None) -
     if run is None:  # pragma: no cover - deleted concurrently
         return RunOutcome(run_id, status)
     if lease is not None and run.owner_token != lease:
-        error = f"run {run_id} is no longer held by this process (its lease was taken over)"
-        return RunOutcome(run_id, run.status, error=error, lease_lost=True)
+        return RunOutcome(run_id, run.status, error=LeaseLost.message(run_id), lease_lost=True)
     return RunOutcome(
         run_id=run_id,
         status=run.status,

@@ -139,10 +139,7 @@ class Executor:
         if status == "cancelled" or cancel_requested:
             raise RunCancelled(f"run {self.run_id} was cancelled")
         if status != "running" or token != self.token:
-            raise LeaseLost(
-                f"run {self.run_id} is no longer held by this process (its lease was taken "
-                f"over); stopping before step '{name}'"
-            )
+            raise LeaseLost(f"{LeaseLost.message(self.run_id)}; stopping before step '{name}'")
         if pause_requested:
             raise RunPaused(
                 "requested",
