@@ -30,7 +30,7 @@ def check_store(store_dir: str) -> None:
 
 
 def _read(store_dir: str, program_path: str | None) -> dict[str, list[list[tuple[str, int]]]]:
-    from openprogram.errors import OpenProgramError
+    from openprogram.errors import OpenProgramError, StoreError
     from openprogram.store.runs import read_run_store
 
     try:
@@ -40,13 +40,11 @@ def _read(store_dir: str, program_path: str | None) -> dict[str, list[list[tuple
         with runs:
             return runs.recorded_step_sequences(program_path)
     except OpenProgramError as exc:
-        from openprogram.store.postgres import is_url, redact
+        if isinstance(exc, StoreError) and exc.store is not None:  # it names the store first
+            raise StoreUnreadable(str(exc)) from None
+        from openprogram.store.postgres import redacted_location
 
-        message = str(exc)
-        if message.startswith("store "):  # "store LOCATION: ...": it names the store itself
-            raise StoreUnreadable(message) from None
-        shown = redact(store_dir) if is_url(store_dir) else store_dir
-        raise StoreUnreadable(f"--store {shown}: {message}") from None
+        raise StoreUnreadable(f"--store {redacted_location(store_dir)}: {exc}") from None
 
 
 def recorded_steps(

@@ -40,4 +40,20 @@ class ReplayMismatch(OpenProgramError):
 
 
 class StoreError(OpenProgramError):
-    """The session store cannot be opened, read or written."""
+    """The session store cannot be opened, read or written.
+
+    ``store`` is set when the message starts by naming the store (``store LOCATION:
+    reason``, made by :meth:`about`): the store's location as messages show it (a URL
+    without its password). A caller that would name the store first (``openprogram-lint
+    --store``) then does not name it twice; ``None`` when the message does not start so.
+    """
+
+    def __init__(self, message: str, *, store: str | None = None) -> None:
+        super().__init__(message)
+        self.store = store
+
+    @classmethod
+    def about(cls, store: str, reason: str) -> StoreError:
+        """``store STORE: reason``: an error that names its store (``store`` already
+        redacted, :func:`openprogram.store.postgres.redacted_location`)."""
+        return cls(f"store {store}: {reason}", store=store)

@@ -38,7 +38,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from openprogram.contract.runs import RUN_ID_LENGTH, is_run_id
-from openprogram.store.postgres import redact
+from openprogram.store.postgres import redacted_location
 from openprogram.store.session_store import STORE_ENV
 
 from .entry_signature import EntryCheckError, check_run
@@ -257,7 +257,7 @@ async def run_cli(
     stream stderr, parse the JSON result, notify the client."""
     root = cwd or ls.root
     token = await _progress_begin(ls, title)
-    ls.log(f"$ OPENPROGRAM_STORE={redact(str(store))} {' '.join(argv)}")
+    ls.log(f"$ OPENPROGRAM_STORE={redacted_location(store)} {' '.join(argv)}")
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,

@@ -28,7 +28,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from openprogram.durable import queries
 from openprogram.durable.queries import RunRow
-from openprogram.store.postgres import redact
+from openprogram.store.postgres import redacted_location
 
 from .entry_signature import entry_signature
 from .raw_json import RawJSON
@@ -60,7 +60,7 @@ class FolderStore:
     @property
     def shown(self) -> str:
         """The store as the user may see it (a URL's password replaced by ``***``)."""
-        return redact(self.store) if isinstance(self.store, str) else str(self.store)
+        return redacted_location(self.store)
 
 
 def param(params: Any, key: str, default: Any = None) -> Any:

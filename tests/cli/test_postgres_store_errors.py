@@ -157,3 +157,31 @@ def test_the_language_server_log_does_not_show_the_password(
         [record] = [r for r in caplog.records if r.name.startswith("openprogram_lsp")]
         message = record.getMessage()
         assert SECRET not in message and 'database "nodb" does not exist' in message, message
+
+
+def test_an_engine_error_names_its_store_as_a_fact(pg_cluster: Cluster, tmp_path: Path) -> None:
+    """Which store an error names is an attribute of the error (``StoreError.store``: its
+    location without the password), not a prefix of its text: the linter's reader names an
+    unreadable store once, in the engine's words."""
+    from openprogram.errors import StoreError
+    from openprogram.store.postgres import redacted_location
+    from openprogram.store.runs import read_run_store
+    from openprogram_analyzers.store_adapter import StoreUnreadable, recorded_steps
+
+    for store in (url(pg_cluster, "nodb"), url(pg_cluster, "nodb", in_query=True)):
+        shown = redacted_location(store)
+        assert SECRET not in shown and "***" in shown and shown.startswith("postgresql://")
+        assert redacted_location(Path(store)) == redacted_location(str(Path(store)))
+        assert SECRET not in redacted_location(Path(store))  # a URL through a path setting
+        with pytest.raises(StoreError) as caught:
+            read_run_store(store)
+        assert caught.value.store == shown
+        with pytest.raises(StoreUnreadable) as unreadable:
+            recorded_steps(store)
+        assert str(unreadable.value) == str(caught.value) and str(caught.value).count(shown) == 1
+    a_file = tmp_path / "not-a-directory"
+    a_file.write_text("x", encoding="utf-8")
+    assert redacted_location(a_file) == str(a_file)
+    with pytest.raises(StoreUnreadable) as unreadable:
+        recorded_steps(str(a_file))
+    assert str(unreadable.value).startswith(f"store path {a_file} is a file")  # named once

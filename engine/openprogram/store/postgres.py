@@ -131,6 +131,13 @@ def redact(url: str) -> str:
     return "".join(out)
 
 
+def redacted_location(store: str | os.PathLike[str]) -> str:
+    """A store as messages show it: a PostgreSQL URL without its password, else the path
+    as given."""
+    text = os.fspath(store)
+    return redact(text) if is_url(text) else text
+
+
 def redact_text(text: str) -> str:
     """``text`` with the password of every PostgreSQL URL in it replaced by ``***``
     (an argument echoed back by a usage error: ``--store URL`` where none is taken)."""
@@ -261,7 +268,7 @@ class PostgresBackend(StoreBackend):
     # -- connections -------------------------------------------------------------------
     def _error(self, exc: BaseException) -> StoreError:
         msg = scrub(" ".join(str(exc).split()) or type(exc).__name__, self.url)
-        return StoreError(f"store {self.location}: {msg}")
+        return StoreError.about(self.location, msg)
 
     @contextmanager
     def connection(self) -> Iterator[Any]:

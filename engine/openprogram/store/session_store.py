@@ -47,7 +47,7 @@ def store_db_path(root_path: str | os.PathLike[str] | None = None) -> Path:
 def _prepare_root(root: Path, *, create: bool) -> Path:
     hint = "pass a directory with --store DIR or OPENPROGRAM_STORE"
     if root.exists() and not root.is_dir():
-        raise StoreError(f"store path {root} is a file, not a directory; {hint}")
+        raise StoreError(f"store path {root} is a file, not a directory; {hint}", store=str(root))
     if not root.exists():
         if not create:
             raise StoreError(f"no store at {root}; {hint}")

@@ -155,7 +155,7 @@ def db_error(exc: BaseException, location: str, busy_timeout_s: float) -> StoreE
         )
     if "disk" in low or "full" in low or "i/o" in low:
         return StoreError(f"cannot write the store {location} ({msg}); check free disk space")
-    return StoreError(f"store {location}: {msg}")
+    return StoreError.about(location, msg)
 
 
 def _node(row: Sequence[Any]) -> Node:

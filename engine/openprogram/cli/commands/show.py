@@ -40,10 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     store = open_existing_store(args)
     if store is None:
-        from openprogram.store.postgres import redact
+        from openprogram.store.postgres import redacted_location
 
-        url = store_url(args.store)  # an empty database: named without its password
-        where = redact(url) if url else resolve_root(args.store)
+        # no store directory, or an empty database (named without its password)
+        where = redacted_location(store_url(args.store) or resolve_root(args.store))
         raise CliError(
             f"no session {args.id!r}: there is no store at {where}; "
             "pass --store DIR|URL or set OPENPROGRAM_STORE"
