@@ -144,3 +144,84 @@ def test_runs_and_show_are_aligned_tables_fitted_to_the_terminal(tmp_path: Path)
     assert shown[-1].split()[1:4] == ["code", "publish", "completed"]
     # piped, show keeps one line per node
     assert piped(tmp_path, "show", report_id)[1].startswith("code build_report [completed] ")
+
+
+PAUSING = """
+import os
+
+from openprogram import step
+from openprogram.durable import current_run_id, pause_run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def charge(i: int) -> int:
+    if i == 2 and os.path.exists(os.path.join(HERE, "crash")):
+        os._exit(9)  # the process dies inside the step: its result is never saved
+    return i
+
+
+def ask_pause(i: int) -> int:
+    pause_run(current_run_id())
+    return i
+
+
+def billing(n: int = 3) -> int:
+    total = 0
+    for i in range(n):
+        total += step("charge", charge, i)
+    return total
+
+
+def pausing() -> int:
+    step("ask", ask_pause, 1)
+    return step("after", charge, 0)
+
+
+billing.__agent_options__ = {"resumable": True}
+pausing.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["billing", "pausing"]
+"""
+
+
+def test_runs_and_show_say_why_a_run_paused(tmp_path: Path) -> None:
+    """A run paused on an uncertain step and one paused on request: ``runs`` tells them
+    apart (the ``pause_reason`` of ``--json``), fitted to a terminal; ``show`` says the same."""
+    (tmp_path / "billing.py").write_text(PAUSING, encoding="utf-8")
+    (tmp_path / "crash").touch()
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [OPENPROGRAM, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+            env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        )  # fmt: skip
+
+    assert cli("run", "billing.py:billing").returncode == 9  # died inside charge #2
+    [dead] = [r["run_id"] for r in json.loads(cli("runs", "--json").stdout)]
+    resumed = cli("resume", dead, "--json")
+    assert resumed.returncode == 3 and json.loads(resumed.stdout)["paused_step"] == "charge"
+    requested = cli("run", "billing.py:pausing", "--json")
+    assert requested.returncode == 3, requested.stderr
+    asked = json.loads(requested.stdout)["run_id"]
+
+    listed = {r["run_id"]: r for r in json.loads(cli("runs", "--json").stdout)}
+    assert {rid: r["pause_reason"] for rid, r in listed.items()} == {
+        dead: "uncertain",
+        asked: "requested",
+    }
+    for lines in (piped(tmp_path, "runs"), on_tty(tmp_path, "runs", columns=80)):
+        header = lines[0]
+        assert header.split() == ["RUN_ID", "STATUS", "ENTRY", "PAUSED_STEP", "UPDATED"]
+        rows = {line.split()[0]: line for line in lines[1:]}
+        assert rows[dead].split()[1:5] == ["paused", "(uncertain)", "billing", "charge"]
+        assert rows[asked].split()[1:5] == ["paused", "(requested)", "pausing", "after"]
+        starts = column_starts(header, header, ["STATUS", "ENTRY", "PAUSED_STEP", "UPDATED"])
+        assert all(cells_start_at(line, starts) for line in lines[1:]), lines
+        assert all(cell_width(line) <= 80 for line in lines), lines
+
+    assert piped(tmp_path, "show", dead)[0].endswith(
+        "; run paused (uncertain) at step 'charge' (occurrence 2)"
+    )
+    assert on_tty(tmp_path, "show", asked, columns=80)[0].endswith(
+        "; run paused (requested) at step 'after'"
+    )

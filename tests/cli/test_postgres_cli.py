@@ -66,6 +66,11 @@ def test_run_pause_lint_resume_show_cancel_on_postgresql(work: Path, pg_dsn: str
     rid = out.run_id
     listed = json.loads(run("runs", "--json", "--store", pg_dsn, cwd=work).stdout)
     assert [(r["run_id"], r["status"]) for r in listed] == [(rid, "paused")]
+    # the table and `show` say why it paused, as on SQLite
+    [row] = run("runs", "--store", pg_dsn, cwd=work).stdout.splitlines()[1:]
+    assert row.split()[:5] == [rid, "paused", "(requested)", "main", "c"], row
+    shown = run("show", rid, "--store", pg_dsn, cwd=work).stdout.splitlines()[0]
+    assert shown.endswith("; run paused (requested) at step 'c'"), shown
     # the linter reads the recorded steps of the paused run from PostgreSQL (OP209)
     edited = PROGRAM.replace('step("a", act, "a")', 'step("a2", act, "a")')
     (work / "prog.py").write_text(edited, encoding="utf-8")

@@ -59,13 +59,16 @@ def _children(nodes: list[Node]) -> tuple[list[Node], dict[str, list[Node]]]:
     return roots, kids
 
 
-def render_tree(session: Session, nodes: list[Node], width: int | None = None) -> str:
+def render_tree(
+    session: Session, nodes: list[Node], width: int | None = None, *, run_state: str | None = None
+) -> str:
     """The session header and its nodes nested by ``caller_id`` (each level in call order:
     ``seq``, with the branches of a ``parallel`` call by index, see
     :func:`openprogram.history.call_order`).
 
     With a terminal ``width`` the nodes are an aligned table (NODE, STATUS, DURATION,
     OUTPUT) fitted to it; without, one ``kind name [status] duration -> output`` line each.
+    ``run_state`` (the session is a run's) ends the header: ``; run paused (requested)``.
     """
     tee, last, bar, gap = (
         ("├── ", "└── ", "│   ", "    ")
@@ -79,7 +82,8 @@ def render_tree(session: Session, nodes: list[Node], width: int | None = None) -
     )
     head = session.head_id[:8] if session.head_id else "-"
     name = f" ({session.name})" if session.name and session.name != session.id else ""
-    lines = [f"session {session.id}{name}: {len(nodes)} nodes, head {head}"]
+    run = f"; run {run_state}" if run_state else ""
+    lines = [f"session {session.id}{name}: {len(nodes)} nodes, head {head}{run}"]
     rows: list[tuple[str, str, str, str]] = []
     roots, kids = _children(nodes)
     # Iterative depth-first walk: (node, prefix for its line, prefix for its children).

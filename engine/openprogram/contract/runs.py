@@ -81,6 +81,26 @@ POLICIES: tuple[str, ...] = tuple(p.value for p in Policy)
 DURABILITY_MODES: tuple[str, ...] = tuple(d.value for d in Durability)
 DEFAULT_POLICY = Policy.KEEP_ORIGINAL
 
+
+def state_text(status: str, pause_reason: str | None) -> str:
+    """A run's state as ``openprogram runs`` and ``show`` print it: the stored status, and
+    for a paused run its stored :class:`PauseReason` (the ``status`` and ``pause_reason``
+    of ``--json``): ``paused (uncertain)``, ``paused (requested)``,
+    ``paused (awaiting_approval)``."""
+    if status == RunStatus.PAUSED and pause_reason:
+        return f"{RunStatus.PAUSED} ({pause_reason})"
+    return str(status)
+
+
+def paused_at(step: str | None, occurrence: int | None) -> str:
+    """Where a paused run stopped, for a message: `` at step 'NAME'`` with
+    `` (occurrence N)`` after a step's first call; ``""`` when no step is known."""
+    if not step:
+        return ""
+    where = f" at step '{step}'"
+    return where + f" (occurrence {occurrence})" if occurrence else where
+
+
 RUN_ID_LENGTH = 16
 """A run id is ``RUN_ID_LENGTH`` lowercase hex digits (see :func:`new_run_id`)."""
 

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from openprogram.cli.exits import Exit, code_for, error_line, for_status, report_error
+from openprogram.contract.runs import paused_at
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED = Exit.OK, Exit.FAILED, Exit.USAGE, Exit.PAUSED
 
@@ -112,10 +113,7 @@ def report_outcome(outcome: Any, as_json: bool) -> int:
         print(f"run {rid} completed")
         print(json.dumps(outcome.result, ensure_ascii=False, indent=2, default=repr))
     elif outcome.status == "paused":
-        occ = outcome.paused_occurrence
-        where = f" at step '{outcome.paused_step}'" if outcome.paused_step else ""
-        if outcome.paused_step and occ:
-            where += f" (occurrence {occ})"
+        where = paused_at(outcome.paused_step, outcome.paused_occurrence)
         print(f"run {rid} paused{where}: {outcome.error}")
         hint = " --rerun-uncertain" if outcome.pause_reason == "uncertain" else ""
         if outcome.pause_reason == "incompatible":

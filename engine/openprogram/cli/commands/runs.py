@@ -1,4 +1,9 @@
-"""``openprogram runs [--status S] [--json] [--store DIR]``: list run records."""
+"""``openprogram runs [--status S] [--json] [--store DIR]``: list run records.
+
+The table's STATUS says why a paused run paused (``paused (uncertain)``, ``paused
+(requested)``, ``paused (awaiting_approval)``: :func:`~openprogram.contract.runs.state_text`
+of the ``status`` and ``pause_reason`` that ``--json`` prints).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from typing import Any
 
 from openprogram.cli.common import add_store_argument
 from openprogram.cli.table import format_table, terminal_width
-from openprogram.contract.runs import RUN_STATES, PauseReason, RunStatus
+from openprogram.contract.runs import RUN_STATES, PauseReason, RunStatus, state_text
 
 NAME = "runs"
 HELP = "list runs"
@@ -47,9 +52,7 @@ def execute(ns: argparse.Namespace) -> int:
     rows = [("RUN_ID", "STATUS", "ENTRY", "PAUSED_STEP", "UPDATED")]
     for r in runs:
         updated = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.updated_at))
-        status = r.status
-        if status == RunStatus.PAUSED and r.pause_reason == PauseReason.AWAITING_APPROVAL:
-            status = PauseReason.AWAITING_APPROVAL.value  # a decision is needed, not a resume
+        status = state_text(r.status, r.pause_reason)  # "paused (uncertain)": why it paused
         rows.append((r.id, status, r.function_qualname, r.paused_step or "-", updated))
     for line in format_table(rows[0], rows[1:], flex=2, width=terminal_width()):
         print(line)

@@ -1,6 +1,8 @@
 """``openprogram show ID [--format tree|json|mermaid|html] [--store DIR]``: one session's DAG.
 
-A durable run's id is also its session's id, so run ids work too. ``html`` writes one
+A durable run's id is also its session's id, so run ids work too: the tree's first line
+then says the run's state as ``openprogram runs`` does (``run paused (uncertain) at step
+'charge'``). ``html`` writes one
 self-contained page (the run graph the VS Code extension draws) to stdout, or to
 ``--output FILE``.
 """
@@ -14,6 +16,7 @@ from openprogram.cli.common import CliError, add_store_argument, cannot_write, o
 from openprogram.cli.graph import graph_json, render_html
 from openprogram.cli.render import render_mermaid, render_tree
 from openprogram.cli.table import terminal_width
+from openprogram.contract.runs import RunStatus, paused_at, state_text
 from openprogram.durable import queries
 from openprogram.store import Session, resolve_root, store_url
 
@@ -64,7 +67,15 @@ def execute(args: argparse.Namespace) -> int:
     elif args.format == "html":
         text = render_html(*_graph(store_url(args.store) or store.location, session))
     else:
-        text = render_tree(session, nodes, terminal_width() if not args.output else None)
+        run = queries.get_run(store_url(args.store) or store.location, session.id)
+        state = None
+        if run is not None:  # the run's state as `openprogram runs` says it, and its step
+            where = paused_at(run.paused_step, run.paused_occurrence)
+            state = state_text(run.status, run.pause_reason) + (
+                where if run.status == RunStatus.PAUSED else ""
+            )
+        width = terminal_width() if not args.output else None
+        text = render_tree(session, nodes, width, run_state=state)
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as fh:
