@@ -86,7 +86,13 @@ def test_run_pause_lint_resume_show_cancel_on_postgresql(work: Path, pg_dsn: str
     assert show.returncode == 0 and "code main [completed]" in show.stdout, show.stderr
     proc = run("run", "prog.py:main", "--args", args, "--store", pg_dsn, "--json", cwd=work)
     second = json.loads(proc.stdout)["run_id"]
-    assert run("cancel", second, "--store", pg_dsn, cwd=work).returncode == 0
+    cancel = run("cancel", second, "--store", pg_dsn, "--json", cwd=work)
+    assert cancel.returncode == 0, cancel.stderr
+    assert json.loads(cancel.stdout) == {
+        "run_id": second,
+        "status": "cancelled",
+        "cancel": "cancelled",
+    }
     listed = json.loads(
         run("runs", "--status", "cancelled", "--json", "--store", pg_dsn, cwd=work).stdout
     )

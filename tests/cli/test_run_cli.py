@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,7 @@ def test_bad_args_exit_2(work: Path, args: list[str], message: str) -> None:
         (["runs", "--status", "bogus"], "argument --status: invalid choice: 'bogus'"),
         (["resume", "x", "--policy", "newest"], "argument --policy: invalid choice"),
         (["run"], "the following arguments are required"),
+        (["cancel"], "the following arguments are required: RUN_ID"),
     ],
 )
 def test_a_usage_error_is_one_error_line_and_with_json_one_object(
@@ -186,3 +188,46 @@ def test_a_bad_lease_length_is_a_clear_error(work: Path, lease: str) -> None:
         assert line.startswith("openprogram: error: OPENPROGRAM_LEASE_S=")
         assert repr(lease) in line and "seconds > 0" in line
     assert calls(work) == ["a 1", "slow 2", "c 3"]  # the bad runs started nothing
+
+
+def test_cancel_json_says_whether_the_cancel_took_effect(work: Path) -> None:
+    """``cancel --json``: one object, ``"cancel": "requested"`` for a run another live process
+    executes (it stops at its next step), ``"cancelled"`` when done; errors as JSON."""
+    (work / "block_gate").touch()
+    executing = subprocess.Popen(
+        [OPENPROGRAM, "run", "prog.py:waiting", "--store", "st", "--json"],
+        cwd=work, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while "wait gate" not in calls(work):  # inside its workflow, between steps
+            assert executing.poll() is None, executing.communicate()
+            assert time.monotonic() < deadline, "the run never reached its workflow"
+            time.sleep(0.01)
+        code, runs = cli_json("runs", "--store", "st", cwd=work)
+        [running] = [r["run_id"] for r in runs]
+        code, out = cli_json("cancel", running, "--store", "st", cwd=work)
+        assert code == 0
+        assert out == {"run_id": running, "status": "running", "cancel": "requested"}
+    finally:
+        (work / "block_gate").unlink()
+        stdout, _ = executing.communicate(timeout=120)
+    assert executing.returncode == 1 and json.loads(stdout)["status"] == "cancelled"
+    assert "c 2" not in calls(work)  # stopped before its next step
+
+    code, out = cli_json("cancel", running, "--store", "st", cwd=work)
+    assert code == 2 and out["run_id"] == running and out["status"] == "error"
+    assert f"run {running} is already cancelled" in out["error"]
+
+    (work / "fail_c").touch()
+    code, failed = cli_json("run", "prog.py:main", "--store", "st", cwd=work)
+    assert code == 1 and failed["status"] == "failed"
+    code, out = cli_json("cancel", failed["run_id"], "--store", "st", cwd=work)
+    assert code == 0
+    assert out == {"run_id": failed["run_id"], "status": "cancelled", "cancel": "cancelled"}
+    code, listed = cli_json("runs", "--status", "cancelled", "--store", "st", cwd=work)
+    assert sorted(r["run_id"] for r in listed) == sorted([running, failed["run_id"]])
+
+    code, out = cli_json("cancel", "0123456789abcdef", "--store", "st", cwd=work)
+    assert code == 2 and out["run_id"] == "0123456789abcdef" and out["status"] == "error"
+    assert "no run '0123456789abcdef'" in out["error"]

@@ -1,17 +1,25 @@
-"""``openprogram cancel RUN_ID [--kill] [--store DIR]``: cancel a run.
+"""``openprogram cancel RUN_ID [--kill] [--store DIR] [--json]``: cancel a run.
 
 A run that another live process executes is only *requested* to cancel: that process
 stops at its next step (a safe point) and records it; ``--kill`` ends such a process of
 this machine (SIGTERM, then SIGKILL) — for an entry stuck outside any step — unless it is
 a worker that also executes other runs (exit 2; the cancel stays requested).
+
+``--json`` prints one object: ``{"run_id", "status", "cancel"}``, ``cancel`` being what
+:func:`~openprogram.durable.runner.cancel_run` returned — ``"cancelled"`` (done: the
+run's ``status`` is ``cancelled``) or ``"requested"`` (the run is still ``running`` in
+its process, which records the cancel at its next step); an error is the one error
+object of every command (``{"run_id", "status": "error", "error"}``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from openprogram.cli.common import add_store_argument
+from openprogram.contract.runs import RunStatus
 
 NAME = "cancel"
 HELP = "cancel a run"
@@ -25,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="end the local process executing the run (SIGTERM, then SIGKILL)",
     )
     add_store_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def execute(ns: argparse.Namespace) -> int:
@@ -35,8 +44,11 @@ def execute(ns: argparse.Namespace) -> int:
     try:
         state = cancel_run(ns.run_id, store=ns.store, kill=ns.kill)
     except OpenProgramError as exc:
-        return cs.command_error("cancel", exc, False)
-    if state == "requested":
+        return cs.command_error("cancel", exc, ns.json)
+    if ns.json:
+        status = RunStatus.RUNNING if state == "requested" else RunStatus.CANCELLED
+        print(json.dumps({"run_id": ns.run_id, "status": str(status), "cancel": state}))
+    elif state == "requested":
         print(
             f"run {ns.run_id}: cancel requested; the process executing it stops at its next "
             "step (use --kill to end a local process now)"
