@@ -110,7 +110,9 @@ def test_awaiting_run_is_listed_and_never_resumed_without_a_decision(
     assert listed["pause_reason"] == "awaiting_approval"
     assert listed["paused_step"] == "delete_file"
     table = _cli(folder, openai_server, "runs", "--status", "awaiting_approval", "--store", st)
-    assert rid in table.stdout and "awaiting_approval" in table.stdout
+    assert rid in table.stdout and "paused (awaiting_approval)" in table.stdout
+    shown = _cli(folder, openai_server, "show", rid, "--store", st).stdout.splitlines()[0]
+    assert shown.endswith("; run paused (awaiting_approval) at step 'delete_file'"), shown
     auto = _cli(folder, openai_server, "resume", "--all-interrupted", "--store", st)
     assert auto.returncode == 0 and "no interrupted runs" in auto.stdout
     plain = _cli(folder, openai_server, "resume", rid, "--store", st)
