@@ -64,6 +64,14 @@ def run_worker(
     stats = WorkerStats()
     lock = threading.Lock()
     runs: RunStore = open_run_store(store, durability=durability)
+    said: set[str] = set()  # store errors logged since the store last answered
+
+    def warn(message: str) -> None:
+        """Log a store error once while it lasts: a lost database fails every claim
+        (each waits ``OPENPROGRAM_PG_WAIT_S`` once, then a moment: one line per poll)."""
+        if message not in said:
+            said.add(message)
+            log.warning("%s", message)
 
     def execute(run_id: str, owner: Owner) -> None:
         run = runs.get_run(run_id)
@@ -91,13 +99,19 @@ def run_worker(
                     owner = Owner.this_process()
                     try:
                         claimed = runs.claim_next(queue, owner, lease, limit=queue_limit)
+                        said.clear()
                     except StoreError as exc:
                         stats.claim_errors += 1
-                        log.warning("claiming from %s: %s", runs.location, exc)
+                        warn(f"claiming from {runs.location}: {exc}")
                     if claimed is not None:
                         active.add(pool.submit(execute, claimed.id, owner))
                         continue
-                if exit_when_idle and claimed is None and not active and not _pending(runs, queue):
+                if (
+                    exit_when_idle
+                    and claimed is None
+                    and not active
+                    and not _pending(runs, queue, warn)
+                ):
                     break
                 stop.wait(poll_s)
             for f in active:
@@ -107,11 +121,11 @@ def run_worker(
     return stats
 
 
-def _pending(runs: RunStore, queue: str) -> bool:
+def _pending(runs: RunStore, queue: str, warn: Callable[[str], None]) -> bool:
     """Whether a run of ``queue`` is still queued or running (``True`` when the store
     cannot tell right now: keep waiting)."""
     try:
         return runs.count_unfinished(queue) > 0
     except StoreError as exc:
-        log.warning("reading %s: %s", runs.location, exc)
+        warn(f"reading {runs.location}: {exc}")
         return True

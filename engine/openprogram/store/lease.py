@@ -36,25 +36,31 @@ LEASE_ENV = "OPENPROGRAM_LEASE_S"
 DEFAULT_LEASE_S = 30.0
 
 
-def lease_seconds() -> float:
-    """The lease length: ``$OPENPROGRAM_LEASE_S`` (seconds) or 30 when unset or empty.
+def env_seconds(env: str, default: float, what: str) -> float:
+    """``$env`` as a number of seconds, or ``default`` when it is unset or empty.
 
-    Raises :class:`~openprogram.errors.ConfigError` for a value that is not a finite
-    number of seconds > 0 (``abc``, ``0``, ``-5``, ``nan``, ``inf``).
+    Raises :class:`~openprogram.errors.ConfigError` (one line, naming ``what`` the setting
+    is) for a value that is not a finite number of seconds > 0 (``abc``, ``0``, ``-5``,
+    ``nan``, ``inf``).
     """
-    raw = os.environ.get(LEASE_ENV)
+    raw = os.environ.get(env)
     if not raw:
-        return DEFAULT_LEASE_S
+        return default
     try:
         value = float(raw)
     except ValueError:
         value = math.nan
     if not 0 < value < math.inf:
         raise ConfigError(
-            f"{LEASE_ENV}={raw!r} is not a lease length: use a finite number of seconds > 0 "
-            f"(default {DEFAULT_LEASE_S:g})"
+            f"{env}={raw!r} is not {what}: use a finite number of seconds > 0 (default {default:g})"
         )
     return value
+
+
+def lease_seconds() -> float:
+    """The lease length: ``$OPENPROGRAM_LEASE_S`` (seconds) or 30 when unset or empty
+    (a bad value: :func:`env_seconds`)."""
+    return env_seconds(LEASE_ENV, DEFAULT_LEASE_S, "a lease length")
 
 
 @lru_cache(maxsize=1)

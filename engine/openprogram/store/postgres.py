@@ -11,6 +11,10 @@ nodes keep the SQLite semantics (:class:`~openprogram.store.base.StoreBackend`):
   every method called inside it. A step's records need none: the run store writes them
   in one statement (``postgres_runs``).
 * The pool hands out a connection without a round trip to check it (:func:`check_idle`).
+* A database that went away is waited for at most ``$OPENPROGRAM_PG_WAIT_S`` seconds
+  (:func:`wait_seconds`) from the first statement that found it gone: the statements
+  after it (a run's last writes before it stops) only take a connection the pool got
+  back meanwhile, so giving up takes that long, not that long per statement.
 
 Migrations (:data:`PG_MIGRATIONS`) run under a transaction-level advisory lock, so many
 processes starting at once against a new database apply each migration exactly once.
@@ -34,6 +38,7 @@ from openprogram.store.base import UNSET, StoreBackend, _Unset
 from openprogram.store.ids import new_id
 from openprogram.store.jsoncodec import dumps as _dumps
 from openprogram.store.jsoncodec import loads as _loads
+from openprogram.store.lease import env_seconds
 from openprogram.store.models import Node, Session
 from openprogram.store.pg_migrations import PG_MIGRATIONS, migrate, schema_version
 
@@ -201,6 +206,20 @@ CONNECT_TIMEOUT_S = 10
 """How long opening a store waits for the server to answer (``connect_timeout`` in the
 URL, if given, wins: libpq reads the URL's own parameter over this default)."""
 
+WAIT_ENV = "OPENPROGRAM_PG_WAIT_S"
+DEFAULT_WAIT_S = 30.0
+LAST_TRY_S = 0.1
+"""How long a statement waits for a connection once the database has been away for the
+whole wait: the pool's own reconnection is still taken (a worker's next claim after the
+database came back), the give-up path is not made longer."""
+
+
+def wait_seconds() -> float:
+    """How long a PostgreSQL store waits for a database that went away (a restart, a
+    failover) before the statement, and with it the run, gives up: ``$OPENPROGRAM_PG_WAIT_S``
+    seconds, or 30 when unset or empty (``ConfigError`` for a bad value: a usage error)."""
+    return env_seconds(WAIT_ENV, DEFAULT_WAIT_S, "a time to wait for the database")
+
 
 class PostgresBackend(StoreBackend):
     """Sessions and nodes in a PostgreSQL database (see module docstring)."""
@@ -212,15 +231,26 @@ class PostgresBackend(StoreBackend):
         synchronous_commit: bool = False,
         max_size: int = 16,
         migrate_schema: bool = True,
+        wait_s: float | None = None,
     ) -> None:
+        """``wait_s``: how long statements wait for a database that went away, in all
+        (default :func:`wait_seconds`)."""
+        self.wait_s = wait_seconds() if wait_s is None else wait_s
+        self._wait_named = f" ({WAIT_ENV})" if wait_s is None else ""  # said when it ends a wait
         try:
             import psycopg
-            from psycopg_pool import ConnectionPool
+            from psycopg_pool import ConnectionPool, PoolTimeout
         except ImportError:  # pragma: no cover - optional dependency
             raise StoreError(
                 "a postgresql:// store needs psycopg 3: pip install 'openprogram[postgres]'"
             ) from None
         self._psycopg = psycopg
+        self._pool_timeout = PoolTimeout
+        # When the database was found gone: the start of the oldest checkout that failed
+        # (None: it answers), and of the checkouts in progress (one may be waiting).
+        self._lost_at: float | None = None
+        self._checkouts: list[float] = []
+        self._checkout_lock = threading.Lock()
         self.url = url
         self.location = redact(url)
         self.synchronous_commit = synchronous_commit
@@ -246,10 +276,10 @@ class PostgresBackend(StoreBackend):
                 kwargs=options,
                 check=check_idle,
                 open=True,
-                timeout=30.0,
-                reconnect_timeout=60.0,
+                timeout=self.wait_s,
+                reconnect_timeout=self.wait_s,
             )
-            self.pool.wait(timeout=30.0)
+            self.pool.wait(timeout=self.wait_s)
         except Exception as exc:
             raise self._error(exc) from None
         if migrate_schema:
@@ -270,6 +300,48 @@ class PostgresBackend(StoreBackend):
         msg = scrub(" ".join(str(exc).split()) or type(exc).__name__, self.url)
         return StoreError.about(self.location, msg)
 
+    def _getconn(self) -> Any:
+        """A connection from the pool, waited for at most what is left of ``wait_s`` since
+        the database was found gone: since the oldest failed checkout, else the oldest
+        one still waiting (another thread's: a heartbeat and a step wait for the same
+        database). At least ``LAST_TRY_S``; ``StoreError`` when none came. A connection
+        handed out ends the outage."""
+        started = time.monotonic()
+        with self._checkout_lock:
+            since = (
+                self._lost_at
+                if self._lost_at is not None
+                else min(self._checkouts, default=started)
+            )
+            self._checkouts.append(started)
+        left = max(self.wait_s - (started - since), LAST_TRY_S)
+        try:
+            conn = self.pool.getconn(timeout=left)
+        except self._pool_timeout:
+            with self._checkout_lock:
+                if self._lost_at is None:
+                    self._lost_at = since
+            raise StoreError(
+                f"store {self.location}: no connection to the database within "
+                f"{self.wait_s:g} s{self._wait_named}"
+            ) from None
+        else:
+            self._lost_at = None
+        finally:
+            with self._checkout_lock:
+                self._checkouts.remove(started)
+        return conn
+
+    @contextmanager
+    def _pooled(self) -> Iterator[Any]:
+        """A connection from the pool (:meth:`_getconn`) for the block, then returned."""
+        conn = self._getconn()
+        try:
+            with conn:
+                yield conn
+        finally:
+            self.pool.putconn(conn)
+
     @contextmanager
     def connection(self) -> Iterator[Any]:
         """This thread's open transaction connection, else one from the pool (autocommit)."""
@@ -280,7 +352,7 @@ class PostgresBackend(StoreBackend):
             yield conn
             return
         try:
-            with self.pool.connection() as conn:
+            with self._pooled() as conn:
                 yield conn
         except self._psycopg.Error as exc:
             raise self._error(exc) from None
@@ -295,7 +367,7 @@ class PostgresBackend(StoreBackend):
         if self._closed:
             raise StoreError(f"the store {self.location} is closed; open a new store")
         try:
-            with self.pool.connection() as conn, conn.transaction():
+            with self._pooled() as conn, conn.transaction():
                 self._local.tx = conn
                 try:
                     yield conn
@@ -346,7 +418,7 @@ class PostgresBackend(StoreBackend):
                 return None
             self._pins += 1
         try:
-            conn = pin[0] = self.pool.getconn()
+            conn = pin[0] = self._getconn()
         except BaseException as exc:
             with self._pin_lock:
                 self._pins -= 1
