@@ -3,7 +3,8 @@
 Reads through the store's read API (:func:`openprogram.store.runs.read_run_store`,
 read-only): a missing store, a missing table or a locked database yields no runs, never
 an exception or a hang. A PostgreSQL store is read only while :data:`GATE` finds it
-readable (probed off the event loop).
+readable (probed off the event loop), through the server's one reader of its URL
+(``queries.READERS``: opened by the first probe or read, kept for the server's life).
 """
 
 from __future__ import annotations
@@ -12,17 +13,19 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
+from openprogram.durable.queries import READERS
 from openprogram.errors import OpenProgramError
 from openprogram.store.lease import owner_alive
 from openprogram.store.postgres import is_url, redact, redact_text
-from openprogram.store.runs import RunRecord, RunStore, read_run_store
+from openprogram.store.runs import RunRecord, RunStore
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 DB_NAME = "openprogram.db"  # the SQLite store's database file in a store directory
 
 
@@ -60,9 +63,13 @@ class StoreGate:
     """Whether the server may read a PostgreSQL store now. Each URL is probed (opened and
     closed) in a background thread, so an unreachable, refusing or hung server never
     blocks the event loop: until a probe succeeds, and while the last one failed, the
-    store yields no runs. Probes repeat every ``RECHECK_S``. ``on_change(url, error)``
-    runs on the event loop when a store's state changes (``error`` None: readable; the
-    message never holds the URL's password). SQLite stores are always read."""
+    store yields no runs. Probes repeat every ``RECHECK_S``; a probe reads through the
+    server's reader of the URL (a round trip), and opens a new one when that fails, so
+    the reason it reports is the database's own. A read that failed stops reads until
+    a probe, started at once, succeeds: the probe says why (one message per outage).
+    ``on_change(url, error)`` runs on the event loop when a store's state changes
+    (``error`` None: readable; the message never holds the URL's password). SQLite
+    stores are always read."""
 
     RECHECK_S = 30.0
 
@@ -70,6 +77,8 @@ class StoreGate:
         self.on_change: Callable[[str, str | None], None] | None = None
         self._state: dict[str, tuple[float, str | None]] = {}  # url -> (checked, error)
         self._probing: set[str] = set()
+        self._suspect: set[str] = set()  # a read failed: not read until a probe succeeds
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
 
     def readable(self, store: Path | str) -> bool:
@@ -78,31 +87,34 @@ class StoreGate:
         with self._lock:
             state = self._state.get(store)
             due = state is None or time.monotonic() - state[0] > self.RECHECK_S
-            if due and store not in self._probing:
-                self._probing.add(store)
-                threading.Thread(
-                    target=self._probe, args=(store, _loop()), name="openprogram-store-probe",
-                    daemon=True,
-                ).start()  # fmt: skip
-        return state is not None and state[1] is None
+            if (due or store in self._suspect) and store not in self._probing:
+                self._start_probe(store)
+            return state is not None and state[1] is None and store not in self._suspect
+
+    def _start_probe(self, url: str) -> None:
+        self._loop = _loop() or self._loop  # where on_change runs (failed() may be off it)
+        self._probing.add(url)
+        threading.Thread(
+            target=self._probe, args=(url, self._loop), name="openprogram-store-probe",
+            daemon=True,
+        ).start()  # fmt: skip
 
     def error(self, store: Path | str) -> str | None:
         state = self._state.get(store) if isinstance(store, str) else None
         return None if state is None else state[1]
 
     def failed(self, store: Path | str, exc: BaseException) -> None:
-        """A read of ``store`` failed: no more reads until a probe succeeds."""
+        """A read of ``store`` failed: no more reads until a probe (started now)
+        succeeds; the probe's outcome is what is said."""
         if isinstance(store, str) and is_url(store):
-            self._set(store, message(store, exc), _loop())
+            with self._lock:
+                self._suspect.add(store)
+                if store not in self._probing:
+                    self._start_probe(store)
 
     def _probe(self, url: str, loop: asyncio.AbstractEventLoop | None) -> None:
-        error: str | None = None
         try:
-            runs = read_run_store(url)
-            if runs is not None:
-                runs.close()
-        except Exception as exc:
-            error = message(url, exc)
+            error = _probe_error(url)
         finally:
             with self._lock:
                 self._probing.discard(url)
@@ -112,8 +124,10 @@ class StoreGate:
         with self._lock:
             old = self._state.get(url)
             self._state[url] = (time.monotonic(), error)
+            was_suspect = url in self._suspect
+            self._suspect.discard(url)
         callback = self.on_change
-        if callback is None or (old is not None and old[1] == error):
+        if callback is None or (old is not None and old[1] == error and not was_suspect):
             return
         if loop is None:
             callback(url, error)
@@ -128,6 +142,24 @@ def _loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
+def _probe_error(url: str) -> str | None:
+    """Why ``url`` cannot be read now (None: it can): a round trip through the server's
+    reader of it; when that fails on a reader kept from before (it is closed then), once
+    more through a new one, whose error is the database's own (refused, no such role),
+    not the wait for a pooled connection."""
+    retry = READERS.is_open(url)
+    while True:
+        try:
+            with READERS.reading(url) as runs:
+                if runs is not None:
+                    runs.change_marker()
+            return None
+        except Exception as exc:
+            if not retry:
+                return message(url, exc)
+            retry = False
+
+
 def message(store: Path | str, exc: BaseException) -> str:
     """One line saying why ``store`` cannot be read (the engine's ``StoreError`` texts
     hide the password; any other error is named by its type only)."""
@@ -140,21 +172,23 @@ def message(store: Path | str, exc: BaseException) -> str:
 GATE = StoreGate()
 
 
-@contextmanager
-def _reader(store_dir: Path | str) -> Iterator[RunStore | None]:
-    """The store's read API (``None`` when there is no store or it cannot be read)."""
-    runs: RunStore | None = None
-    if GATE.readable(store_dir):
-        try:
-            runs = read_run_store(store_dir)
-        except Exception as exc:  # locked, corrupt, newer schema, server gone
-            log.info("no runs from %s: %s", redact_text(str(store_dir)), message(store_dir, exc))
-            GATE.failed(store_dir, exc)
+def _read(store_dir: Path | str, fn: Callable[[RunStore], T], empty: T) -> T:
+    """``fn`` on the store's read API (``READERS``); ``empty`` when there is no store or
+    it cannot be read. A store that cannot be opened is told to :data:`GATE`."""
+    if not GATE.readable(store_dir):
+        return empty
+    opened = False
     try:
-        yield runs
-    finally:
-        if runs is not None:
-            runs.close()
+        with READERS.reading(store_dir) as runs:
+            opened = True
+            return empty if runs is None else fn(runs)
+    except Exception as exc:  # locked, corrupt, newer schema, server gone
+        if opened and not isinstance(exc, OpenProgramError):
+            raise
+        log.info("no runs from %s: %s", redact_text(str(store_dir)), message(store_dir, exc))
+        if not opened:
+            GATE.failed(store_dir, exc)
+        return empty
 
 
 def _info(runs: RunStore, r: RunRecord) -> RunInfo:
@@ -181,27 +215,19 @@ def _info(runs: RunStore, r: RunRecord) -> RunInfo:
 
 def runs_for_file(store_dir: Path | str, program_path: str) -> list[RunInfo]:
     """Runs whose Program is ``program_path``, newest first ([] if unavailable)."""
-    with _reader(store_dir) as runs:
-        if runs is None:
-            return []
-        try:
-            found = [_info(runs, r) for r in runs.runs_of_program(program_path)]
-        except OpenProgramError as exc:
-            log.info("no runs from %s: %s", redact_text(str(store_dir)), exc)
-            return []
+
+    def read(runs: RunStore) -> list[RunInfo]:
+        return [_info(runs, r) for r in runs.runs_of_program(program_path)]
+
+    none: list[RunInfo] = []
+    found = _read(store_dir, read, none)
     return sorted(found, key=lambda r: r.updated_at, reverse=True)
 
 
 def store_program_paths(store_dir: Path | str) -> list[str]:
     """Distinct Program files with runs in the store ([] if unavailable)."""
-    with _reader(store_dir) as runs:
-        if runs is None:
-            return []
-        try:
-            records = runs.list_runs()
-        except OpenProgramError as exc:
-            log.info("no runs from %s: %s", redact_text(str(store_dir)), exc)
-            return []
+    none: list[RunRecord] = []
+    records = _read(store_dir, lambda runs: runs.list_runs(), none)
     paths = {r.program_path or r.entry.rpartition(":")[0] for r in records}
     return sorted(p for p in paths if p)
 
@@ -212,14 +238,14 @@ def recorded_steps_for(
     """``recorded_steps`` argument of ``analyze_source`` (OP209): qualname -> runs -> steps.
 
     Each step is ``(name, occurrence)``; None when no run of the file can be broken by an
-    edit. The analyzer's reader (each run's recorded policy applied) is the one query.
+    edit. The analyzer's query (``RunStore.recorded_step_sequences``: each run's recorded
+    policy applied), read through ``READERS``.
     """
     if not program_path or not GATE.readable(store_dir):
         return None
-    from openprogram_analyzers.store_adapter import recorded_steps
-
     try:
-        return recorded_steps(str(store_dir), program_path) or None
-    except Exception as exc:  # StoreUnreadable: diagnostics go on without OP209
+        with READERS.reading(store_dir) as runs:
+            return (runs.recorded_step_sequences(program_path) if runs is not None else {}) or None
+    except Exception as exc:  # diagnostics go on without OP209
         GATE.failed(store_dir, exc)
         return None

@@ -20,6 +20,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
+from openprogram.durable.queries import READERS
 from openprogram_analyzers.program import ProgramModel
 
 from . import (
@@ -288,6 +289,8 @@ class OpenProgramLanguageServer(LanguageServer):
         self._shown_config_errors &= {s.pyproject_error for s in per_folder.values()}
         self.folder_settings = per_folder
         self.settings = per_folder[folders[0]] if folders else Settings(client=client)
+        # the run stores' readers of URLs no longer configured are closed
+        READERS.keep_only([s.store_dir() for s in [self.settings, *per_folder.values()]])
 
     async def refresh_workspace_settings(
         self, generation: int | None = None, *, scoped_only: bool = False
@@ -426,12 +429,14 @@ def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: OpenProgramLanguageServer, params: None) -> None:
         ls.diagnostics.close()
+        READERS.close()
 
     @server.feature(types.EXIT)
     def exit_(ls: OpenProgramLanguageServer, params: None) -> None:
         """``exit`` ends the process, whatever the event loop's teardown waits for: pygls
         exits by raising SystemExit, and asyncio then waits for every cancelled task."""
         ls.diagnostics.close()
+        READERS.close()
         code = 0 if ls.protocol._shutdown else 1
         watchdog = threading.Timer(EXIT_GRACE_S, os._exit, args=(code,))
         watchdog.daemon = True  # a normal exit does not wait for it
@@ -506,6 +511,7 @@ def create_server() -> OpenProgramLanguageServer:
     """Build a server with every feature registered."""
     server = OpenProgramLanguageServer()
     GATE.on_change = server.store_state_changed
+    READERS.keep = True  # one reader per PostgreSQL store for the server's life
     _register_lifecycle(server)
     diagnostics.register(server)
     code_actions.register(server)

@@ -483,3 +483,109 @@ async def test_run_lens_keeps_the_store_password_off_the_command_line(
         if not gate.exists():
             gate.touch()
         await stop(client)
+
+
+def backends(cluster: Any, dsn: str) -> set[int]:
+    """The server processes of the connections open to ``dsn``'s database now (each
+    connection is one; a new connection is a new one)."""
+    import psycopg
+
+    db = dsn.partition("@/")[2].partition("?")[0]
+    with psycopg.connect(cluster.dsn(), autocommit=True) as conn:  # another database
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (db,),
+        ).fetchall()
+    return {pid for (pid,) in rows}
+
+
+async def refresh_all(client: LanguageClient, uri: str) -> list[str]:
+    """What an editor asks after a change: the Runs view, the hints, the lenses; returns
+    the ids the Runs view lists."""
+    [shown] = (await request(client, "openprogram/runs", {}))["folders"]
+    assert "error" not in shown, shown
+    await hints(client, uri)
+    await lenses(client, uri)
+    return [r["id"] for r in shown["runs"]]
+
+
+async def test_the_server_reads_a_postgresql_store_through_one_set_of_connections(
+    tmp_path: Path, pg_cluster: Any, pg_dsn: str
+) -> None:
+    """Refresh after refresh (and the Runs view's watcher meanwhile) read the store through
+    the same connections (at most the reader's two): none is opened per read. Once the
+    ``store`` setting names another store, they are closed."""
+    folder = program_in(tmp_path, "ws")
+    args = json.dumps({"gate": str(folder / "gate")})
+    run_id = cli(folder, "submit", "prog.py:gated", "--args", args, "--queue", "q", store=pg_dsn)[
+        "run_id"
+    ]
+    client = await start([folder], options={"store": pg_dsn})
+    try:
+        uri = (folder / "prog.py").as_uri()
+        open_doc(client, uri, PROGRAM)
+        for _ in range(400):  # until the server's probe found the store readable
+            if await refresh_all(client, uri) == [run_id]:
+                break
+            await asyncio.sleep(0.05)
+        seen: set[int] = set()
+        for _ in range(10):
+            assert await refresh_all(client, uri) == [run_id]
+            now = backends(pg_cluster, pg_dsn)
+            assert now, "the server's reader keeps its connection between reads"
+            seen |= now
+            await asyncio.sleep(0.2)  # the watcher reads meanwhile (every 0.5 s)
+        assert len(seen) <= 2, seen
+
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(
+                settings={"openprogram": {"store": str(folder / ".openprogram")}}
+            )
+        )
+        await wait_for(lambda: not backends(pg_cluster, pg_dsn), "the reader closed", 30.0)
+        [shown] = (await request(client, "openprogram/runs", {}))["folders"]
+        assert shown["store"] == str(folder / ".openprogram") and shown["runs"] == []
+    finally:
+        await stop(client)
+
+
+async def test_the_views_read_a_postgresql_store_again_after_it_restarted(
+    tmp_path: Path, pg_cluster: Any, pg_dsn: str
+) -> None:
+    """PostgreSQL restarted while the server keeps its reader (its connections are gone):
+    the Runs view, hints and lenses list the runs again, through one new set of
+    connections, without the server being restarted."""
+    folder = program_in(tmp_path, "ws")
+    args = json.dumps({"gate": str(folder / "gate")})
+    run_id = cli(folder, "submit", "prog.py:gated", "--args", args, "--queue", "q", store=pg_dsn)[
+        "run_id"
+    ]
+    client = await start([folder], options={"store": pg_dsn})
+    try:
+        uri = (folder / "prog.py").as_uri()
+        open_doc(client, uri, PROGRAM)
+        for _ in range(400):
+            if await refresh_all(client, uri) == [run_id]:
+                break
+            await asyncio.sleep(0.05)
+        before = backends(pg_cluster, pg_dsn)
+        assert before
+
+        pg_cluster.restart()
+
+        async def listed() -> bool:
+            [shown] = (await request(client, "openprogram/runs", {}))["folders"]
+            return "error" not in shown and [r["id"] for r in shown["runs"]] == [run_id]
+
+        for _ in range(1200):  # at once, or after the store's next probe (30 s)
+            if await listed():
+                break
+            await asyncio.sleep(0.05)
+        seen: set[int] = set()
+        for _ in range(5):
+            assert await refresh_all(client, uri) == [run_id]
+            seen |= backends(pg_cluster, pg_dsn)
+            await asyncio.sleep(0.2)
+        assert seen and not seen & before and len(seen) <= 2, (seen, before)
+    finally:
+        await stop(client)

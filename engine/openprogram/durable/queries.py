@@ -4,21 +4,29 @@ through the store's one read API (:func:`openprogram.store.runs.read_run_store`)
 Every function takes the store's database file (``<root>/openprogram.db``) or a
 ``postgresql://`` URL. A missing store, one without run tables, or one that cannot be
 read yields empty results (tooling never fails on a store).
+
+Each read opens the store and closes it (a command reads once). A process that reads
+again and again (the language server) turns on :data:`READERS`: a PostgreSQL store is
+then read through one reader per URL, kept open (:class:`Readers`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple, TypeVar
 
-from openprogram.errors import OpenProgramError
+from openprogram.errors import OpenProgramError, StoreError
 from openprogram.store.lease import owner_alive
 from openprogram.store.runs import GraphNodeRow, RunRecord, RunStore, read_run_store
+from openprogram.store.session_store import store_url
 
 __all__ = [
+    "READERS",
     "GraphNodeRow",
+    "Readers",
     "RunRow",
     "StepRow",
     "get_run",
@@ -81,32 +89,130 @@ def _store_of(db_path: str | os.PathLike[str]) -> str:
     return os.path.dirname(location) or "."
 
 
-@contextmanager
-def _reader(db_path: str | os.PathLike[str]) -> Iterator[RunStore | None]:
-    location = _store_of(db_path)
-    if not location.startswith("postgres") and not os.path.isfile(db_path):
-        yield None
-        return
-    try:
-        runs = read_run_store(location)
-    except OpenProgramError:
-        yield None
-        return
-    try:
-        yield runs
-    finally:
-        if runs is not None:
+READ_WAIT_S = 2.0
+"""How long a kept reader's read waits for a connection (a pooled one the server closed
+is replaced first): the language server reads while it answers a request."""
+
+
+class Readers:
+    """The run stores a long-lived process reads: each PostgreSQL URL read through one
+    reader, opened by the first read and reused by every read after it (a read is a
+    pooled connection and its query, no connection set up), until :meth:`keep_only` no
+    longer names its URL or :meth:`close`. A reader whose read fails with a store error
+    (the database went away) is closed: the next read opens a new one, so a database
+    that comes back is read again. The pool replaces a connection the server closed (a
+    restart) before handing it out.
+
+    Until ``keep`` is set, each read opens its store and closes it. SQLite stores are
+    always opened per read (a file: nothing to set up)."""
+
+    def __init__(self) -> None:
+        self.keep = False
+        self._open: dict[str, RunStore] = {}
+        self._wanted: set[str] | None = None  # None: every URL read is kept
+        self._lock = threading.Lock()
+        self._opening: dict[str, threading.Lock] = {}  # one opener per URL
+
+    @contextmanager
+    def reading(self, store: str | os.PathLike[str] | None) -> Iterator[RunStore | None]:
+        """The runs of ``store`` for the block (``None``: no store, or no run tables);
+        ``StoreError`` when it cannot be opened (``read_run_store``)."""
+        url = store_url(store)
+        if url is None or not self.keep:
+            runs = read_run_store(store)
+            try:
+                yield runs
+            finally:
+                if runs is not None:
+                    runs.close()
+            return
+        runs, kept = self._reader(url)
+        try:
+            yield runs
+        except StoreError:
+            if kept and runs is not None:
+                self._discard(url, runs)
+            raise
+        finally:
+            if not kept and runs is not None:
+                runs.close()
+
+    def _reader(self, url: str) -> tuple[RunStore | None, bool]:
+        """``url``'s kept reader, opened now if there is none; ``(runs, kept)``."""
+        with self._lock:
+            runs = self._open.get(url)
+            if runs is not None:
+                return runs, True
+            opening = self._opening.setdefault(url, threading.Lock())
+        with opening:  # two threads reading a new URL at once open it once
+            with self._lock:
+                runs = self._open.get(url)
+                if runs is not None:
+                    return runs, True
+            runs = read_run_store(url, wait_s=READ_WAIT_S)
+            if runs is None:  # no run tables yet: asked again at the next read
+                return None, False
+            with self._lock:
+                if not self.keep or (self._wanted is not None and url not in self._wanted):
+                    return runs, False  # dropped while it opened
+                self._open[url] = runs
+            return runs, True
+
+    def _discard(self, url: str, runs: RunStore) -> None:
+        with self._lock:
+            if self._open.get(url) is runs:
+                del self._open[url]
+        _close_later([runs])
+
+    def keep_only(self, stores: Iterable[str | os.PathLike[str]]) -> None:
+        """Close the readers of every URL not among ``stores`` (the configured ones)."""
+        wanted = {url for url in (store_url(s) for s in stores if str(s)) if url is not None}
+        with self._lock:
+            self._wanted = wanted
+            gone = [runs for url, runs in self._open.items() if url not in wanted]
+            self._open = {url: runs for url, runs in self._open.items() if url in wanted}
+        _close_later(gone)
+
+    def close(self) -> None:
+        """Close every reader; reads from now on open their store each time."""
+        with self._lock:
+            self.keep = False
+            gone = list(self._open.values())
+            self._open.clear()
+        _close_later(gone)
+
+    def is_open(self, store: str | os.PathLike[str]) -> bool:
+        """Whether ``store`` has a kept reader now."""
+        url = store_url(store) if str(store) else None
+        with self._lock:
+            return url is not None and url in self._open
+
+
+def _close_later(readers: list[RunStore]) -> None:
+    """Close ``readers`` in a thread: closing a pool waits for its threads, and the
+    caller may be answering a request."""
+
+    def close() -> None:
+        for runs in readers:
             runs.close()
+
+    if readers:
+        threading.Thread(target=close, name="openprogram-reader-close").start()
+
+
+#: The process's readers (off until ``READERS.keep`` is set).
+READERS = Readers()
 
 
 def _read(db_path: str | os.PathLike[str], fn: Callable[[RunStore], T], empty: T) -> T:
-    with _reader(db_path) as runs:
-        if runs is None:
-            return empty
-        try:
-            return fn(runs)
-        except OpenProgramError:
-            return empty
+    location = _store_of(db_path)
+    if not location.startswith("postgres") and not os.path.isfile(db_path):
+        return empty
+    try:
+        with READERS.reading(location) as runs:
+            return empty if runs is None else fn(runs)
+    except OpenProgramError:
+        return empty
 
 
 def _run_row(r: RunRecord) -> RunRow:

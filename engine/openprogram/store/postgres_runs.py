@@ -85,11 +85,12 @@ class PostgresRunStore(RunStore):
         return cls(SessionStore(backend=backend), durability)
 
     @classmethod
-    def open_readonly(cls, url: str) -> PostgresRunStore | None:
-        """For tooling: no migration; ``None`` when the database has no run tables."""
+    def open_readonly(cls, url: str, *, wait_s: float | None = None) -> PostgresRunStore | None:
+        """For tooling: no migration; ``None`` when the database has no run tables.
+        ``wait_s``: see :class:`PostgresBackend`."""
         from openprogram.store import SessionStore
 
-        backend = PostgresBackend(url, max_size=2, migrate_schema=False)
+        backend = PostgresBackend(url, max_size=2, migrate_schema=False, wait_s=wait_s)
         try:
             found = backend.execute("SELECT to_regclass('runs'), to_regclass('run_steps')")
             if not found or None in found[0]:

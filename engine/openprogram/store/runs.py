@@ -859,16 +859,20 @@ def open_run_store(
     return SqliteRunStore.open(store, durability=_durability(durability), create=create)
 
 
-def read_run_store(store: str | os.PathLike[str] | None = None) -> RunStore | None:
+def read_run_store(
+    store: str | os.PathLike[str] | None = None, *, wait_s: float | None = None
+) -> RunStore | None:
     """Open the runs of ``store`` read-only for tooling; ``None`` when there is no store
-    (or it has no run tables). Raises ``StoreError`` when it exists but cannot be read."""
+    (or it has no run tables). Raises ``StoreError`` when it exists but cannot be read.
+    ``wait_s``: how long a PostgreSQL store's reads wait for a connection (default
+    ``$OPENPROGRAM_PG_WAIT_S``)."""
     from openprogram.store.session_store import store_url
 
     url = store_url(store)
     if url is not None:
         from openprogram.store.postgres_runs import PostgresRunStore
 
-        return PostgresRunStore.open_readonly(url)
+        return PostgresRunStore.open_readonly(url, wait_s=wait_s)
     from openprogram.store.sqlite_runs import SqliteRunStore
 
     return SqliteRunStore.open_readonly(store)
