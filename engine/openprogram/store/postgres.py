@@ -321,9 +321,9 @@ class PostgresBackend(StoreBackend):
             with self._checkout_lock:
                 if self._lost_at is None:
                     self._lost_at = since
-            raise StoreError(
-                f"store {self.location}: no connection to the database within "
-                f"{self.wait_s:g} s{self._wait_named}"
+            raise StoreError.about(
+                self.location,
+                f"no connection to the database within {self.wait_s:g} s{self._wait_named}",
             ) from None
         else:
             self._lost_at = None
