@@ -97,10 +97,11 @@ class RuntimeSlot:
     ``replay:`` cassette consumed in order across the whole call.
     """
 
-    __slots__ = ("_lock", "runtime")
+    __slots__ = ("_lock", "model", "runtime")
 
-    def __init__(self) -> None:
+    def __init__(self, model: str | None = None) -> None:
         self.runtime: Runtime | None = None
+        self.model = model  # of the runtime made on first use; None: autodetected
         self._lock = threading.Lock()
 
     def get(self) -> Runtime:
@@ -109,7 +110,7 @@ class RuntimeSlot:
             if self.runtime is None:
                 from openprogram.runtime.runtime import implicit_runtime
 
-                self.runtime = implicit_runtime()
+                self.runtime = implicit_runtime(self.model)
             return self.runtime
 
     def close(self) -> None:
@@ -152,13 +153,14 @@ def runtime_for_call() -> Runtime | None:
 
 
 @contextmanager
-def runtime_scope() -> Iterator[None]:
+def runtime_scope(model: str | None = None) -> Iterator[None]:
     """Make the block an outermost call: model requests inside it share one runtime,
-    created on first need and closed at the end (no-op inside an enclosing call)."""
+    created on first need (for ``model``, else the autodetected one) and closed at the
+    end (no-op inside an enclosing call)."""
     if _slot.get() is not None:
         yield
         return
-    slot = RuntimeSlot()
+    slot = RuntimeSlot(model)
     token = _slot.set(slot)
     try:
         yield

@@ -269,13 +269,78 @@ def test_cancel_reaches_the_worker_through_the_database(work: Path, pg_dsn: str)
     assert [i for _, i, _ in _effects(work)] == [0]
 
 
-@pytest.mark.parametrize("poll", ["-1", "nan"])
-def test_a_poll_interval_below_zero_is_a_usage_error(work: Path, pg_dsn: str, poll: str) -> None:
-    """``--poll -1`` made an idle worker claim in a busy loop (exit 0 with
-    ``--exit-when-idle``): now one error line, exit 2."""
+@pytest.mark.parametrize("poll", ["-1", "nan", "0"])
+def test_a_poll_interval_of_zero_or_below_is_a_usage_error(
+    work: Path, pg_dsn: str, poll: str
+) -> None:
+    """``--poll -1`` (and ``--poll 0``: no wait either) made an idle worker claim in a busy
+    loop (exit 0 with ``--exit-when-idle``): now one error line, exit 2."""
     proc = _cli(work, "worker", "--poll", poll, "--exit-when-idle", "--store", pg_dsn)
     assert proc.returncode == 2, proc
-    assert proc.stderr.strip() == "openprogram: error: --poll must be a number of seconds >= 0"
+    assert proc.stderr.strip() == "openprogram: error: --poll must be a number of seconds > 0"
+
+
+ASK = """
+from openprogram import step
+from openprogram.agentic_programming import llm
+
+
+def ask(q: str) -> str:
+    return llm(q)
+
+
+def asker(q: str) -> str:
+    return step("ask", ask, q)
+
+
+asker.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["asker"]
+"""
+
+
+def test_a_run_submitted_with_a_model_uses_it_on_the_worker(work: Path, pg_dsn: str) -> None:
+    """``submit --model M`` was recorded but the worker ran the run with its own model:
+    each run now uses the model it was submitted with, the others the worker's."""
+    (work / "ask.py").write_text(ASK, encoding="utf-8")
+    ids = []
+    for extra in (["--model", "scripted:echo"], []):
+        proc = _cli(
+            work, "submit", "ask.py:asker", "--args", '{"q": "hello"}', "--store", pg_dsn, *extra
+        )
+        assert proc.returncode == 0, proc.stderr
+        ids.append(proc.stdout.strip())
+    echoed, blocked = ids
+    w = subprocess.run(
+        [OPENPROGRAM, "worker", "--store", pg_dsn, "--poll", "0.05", "--exit-when-idle"],
+        cwd=work,
+        env={**env(), "OPENPROGRAM_MODEL": "scripted:block"},  # the worker's own model
+        text=True,
+        capture_output=True,
+        timeout=120,
+    )
+    assert w.returncode == 0, w.stderr
+    assert _runs(pg_dsn)[echoed][0] == "completed", _error(pg_dsn, echoed)
+    assert _runs(pg_dsn)[blocked][0] == "failed"
+    assert "BlockedRequestError" in (_error(pg_dsn, blocked) or "")
+
+
+def test_the_worker_says_where_it_claims_and_why_a_run_failed(work: Path, pg_dsn: str) -> None:
+    """The worker printed nothing until a run ended, then ``run ID failed`` without the
+    reason: now a start line on stderr naming the queue and the store (its password
+    hidden), and one line per run with the reason of a failure."""
+    dsn = pg_dsn.replace("postgresql://postgres@", "postgresql://postgres:s3cret-pw@")
+    sub = _cli(work, "submit", "prog.py:chain", "--args", '{"tag": 7}', "--store", dsn)
+    assert sub.returncode == 0, sub.stderr
+    failing = sub.stdout.strip()  # its first step fails: "block_" + 7 is a TypeError
+    proc = _cli(work, "worker", "--store", dsn, "--poll", "0.05", "--exit-when-idle")
+    assert proc.returncode == 0, proc.stderr
+    assert "s3cret-pw" not in proc.stdout + proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("openprogram worker: runs of queue 'default' in postgresql://"), first
+    assert first.endswith("(concurrency 1)"), first
+    [line] = proc.stdout.splitlines()
+    assert line.startswith(f"run {failing} failed: "), line
+    assert line == f"run {failing} failed: {_error(dsn, failing)}", line
 
 
 def test_cancel_kill_never_ends_a_worker_that_executes_other_runs(work: Path, pg_dsn: str) -> None:

@@ -40,7 +40,14 @@ from openprogram.durable.steps import Executor, Scope, enter, flush, leave
 from openprogram.errors import StoreError
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
 from openprogram.runtime import paused_loops
-from openprogram.scope import ENTRY_EXTRA, call_scope, set_output, to_json_value, use_writer
+from openprogram.scope import (
+    ENTRY_EXTRA,
+    call_scope,
+    runtime_scope,
+    set_output,
+    to_json_value,
+    use_writer,
+)
 from openprogram.store.lease import Heartbeat, Owner, lease_seconds, local_pid, owner_alive
 from openprogram.store.runs import RunRecord, RunStore, open_run_store, read_run_store
 
@@ -586,7 +593,8 @@ def execute_claimed(
 ) -> RunOutcome:
     """Execute a run ``owner`` just claimed (a worker): a queued run from its start, a run
     taken over after its lease expired with the resume rules (completed steps replayed,
-    an uncertain step pauses the run)."""
+    an uncertain step pauses the run). Its model requests use the model it was submitted
+    with (``submit --model``), else the worker's own configuration."""
     try:
         entry = _load_for_resume(run)
         if run.policy == Policy.KEEP_ORIGINAL and run.source_snapshot:
@@ -598,19 +606,20 @@ def execute_claimed(
     except (ProgramLoadError, DeterminismError, EntryError) as exc:
         stored = db.finish_run(run.id, RunStatus.FAILED, error=str(exc), token=owner.token)
         return _outcome(db, run.id, stored, owner.token)
-    return _execute(
-        db,
-        run.id,
-        entry,
-        fn,
-        dict(run.args),
-        owner=owner,
-        lease_s=lease_s,
-        durable=entry.resumable,
-        rerun_uncertain=False,
-        on_progress=None,
-        stop=stop,
-    )
+    with runtime_scope(run.model):  # one worker runs runs of several models at once
+        return _execute(
+            db,
+            run.id,
+            entry,
+            fn,
+            dict(run.args),
+            owner=owner,
+            lease_s=lease_s,
+            durable=entry.resumable,
+            rerun_uncertain=False,
+            on_progress=None,
+            stop=stop,
+        )
 
 
 def pause_run(run_id: str, *, store: str | os.PathLike[str] | None = None) -> str:

@@ -47,7 +47,8 @@ def run_worker(
     durability: str | None = None,
     stop: threading.Event | None = None,
     exit_when_idle: bool = False,
-    on_finished: Callable[[str, str], None] | None = None,
+    on_finished: Callable[[str, str, str | None], None] | None = None,
+    on_started: Callable[[str], None] | None = None,
 ) -> WorkerStats:
     """Claim and execute runs of ``queue`` until ``stop`` is set (or, with
     ``exit_when_idle``, until no run of the queue is queued or running anywhere: a run
@@ -56,6 +57,9 @@ def run_worker(
     ``concurrency``: runs this worker executes at once (threads); ``queue_limit``: runs
     of the queue executing at once across all workers. A store that cannot be reached
     (a restarted database) is retried every ``poll_s`` until it answers again.
+    ``on_finished(run_id, status, detail)`` is called as each execution ends; ``detail``
+    says why a run failed, paused or was interrupted, in one line (else ``None``);
+    ``on_started(location)`` once the store is open (its location, password hidden).
     """
     from openprogram.durable.runner import execute_claimed
 
@@ -73,21 +77,28 @@ def run_worker(
             said.add(message)
             log.warning("%s", message)
 
+    if on_started is not None:
+        on_started(runs.location)
+
     def execute(run_id: str, owner: Owner) -> None:
         run = runs.get_run(run_id)
         if run is None:  # pragma: no cover - deleted after the claim
             return
+        detail: str | None = None
         try:
             outcome = execute_claimed(runs, run, owner, lease, stop=stop)
             # a run another process took over ends with that owner: its status is not ours
             status = TAKEN_OVER if outcome.lease_lost else str(outcome.status)
+            if status in ("failed", "paused"):  # why (a pause's message names its step)
+                detail = outcome.error
         except StoreError as exc:  # the store went away mid-run: the lease will expire
-            log.warning("run %s: %s", run_id, exc)
-            status = "interrupted"
+            status, detail = "interrupted", f"{exc}; another worker takes it over after its lease"
         with lock:
             stats.finished[status] = stats.finished.get(status, 0) + 1
         if on_finished is not None:
-            on_finished(run_id, status)
+            on_finished(run_id, status, _one_line(detail))
+        elif status == "interrupted":
+            log.warning("run %s %s: %s", run_id, status, detail)
 
     active: set[Future[None]] = set()
     try:
@@ -100,9 +111,9 @@ def run_worker(
                     try:
                         claimed = runs.claim_next(queue, owner, lease, limit=queue_limit)
                         said.clear()
-                    except StoreError as exc:
+                    except StoreError as exc:  # the message names the store
                         stats.claim_errors += 1
-                        warn(f"claiming from {runs.location}: {exc}")
+                        warn(f"cannot claim a run of queue {queue!r}: {exc}")
                     if claimed is not None:
                         active.add(pool.submit(execute, claimed.id, owner))
                         continue
@@ -126,6 +137,14 @@ def _pending(runs: RunStore, queue: str, warn: Callable[[str], None]) -> bool:
     cannot tell right now: keep waiting)."""
     try:
         return runs.count_unfinished(queue) > 0
-    except StoreError as exc:
-        warn(f"reading {runs.location}: {exc}")
+    except StoreError as exc:  # the message names the store
+        warn(f"cannot count the runs of queue {queue!r}: {exc}")
         return True
+
+
+def _one_line(text: str | None, limit: int = 1000) -> str | None:
+    """``text`` on one line (a worker prints one line per run), at most ``limit`` chars."""
+    if text is None:
+        return None
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -905,8 +905,9 @@ _SHARED_REPLAYS: dict[tuple[Any, ...], Provider] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def implicit_runtime() -> Runtime:
-    """The runtime ``create_runtime()`` gives a call or run that was given none.
+def implicit_runtime(model: str | None = None) -> Runtime:
+    """The runtime ``create_runtime()`` gives a call or run that was given none (for
+    ``model``, else for the autodetected model).
 
     A ``replay:`` model shares one provider per recording across the whole process, so
     the cassette is consumed in order even over several top-level calls (running past
@@ -914,7 +915,7 @@ def implicit_runtime() -> Runtime:
     """
     from openprogram.runtime import create_runtime
 
-    model = detect_model()
+    model = model or detect_model()
     parsed = parse_model_string(model)
     if parsed.provider != "replay":
         return create_runtime(model)

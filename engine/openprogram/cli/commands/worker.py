@@ -52,9 +52,10 @@ def execute(ns: argparse.Namespace) -> int:
 
     if ns.concurrency < 1 or (ns.queue_limit is not None and ns.queue_limit < 1):
         return cs.usage_error("worker", "--concurrency and --queue-limit must be >= 1", False)
-    if not 0 <= ns.poll < float("inf"):  # a negative or NaN wait would claim in a busy loop
-        return cs.usage_error("worker", "--poll must be a number of seconds >= 0", False)
+    if not 0 < ns.poll < float("inf"):  # no wait (0, negative, NaN): a busy claim loop
+        return cs.usage_error("worker", "--poll must be a number of seconds > 0", False)
     stop = threading.Event()
+    output = threading.Lock()  # runs end on several threads: one whole line at a time
 
     def request_stop(signum: int, frame: Any) -> None:
         print("openprogram worker: stopping after the current steps", file=sys.stderr)
@@ -63,8 +64,19 @@ def execute(ns: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
 
-    def finished(run_id: str, status: str) -> None:
-        print(f"run {run_id} {status}", flush=True)
+    def started(location: str) -> None:
+        limit = "" if ns.queue_limit is None else f", queue limit {ns.queue_limit}"
+        print(
+            f"openprogram worker: runs of queue {ns.queue!r} in {location} "
+            f"(concurrency {ns.concurrency}{limit})",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def finished(run_id: str, status: str, detail: str | None) -> None:
+        line = f"run {run_id} {status}" + (f": {detail}" if detail else "")
+        with output:
+            print(line, flush=True)
 
     try:
         run_worker(
@@ -76,6 +88,7 @@ def execute(ns: argparse.Namespace) -> int:
             stop=stop,
             exit_when_idle=ns.exit_when_idle,
             on_finished=finished,
+            on_started=started,
         )
     except OpenProgramError as exc:
         return cs.usage_error("worker", str(exc), False)
