@@ -373,3 +373,45 @@ def test_cancel_kill_never_ends_a_worker_that_executes_other_runs(work: Path, pg
         w.communicate(timeout=60)
     assert _runs(pg_dsn)[first][0] == "cancelled"
     assert sorted((t, i) for t, i, _ in _effects(work)) == [("k1", 0), ("k2", 0), ("k2", 1)]
+
+
+BOOM = '''
+from openprogram import step
+
+
+class Boom(BaseException):
+    """Not an Exception (as asyncio.CancelledError is not)."""
+
+
+def one(n: int) -> int:
+    return n
+
+
+def boom(n: int) -> int:
+    step("one", one, n)
+    raise Boom("out of the blue")
+
+
+boom.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["boom"]
+'''
+
+
+def test_a_run_raising_a_base_exception_fails_once(work: Path, pg_dsn: str) -> None:
+    """An orchestration raising a BaseException that is not an Exception left its run
+    ``running``: the worker printed nothing, took it again after every lease and executed
+    it again, forever (``--exit-when-idle`` never exited), then died with a traceback when
+    stopped. Now the run fails, once, with the exception named."""
+    (work / "boom.py").write_text(BOOM, encoding="utf-8")
+    proc = _cli(work, "submit", "boom.py:boom", "--args", '{"n": 1}', "--store", pg_dsn)
+    assert proc.returncode == 0, proc.stderr
+    rid = proc.stdout.strip()
+    w = _worker(work, pg_dsn, "--exit-when-idle", lease="1")
+    try:
+        out, err = w.communicate(timeout=60)
+    finally:
+        w.kill()
+    assert w.returncode == 0, err
+    assert out.splitlines() == [f"run {rid} failed: Boom: out of the blue"], (out, err)
+    assert _runs(pg_dsn)[rid][0] == "failed"
+    assert _error(pg_dsn, rid) == "Boom: out of the blue"

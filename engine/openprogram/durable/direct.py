@@ -26,7 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.contract.runs import RunStatus
-from openprogram.durable.errors import DurableError, RunPaused, RunStateError, StepUsageError
+from openprogram.durable.errors import (
+    DurableError,
+    LeaseLost,
+    RunCancelled,
+    RunPaused,
+    RunReleased,
+    RunStateError,
+    StepUsageError,
+)
 from openprogram.durable.steps import current_run_id
 from openprogram.programs.loader import (
     EntryError,
@@ -175,7 +183,9 @@ def call_durably(
     def call(**kw: Any) -> Any:
         try:
             return public(**kw)
-        except Exception as exc:
+        except (RunPaused, RunCancelled, RunReleased, LeaseLost, KeyboardInterrupt, SystemExit):
+            raise  # the run's own ending (or an exit): not the orchestration failing
+        except BaseException as exc:  # an Exception, or its own (asyncio.CancelledError)
             failure.append(exc)
             raise
 

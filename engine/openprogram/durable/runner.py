@@ -286,7 +286,9 @@ def _execute_leased(
             run_id, RunStatus.FAILED, error=_error_text(sys.exc_info()[1]), token=lease
         )
         return _outcome(db, run_id, stored, lease)
-    except Exception as exc:
+    except BaseException as exc:  # Exception, or the Program's own BaseException
+        # (asyncio.CancelledError, a class of its own): a failed run, never one left
+        # "running" for a worker to take over and execute again after each lease
         stored = db.finish_run(run_id, RunStatus.FAILED, error=_error_text(exc), token=lease)
         return _outcome(db, run_id, stored, lease)
     finally:
