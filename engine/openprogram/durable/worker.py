@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from openprogram.errors import StoreError
 from openprogram.store.lease import Owner, lease_seconds
-from openprogram.store.runs import RunStore, open_run_store
+from openprogram.store.runs import RunRecord, RunStore, open_run_store
 
 log = logging.getLogger(__name__)
 DEFAULT_QUEUE = "default"
@@ -80,10 +80,8 @@ def run_worker(
     if on_started is not None:
         on_started(runs.location)
 
-    def execute(run_id: str, owner: Owner) -> None:
-        run = runs.get_run(run_id)
-        if run is None:  # pragma: no cover - deleted after the claim
-            return
+    def execute(run: RunRecord, owner: Owner) -> None:
+        run_id = run.id
         detail: str | None = None
         try:
             outcome = execute_claimed(runs, run, owner, lease, stop=stop)
@@ -115,7 +113,7 @@ def run_worker(
                         stats.claim_errors += 1
                         warn(f"cannot claim a run of queue {queue!r}: {exc}")
                     if claimed is not None:
-                        active.add(pool.submit(execute, claimed.id, owner))
+                        active.add(pool.submit(execute, claimed, owner))
                         continue
                 if (
                     exit_when_idle
