@@ -269,6 +269,31 @@ def test_cancel_reaches_the_worker_through_the_database(work: Path, pg_dsn: str)
     assert [i for _, i, _ in _effects(work)] == [0]
 
 
+def test_a_pause_request_reaches_the_worker_and_resume_continues(work: Path, pg_dsn: str) -> None:
+    """``pause_run`` of a run a worker executes: the worker pauses it at its next step and
+    says so with the reason; ``openprogram resume`` continues after the finished step."""
+    from openprogram.durable import pause_run
+
+    rid = _submit(work, pg_dsn, "z", 3)
+    (work / "block_z").touch()
+    w = _worker(work, pg_dsn, "--exit-when-idle")
+    deadline = time.monotonic() + 60
+    while not _effects(work):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert pause_run(rid, store=pg_dsn) == "running"  # requested: the worker executes it
+    (work / "block_z").unlink()
+    out, err = w.communicate(timeout=60)
+    assert w.returncode == 0, err
+    assert _runs(pg_dsn)[rid][:2] == ("paused", "requested")
+    assert out.splitlines() == [f"run {rid} paused: {_error(pg_dsn, rid)}"], out
+    assert "'s'" in out  # the step it paused before
+    proc = _cli(work, "resume", rid, "--store", pg_dsn, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["result"] == 0 + 1 + 2
+    assert Counter(i for _, i, _ in _effects(work)) == {0: 1, 1: 1, 2: 1}
+
+
 @pytest.mark.parametrize("poll", ["-1", "nan", "0"])
 def test_a_poll_interval_of_zero_or_below_is_a_usage_error(
     work: Path, pg_dsn: str, poll: str
@@ -336,7 +361,9 @@ def test_the_worker_says_where_it_claims_and_why_a_run_failed(work: Path, pg_dsn
     assert proc.returncode == 0, proc.stderr
     assert "s3cret-pw" not in proc.stdout + proc.stderr
     first = proc.stderr.splitlines()[0]
-    assert first.startswith("openprogram worker: runs of queue 'default' in postgresql://"), first
+    assert first.startswith(
+        "openprogram worker: claiming runs of queue 'default' from postgresql://"
+    ), first
     assert first.endswith("(concurrency 1)"), first
     [line] = proc.stdout.splitlines()
     assert line.startswith(f"run {failing} failed: "), line

@@ -67,7 +67,7 @@ def execute(ns: argparse.Namespace) -> int:
     def started(location: str) -> None:
         limit = "" if ns.queue_limit is None else f", queue limit {ns.queue_limit}"
         print(
-            f"openprogram worker: runs of queue {ns.queue!r} in {location} "
+            f"openprogram worker: claiming runs of queue {ns.queue!r} from {location} "
             f"(concurrency {ns.concurrency}{limit})",
             file=sys.stderr,
             flush=True,
