@@ -90,7 +90,7 @@ def run_worker(
             if status in ("failed", "paused"):  # why (a pause's message names its step)
                 detail = outcome.error
         except StoreError as exc:  # the store went away mid-run: the lease will expire
-            status, detail = "interrupted", f"{exc}; another worker takes it over after its lease"
+            status, detail = "interrupted", f"{exc}; a worker takes it over once its lease expires"
         with lock:
             stats.finished[status] = stats.finished.get(status, 0) + 1
         if on_finished is not None:
