@@ -349,6 +349,22 @@ def test_a_run_submitted_with_a_model_uses_it_on_the_worker(work: Path, pg_dsn: 
     assert "BlockedRequestError" in (_error(pg_dsn, blocked) or "")
 
 
+@pytest.mark.parametrize("model", ["bogus", "nosuch:model", "openai:"])
+def test_submit_refuses_a_malformed_model(work: Path, pg_dsn: str, model: str) -> None:
+    """``submit --model bogus`` queued the run, which then failed on a worker (a
+    ConfigError there): now one error line, exit 2, nothing queued."""
+    args = ["submit", "prog.py:chain", "--args", '{"tag": "m"}', "--model", model]
+    proc = _cli(work, *args, "--store", pg_dsn)
+    assert proc.returncode == 2, proc
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("openprogram: error: ") and "model string" in line, line
+    assert proc.stdout == ""
+    runs = read_run_store(pg_dsn)  # None: the store was not even created
+    if runs is not None:
+        with runs:
+            assert not runs.list_runs()
+
+
 def test_the_worker_says_where_it_claims_and_why_a_run_failed(work: Path, pg_dsn: str) -> None:
     """The worker printed nothing until a run ended, then ``run ID failed`` without the
     reason: now a start line on stderr naming the queue and the store (its password

@@ -562,7 +562,12 @@ def submit_run(
 ) -> str:
     """Enqueue the entry ``ref`` with ``args`` on ``queue`` for workers; returns the run id.
 
-    Raises the errors of :func:`start_run` before anything is recorded."""
+    Raises the errors of :func:`start_run` before anything is recorded, and a
+    ``ConfigError`` for a malformed ``model`` (a worker would only fail the run)."""
+    if model is not None:
+        from openprogram.runtime.model_string import parse_model_string
+
+        parse_model_string(model)
     entry = load_entry(ref)
     pol = policy_for_start(policy, entry.path)
     bound, snap = _prepare(entry, args)
