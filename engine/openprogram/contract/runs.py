@@ -64,6 +64,26 @@ class ApprovalStatus(str, enum.Enum):
         return self.value
 
 
+class CancelOutcome(str, enum.Enum):
+    """What cancelling a run did (:func:`~openprogram.durable.runner.cancel_run`): the
+    ``"cancel"`` of ``openprogram cancel --json`` and of the editor's
+    ``openprogram/cancelRun``."""
+
+    CANCELLED = "cancelled"
+    """Done: the run's status is ``cancelled``."""
+    REQUESTED = "requested"
+    """Another live process executes the run: it stays ``running`` until that process
+    records the cancel at its next step (a safe point)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def status(self) -> RunStatus:
+        """The run's status right after the cancel."""
+        return RunStatus.RUNNING if self is CancelOutcome.REQUESTED else RunStatus.CANCELLED
+
+
 class Durability(str, enum.Enum):
     """When a step's result is committed (see ``openprogram.durable``)."""
 

@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openprogram.contract.runs import POLICIES, PauseReason, Policy, RunStatus, new_run_id
+from openprogram.contract.runs import (
+    POLICIES,
+    CancelOutcome,
+    PauseReason,
+    Policy,
+    RunStatus,
+    new_run_id,
+)
 from openprogram.durable import checks, snapshot
 from openprogram.durable.approvals import refuse_undecided, run_database
 from openprogram.durable.errors import (
@@ -648,12 +655,13 @@ def pause_run(run_id: str, *, store: str | os.PathLike[str] | None = None) -> st
 
 def cancel_run(
     run_id: str, *, store: str | os.PathLike[str] | None = None, kill: bool = False
-) -> str:
-    """Cancel a run; returns ``"cancelled"``, or ``"requested"`` when another live process
-    executes it: that process stops at its next step (a safe point) and records the
-    cancel itself. ``kill`` ends such a process of this machine (SIGTERM, then SIGKILL
-    after a grace period) and records the cancel — for an entry stuck outside any step;
-    a worker that also executes other runs is refused (``RunStateError``)."""
+) -> CancelOutcome:
+    """Cancel a run; returns :attr:`CancelOutcome.CANCELLED` (``"cancelled"``), or
+    :attr:`CancelOutcome.REQUESTED` (``"requested"``) when another live process executes
+    it: that process stops at its next step (a safe point) and records the cancel itself.
+    ``kill`` ends such a process of this machine (SIGTERM, then SIGKILL after a grace
+    period) and records the cancel — for an entry stuck outside any step; a worker that
+    also executes other runs is refused (``RunStateError``)."""
     with open_run_store(store, create=False) as db:
         run = db.get_run(run_id)
         if run is None:
@@ -664,7 +672,7 @@ def cancel_run(
         if run.status == RunStatus.RUNNING and owner_alive(run):
             db.request_cancel(run_id)
             if not kill:
-                return "requested"
+                return CancelOutcome.REQUESTED
             pid = local_pid(run.owner_proc)
             if pid is None:
                 raise RunStateError(
@@ -687,12 +695,12 @@ def cancel_run(
             _end_process(pid, run.owner_proc)
             run = db.get_run(run_id)
             if run is None or run.status == RunStatus.CANCELLED:
-                return "cancelled"
+                return CancelOutcome.CANCELLED
             message = f"run {run_id} was cancelled (its process {pid} was killed)"
         if db.cancel_run(
             run_id, expected_status=run.status, expected_token=run.owner_token, error=message
         ):
-            return "cancelled"
+            return CancelOutcome.CANCELLED
         raise RunClaimLost(f"run {run_id} changed state meanwhile; try again")
 
 

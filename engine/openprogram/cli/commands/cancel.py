@@ -5,7 +5,8 @@ stops at its next step (a safe point) and records it; ``--kill`` ends such a pro
 this machine (SIGTERM, then SIGKILL) — for an entry stuck outside any step — unless it is
 a worker that also executes other runs (exit 2; the cancel stays requested).
 
-``--json`` prints one object: ``{"run_id", "status", "cancel"}``, ``cancel`` being what
+``--json`` prints one object: ``{"run_id", "status", "cancel"}``, ``cancel`` being the
+:class:`~openprogram.contract.runs.CancelOutcome` that
 :func:`~openprogram.durable.runner.cancel_run` returned — ``"cancelled"`` (done: the
 run's ``status`` is ``cancelled``) or ``"requested"`` (the run is still ``running`` in
 its process, which records the cancel at its next step); an error is the one error
@@ -19,7 +20,7 @@ import json
 from typing import Any
 
 from openprogram.cli.common import add_store_argument
-from openprogram.contract.runs import RunStatus
+from openprogram.contract.runs import CancelOutcome
 
 NAME = "cancel"
 HELP = "cancel a run"
@@ -46,9 +47,8 @@ def execute(ns: argparse.Namespace) -> int:
     except OpenProgramError as exc:
         return cs.command_error("cancel", exc, ns.json)
     if ns.json:
-        status = RunStatus.RUNNING if state == "requested" else RunStatus.CANCELLED
-        print(json.dumps({"run_id": ns.run_id, "status": str(status), "cancel": state}))
-    elif state == "requested":
+        print(json.dumps({"run_id": ns.run_id, "status": str(state.status), "cancel": str(state)}))
+    elif state is CancelOutcome.REQUESTED:
         print(
             f"run {ns.run_id}: cancel requested; the process executing it stops at its next "
             "step (use --kill to end a local process now)"
