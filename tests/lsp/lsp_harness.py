@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -261,3 +262,40 @@ def as_dict(value: Any) -> Any:
     if isinstance(value, list):
         return [as_dict(v) for v in value]
     return value
+
+
+async def start(
+    folders: list[Path],
+    *,
+    env: dict[str, str] | None = None,
+    options: Any = None,
+    scoped: dict[Path, dict[str, Any]] | None = None,
+) -> LanguageClient:
+    """A real server over stdio with a :func:`make_runs_client` client, initialized on the
+    workspace ``folders`` (``env`` added to this process's environment; ``options``: the
+    initialization options; ``scoped``: each folder's ``openprogram`` settings, as VS Code
+    answers them per ``scopeUri``). End it with :func:`stop`."""
+    client = make_runs_client()
+    for folder, settings in (scoped or {}).items():
+        client.set_configuration({"openprogram": settings}, scope_uri=folder.as_uri())
+    await client.start_io(*SERVER_CMD, env={**os.environ, **(env or {})})
+    caps = runs_capabilities()
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=caps,
+            root_uri=folders[0].as_uri(),
+            initialization_options=options,
+            workspace_folders=[types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in folders],
+        )
+    )
+    return client
+
+
+async def stop(client: LanguageClient) -> None:
+    await client.shutdown_session()
+    await client.stop()
+
+
+async def request(client: LanguageClient, method: str, params: dict[str, Any]) -> Any:
+    """A custom request (``openprogram/runs``, ...) and its result as plain JSON values."""
+    return as_dict(await client.protocol.send_request_async(method, params))
