@@ -5,7 +5,10 @@ Requests (JSON params and results, camelCase keys):
 * ``openprogram/runs`` ``{folder?}`` → ``{"folders": [{"name", "uri", "store", "runs": [run...]}]}``
   — the runs of each workspace folder's store, newest first;
 * ``openprogram/runSteps`` ``{runId, folder?}`` → ``{"run": run, "steps": [step...]}``;
-* ``openprogram/cancelRun`` ``{runId}`` → ``{"status"}`` or ``{"error"}`` (``durable.cancel_run``);
+* ``openprogram/cancelRun`` ``{runId}`` → ``{"status", "cancel"}`` or ``{"error"}``
+  (``durable.cancel_run``): ``cancel`` is ``"cancelled"`` (``status`` ``cancelled``) or
+  ``"requested"`` (``status`` ``running``: another process executes the run and records
+  the cancel at its next step), the words of ``openprogram cancel --json``;
 * ``openprogram/entrySignature`` ``{uri, entry}`` → ``{"entry", "params", "template"}``.
 
 The store is read through the engine's read-only query API (``openprogram.durable.queries``):
@@ -26,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.uris import from_fs_path, to_fs_path
 
+from openprogram.contract.runs import RunStatus
 from openprogram.durable import queries
 from openprogram.durable.queries import RunRow
 from openprogram.store.postgres import redacted_location
@@ -105,6 +109,9 @@ def short_json(text: str | None, limit: int = SHORT) -> str:
 
 
 def run_json(run: RunRow) -> dict[str, Any]:
+    """A run as the Runs view lists it. ``status`` is ``interrupted`` for a ``running`` run
+    whose process is gone (resumable); ``cancelRequested``: a ``running`` run's cancel waits
+    for the process executing it (its next step)."""
     info = RunInfo(
         id=run.id,
         function_qualname=run.function_qualname,
@@ -127,6 +134,7 @@ def run_json(run: RunRow) -> dict[str, Any]:
         "programPath": run.program_path,
         "status": status,
         "resumable": info.resumable,
+        "cancelRequested": run.cancel_requested and status == RunStatus.RUNNING,
         "pausedStep": run.paused_step,
         "pausedOccurrence": run.paused_occurrence,
         "pauseReason": run.pause_reason,
@@ -138,11 +146,33 @@ def run_json(run: RunRow) -> dict[str, Any]:
 
 
 def find_run(ls: OpenProgramLanguageServer, run_id: str) -> tuple[FolderStore, RunRow] | None:
-    for fs in readable_stores(ls):
+    return find_run_in(readable_stores(ls), run_id)
+
+
+def find_run_in(stores: list[FolderStore], run_id: str) -> tuple[FolderStore, RunRow] | None:
+    for fs in stores:
         run = queries.get_run(fs.db, run_id)
         if run is not None:
             return fs, run
     return None
+
+
+def cancel_payload(stores: list[FolderStore], run_id: str) -> dict[str, Any]:
+    """``openprogram/cancelRun``: ``{"status", "cancel"}`` from the
+    :class:`~openprogram.contract.runs.CancelOutcome` of ``cancel_run`` (never ``--kill``:
+    a run another process executes is only requested to cancel), or ``{"error"}``. Reads
+    and writes the store: call it off the event loop."""
+    from openprogram.durable import cancel_run
+
+    found = find_run_in(stores, run_id)
+    if found is None:
+        return {"error": f"no run {run_id!r} in the workspace stores"}
+    fs, run = found
+    try:
+        outcome = cancel_run(run.id, store=fs.store)
+    except Exception as exc:  # RunStateError: already finished; StoreError
+        return {"error": str(exc)}
+    return {"status": str(outcome.status), "cancel": str(outcome)}
 
 
 def runs_payload(ls: OpenProgramLanguageServer, folder: str | None = None) -> dict[str, Any]:
@@ -262,19 +292,12 @@ def register(server: OpenProgramLanguageServer) -> None:
         return steps_payload(ls, run_id)
 
     @server.feature(CANCEL_RUN)
-    def cancel(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
-        from openprogram.durable import cancel_run
-
+    async def cancel(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
         run_id = param(params, "runId")
-        found = find_run(ls, run_id) if isinstance(run_id, str) and run_id else None
-        if found is None:
+        if not isinstance(run_id, str) or not run_id:
             return {"error": f"no run {run_id!r} in the workspace stores"}
-        try:
-            cancel_run(found[1].id, store=found[0].store)
-        except Exception as exc:  # RunStateError: already finished
-            return {"error": str(exc)}
-        run = queries.get_run(found[0].db, found[1].id)
-        return {"status": run.status if run else "cancelled"}
+        # a PostgreSQL store is a network round trip: off the event loop
+        return await asyncio.to_thread(cancel_payload, readable_stores(ls), run_id)
 
     @server.feature(ENTRY_SIGNATURE)
     async def signature(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any] | None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -17,14 +16,14 @@ from typing import Any
 
 import pytest
 from lsp_harness import (
-    SERVER_CMD,
     as_dict,
     diags_for,
     edit_doc,
-    make_runs_client,
     open_doc,
-    runs_capabilities,
+    request,
     runs_seen,
+    start,
+    stop,
     wait_for,
 )
 from lsprotocol import types
@@ -74,36 +73,6 @@ PROGRAM_ENTRIES = ["pipeline", "gated"]
 '''
 
 
-async def start(
-    folders: list[Path],
-    *,
-    env: dict[str, str] | None = None,
-    options: Any = None,
-    scoped: dict[Path, dict[str, Any]] | None = None,
-) -> LanguageClient:
-    """A real server over stdio (``env`` added to this process's environment; ``scoped``:
-    each folder's ``openprogram`` settings, as VS Code answers them per ``scopeUri``)."""
-    client = make_runs_client()
-    for folder, settings in (scoped or {}).items():
-        client.set_configuration({"openprogram": settings}, scope_uri=folder.as_uri())
-    await client.start_io(*SERVER_CMD, env={**os.environ, **(env or {})})
-    caps = runs_capabilities()
-    await client.initialize_session(
-        types.InitializeParams(
-            capabilities=caps,
-            root_uri=folders[0].as_uri(),
-            initialization_options=options,
-            workspace_folders=[types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in folders],
-        )
-    )
-    return client
-
-
-async def stop(client: LanguageClient) -> None:
-    await client.shutdown_session()
-    await client.stop()
-
-
 def cli(folder: Path, *args: str, store: str) -> Any:
     proc = subprocess.run(
         [OPENPROGRAM, *args, "--store", store, "--json"],
@@ -118,10 +87,6 @@ async def execute(client: LanguageClient, command: str, *args: Any) -> dict[str,
         types.ExecuteCommandParams(command=command, arguments=list(args))
     )
     return dict(as_dict(got))
-
-
-async def request(client: LanguageClient, method: str, params: dict[str, Any]) -> Any:
-    return as_dict(await client.protocol.send_request_async(method, params))
 
 
 async def lenses(client: LanguageClient, uri: str) -> list[types.Command]:
@@ -427,7 +392,7 @@ async def test_op209_and_cancel_on_runs_recorded_in_postgresql(tmp_path: Path, p
         assert diag.code == "OP209" and "'prepare'" in diag.message
         assert diag.message.endswith("this edit breaks 1 paused/running run")
         cancelled = await request(client, "openprogram/cancelRun", {"runId": paused["run_id"]})
-        assert cancelled == {"status": "cancelled"}
+        assert cancelled == {"status": "cancelled", "cancel": "cancelled"}
         assert [r["status"] for r in cli(folder, "runs", store=pg_dsn)] == ["cancelled"]
     finally:
         await stop(client)

@@ -260,11 +260,12 @@ async def test_cancel_a_paused_run_from_the_view(client: LanguageClient, workspa
     paused = cli(workspace, "run", "pauser.py:pipeline")
     assert paused["status"] == "paused"
     got = as_dict(await request(client, "openprogram/cancelRun", {"runId": paused["run_id"]}))
-    assert got == {"status": "cancelled"}
+    assert got == {"status": "cancelled", "cancel": "cancelled"}  # done: no process to wait for
     runs = as_dict(await request(client, "openprogram/runs", {}))
-    assert [(r["id"], r["status"], r["resumable"]) for r in runs["folders"][0]["runs"]] == [
-        (paused["run_id"], "cancelled", False)
-    ]
+    assert [
+        (r["id"], r["status"], r["resumable"], r["cancelRequested"])
+        for r in runs["folders"][0]["runs"]
+    ] == [(paused["run_id"], "cancelled", False, False)]
     again = as_dict(await request(client, "openprogram/cancelRun", {"runId": paused["run_id"]}))
     assert "cancelled" in again["error"]
     unknown = as_dict(await request(client, "openprogram/cancelRun", {"runId": "nope"}))

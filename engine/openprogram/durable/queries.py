@@ -65,6 +65,7 @@ class RunRow(NamedTuple):
     created_at: float
     updated_at: float
     owner_alive: bool = False  # a running run whose lease is held (``store.lease``)
+    cancel_requested: bool = False  # a cancel waits for the executing process (next step)
 
 
 class StepRow(NamedTuple):
@@ -236,6 +237,7 @@ def _run_row(r: RunRecord) -> RunRow:
         created_at=float(r.created_at or 0.0),
         updated_at=float(r.updated_at or 0.0),
         owner_alive=owner_alive(r),
+        cancel_requested=r.cancel_requested,
     )
 
 

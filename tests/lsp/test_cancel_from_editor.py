@@ -1,0 +1,128 @@
+"""Cancel Run from the editor (``openprogram/cancelRun``) of a run that a real
+``openprogram run`` process executes (issue 15): the cancel is only *requested* — the
+answer says so, and so does the Runs view — until that process reaches its next step and
+records ``cancelled``. On a SQLite store and on PostgreSQL (``pg_dsn``); real client over
+stdio, the run's process a real subprocess whose step waits on a file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsp_harness import request, start, stop, wait_for
+from pytest_lsp import LanguageClient
+
+OPENPROGRAM = str(Path(sys.executable).parent / "openprogram")
+
+PROGRAM = '''\
+import os
+import time
+
+from openprogram import step
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def log(line: str) -> None:
+    with open(os.path.join(HERE, "steps.log"), "a", encoding="utf-8") as f:
+        f.write(line + "\\n")
+
+
+def wait(n: int) -> int:
+    """Blocks while the file ``block`` exists."""
+    log(f"wait {n}")
+    while os.path.exists(os.path.join(HERE, "block")):
+        time.sleep(0.01)
+    return n + 1
+
+
+def after(n: int) -> int:
+    log(f"after {n}")
+    return n * 10
+
+
+def gated(n: int = 1) -> int:
+    return step("after", after, step("wait", wait, n))
+
+
+gated.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["gated"]
+'''
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The run store the CLI and the server share: a directory, or a PostgreSQL URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store")
+    return str(request.getfixturevalue("pg_dsn"))
+
+
+def steps_log(folder: Path) -> list[str]:
+    log = folder / "steps.log"
+    return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+
+
+async def listed(client: LanguageClient) -> list[dict[str, Any]]:
+    """The runs the Runs view lists (one workspace folder)."""
+    [folder] = (await request(client, "openprogram/runs", {}))["folders"]
+    assert "error" not in folder, folder
+    return list(folder["runs"])
+
+
+async def test_cancel_of_a_run_another_process_executes_is_requested_until_its_next_step(
+    tmp_path: Path, store: str
+) -> None:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "prog.py").write_text(PROGRAM, encoding="utf-8")
+    block = folder / "block"
+    block.touch()
+    owner = subprocess.Popen(
+        [OPENPROGRAM, "run", "prog.py:gated", "--store", store, "--json"],
+        cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    client = await start([folder], options={"store": store})
+    try:
+        await wait_for(lambda: steps_log(folder) == ["wait 1"], "step 'wait' started", 60.0)
+        runs: list[dict[str, Any]] = []
+        for _ in range(400):  # until the server reads the store (a URL is probed first)
+            runs = await listed(client)
+            if runs:
+                break
+            await asyncio.sleep(0.05)
+        [run] = runs
+        assert (run["status"], run["cancelRequested"]) == ("running", False)
+
+        got = await request(client, "openprogram/cancelRun", {"runId": run["id"]})
+        assert got == {"status": "running", "cancel": "requested"}
+        [shown] = await listed(client)
+        assert (shown["id"], shown["status"], shown["cancelRequested"]) == (
+            run["id"],
+            "running",
+            True,
+        )
+        detail = await request(client, "openprogram/runSteps", {"runId": run["id"]})
+        assert (detail["run"]["status"], detail["run"]["cancelRequested"]) == ("running", True)
+        assert [(s["label"], s["state"]) for s in detail["steps"]] == [("wait #0", "running")]
+
+        block.unlink()  # the step returns; the process stops before its next step
+        out, err = owner.communicate(timeout=120)
+        assert owner.returncode == 1 and json.loads(out)["status"] == "cancelled", (out, err)
+        assert steps_log(folder) == ["wait 1"]
+        [shown] = await listed(client)
+        assert (shown["status"], shown["cancelRequested"]) == ("cancelled", False)
+        again = await request(client, "openprogram/cancelRun", {"runId": run["id"]})
+        assert again == {"error": f"run {run['id']} is already cancelled"}
+    finally:
+        block.unlink(missing_ok=True)
+        if owner.poll() is None:
+            owner.kill()
+        owner.communicate()
+        await stop(client)
