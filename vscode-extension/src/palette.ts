@@ -91,6 +91,15 @@ const RESUME_MODES: ReadonlyArray<{ label: string; options: ResumeOptions }> = [
 
 const ENTER_RUN_ID = '$(edit) Enter a run id…';
 
+/** The server's `openprogram/cancelRun` answer (`cancel` as in `openprogram cancel --json`). */
+interface CancelAnswer {
+  status?: string;
+  cancel?: 'cancelled' | 'requested';
+  error?: string;
+}
+
+const CANCEL_REQUESTED = 'requested';
+
 export class Palette implements ServerCommandRouter {
   constructor(private readonly host: PaletteHost) {}
 
@@ -183,12 +192,18 @@ export class Palette implements ServerCommandRouter {
     return this.onRun(node, (run) => this.resumeWithMode(run.id));
   }
 
-  /** Cancel Run on a Runs-view item (or a typed run id). */
+  /**
+   * Cancel Run on a Runs-view item (or a typed run id). The server answers `{status, cancel}`:
+   * `cancel` is `cancelled`, or `requested` when another process executes the run — it stays
+   * running until that process stops at its next step, which the user is told.
+   */
   cancelRun(node: unknown): Promise<void> {
     return this.onRun(node, async (run) => {
-      const answer = (await this.request('openprogram/cancelRun', { runId: run.id })) as { status?: string; error?: string } | undefined;
+      const answer = (await this.request('openprogram/cancelRun', { runId: run.id })) as CancelAnswer | undefined;
       if (answer?.error !== undefined) {
         void this.host.window.showErrorMessage(`OpenProgram: ${answer.error}`);
+      } else if (answer?.cancel === CANCEL_REQUESTED) {
+        void this.host.window.showInformationMessage(`cancel requested: the process executing run ${run.id} stops at its next step`);
       }
       this.host.refreshRuns();
     });

@@ -10,6 +10,8 @@ export interface RunSummary {
   programPath: string | null;
   status: string;
   resumable: boolean;
+  /** A running run whose cancel waits for the process executing it (its next step). */
+  cancelRequested?: boolean;
   pausedStep: string | null;
   pausedOccurrence: number | null;
   pauseReason: string | null;
@@ -125,6 +127,8 @@ export function runItem(run: RunSummary): ItemView {
     detail = run.result !== '' ? `→ ${run.result}` : 'completed';
   } else if (run.status === 'failed') {
     detail = run.error ?? 'failed';
+  } else if (cancelRequested(run)) {
+    detail = 'running, cancel requested';
   } else {
     detail = run.status;
   }
@@ -134,12 +138,25 @@ export function runItem(run: RunSummary): ItemView {
   return {
     label: `${run.entry} · ${run.id.slice(0, 8)}`,
     description: `${detail} · ${formatTime(run.createdAt)}`,
-    tooltip: [`run ${run.id}`, `${run.function} — ${run.status}`, run.error ?? '', run.programPath ?? ''].filter((l) => l !== '').join('\n'),
+    tooltip: [
+      `run ${run.id}`,
+      `${run.function} — ${run.status}`,
+      cancelRequested(run) ? 'cancel requested: the process executing it stops at its next step' : '',
+      run.error ?? '',
+      run.programPath ?? '',
+    ]
+      .filter((l) => l !== '')
+      .join('\n'),
     icon,
     color,
     context,
     collapsible: true,
   };
+}
+
+/** Whether `run` is running with its cancel requested (the server's `cancelRequested`). */
+export function cancelRequested(run: RunSummary): boolean {
+  return run.status === 'running' && run.cancelRequested === true;
 }
 
 export function stepItem(step: StepSummary): ItemView {

@@ -307,3 +307,21 @@ test('the Runs view actions work on the item\'s run, or ask for a run id from th
   await palette.resumeFromView(node);
   assert.deepEqual(client.executed(), [['openprogram.resume', RUN_ID, { policy: 'use_latest' }]]);
 });
+
+test('Cancel Run says when the cancel is only requested (another process executes the run), then refreshes', async () => {
+  const { palette, window, client, calls } = setup();
+  const node = { kind: 'run', run: { id: RUN_ID } };
+  client.answers['openprogram/cancelRun'] = { status: 'running', cancel: 'requested' };
+
+  await palette.cancelRun(node);
+  assert.deepEqual(client.requests, [{ method: 'openprogram/cancelRun', params: { runId: RUN_ID } }]);
+  assert.deepEqual(window.messages, [
+    { level: 'info', text: `cancel requested: the process executing run ${RUN_ID} stops at its next step`, actions: [] },
+  ]);
+  assert.equal(calls.refreshRuns, 1);
+
+  client.answers['openprogram/cancelRun'] = { status: 'cancelled', cancel: 'cancelled' };
+  await palette.cancelRun(node);
+  assert.equal(window.messages.length, 1, 'a done cancel shows in the Runs view, without a message');
+  assert.equal(calls.refreshRuns, 2);
+});

@@ -31,6 +31,20 @@ test('a paused run offers resume and cancel and says where it stopped', () => {
   assert.equal(view.context, 'run resumable cancellable');
 });
 
+test('a running run whose cancel was requested says so until its process stops', () => {
+  const running = { ...RUN, status: 'running', resumable: false, pausedStep: null, pausedOccurrence: null, pauseReason: null };
+  const plain = runItem({ ...running, cancelRequested: false });
+  assert.match(plain.description, /^running · /);
+  assert.doesNotMatch(plain.tooltip, /cancel requested/);
+  const requested = runItem({ ...running, cancelRequested: true });
+  assert.match(requested.description, /^running, cancel requested · /);
+  assert.match(requested.tooltip, /\ncancel requested: the process executing it stops at its next step\n/);
+  assert.equal(requested.icon, 'sync~spin');
+  assert.equal(requested.context, 'run cancellable');
+  const gone = runItem({ ...RUN, status: 'cancelled', resumable: false, cancelRequested: true });
+  assert.match(gone.description, /^cancelled · /);
+});
+
 test('completed and failed runs show their result or error and offer no resume', () => {
   const done = runItem({ ...RUN, status: 'completed', resumable: false, result: '20' });
   assert.match(done.description, /^→ 20 · /);
