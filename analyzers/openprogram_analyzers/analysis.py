@@ -19,6 +19,8 @@ from openprogram_analyzers.rule import Context, Pending
 from openprogram_analyzers.suppressions import SourceText, apply_suppressions, suppression_fix
 
 if TYPE_CHECKING:
+    from openprogram_analyzers.first_party import Dependency, HelperLoader
+    from openprogram_analyzers.index import ModuleIndex
     from openprogram_analyzers.program import ProgramModel
 
 
@@ -29,9 +31,63 @@ def analyze_source(
     config: LintConfig | None = None,
     recorded_steps: Mapping[str, Sequence[Sequence[tuple[str, int]]]] | None = None,
     prefilter: bool = True,
+    helpers_at_call: bool = False,
 ) -> list[Finding]:
-    """All findings for ``source`` (sorted), suppressions applied, OP900 included."""
-    return _analyze(source, path, config, recorded_steps, prefilter, None)
+    """All findings for ``source`` (sorted), suppressions applied, OP900 included.
+
+    When ``path`` is a file, the first-party helper modules next to it that its resumable
+    functions call are followed (as the pre-run check does): their findings carry the
+    helper's path and the call chain from ``path`` as related locations, or, with
+    ``helpers_at_call`` (an editor showing ``path``), are placed at the call in ``path``
+    (:func:`at_call_site`)."""
+    return _analyze(source, path, config, recorded_steps, prefilter, None, None, helpers_at_call)
+
+
+def analyze_file(
+    source: str,
+    path: str,
+    *,
+    config: LintConfig | None = None,
+    recorded_steps: Mapping[str, Sequence[Sequence[tuple[str, int]]]] | None = None,
+) -> tuple[list[Finding], dict[str, Dependency]]:
+    """``analyze_source`` and the helper files its result depends on (every file probed,
+    with its stat and digest, None when missing): what a cache checks before reusing it."""
+    deps: dict[str, Dependency] = {}
+    return _analyze(source, path, config, recorded_steps, True, None, deps, False), deps
+
+
+FOUND_HERE = "the finding is here, in a helper module this call reaches"
+"""Related message of a helper module's finding shown at the call that reaches it."""
+
+
+def at_call_site(finding: Finding, path: str) -> Finding:
+    """A finding in a helper module, placed at the call in ``path`` that reaches it (the
+    first related location in ``path``): same code and message, its own location becomes
+    the first related one. Unchanged when it is in ``path`` or no call is."""
+    if finding.path == path:
+        return finding
+    for i, r in enumerate(finding.related):
+        if r.path == path:
+            here = Related(
+                FOUND_HERE,
+                finding.path,
+                finding.line,
+                finding.column,
+                finding.end_line,
+                finding.end_column,
+            )
+            rest = finding.related[:i] + finding.related[i + 1 :]
+            return replace(
+                finding,
+                path=path,
+                line=r.line,
+                column=r.column,
+                end_line=r.end_line,
+                end_column=r.end_column,
+                fix=None,
+                related=(here, *rest),
+            )
+    return finding
 
 
 def analyze_with_model(
@@ -40,11 +96,12 @@ def analyze_with_model(
     *,
     config: LintConfig | None = None,
     recorded_steps: Mapping[str, Sequence[Sequence[tuple[str, int]]]] | None = None,
+    helpers_at_call: bool = False,
 ) -> tuple[list[Finding], ProgramModel | None]:
     """``analyze_source`` and the Program model of the same parse (what the editor shows
     is what was checked); the model is None when ``source`` is not analysed."""
     models: list[ProgramModel | None] = []
-    findings = _analyze(source, path, config, recorded_steps, True, models)
+    findings = _analyze(source, path, config, recorded_steps, True, models, None, helpers_at_call)
     if models:
         return findings, models[0]
     from openprogram_analyzers.program import ProgramModel, program_model_of
@@ -60,6 +117,8 @@ def _analyze(
     recorded_steps: Mapping[str, Sequence[Sequence[tuple[str, int]]]] | None,
     prefilter: bool,
     models: list[ProgramModel | None] | None,
+    deps: dict[str, Dependency] | None,
+    helpers_at_call: bool,
 ) -> list[Finding]:
     from openprogram_analyzers.rules import RULES
 
@@ -74,7 +133,9 @@ def _analyze(
         return [module] if "OP001" in enabled else []
     rules = [RULES[c]() for c in sorted(enabled) if c not in ("OP001", "OP900")]
     try:
-        findings = _run(module, source, path, rules, enabled, recorded_steps, models)
+        findings, followed = _run(
+            module, source, path, rules, enabled, recorded_steps, models, deps
+        )
     except RecursionError:
         if models is not None:
             models[:] = [None]
@@ -96,7 +157,13 @@ def _analyze(
     # suppression fixes only for the findings that survive the suppressions.
     text = SourceText(source)
     kept = apply_suppressions(source, path, findings, enabled, text)
-    return [_with_fix(source, text, f) for f in kept]
+    # findings in helper modules: suppressed by their own file's comments, no fix here
+    if helpers_at_call:
+        followed = [at_call_site(f, path) for f in followed]
+    out = [*(_with_fix(source, text, f) for f in kept), *followed]
+    if followed:
+        out.sort(key=Finding.sort_key)
+    return out
 
 
 def _with_fix(source: str, text: SourceText, finding: Finding) -> Finding:
@@ -117,7 +184,10 @@ def _run(
     enabled: frozenset[str],
     recorded_steps: Any,
     models: list[ProgramModel | None] | None = None,
-) -> list[Finding]:
+    deps: dict[str, Dependency] | None = None,
+) -> tuple[list[Finding], list[Finding]]:
+    """This file's findings (before suppressions) and those in the first-party helper
+    modules its resumable functions call (suppressions of their own files applied)."""
     from openprogram_analyzers.index import IndexBuilder, walk
 
     rule_list = list(rules)
@@ -129,17 +199,27 @@ def _run(
         for node_type, hook in rule.hooks(ctx).items():
             builder.hooks.setdefault(node_type, []).append(hook)
     walk(module, builder)
+    loader = None
     if builder.index.imports and os.path.isfile(path):
-        from openprogram_analyzers.first_party import mark_first_party
-
-        mark_first_party(builder.index, os.path.dirname(os.path.abspath(path)))
+        # helper modules next to the Program, spelt like ``path`` (``prog.py`` ->
+        # ``helpers.py``), resolved before the rules read the index
+        loader = follow_imports(builder.index, os.path.dirname(path))
     for rule in rule_list:
         rule.check(ctx)
     if models is not None:
         from openprogram_analyzers.program import program_model
 
         models.append(program_model(builder.index))
-    return resolve(module, path, ctx.pending)
+    followed: list[Finding] = []
+    if loader is not None:
+        if not enabled.isdisjoint(FOLLOWED_CODES):
+            from openprogram_analyzers.determinism import resumable_functions
+
+            reached = reached_functions(builder.index, resumable_functions(builder.index))
+            followed = _followed_findings(module, path, builder.index, reached, loader, enabled)
+        if deps is not None:
+            deps.update(loader.dependencies())
+    return resolve(module, path, ctx.pending), followed
 
 
 def resolve(module: cst.Module, path: str, pending: list[Pending]) -> list[Finding]:
@@ -243,6 +323,35 @@ _AT = re.compile(r"(?:parser error: )?error at (\d+):(\d+): ")
 ENGINE_CODES = frozenset({"OP001", *(f"OP20{i}" for i in range(1, 9)), "OP212", "OP213", "OP900"})
 """What the pre-run check reports: parse errors and the determinism rules of one entry."""
 
+FOLLOWED_CODES = frozenset(f"OP20{i}" for i in range(1, 9))
+"""What a first-party helper module reached from a resumable function can be reported for."""
+
+
+def follow_imports(index: ModuleIndex, base: str) -> HelperLoader:
+    """Mark the first-party imports of ``index`` (modules next to the Program, in ``base``)
+    and resolve what helper modules re-export: the one way the pre-run check and
+    ``openprogram-lint`` see a Program's imports."""
+    from openprogram_analyzers.first_party import HelperLoader, mark_first_party, resolve_reexports
+
+    loader = HelperLoader(base)
+    mark_first_party(index, loader)
+    resolve_reexports(index, loader)
+    return loader
+
+
+def reached_functions(index: ModuleIndex, roots: Iterable[Any]) -> dict[str, bool]:
+    """Qualname -> whether it is in an orchestration body (else a step dependency only),
+    over the scopes of ``roots``: where calls into helper modules are followed from."""
+    from openprogram_analyzers import determinism
+
+    orchestration: dict[str, bool] = {}
+    dependencies: dict[str, bool] = {}
+    for fn in roots:
+        scope = determinism.build_scope(index, fn)
+        orchestration.update(dict.fromkeys(scope.orchestration, True))
+        dependencies.update(dict.fromkeys(scope.dependencies, False))
+    return {**orchestration, **{q: o for q, o in dependencies.items() if q not in orchestration}}
+
 
 @dataclass(frozen=True)
 class EntryCheck:
@@ -291,20 +400,14 @@ def check_entry(
             1,
         )
         return EntryCheck([missing], [])
-    from openprogram_analyzers.first_party import HelperLoader, mark_first_party, resolve_reexports
-
-    base = os.path.dirname(os.path.abspath(path))
-    loader = HelperLoader(base)
-    mark_first_party(index, base)
-    resolve_reexports(index, loader)
+    loader = follow_imports(index, os.path.dirname(os.path.abspath(path)))
     ctx = Context(source, path, index, enabled)
-    scope = determinism.build_scope(index, fn)
     for f in determinism.compute_for(index, [fn]):
         if f.code in enabled:
             ctx.report(f.code, f.node, f.message, related=f.chain)
     found = resolve(module, path, ctx.pending)
     kept = apply_suppressions(source, path, found, enabled)
-    reached = {**{q: True for q in scope.orchestration}, **{q: False for q in scope.dependencies}}
+    reached = reached_functions(index, [fn])
     kept.extend(_followed_findings(module, path, index, reached, loader, enabled))
     return EntryCheck(kept, list(reached), loader.files)
 
@@ -318,9 +421,16 @@ def _followed_findings(
     enabled: frozenset[str],
 ) -> list[Finding]:
     """Findings in first-party helper modules the entry calls (followed across files),
-    each with the call in the entry module as related information."""
+    each with the call in the entry module as related information. A helper's own
+    suppressions apply; whether they are used is that file's lint (no OP900 here)."""
     from openprogram_analyzers import determinism
-    from openprogram_analyzers.first_party import followed_calls, resolve_reexports
+    from openprogram_analyzers.first_party import (
+        followed_calls,
+        mark_first_party,
+        resolve_reexports,
+    )
+
+    enabled = enabled - {"OP900"}
 
     out: list[Finding] = []
     todo: list[tuple[cst.Module, str, Any, dict[str, bool], tuple[Related, ...]]] = [
@@ -346,6 +456,8 @@ def _followed_findings(
             name = f"{os.path.splitext(os.path.basename(call.helper.path))[0]}.{call.function.qualname}"
             link = Related(f"'{call.caller}' calls '{name}' here", mod_path, *where)
             helper = call.helper
+            # its own imports of helper modules are first-party too (followed, not OP208)
+            mark_first_party(helper.index, loader)
             resolve_reexports(helper.index, loader)
             hctx = Context(helper.source, helper.path, helper.index, enabled)
             marker: list[tuple[str, cst.CSTNode]] = [("", call.call)]

@@ -5,13 +5,20 @@ file content's SHA-256 to its findings, so a file is always read and hashed (an 
 keeps the size and the mtime is never served stale); ``files`` maps a path to the digest
 last seen there, only to drop results no file has any more. Corrupt or foreign cache files
 are ignored.
+
+A result that followed first-party helper modules (``helpers.py`` next to a Program) also
+depends on them: ``deps`` maps the content hash to those files (relative to the linted
+file's folder) and their digests, or None for a module file that was looked for and not
+found; a result is reused only while each is unchanged. Paths inside stored findings are
+relative to the linted file's folder too ("" for the file itself), so a result is reused
+for the same content elsewhere.
 """
 
 from __future__ import annotations
 
 import os
 
-from openprogram_analyzers.digest import blake2b_hex
+from openprogram_analyzers.digest import blake2b_hex, file_digest, stat_key
 
 TYPE_CHECKING = False  # keep the warm (all cached) CLI run free of typing/tempfile
 if TYPE_CHECKING:
@@ -19,6 +26,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from openprogram_analyzers.findings import Finding
+    from openprogram_analyzers.first_party import Dependency
 
 CACHE_DIR = ".openprogram-lint-cache"
 
@@ -50,6 +58,8 @@ class ResultCache:
         self.file = cache_stem(root, fingerprint) + ".json"
         self.files: dict[str, str] = {}
         self.results: dict[str, list[dict[str, Any]]] = {}
+        # content hash -> helper file (relative to the file's folder) -> digest (None: absent)
+        self.deps: dict[str, dict[str, str | None]] = {}
         self.dirty = False
         import json
 
@@ -61,26 +71,66 @@ class ResultCache:
                 if isinstance(files, dict):
                     self.files = {k: v for k, v in files.items() if isinstance(v, str)}
                 self.results = dict(data.get("results", {}))
+                deps = data.get("deps", {})
+                if isinstance(deps, dict):
+                    self.deps = {k: v for k, v in deps.items() if isinstance(v, dict)}
         except (OSError, ValueError):
             pass
 
-    def get(self, digest: str, display: str) -> list[Finding] | None:
+    def get(
+        self, digest: str, display: str, seen: dict[str, str | None] | None = None
+    ) -> list[Finding] | None:
+        """The findings stored for this content, if the helper files it depends on are
+        unchanged (their stat keys, read before their content, go to ``seen``)."""
         items = self.results.get(digest)
         if items is None:
             return None
+        folder = os.path.dirname(display)
+        for rel, want in self.deps.get(digest, {}).items():
+            dep = os.path.normpath(os.path.join(folder, rel))
+            try:
+                st = os.stat(dep)
+            except OSError:
+                key = have = None
+            else:
+                key, have = stat_key(st), file_digest(dep) or ""
+            if have != want:
+                return None
+            if seen is not None:
+                seen[os.path.abspath(dep)] = key
         if not items:
             return []
         from openprogram_analyzers.findings import Finding
 
-        return [Finding.from_json({**item, "path": display}) for item in items]
+        return [Finding.from_json(_placed(item, display, folder)) for item in items]
+
+    def hit(self, path: str, digest: str) -> None:
+        """``path`` holds content whose result ``get`` returned."""
+        if self.files.get(path) != digest:
+            self.files[path] = digest
+            self.dirty = True
 
     def put(
-        self, path: str, st: os.stat_result | None, digest: str, findings: list[Finding]
+        self,
+        path: str,
+        st: os.stat_result | None,
+        digest: str,
+        findings: list[Finding],
+        display: str,
+        deps: dict[str, Dependency] | None = None,
     ) -> None:
-        if self.files.get(path) == digest and digest in self.results:
-            return
+        """Store the findings of ``path`` (shown as ``display``) and the helper files they
+        depend on (``analysis.analyze_file``: paths spelt like ``display``)."""
+        folder = os.path.dirname(display)
         self.files[path] = digest
-        self.results[digest] = [f.to_json() for f in findings]
+        self.results[digest] = [_stored(f.to_json(), display, folder) for f in findings]
+        if deps:
+            self.deps[digest] = {
+                os.path.relpath(p, folder or os.curdir): None if d is None else d[1]
+                for p, d in deps.items()
+            }
+        else:
+            self.deps.pop(digest, None)
         self.dirty = True
 
     def save(self) -> None:
@@ -97,12 +147,37 @@ class ResultCache:
 
             live = set(self.files.values())
             results = {d: r for d, r in self.results.items() if d in live}
+            deps = {d: r for d, r in self.deps.items() if d in live}
             fd, tmp = tempfile.mkstemp(dir=self.dir, suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"files": self.files, "results": results}, fh)
+                json.dump({"files": self.files, "results": results, "deps": deps}, fh)
             os.replace(tmp, self.file)
         except OSError:
             pass
+
+
+def _stored(item: dict[str, Any], display: str, folder: str) -> dict[str, Any]:
+    """A finding's JSON with its paths relative to ``folder`` ("" for the file itself)."""
+
+    def rel(p: str) -> str:
+        return "" if p == display else os.path.relpath(p, folder or os.curdir)
+
+    item["path"] = rel(item["path"])
+    for r in item.get("related", ()):
+        r["path"] = rel(r["path"])
+    return item
+
+
+def _placed(item: dict[str, Any], display: str, folder: str) -> dict[str, Any]:
+    """Inverse of ``_stored`` for the file shown as ``display``."""
+
+    def place(p: str) -> str:
+        return display if not p else os.path.normpath(os.path.join(folder, p))
+
+    out = {**item, "path": place(item.get("path", ""))}
+    if "related" in item:
+        out["related"] = [{**r, "path": place(r.get("path", ""))} for r in item["related"]]
+    return out
 
 
 _CODE_HASH: str | None = None

@@ -15,7 +15,11 @@ if TYPE_CHECKING:
 
     from openprogram_analyzers.config import LintConfig
     from openprogram_analyzers.findings import Finding
+    from openprogram_analyzers.first_party import Dependency
     from openprogram_analyzers.memo import RunMemo
+
+    JobResult = tuple[list[Finding], str | None, dict[str, Dependency]]
+    """Findings, an internal error, the helper files the findings depend on."""
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 PARALLEL_THRESHOLD = 24
@@ -126,7 +130,7 @@ class _Parser(argparse.ArgumentParser):
         super().error(_redact(message))
 
 
-def _analyze_job(job: Job, config: LintConfig) -> tuple[list[Finding], str | None]:
+def _analyze_job(job: Job, config: LintConfig) -> JobResult:
     """Analyze one file; never raises (an internal error is returned as text).
 
     The cyclic GC is paused meanwhile: the analysis makes no reference cycles (its
@@ -143,18 +147,19 @@ def _analyze_job(job: Job, config: LintConfig) -> tuple[list[Finding], str | Non
             gc.enable()
 
 
-def _analyze_job_gc_paused(job: Job, config: LintConfig) -> tuple[list[Finding], str | None]:
+def _analyze_job_gc_paused(job: Job, config: LintConfig) -> JobResult:
     try:
-        from openprogram_analyzers.analysis import analyze_source
+        from openprogram_analyzers.analysis import analyze_file
 
         recorded = None
         if job.store is not None:
             from openprogram_analyzers.store_adapter import recorded_steps
 
             recorded = recorded_steps(job.store, job.path)
-        return analyze_source(job.source, job.display, config=config, recorded_steps=recorded), None
+        found, deps = analyze_file(job.source, job.display, config=config, recorded_steps=recorded)
+        return found, None, deps
     except Exception as exc:  # pragma: no cover - reported, run continues
-        return [], f"{job.display}: internal error: {type(exc).__name__}: {exc}"
+        return [], f"{job.display}: internal error: {type(exc).__name__}: {exc}", {}
 
 
 def _decode(data: bytes) -> tuple[str, str] | Finding:
@@ -354,6 +359,10 @@ def _lint_entries(
     jobs: list[Job] = []
     pending: list[tuple[Job, str, os.stat_result]] = []
     uncached = False  # findings the result cache does not hold (a memo could not replay)
+    # helper modules the findings depend on (absolute path -> stat key; None: absent)
+    helpers: dict[str, str | None] = {}
+    # findings in helper modules, reported from the Programs that call them (no fixes)
+    followed: list[Finding] = []
     for key, display, st in entries:
         if st.st_size > MAX_FILE_BYTES:
             uncached = True
@@ -372,10 +381,11 @@ def _lint_entries(
         # whatever the file's mtime and size say.
         digest = content_hash(data)
         if cache is not None:
-            hit = cache.get(digest, display)
+            hit = cache.get(digest, display, helpers)
             if hit is not None:
-                cache.put(key, st, digest, hit)
-                findings.extend(hit)
+                cache.hit(key, digest)
+                for f in hit:
+                    (findings if f.path == display else followed).append(f)
                 continue
         # Binary and undecodable files depend on their content only: cached like results.
         decoded: tuple[str, str] | Finding
@@ -389,32 +399,37 @@ def _lint_entries(
             unreadable = [replace(decoded, path=display)]
             findings.extend(unreadable)
             if cache is not None:
-                cache.put(key, st, digest, unreadable)
+                cache.put(key, st, digest, unreadable, display)
             continue
         source, encoding = decoded
         if not may_trigger(source) and not args.store:
             if cache is not None:
-                cache.put(key, st, digest, [])
+                cache.put(key, st, digest, [], display)
             continue
         job = Job(key, display, source, args.store, encoding)
         jobs.append(job)
         pending.append((job, digest, st))
 
     results = _analyze_all(jobs, config, args.file_time_limit or None)
-    for (job, digest, st), (found, error) in zip(pending, results, strict=True):
+    for (job, digest, st), (found, error, deps) in zip(pending, results, strict=True):
         if error is not None:
             internal.append(error)
             _err(error)
             continue
-        findings.extend(found)
+        for f in found:
+            (findings if f.path == job.display else followed).append(f)
+        for path, dep in deps.items():
+            helpers[os.path.abspath(path)] = None if dep is None else dep[0]
         if cache is not None:
-            cache.put(job.path, st, digest, found)
+            cache.put(job.path, st, digest, found, job.display, deps)
     if cache is not None:
         cache.save()
 
     diff_found = False
     if args.fix or args.diff:
         findings, diff_found = _apply_fixes(args, config, findings, pending)
+    if followed:  # a helper called from two Programs (or also linted itself) shows once
+        findings = _once([*findings, *followed])
     if findings:
         from openprogram_analyzers.findings import Finding
 
@@ -425,8 +440,21 @@ def _lint_entries(
         return 2
     code = 1 if diff_found else _exit_code(args, findings)
     if memo is not None and not uncached:
-        memo.save(code, output)
+        memo.save(code, output, helpers)
     return code
+
+
+def _once(findings: list[Finding]) -> list[Finding]:
+    """``findings`` without repeats of the same finding at the same place (the first kept:
+    its call chain is the one shown)."""
+    seen: set[tuple[object, ...]] = set()
+    out: list[Finding] = []
+    for f in findings:
+        key = (f.path, f.line, f.column, f.end_line, f.end_column, f.code, f.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
 
 
 def _load_analyzer() -> None:
@@ -449,9 +477,7 @@ def _load_analyzer() -> None:
             gc.enable()
 
 
-def _analyze_all(
-    jobs: list[Job], config: LintConfig, time_limit: float | None
-) -> list[tuple[list[Finding], str | None]]:
+def _analyze_all(jobs: list[Job], config: LintConfig, time_limit: float | None) -> list[JobResult]:
     """Every job's result; each file runs in a forked worker (a crash or an overrun
     costs that file only, see ``workers.py``)."""
     if not jobs:
@@ -460,7 +486,7 @@ def _analyze_all(
     from openprogram_analyzers.workers import Pool, cpu_count
 
     workers = 1 if len(jobs) < PARALLEL_THRESHOLD else min(cpu_count(), 8)
-    pool: Pool[Job, tuple[list[Finding], str | None]] = Pool(
+    pool: Pool[Job, JobResult] = Pool(
         lambda job: _analyze_job(job, config),
         _crashed,
         _timed_out,
@@ -470,13 +496,13 @@ def _analyze_all(
     return pool.run(jobs)
 
 
-def _crashed(job: Job, how: str) -> tuple[list[Finding], str | None]:
-    return [], f"{job.display}: internal error: {how}"
+def _crashed(job: Job, how: str) -> JobResult:
+    return [], f"{job.display}: internal error: {how}", {}
 
 
-def _timed_out(job: Job, limit: float) -> tuple[list[Finding], str | None]:
+def _timed_out(job: Job, limit: float) -> JobResult:
     message = f"not analysed: the analysis took longer than the time limit of {limit:g} s"
-    return [_read_error(job.display, message + " (--file-time-limit)")], None
+    return [_read_error(job.display, message + " (--file-time-limit)")], None, {}
 
 
 def _apply_fixes(

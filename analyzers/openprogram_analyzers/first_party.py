@@ -5,16 +5,26 @@ helpers import fetch_time``, ``from .helpers import fetch_time``) runs that code
 orchestration body, so the helper is checked like a same-module helper rather than
 trusted. A name a helper module only re-exports (``from time import time as now`` in
 ``helpers.py``) resolves to what it really is. First-party means: a module file found
-next to the Program (``helpers.py``, ``pkg/util.py``, ``pkg/__init__.py``).
+next to the Program (``helpers.py``, ``pkg/util.py``, ``pkg/__init__.py``); the standard
+library and installed packages are never read.
+
+The pre-run check (``analysis.check_entry``) and ``openprogram-lint`` (``analysis._run``)
+follow helpers through this one loader, so both report the same findings. What a result
+depends on — every file probed, found or not — is :meth:`HelperLoader.dependencies`, which
+the caches (the pre-run check's, lint's result cache and run memo) check before replaying.
 """
 
 from __future__ import annotations
 
+import os
+import stat
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
 
+from openprogram_analyzers.digest import blake2b_hex, file_digest, stat_key
 from openprogram_analyzers.index import (
     STDLIB_MODULES,
     FunctionInfo,
@@ -43,12 +53,38 @@ class FollowedCall:
     orchestration: bool  # reached from the orchestration body (else: a step dependency)
 
 
+Dependency = tuple[str, str] | None
+"""A probed file: ``(stat_key, content digest)``, or None when there is no such file."""
+
+_PARSED: OrderedDict[tuple[str, str], tuple[tuple[str, cst.Module] | None, str]] = OrderedDict()
+"""Helper modules parsed in this process, by (path, stat key): the language server
+analyses a document many times with the same helpers next to it."""
+_PARSED_MAX = 64
+
+
 class HelperLoader:
-    """Parses each first-party module once; remembers which files were read."""
+    """Parses each first-party module once; remembers which files it probed and read.
+
+    ``base`` is the Program's directory, spelt as its path is (relative to the working
+    directory for ``openprogram-lint prog.py``): helper paths are spelt the same way, so
+    findings in them read like the Program's own."""
 
     def __init__(self, base: str) -> None:
         self.base = Path(base)
         self.loaded: dict[str, HelperModule | None] = {}
+        self.probed: dict[str, str | None] = {}  # candidate file -> stat key (None: missing)
+        self._digests: dict[str, str] = {}
+
+    def _exists(self, candidate: Path) -> bool:
+        key = str(candidate)
+        if key not in self.probed:
+            try:
+                st = os.stat(candidate)
+            except (OSError, ValueError):
+                self.probed[key] = None
+            else:
+                self.probed[key] = stat_key(st) if stat.S_ISREG(st.st_mode) else None
+        return self.probed[key] is not None
 
     def module_file(self, dotted: str) -> Path | None:
         if not dotted:
@@ -58,34 +94,80 @@ class HelperLoader:
             return None
         rel = Path(*dotted.split("."))
         for candidate in (self.base / rel.with_suffix(".py"), self.base / rel / "__init__.py"):
-            if candidate.is_file():
+            if self._exists(candidate):
                 return candidate
         return None
 
     def load(self, dotted: str) -> HelperModule | None:
+        """The parsed module, or None: not first-party, unreadable, not UTF-8, or not
+        valid Python (not followed, as the Program could not import it either)."""
         found = self.module_file(dotted)
         if found is None:
             return None
         key = str(found)
         if key not in self.loaded:
-            try:
-                source = found.read_text(encoding="utf-8")
-                module = cst.parse_module(source)
-            except (OSError, UnicodeDecodeError, cst.ParserSyntaxError, RecursionError):
-                self.loaded[key] = None
+            cache_key = (key, self.probed[key] or "")
+            hit = _PARSED.get(cache_key)
+            if hit is None:
+                hit = _parse(found)
+                _PARSED[cache_key] = hit
+                while len(_PARSED) > _PARSED_MAX:
+                    _PARSED.popitem(last=False)
             else:
-                self.loaded[key] = HelperModule(key, source, module, build_index(module))
+                _PARSED.move_to_end(cache_key)
+            parsed, digest = hit
+            self._digests[key] = digest
+            helper: HelperModule | None = None
+            if parsed is not None:
+                try:  # the index is this Program's own (``resolve_reexports`` edits it)
+                    helper = HelperModule(key, parsed[0], parsed[1], build_index(parsed[1]))
+                except RecursionError:
+                    helper = None
+            self.loaded[key] = helper
         return self.loaded[key]
 
     @property
     def files(self) -> tuple[str, ...]:
         return tuple(self.loaded)
 
+    def dependencies(self) -> dict[str, Dependency]:
+        """Every file probed (``helpers.py``, ``helpers/__init__.py``, ...) with its stat
+        key and content digest when it exists: the result holds while none of them
+        changes, appears or disappears."""
+        out: dict[str, Dependency] = {}
+        for path, key in self.probed.items():
+            if key is None:
+                out[path] = None
+                continue
+            digest = self._digests.get(path)
+            if digest is None:
+                digest = file_digest(path) or ""
+            out[path] = (key, digest)
+        return out
 
-def mark_first_party(index: ModuleIndex, base: str) -> None:
+
+def _parse(path: Path) -> tuple[tuple[str, cst.Module] | None, str]:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None, ""
+    digest = blake2b_hex(data, 16)
+    try:
+        # universal newlines, as ``read_text`` reads them
+        source = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        from openprogram_analyzers.analysis import parse_checked
+
+        module = parse_checked(source, str(path))
+    except (UnicodeDecodeError, RecursionError):
+        return None, digest
+    if not isinstance(module, cst.Module):
+        return None, digest
+    return (source, module), digest
+
+
+def mark_first_party(index: ModuleIndex, loader: HelperLoader) -> None:
     """Record which imports are first-party modules (their code is followed, not trusted as
     a third-party object): a file check per non-stdlib import, no parsing."""
-    loader = HelperLoader(base)
     for local, imp in index.imports.items():
         if imp.name is None and loader.module_file(imp.module) is not None:
             index.first_party.add(local)

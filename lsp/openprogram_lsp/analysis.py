@@ -65,7 +65,7 @@ def analyze(
         from openprogram_analyzers.analysis import analyze_with_model
 
         findings, model = analyze_with_model(
-            text, path, config=config, recorded_steps=recorded_steps
+            text, path, config=config, recorded_steps=recorded_steps, helpers_at_call=True
         )
         return AnalysisResult(uri, version, text, tuple(findings), model=model)
     except Exception as exc:

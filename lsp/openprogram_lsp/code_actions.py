@@ -52,6 +52,10 @@ def workspace_edit(
 
 
 def suppression(source: str, finding: Any) -> Any:
+    """The "suppress on this line" edit, or None. A helper module's finding shown at the
+    call reaching it has none: only a comment in the helper suppresses it (as at run time)."""
+    if any(r.path != finding.path for r in finding.related):
+        return None
     try:
         from openprogram_analyzers import suppression_fix
 

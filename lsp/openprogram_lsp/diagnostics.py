@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -157,6 +158,26 @@ class DiagnosticsEngine:
             state.incremental = IncrementalAnalyzer()
             state.worker_crash_key = None
             self.schedule(state.uri)
+
+    def files_changed(self, paths: Sequence[str]) -> bool:
+        """Python files changed on disk: forget the results of the open documents that may
+        import them (their checks follow helper modules next to or below the document,
+        read from disk) and analyse those again. Whether any was."""
+        changed = [os.path.abspath(p) for p in paths]
+        again = False
+        for state in list(self.server.documents.values()):
+            doc = self.server.open_document(state.uri)
+            if doc is None or not state.uri.startswith("file:") or not doc.path:
+                continue
+            own = os.path.abspath(doc.path)
+            folder = os.path.dirname(own) + os.sep
+            if any(p != own and p.startswith(folder) for p in changed):
+                state.result = None
+                state.incremental = IncrementalAnalyzer()  # its chunks hold helper findings
+                state.worker_crash_key = None
+                self.schedule(state.uri)
+                again = True
+        return again
 
     def clear(self, uri: str) -> None:
         """Document closed: clear its diagnostics in the client."""

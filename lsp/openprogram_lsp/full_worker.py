@@ -90,6 +90,7 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
             request["path"],
             config=config,
             recorded_steps=recorded or None,
+            helpers_at_call=True,  # a helper module's finding shows at the call reaching it
         )
         return {
             "id": request.get("id"),

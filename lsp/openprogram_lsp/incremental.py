@@ -305,7 +305,9 @@ class IncrementalAnalyzer:
                 analysed += 1
                 src = chunk.text if is_import else context + chunk.text
                 offset = 0 if is_import else ctx_lines
-                found = analyze_source(src, path, config=config, recorded_steps=recorded_steps)
+                found = analyze_source(
+                    src, path, config=config, recorded_steps=recorded_steps, helpers_at_call=True
+                )
                 cached = tuple(
                     shift_finding(_drop_context_related(f, offset), -offset)
                     for f in found

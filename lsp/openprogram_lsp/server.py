@@ -413,7 +413,9 @@ def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
                                 method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                                 register_options=types.DidChangeWatchedFilesRegistrationOptions(
                                     watchers=[
-                                        types.FileSystemWatcher(glob_pattern="**/pyproject.toml")
+                                        types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
+                                        # helper modules a Program's checks follow
+                                        types.FileSystemWatcher(glob_pattern="**/*.py"),
                                     ]
                                 ),
                             )
@@ -456,6 +458,8 @@ def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
     def did_save(ls: OpenProgramLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
         if _is_pyproject(params.text_document.uri):
             _reload_config(ls)
+        else:
+            _python_files_changed(ls, [params.text_document.uri])
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: OpenProgramLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -464,7 +468,9 @@ def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched(ls: OpenProgramLanguageServer, params: types.DidChangeWatchedFilesParams) -> None:
         if any(_is_pyproject(c.uri) for c in params.changes):
-            _reload_config(ls)
+            _reload_config(ls)  # every open document is analysed again anyway
+        else:
+            _python_files_changed(ls, [c.uri for c in params.changes])
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def folders_changed(
@@ -501,6 +507,14 @@ def _reload_config(ls: OpenProgramLanguageServer) -> None:
     ls.log("reloaded [tool.openprogram.lint] from pyproject.toml")
     ls.diagnostics.schedule_all()
     _refresh_client_views(ls)
+
+
+def _python_files_changed(ls: OpenProgramLanguageServer, uris: list[str]) -> None:
+    """Saved or changed on disk: the open Programs that may follow these modules (helper
+    modules next to or below them) are checked again."""
+    paths = [p for u in uris if u.endswith(".py") and (p := fs_path(u)) is not None]
+    if paths and ls.diagnostics.files_changed(paths):
+        ls.refresh_pull_diagnostics()
 
 
 def _refresh_client_views(ls: OpenProgramLanguageServer) -> None:

@@ -238,3 +238,193 @@ def test_run_lists_every_finding_on_its_own_line_as_lint_prints_them(tmp_path: P
     code, out = cli_json("run", "prog.py:main", "--store", "st", cwd=tmp_path)
     assert code == 2 and out["status"] == "error"
     assert out["error"].splitlines() == ["main cannot run as a resumable function:", *findings]
+
+
+# ---- openprogram-lint on the Program alone follows its helper modules as the run does
+
+CLOCK = """\
+import time
+from random import choice
+from random import random as rand
+
+
+def now() -> float:
+    return time.time()
+
+
+def steady() -> float:
+    return 1.0
+"""
+
+CLOCK_PROGRAM = """\
+{imports}
+from openprogram import step
+
+
+def main(text: str = "x") -> str:
+    {line}
+    return step("upper", str.upper, text)
+
+
+main.__agent_options__ = {{"resumable": True}}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+INHERITED = """\
+import helpers as h
+from openprogram import Agent, step
+
+
+class Base(Agent):
+    method_options = {"report": {"resumable": True}}
+
+    def report(self, topic: str) -> str:
+        return step("echo", str.upper, topic)
+
+
+class Child(Base):
+    def report(self, topic: str) -> str:
+        topic = topic + str(h.now())
+        return step("echo", str.upper, topic)
+
+
+report = Child().report
+PROGRAM_ENTRIES = ["report"]
+"""
+
+
+def lint_and_run(folder: Path, entry: str, args: str = "{}") -> tuple[list[str], list[str]]:
+    """What ``openprogram-lint prog.py`` and ``openprogram run`` print about the Program
+    (lint's summary line and the run's header line left out)."""
+    linted = lint("prog.py", cwd=folder)
+    assert linted.returncode == 1 and not linted.stderr, linted.stdout + linted.stderr
+    ran = cli("run", f"prog.py:{entry}", "--args", args, "--store", "st", cwd=folder)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    header, *refused = ran.stderr.splitlines()
+    assert header.startswith("openprogram: error: ")
+    assert header.endswith(" cannot run as a resumable function:")
+    return linted.stdout.splitlines()[:-1], refused
+
+
+@pytest.mark.parametrize(
+    ("imports", "line", "where"),
+    [
+        ("import helpers", "text = text + str(helpers.now())", "helpers.py:7:12:"),
+        ("from helpers import now", "text = text + str(now())", "helpers.py:7:12:"),
+        ("import helpers as h", "text = text + str(h.now())", "helpers.py:7:12:"),
+        # re-exports: what the helper module imported, called through it
+        ("import helpers", 'text = text + helpers.choice("ab")', "prog.py:6:19:"),
+        ("from helpers import rand", "text = text + str(rand())", "prog.py:6:23:"),
+    ],
+)
+def test_lint_of_the_program_alone_follows_its_helper_module(
+    tmp_path: Path, imports: str, line: str, where: str
+) -> None:
+    (tmp_path / "helpers.py").write_text(CLOCK, encoding="utf-8")
+    (tmp_path / "prog.py").write_text(
+        CLOCK_PROGRAM.format(imports=imports, line=line), encoding="utf-8"
+    )
+    linted, refused = lint_and_run(tmp_path, "main")
+    (finding,) = [ln for ln in linted if " OP205 " in ln]
+    assert finding.startswith(where), linted
+    # the same finding, code and message (and call chain) at lint time and at run time
+    assert sorted(linted) == sorted(refused)
+
+
+def test_inherited_resumable_method_calling_an_aliased_helper_module(tmp_path: Path) -> None:
+    (tmp_path / "helpers.py").write_text(CLOCK, encoding="utf-8")
+    (tmp_path / "prog.py").write_text(INHERITED, encoding="utf-8")
+    linted, refused = lint_and_run(tmp_path, "report", '{"topic": "x"}')
+    assert linted == [
+        "helpers.py:7:12: OP205 non-deterministic call time.time() in helper 'now' outside a "
+        "step: a resumed run would see a different value; move it into a step",
+        "    prog.py:14:29: note: 'Child.report' calls 'helpers.now' here",
+    ]
+    assert sorted(linted) == sorted(refused)
+
+
+def test_helper_module_reached_through_another_one_and_a_cycle(tmp_path: Path) -> None:
+    (tmp_path / "helpers.py").write_text(
+        "import util\n\n\ndef ping(n: int) -> float:\n    return util.pong(n)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "util.py").write_text(  # imports helpers back: a cycle
+        "import time\n\nimport helpers\n\n\ndef pong(n: int) -> float:\n"
+        "    return helpers.ping(n - 1) if n else time.monotonic()\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "prog.py").write_text(
+        CLOCK_PROGRAM.format(imports="import helpers", line="text = text + str(helpers.ping(2))"),
+        encoding="utf-8",
+    )
+    linted, refused = lint_and_run(tmp_path, "main")
+    assert linted[0].startswith("util.py:7:42: OP205 non-deterministic call time.monotonic()")
+    assert linted[1:] == [
+        "    prog.py:6:23: note: 'main' calls 'helpers.ping' here",
+        "    helpers.py:5:12: note: 'ping' calls 'util.pong' here",
+    ]
+    assert sorted(linted) == sorted(refused)
+
+
+def test_clean_helper_module_no_finding_and_the_run_completes(tmp_path: Path) -> None:
+    (tmp_path / "helpers.py").write_text(CLOCK, encoding="utf-8")
+    (tmp_path / "prog.py").write_text(
+        CLOCK_PROGRAM.format(imports="import helpers", line="text = text + str(helpers.steady())"),
+        encoding="utf-8",
+    )
+    linted = lint("prog.py", cwd=tmp_path)
+    assert (linted.returncode, linted.stdout, linted.stderr) == (0, "", "")
+    code, out = cli_json("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert (code, out["status"], out["result"]) == (0, "completed", "X1.0")
+
+
+def test_helper_module_with_a_syntax_error_is_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "helpers.py").write_text("def now(:\n    return 1\n", encoding="utf-8")
+    (tmp_path / "prog.py").write_text(
+        CLOCK_PROGRAM.format(imports="import helpers", line="text = text + str(helpers.now())"),
+        encoding="utf-8",
+    )
+    # as by the pre-run check: Python could not import it either; no internal error
+    linted = lint("prog.py", cwd=tmp_path)
+    assert (linted.returncode, linted.stdout, linted.stderr) == (0, "", "")
+    ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2 and "syntax error" in ran.stderr, ran.stderr
+    assert "cannot run as a resumable function" not in ran.stderr
+
+
+def test_module_not_next_to_the_program_is_not_read(tmp_path: Path) -> None:
+    (tmp_path / "prog.py").write_text(
+        CLOCK_PROGRAM.format(imports="import nothere", line="text = text + str(nothere.now())"),
+        encoding="utf-8",
+    )
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 1 and not linted.stderr
+    assert linted.stdout.splitlines()[:-1] == [
+        "prog.py:6:23: OP208 resumable function 'main' references the third-party module "
+        "'nothere': only standard-library module and class objects can be restored"
+    ]
+
+
+def test_cached_lint_notices_a_changed_helper_module(tmp_path: Path) -> None:
+    """The result cache and the replay of an unchanged run depend on the helper files."""
+    (tmp_path / "prog.py").write_text(
+        CLOCK_PROGRAM.format(imports="import helpers", line="text = text + str(helpers.now())"),
+        encoding="utf-8",
+    )
+
+    def cached_lint() -> str:
+        linted = subprocess.run(
+            [LINT, "prog.py"], capture_output=True, text=True, timeout=120, cwd=tmp_path
+        )
+        assert linted.returncode in (0, 1) and not linted.stderr, linted.stderr
+        return " ".join(ln.split(" ")[1] for ln in linted.stdout.splitlines() if ": OP" in ln)
+
+    assert cached_lint() == "OP208"  # no helpers.py yet: a third-party module
+    (tmp_path / "helpers.py").write_text(CLOCK, encoding="utf-8")  # appears
+    assert cached_lint() == "OP205"
+    assert cached_lint() == "OP205"  # replayed
+    (tmp_path / "helpers.py").write_text(CLOCK.replace("time.time()", "1.0"), encoding="utf-8")
+    assert cached_lint() == ""
+    (tmp_path / "prog.py").touch()  # not replayed: the result cache decides, by content
+    (tmp_path / "helpers.py").write_text(CLOCK, encoding="utf-8")
+    assert cached_lint() == "OP205"

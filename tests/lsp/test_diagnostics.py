@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -302,3 +305,93 @@ async def test_file_level_noqa_listing_codes_in_the_incremental_pass(
     # a bare file-level noqa hides everything
     v = change_range(client, uri, (0, 19), (0, 26), "")
     assert await diags_for(client, uri, v) == []
+
+
+CLOCK_HELPERS = "import time\n\n\ndef now() -> float:\n    return time.time()\n"
+CLOCK_PROGRAM = """\
+import helpers
+from openprogram import step
+
+
+def main(text: str = "x") -> str:
+    text = text + str(helpers.now())
+    return step("upper", str.upper, text)
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+async def test_helper_module_finding_at_the_call_refreshed_when_the_helper_changes(
+    client: LanguageClient, workspace: Path
+) -> None:
+    helpers = workspace / "helpers.py"
+    helpers.write_text(CLOCK_HELPERS, encoding="utf-8")
+    prog = workspace / "prog.py"
+    prog.write_text(CLOCK_PROGRAM, encoding="utf-8")
+    uri = prog.as_uri()
+    open_doc(client, uri, CLOCK_PROGRAM)
+    (diag,) = await diags_for(client, uri, 1)
+    lint = str(Path(sys.executable).parent / "openprogram-lint")
+    linted = subprocess.run(
+        [lint, "--no-cache", "--format", "json", "prog.py"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=workspace,
+    )
+    (finding,) = json.loads(linted.stdout)
+    # what lint (and the run) report in helpers.py, shown at the call that reaches it
+    assert (
+        (diag.code, diag.message)
+        == (finding["code"], finding["message"])
+        == (
+            "OP205",
+            "non-deterministic call time.time() in helper 'now' outside a step: a resumed run "
+            "would see a different value; move it into a step",
+        )
+    )
+    line = _line_of(CLOCK_PROGRAM, "helpers.now()")
+    assert diag.range.start == types.Position(line, 22)
+    assert diag.range.end == types.Position(line, 35)
+    here = (diag.related_information or [])[0].location
+    assert here.uri == helpers.as_uri() and finding["path"] == "helpers.py"
+    assert here.range.start == types.Position(finding["line"] - 1, finding["column"] - 1)
+    # only a comment in the helper suppresses it: no "suppress on this line" in prog.py
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=diag.range,
+            context=types.CodeActionContext(diagnostics=[diag]),
+        )
+    )
+    assert not actions
+
+    # the helper fixed on disk: the file watcher's event re-checks the open Program
+    helpers.write_text(CLOCK_HELPERS.replace("time.time()", "1.0"), encoding="utf-8")
+    n = len(rec_of(client).published)
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=helpers.as_uri(), type=types.FileChangeType.Changed)]
+        )
+    )
+    await wait_for(
+        lambda: any(p.uri == uri and not p.diagnostics for p in rec_of(client).published[n:]),
+        "diagnostics without the helper's OP205",
+    )
+    # broken again and saved in the editor (a client without file watchers)
+    helpers.write_text(CLOCK_HELPERS, encoding="utf-8")
+    n = len(rec_of(client).published)
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=helpers.as_uri())
+        )
+    )
+    await wait_for(
+        lambda: any(
+            p.uri == uri and [d.code for d in p.diagnostics] == ["OP205"]
+            for p in rec_of(client).published[n:]
+        ),
+        "the helper's OP205 back",
+    )
