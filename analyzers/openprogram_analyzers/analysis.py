@@ -431,30 +431,35 @@ def _followed_findings(
     )
 
     enabled = enabled - {"OP900"}
+    # a call chain's links (message, path, module, call), placed only for a finding:
+    # positions cost a pass over the module, and most helpers report nothing
+    Link = tuple[str, str, cst.Module, cst.CSTNode]
+    positions: dict[int, Any] = {}
+
+    def placed(link: Link) -> Related:
+        message, mod_path, mod, node = link
+        if id(mod) not in positions:
+            positions[id(mod)] = MetadataWrapper(mod, unsafe_skip_copy=True).resolve(
+                PositionProvider
+            )
+        r = positions[id(mod)].get(node)
+        where = (r.start.line, r.start.column + 1, r.end.line, r.end.column + 1) if r else (1,) * 4
+        return Related(message, mod_path, *where)
 
     out: list[Finding] = []
-    todo: list[tuple[cst.Module, str, Any, dict[str, bool], tuple[Related, ...]]] = [
+    todo: list[tuple[cst.Module, str, Any, dict[str, bool], tuple[Link, ...]]] = [
         (module, path, index, reached, ())
     ]
     seen: set[tuple[str, str]] = set()
     while todo and len(seen) < 200:
         mod, mod_path, idx, functions, links = todo.pop(0)
-        positions: Any = None
         for call in followed_calls(idx, functions, loader):
             key = (call.helper.path, call.function.qualname)
             if key in seen:
                 continue
             seen.add(key)
-            if positions is None:
-                positions = MetadataWrapper(mod, unsafe_skip_copy=True).resolve(PositionProvider)
-            r = positions.get(call.call)
-            where = (
-                (r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
-                if r
-                else (1, 1, 1, 1)
-            )
             name = f"{os.path.splitext(os.path.basename(call.helper.path))[0]}.{call.function.qualname}"
-            link = Related(f"'{call.caller}' calls '{name}' here", mod_path, *where)
+            link: Link = (f"'{call.caller}' calls '{name}' here", mod_path, mod, call.call)
             helper = call.helper
             # its own imports of helper modules are first-party too (followed, not OP208)
             mark_first_party(helper.index, loader)
@@ -473,7 +478,7 @@ def _followed_findings(
                 resolve(helper.module, helper.path, hctx.pending),
                 enabled,
             ):
-                out.append(replace(f, related=(*chain, *f.related)))
+                out.append(replace(f, related=(*map(placed, chain), *f.related)))
             scope = determinism.build_scope(helper.index, call.function, marker, call.orchestration)
             nested = {
                 **{q: True for q in scope.orchestration},
