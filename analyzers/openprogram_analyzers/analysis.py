@@ -97,11 +97,15 @@ def analyze_with_model(
     config: LintConfig | None = None,
     recorded_steps: Mapping[str, Sequence[Sequence[tuple[str, int]]]] | None = None,
     helpers_at_call: bool = False,
+    depends_on: dict[str, Dependency] | None = None,
 ) -> tuple[list[Finding], ProgramModel | None]:
     """``analyze_source`` and the Program model of the same parse (what the editor shows
-    is what was checked); the model is None when ``source`` is not analysed."""
+    is what was checked); the model is None when ``source`` is not analysed.
+    ``depends_on`` receives the helper files the findings depend on (``analyze_file``)."""
     models: list[ProgramModel | None] = []
-    findings = _analyze(source, path, config, recorded_steps, True, models, None, helpers_at_call)
+    findings = _analyze(
+        source, path, config, recorded_steps, True, models, depends_on, helpers_at_call
+    )
     if models:
         return findings, models[0]
     from openprogram_analyzers.program import ProgramModel, program_model_of

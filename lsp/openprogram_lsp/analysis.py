@@ -32,6 +32,8 @@ class AnalysisResult:
     internal_error: str | None = None
     complete: bool = True  # False: incremental result, cross-statement rules not refreshed
     model: ProgramModel | None = None  # whole-file analysis: the Program model it checked
+    # whole-file analysis: helper files it read or looked for (absolute; None: unknown)
+    depends_on: tuple[str, ...] | None = None
 
 
 def analyzer_available() -> bool:
@@ -62,12 +64,21 @@ def analyze(
         if incremental is not None:
             found = incremental.fast(text, path, config, recorded_steps)
             return AnalysisResult(uri, version, text, found, complete=False)
+        import os
+
         from openprogram_analyzers.analysis import analyze_with_model
 
+        deps: dict[str, Any] = {}
         findings, model = analyze_with_model(
-            text, path, config=config, recorded_steps=recorded_steps, helpers_at_call=True
+            text,
+            path,
+            config=config,
+            recorded_steps=recorded_steps,
+            helpers_at_call=True,
+            depends_on=deps,
         )
-        return AnalysisResult(uri, version, text, tuple(findings), model=model)
+        helpers = tuple(os.path.abspath(p) for p in deps)
+        return AnalysisResult(uri, version, text, tuple(findings), model=model, depends_on=helpers)
     except Exception as exc:
         log.error("analyzer failed on %s:\n%s", uri, traceback.format_exc())
         msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]

@@ -160,9 +160,10 @@ class DiagnosticsEngine:
             self.schedule(state.uri)
 
     def files_changed(self, paths: Sequence[str]) -> bool:
-        """Python files changed on disk: forget the results of the open documents that may
-        import them (their checks follow helper modules next to or below the document,
-        read from disk) and analyse those again. Whether any was."""
+        """Python files changed on disk: forget the results of the open documents whose
+        checks read them (helper modules, read from disk, or looked for and missing) and
+        analyse those again; before a document's first whole-file analysis, any file next
+        to or below it counts. Whether any was."""
         changed = [os.path.abspath(p) for p in paths]
         again = False
         for state in list(self.server.documents.values()):
@@ -171,7 +172,11 @@ class DiagnosticsEngine:
                 continue
             own = os.path.abspath(doc.path)
             folder = os.path.dirname(own) + os.sep
-            if any(p != own and p.startswith(folder) for p in changed):
+            known = state.helper_files
+            if any(
+                p in known if known is not None else p != own and p.startswith(folder)
+                for p in changed
+            ):
                 state.result = None
                 state.incremental = IncrementalAnalyzer()  # its chunks hold helper findings
                 state.worker_crash_key = None
@@ -277,8 +282,8 @@ class DiagnosticsEngine:
                 result = self._crashed(state, version, text, "analysis worker crashed")
             else:
                 try:
-                    found, model = await self.worker.analyze(text, path, config, recorded)
-                    result = AnalysisResult(uri, version, text, found, model=model)
+                    found, model, deps = await self.worker.analyze(text, path, config, recorded)
+                    result = AnalysisResult(uri, version, text, found, model=model, depends_on=deps)
                 except WorkerCrashed as exc:
                     # never retried here: what killed the worker would kill the server
                     state.worker_crash_key = key
@@ -305,6 +310,8 @@ class DiagnosticsEngine:
             self.server.log(f"analyzer error on {uri}: {result.internal_error}", error=True)
         elif full and state.incremental is inc:
             inc.set_base(result.text, result.findings)
+        if result.depends_on is not None and self.server.documents.get(uri) is state:
+            state.helper_files = frozenset(result.depends_on)
         if result.model is not None:
             self.server.model_built(state, text, result.model)
         return self._keep(state, result)

@@ -39,6 +39,8 @@ class DocumentState:
     model_digest: int | None = None  # hash of the text a model was last built from
     model_task: asyncio.Task[None] | None = None  # a model being built in the worker
     worker_crash_key: tuple[int | None, int] | None = None  # text that killed the worker
+    # helper modules the last whole-file analysis read or looked for (None: none yet)
+    helper_files: frozenset[str] | None = None
     hint_sites: tuple[Outline, list[StepSite]] | None = None  # inlay-hint sites of an outline
     hint_runs: tuple[StoreVersions, RunHints] | None = None  # the file's runs, by store version
     hint_answer: tuple[Outline, object, RawJSON] | None = None  # last inlay-hint answer, its key

@@ -6,7 +6,8 @@ Protocol (JSON lines on stdin/stdout, no pickling): request
 "only_model": bool}``, acknowledgement ``{"id", "started": true}`` (so a worker that dies
 afterwards died on this request, and one that dies before is simply replaced), then the
 response ``{"id", "findings": [Finding.to_json()...], "model": ProgramModel.to_json() |
-null}`` (the analyzer's Program model of the same parse; ``only_model``: no findings) or
+null, "depends_on": [helper files read or looked for]}`` (the analyzer's Program model of
+the same parse; ``only_model``: no findings) or
 ``{"id", "error": "..."}``. The worker only parses source text; it never imports or runs
 user code.
 """
@@ -17,6 +18,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -85,17 +87,20 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
             k: [[(str(n), int(o)) for n, o in run] for run in runs] for k, runs in recorded.items()
         }
     try:
+        deps: dict[str, Any] = {}
         findings, model = analyze_with_model(
             request["source"],
             request["path"],
             config=config,
             recorded_steps=recorded or None,
             helpers_at_call=True,  # a helper module's finding shows at the call reaching it
+            depends_on=deps,
         )
         return {
             "id": request.get("id"),
             "findings": [f.to_json() for f in findings],
             "model": _model_json(model),
+            "depends_on": sorted(os.path.abspath(p) for p in deps),
         }
     except Exception as exc:
         return {"id": request.get("id"), "error": f"{type(exc).__name__}: {exc}"[:500]}
@@ -158,10 +163,11 @@ class FullAnalysisWorker:
 
     async def analyze(
         self, source: str, path: str, config: Any, recorded: Any, *, only_model: bool = False
-    ) -> tuple[tuple[Any, ...], ProgramModel | None]:
-        """Findings of ``analyze_source`` and the Program model of the same parse (None:
-        not analysed), computed in the worker (raises on failure). ``only_model``: the
-        model alone (no findings)."""
+    ) -> tuple[tuple[Any, ...], ProgramModel | None, tuple[str, ...]]:
+        """Findings of ``analyze_source``, the Program model of the same parse (None:
+        not analysed) and the helper files the findings depend on (absolute paths),
+        computed in the worker (raises on failure). ``only_model``: the model alone (no
+        findings)."""
         from openprogram_analyzers import Finding
         from openprogram_analyzers.program import ProgramModel
 
@@ -196,6 +202,7 @@ class FullAnalysisWorker:
             return (
                 tuple(Finding.from_json(f) for f in response["findings"]),
                 None if model is None else ProgramModel.from_json(model),
+                tuple(response.get("depends_on", ())),
             )
 
     async def _send(self, payload: bytes) -> tuple[asyncio.subprocess.Process, bool]:
