@@ -72,12 +72,14 @@ class Settings:
     def store_dir(self) -> Path | str:
         """Store root: setting (relative to the workspace), ``$OPENPROGRAM_STORE`` or
         ``.openprogram``; a ``postgresql://`` URL as written (a ``Path`` collapses its
-        ``//``: ``postgresql:///db`` would name the host ``db``)."""
-        from openprogram.store.postgres import is_url
+        ``//``: ``postgresql:///db`` would name the host ``db``). A libpq keyword string
+        (``host=db password=...``) is kept as written too: reading it is the store error
+        that says a URL is needed, never a directory named after it."""
+        from openprogram.store.postgres import is_conninfo, is_url
 
         base = self.root or Path.cwd()
         value = self.client.store or os.environ.get("OPENPROGRAM_STORE")
-        if is_url(value):
+        if is_url(value) or is_conninfo(value):
             return str(value)
         if self.client.store:
             p = Path(os.path.expanduser(self.client.store))

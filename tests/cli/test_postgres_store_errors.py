@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -185,3 +186,44 @@ def test_an_engine_error_names_its_store_as_a_fact(pg_cluster: Cluster, tmp_path
     with pytest.raises(StoreUnreadable) as unreadable:
         recorded_steps(str(a_file))
     assert str(unreadable.value).startswith(f"store path {a_file} is a file")  # named once
+
+
+CONNINFO = f"host=/var/run/postgresql user=app password={SECRET} dbname=app"
+CONNINFO_COMMANDS = [
+    ("runs",),
+    ("run", "prog.py:main"),
+    ("submit", "prog.py:main"),
+    ("worker", "--exit-when-idle"),
+    ("resume", "0123456789abcdef", "--json"),
+    ("sessions",),
+]
+
+
+@pytest.mark.parametrize("command", CONNINFO_COMMANDS, ids=" ".join)
+@pytest.mark.parametrize("via", ["--store", "OPENPROGRAM_STORE"])
+def test_a_libpq_keyword_string_is_refused_without_its_password(
+    work: Path, command: tuple[str, ...], via: str
+) -> None:
+    """``--store "host=... password=..."`` (the libpq form, not a URL) is one line that
+    says to write a URL, never shows the password, and creates no directory named after
+    it (as a path it used to: ``runs`` echoed it back, password included)."""
+    if via == "--store":
+        proc = cli(work, *command, "--store", CONNINFO)
+    else:
+        env = dict(os.environ, OPENPROGRAM_STORE=CONNINFO)
+        proc = subprocess.run(
+            [str(BIN / "openprogram"), *command], cwd=work, capture_output=True, text=True,
+            timeout=120, stdin=subprocess.DEVNULL, env=env,
+        )  # fmt: skip
+    line = one_error_line(proc)
+    assert "libpq keyword string" in line and "postgresql://USER@HOST" in line, line
+    assert "password=***" in line, line
+    assert sorted(p.name for p in work.iterdir()) == ["prog.py"]  # nothing created
+
+
+def test_lint_with_a_libpq_keyword_string_store(work: Path) -> None:
+    proc = cli(work, "--store", CONNINFO, "prog.py", tool="openprogram-lint")
+    assert proc.returncode == 2 and SECRET not in proc.stdout + proc.stderr, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert "libpq keyword string" in line and "password=***" in line, line
+    assert sorted(p.name for p in work.iterdir()) == ["prog.py"]

@@ -102,6 +102,31 @@ def is_url(location: object) -> bool:
     return isinstance(location, str) and normalize_url(location) is not None
 
 
+#: A libpq keyword/value connection string (``host=db dbname=app``): its first keyword.
+_CONNINFO = re.compile(
+    r"\s*(?:host|hostaddr|port|dbname|user|password|passfile|service|sslmode|options"
+    r"|application_name|connect_timeout|target_session_attrs)\s*=",
+    re.IGNORECASE,
+)
+_CONNINFO_PASSWORD = re.compile(
+    r"(?<![\w?&])(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s'&#]+)", re.IGNORECASE
+)
+
+
+def is_conninfo(location: object) -> bool:
+    """Whether a ``--store`` value is a libpq keyword string (``host=db dbname=app
+    password=...``): no store takes one (see :func:`conninfo_error`)."""
+    return isinstance(location, str) and _CONNINFO.match(location) is not None
+
+
+def conninfo_error(location: str) -> StoreError:
+    """The error for a libpq keyword string given as a store, without its password."""
+    return StoreError(
+        f"store {redact_text(location)!r} is a libpq keyword string: give the database as "
+        "a URL, postgresql://USER@HOST:PORT/DBNAME (or a directory for a SQLite store)"
+    )
+
+
 _QUERY_PASSWORD = re.compile(r"[?&]password=([^&#]*)")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/*")
 _URL_IN_TEXT = re.compile(r"postgres(?:ql)?:\S+")
@@ -137,16 +162,20 @@ def redact(url: str) -> str:
 
 
 def redacted_location(store: str | os.PathLike[str]) -> str:
-    """A store as messages show it: a PostgreSQL URL without its password, else the path
-    as given."""
+    """A store as messages show it: a PostgreSQL URL (or a libpq keyword string, which no
+    store takes) without its password, else the path as given."""
     text = os.fspath(store)
-    return redact(text) if is_url(text) else text
+    if is_url(text):
+        return redact(text)
+    return redact_text(text) if is_conninfo(text) else text
 
 
 def redact_text(text: str) -> str:
-    """``text`` with the password of every PostgreSQL URL in it replaced by ``***``
-    (an argument echoed back by a usage error: ``--store URL`` where none is taken)."""
-    return _URL_IN_TEXT.sub(lambda match: redact(match.group(0)), text)
+    """``text`` with the password of every PostgreSQL URL in it, and of every libpq
+    ``password=...`` keyword, replaced by ``***`` (an argument echoed back by a usage
+    error: ``--store URL`` where none is taken)."""
+    text = _URL_IN_TEXT.sub(lambda match: redact(match.group(0)), text)
+    return _CONNINFO_PASSWORD.sub(lambda match: match.group(1) + "***", text)
 
 
 def scrub(text: str, url: str) -> str:

@@ -20,13 +20,21 @@ _STATUSES = frozenset(NODE_STATUSES)
 
 
 def resolve_root(root_path: str | os.PathLike[str] | None = None) -> Path:
-    """The store root: ``root_path``, else ``$OPENPROGRAM_STORE``, else ``./.openprogram``."""
-    if root_path is not None and str(root_path) != "":
-        return Path(root_path).expanduser()
-    env = os.environ.get(STORE_ENV)
-    if env:
-        return Path(env).expanduser()
-    return Path.cwd() / DEFAULT_ROOT
+    """The store root: ``root_path``, else ``$OPENPROGRAM_STORE``, else ``./.openprogram``.
+
+    ``StoreError`` for a libpq keyword string (``host=db password=...``): taken as a path,
+    it would become directories named after it, password included."""
+    value = root_path if root_path is not None and str(root_path) != "" else None
+    if value is None:
+        value = os.environ.get(STORE_ENV) or None
+    if value is None:
+        return Path.cwd() / DEFAULT_ROOT
+    if isinstance(value, str):
+        from openprogram.store.postgres import conninfo_error, is_conninfo
+
+        if is_conninfo(value):
+            raise conninfo_error(value)
+    return Path(value).expanduser()
 
 
 def store_url(root_path: str | os.PathLike[str] | None = None) -> str | None:
