@@ -390,6 +390,16 @@ def test_helper_module_with_a_syntax_error_is_not_followed(tmp_path: Path) -> No
     ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
     assert ran.returncode == 2 and "syntax error" in ran.stderr, ran.stderr
     assert "cannot run as a resumable function" not in ran.stderr
+    # the error names the helper and its line, not the Program's line 1
+    helper = tmp_path / "helpers.py"
+    assert f"{helper}:1: syntax error" in ran.stderr and "(imported by prog.py)" in ran.stderr
+    assert "prog.py:1:" not in ran.stderr, ran.stderr
+    module = cli("run", "prog:main", "--store", "st", cwd=tmp_path)
+    assert module.returncode == 2 and f"{helper}:1: syntax error" in module.stderr, module.stderr
+    (tmp_path / "prog.py").write_text("def main(:\n", encoding="utf-8")  # the Program's own
+    own = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert own.returncode == 2 and "prog.py:1: syntax error" in own.stderr, own.stderr
+    assert "imported by" not in own.stderr
 
 
 def test_module_not_next_to_the_program_is_not_read(tmp_path: Path) -> None:

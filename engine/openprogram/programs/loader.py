@@ -85,8 +85,7 @@ def load_program(kind: str, location: str) -> types.ModuleType:
         except ImportError as exc:
             raise EntryError(f"cannot import Program module {location!r}: {exc}") from None
         except SyntaxError as exc:
-            where = f"{exc.filename}:{exc.lineno}" if exc.filename else location
-            raise EntryError(f"{where}: syntax error: {exc.msg}") from None
+            raise EntryError(_syntax_error(exc, None, location)) from None
         except (Exception, SystemExit) as exc:  # the module's own top-level code raised (or exited)
             raise EntryError(
                 f"cannot import Program module {location!r}: importing it raised {exc!r}"
@@ -118,6 +117,17 @@ def _file_lock(path: Path) -> threading.RLock:
         return _FILE_LOCKS.setdefault(path, threading.RLock())
 
 
+def _syntax_error(exc: SyntaxError, path: Path | None, location: str) -> str:
+    """``FILE:LINE: syntax error: ...`` naming the file that has the error: the Program as
+    given (``location``), or a module it imports (a helper next to it)."""
+    if path is not None and (not exc.filename or Path(exc.filename).resolve() == path):
+        return f"{location}:{exc.lineno}: syntax error: {exc.msg}"
+    if not exc.filename:
+        return f"{location}: syntax error: {exc.msg}"
+    imported = f" (imported by {location})" if path is not None else ""
+    return f"{exc.filename}:{exc.lineno}: syntax error: {exc.msg}{imported}"
+
+
 def _load_file(path: Path, location: str) -> types.ModuleType:
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]
     name = f"_openprogram_program_{path.stem}_{digest}"
@@ -138,7 +148,7 @@ def _load_file(path: Path, location: str) -> types.ModuleType:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         del sys.modules[name]
-        raise EntryError(f"{location}:{exc.lineno}: syntax error: {exc.msg}") from None
+        raise EntryError(_syntax_error(exc, path, location)) from None
     except (Exception, SystemExit) as exc:  # SystemExit: not the Program's exit code for the CLI
         del sys.modules[name]
         raise EntryError(f"{location}: importing the Program failed: {exc!r}") from None
