@@ -171,6 +171,7 @@ def throughput(cluster: Cluster, tmp: Path, runs: int, steps: int, workers: int)
         subprocess.Popen(
             [OPENPROGRAM, "worker", "--store", dsn, "--exit-when-idle", "--poll", "0.05"],
             stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,  # a line per claimed run: not the benchmark's output
         )
         for _ in range(workers)
     ]
@@ -185,7 +186,9 @@ def claim_latency(cluster: Cluster, tmp: Path, samples: int) -> list[float]:
 
     dsn = cluster.create_database()
     worker = subprocess.Popen(
-        [OPENPROGRAM, "worker", "--store", dsn, "--poll", "0.05"], stdout=subprocess.DEVNULL
+        [OPENPROGRAM, "worker", "--store", dsn, "--poll", "0.05"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     ids = []
     try:
