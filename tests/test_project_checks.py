@@ -34,8 +34,8 @@ def test_ci_runs_the_readme_test_command() -> None:
     [
         ["ruff", "check", "."],
         ["ruff", "format", "--check", "."],
-        ["mypy"],
-        ["openprogram-lint", "--no-cache", "."],
+        pytest.param(["mypy"], marks=pytest.mark.slow),
+        pytest.param(["openprogram-lint", "--no-cache", "."], marks=pytest.mark.slow),
     ],
     ids=["ruff-check", "ruff-format", "mypy", "openprogram-lint"],
 )

@@ -121,6 +121,7 @@ def _race_trial(folder: Path, seed: int) -> tuple[list[int], set[int], Counter[i
     return codes, resumers, Counter(i for i, _ in _effects(folder))
 
 
+@pytest.mark.slow
 def test_two_racing_resumes_never_both_execute(tmp_path: Path) -> None:
     trials = int(os.environ.get("OPENPROGRAM_RACE_TRIALS", "8"))
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -425,6 +425,7 @@ _replies = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_replies)
 def test_parse_args_returns_a_valid_choice_or_raises_decision_error(reply: str) -> None:

@@ -205,6 +205,7 @@ async def test_request_after_shutdown_is_invalid_and_exit_is_0(workspace: Path) 
     assert await _exit_code(lc) == 0
 
 
+@pytest.mark.slow
 async def test_exit_ends_the_server_while_edits_still_arrive_after_shutdown(
     workspace: Path,
 ) -> None:
