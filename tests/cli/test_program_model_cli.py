@@ -172,7 +172,7 @@ def stamp(text: str) -> str:
     return text + str(time.time())
 """
 
-CROSS = """\
+CLOCK_PROGRAM = """\
 {imports}
 from openprogram import step
 
@@ -201,7 +201,9 @@ def test_first_party_helper_module_is_followed(tmp_path: Path, imports: str, lin
     (tmp_path / "helpers.py").write_text(
         HELPERS + "\n\nfrom time import time as now\n", encoding="utf-8"
     )
-    (tmp_path / "prog.py").write_text(CROSS.format(imports=imports, line=line), encoding="utf-8")
+    (tmp_path / "prog.py").write_text(
+        CLOCK_PROGRAM.format(imports=imports, line=line), encoding="utf-8"
+    )
     ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
     assert ran.returncode == 2 and "OP205" in ran.stderr, ran.stdout + ran.stderr
     assert ("helpers.py:5:" in ran.stderr) == ("now()" not in line)  # found in the helper file
@@ -210,7 +212,8 @@ def test_first_party_helper_module_is_followed(tmp_path: Path, imports: str, lin
 def test_cache_notices_a_changed_helper_module(tmp_path: Path) -> None:
     (tmp_path / "helpers.py").write_text(HELPERS.replace("time.time()", "1"), encoding="utf-8")
     (tmp_path / "prog.py").write_text(
-        CROSS.format(imports="import helpers", line="text = helpers.stamp(text)"), encoding="utf-8"
+        CLOCK_PROGRAM.format(imports="import helpers", line="text = helpers.stamp(text)"),
+        encoding="utf-8",
     )
     assert cli("run", "prog.py:main", "--store", "st", cwd=tmp_path).returncode == 0
     (tmp_path / "helpers.py").write_text(HELPERS, encoding="utf-8")  # the Program is unchanged
@@ -256,19 +259,6 @@ def steady() -> float:
     return 1.0
 """
 
-CLOCK_PROGRAM = """\
-{imports}
-from openprogram import step
-
-
-def main(text: str = "x") -> str:
-    {line}
-    return step("upper", str.upper, text)
-
-
-main.__agent_options__ = {{"resumable": True}}
-PROGRAM_ENTRIES = ["main"]
-"""
 
 INHERITED = """\
 import helpers as h
