@@ -235,6 +235,18 @@ CONNECT_TIMEOUT_S = 10
 """How long opening a store waits for the server to answer (``connect_timeout`` in the
 URL, if given, wins: libpq reads the URL's own parameter over this default)."""
 
+KEEPALIVES: dict[str, int] = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 30_000,
+}
+"""libpq options of a reader's connections (``PostgresBackend(keepalives=True)``): over
+TCP, a connection whose server is cut off by the network fails in about 25 s (no answer
+to keepalive probes, or data unacknowledged for 30 s) instead of waiting for ever. A
+parameter the URL gives itself wins; Unix-socket connections ignore them."""
+
 WAIT_ENV = "OPENPROGRAM_PG_WAIT_S"
 DEFAULT_WAIT_S = 30.0
 LAST_TRY_S = 0.1
@@ -250,6 +262,18 @@ def wait_seconds() -> float:
     return env_seconds(WAIT_ENV, DEFAULT_WAIT_S, "a time to wait for the database")
 
 
+def _unless_given(url: str, params: dict[str, int]) -> dict[str, int]:
+    """``params`` less those ``url`` sets itself (none left out of a URL libpq cannot
+    parse: opening it fails anyway, with libpq's own message)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        given = conninfo_to_dict(url)
+    except Exception:
+        return dict(params)
+    return {k: v for k, v in params.items() if k not in given}
+
+
 class PostgresBackend(StoreBackend):
     """Sessions and nodes in a PostgreSQL database (see module docstring)."""
 
@@ -261,9 +285,10 @@ class PostgresBackend(StoreBackend):
         max_size: int = 16,
         migrate_schema: bool = True,
         wait_s: float | None = None,
+        keepalives: bool = False,
     ) -> None:
         """``wait_s``: how long statements wait for a database that went away, in all
-        (default :func:`wait_seconds`)."""
+        (default :func:`wait_seconds`); ``keepalives``: connections with :data:`KEEPALIVES`."""
         self.wait_s = wait_seconds() if wait_s is None else wait_s
         self._wait_named = f" ({WAIT_ENV})" if wait_s is None else ""  # said when it ends a wait
         try:
@@ -293,6 +318,8 @@ class PostgresBackend(StoreBackend):
         self._pin_lock = threading.Lock()
         sync = "on" if synchronous_commit else "off"
         options: dict[str, Any] = {"autocommit": True, "options": f"-c synchronous_commit={sync}"}
+        if keepalives:
+            options.update(_unless_given(url, KEEPALIVES))
         try:  # one direct connection first: an unreachable server is a prompt, clear error
             psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S, **options).close()
         except Exception as exc:

@@ -87,10 +87,13 @@ class PostgresRunStore(RunStore):
     @classmethod
     def open_readonly(cls, url: str, *, wait_s: float | None = None) -> PostgresRunStore | None:
         """For tooling: no migration; ``None`` when the database has no run tables.
-        ``wait_s``: see :class:`PostgresBackend`."""
+        ``wait_s``: see :class:`PostgresBackend`; its connections probe a server cut off
+        by the network (``postgres.KEEPALIVES``)."""
         from openprogram.store import SessionStore
 
-        backend = PostgresBackend(url, max_size=2, migrate_schema=False, wait_s=wait_s)
+        backend = PostgresBackend(
+            url, max_size=2, migrate_schema=False, wait_s=wait_s, keepalives=True
+        )
         try:
             found = backend.execute("SELECT to_regclass('runs'), to_regclass('run_steps')")
             if not found or None in found[0]:
