@@ -13,6 +13,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 import uuid
@@ -94,6 +95,29 @@ class Cluster:
 
     def up(self) -> None:
         self._pg_ctl("start")
+
+    def processes(self) -> list[int]:
+        """The server's processes: the postmaster (``postmaster.pid``) and its children."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        found = [postmaster]
+        for proc in Path("/proc").iterdir():
+            try:
+                stat = (proc / "stat").read_text()
+            except OSError:  # not a process, or gone
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == postmaster:  # field 4: ppid
+                found.append(int(proc.name))
+        return found
+
+    def freeze(self) -> None:
+        """Stop every process of the server (SIGSTOP), connections left open: a server
+        that no longer answers, as in a network partition. :meth:`thaw` continues it."""
+        for pid in self.processes():
+            os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        for pid in reversed(self.processes()):
+            os.kill(pid, signal.SIGCONT)
 
     def dsn(self, dbname: str = "postgres") -> str:
         return f"postgresql://postgres@/{dbname}?host={self.base}&port={PORT}"

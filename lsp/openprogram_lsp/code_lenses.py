@@ -10,7 +10,7 @@ from lsprotocol import types
 from .outline import FunctionInfo, Span
 from .positions import to_lsp
 from .run_commands import RESUME, RUN, SHOW_RUNS
-from .run_index import RunInfo, runs_for_file
+from .run_index import RunInfo, read_stores, runs_for_file
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
@@ -22,7 +22,21 @@ def _runs_by_function(runs: list[RunInfo], f: FunctionInfo) -> list[RunInfo]:
     return [r for r in runs if r.function_qualname in (f.qualname, f.name)]
 
 
-def code_lenses(ls: OpenProgramLanguageServer, uri: str) -> list[types.CodeLens]:
+async def file_runs(ls: OpenProgramLanguageServer, uri: str) -> list[RunInfo]:
+    """The runs of the open Program ``uri`` in its store, newest first ([]: none, no
+    file, or the store cannot be read now)."""
+    doc = ls.open_document(uri)
+    if doc is None or not uri.startswith("file:") or not doc.path:
+        return []
+    store, path = ls.settings_for(doc.path).store_dir(), doc.path
+    none: list[RunInfo] = []
+    return await read_stores([store], lambda: runs_for_file(store, path), none)
+
+
+def code_lenses(
+    ls: OpenProgramLanguageServer, uri: str, runs: list[RunInfo]
+) -> list[types.CodeLens]:
+    """The lenses of ``uri``, its ``runs`` (:func:`file_runs`) among them."""
     doc = ls.open_document(uri)
     outline = ls.outline(uri)
     if doc is None or outline is None:
@@ -43,9 +57,6 @@ def code_lenses(ls: OpenProgramLanguageServer, uri: str) -> list[types.CodeLens]
                 command=types.Command(title="▶ Run", command=RUN, arguments=[uri, entry.label]),
             )
         )
-    runs: list[RunInfo] = []
-    if uri.startswith("file:") and doc.path:
-        runs = runs_for_file(ls.settings_for(doc.path).store_dir(), doc.path)
     if not runs:
         return lenses
     for f in outline.all_functions():
@@ -98,5 +109,6 @@ def register(server: OpenProgramLanguageServer) -> None:
     async def lenses(
         ls: OpenProgramLanguageServer, params: types.CodeLensParams
     ) -> list[types.CodeLens]:
-        await ls.ensure_model(params.text_document.uri)
-        return code_lenses(ls, params.text_document.uri)
+        uri = params.text_document.uri
+        await ls.ensure_model(uri)
+        return code_lenses(ls, uri, await file_runs(ls, uri))

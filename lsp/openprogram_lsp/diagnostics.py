@@ -273,7 +273,7 @@ class DiagnosticsEngine:
         if config is not None and uri.startswith("file:") and config.is_excluded(path):
             return self._keep(state, AnalysisResult(uri, version, text, ()))  # `exclude`d
         full = full or len(text) < settings.incremental_min_chars
-        recorded = self.server.recorded_steps(uri)
+        recorded = await self.server.recorded_steps(uri)
         inc = state.incremental
         key = (version, hash(text))
         result: AnalysisResult | None = None

@@ -23,7 +23,7 @@ from openprogram.durable.queries import RunRow, StepRow
 
 from .outline import FunctionInfo, Outline, StepCall
 from .raw_json import RawJSON
-from .run_index import RunInfo
+from .run_index import RunInfo, read_stores
 from .runs_view import readable_stores, short_json, watcher
 
 if TYPE_CHECKING:
@@ -187,9 +187,12 @@ def _file_runs(state: DocumentState, versions: StoreVersions, path: str) -> RunH
     return hints
 
 
-def inlay_hints(ls: OpenProgramLanguageServer, uri: str, rng: types.Range | None = None) -> RawJSON:
+async def inlay_hints(
+    ls: OpenProgramLanguageServer, uri: str, rng: types.Range | None = None
+) -> RawJSON:
     """``textDocument/inlayHint`` result as JSON text (``InlayHint[]``). The answer is kept for
-    the next request of the same outline, range and store versions (editors ask again often)."""
+    the next request of the same outline, range and store versions (editors ask again often).
+    The stores are read through ``run_index.read_stores`` (no hints while they cannot be)."""
     doc = ls.open_document(uri)
     outline: Outline | None = ls.outline(uri)
     state = ls.document_state(uri)
@@ -197,20 +200,31 @@ def inlay_hints(ls: OpenProgramLanguageServer, uri: str, rng: types.Range | None
         return NO_HINTS
     if not uri.startswith("file:") or not doc.path:
         return NO_HINTS
-    lines = doc.lines
+    lines, version, path = doc.lines, doc.version, doc.path
     first = rng.start.line if rng else 0
     last = rng.end.line if rng else len(lines)
-    versions: StoreVersions = tuple(
-        (fs.db, queries.store_version(fs.db)) for fs in readable_stores(ls)
-    )
-    key = (doc.version, versions, first, last)
-    cached = state.hint_answer
-    if cached is not None and cached[0] is outline and cached[1] == key:
-        return cached[2]
     if state.hint_sites is None or state.hint_sites[0] is not outline:
         state.hint_sites = (outline, step_sites(doc.source, lines, outline))
     sites = state.hint_sites[1]
-    runs = _file_runs(state, versions, doc.path) if sites else RunHints([])
+    stores = [fs.db for fs in readable_stores(ls)]
+
+    def read() -> RawJSON:
+        versions: StoreVersions = tuple((db, queries.store_version(db)) for db in stores)
+        key = (version, versions, first, last)
+        cached = state.hint_answer
+        if cached is not None and cached[0] is outline and cached[1] == key:
+            return cached[2]
+        runs = _file_runs(state, versions, path) if sites else RunHints([])
+        answer = _answer(lines, sites, runs, first, last)
+        state.hint_answer = (outline, key, answer) if state.hint_runs is not None else None
+        return answer
+
+    return await read_stores(stores, read, NO_HINTS)
+
+
+def _answer(
+    lines: Sequence[str], sites: list[StepSite], runs: RunHints, first: int, last: int
+) -> RawJSON:
     hints: list[dict[str, Any]] = []
     seen: set[int] = set()
     for f, name, line in sites if runs.runs else ():
@@ -231,9 +245,7 @@ def inlay_hints(ls: OpenProgramLanguageServer, uri: str, rng: types.Range | None
                 "tooltip": f'step "{name}" in run {run.id} ({run.status})',
             }
         )
-    answer = RawJSON(json.dumps(hints))
-    state.hint_answer = (outline, key, answer) if state.hint_runs is not None else None
-    return answer
+    return RawJSON(json.dumps(hints))
 
 
 def _call_start(lines: Sequence[str], call: StepCall) -> tuple[int, int]:
@@ -247,4 +259,4 @@ def register(server: OpenProgramLanguageServer) -> None:
     async def hints(ls: OpenProgramLanguageServer, params: types.InlayHintParams) -> RawJSON:
         watcher(ls)
         await ls.ensure_model(params.text_document.uri)
-        return inlay_hints(ls, params.text_document.uri, params.range)
+        return await inlay_hints(ls, params.text_document.uri, params.range)

@@ -26,6 +26,7 @@ stdout is shown with ``window/showMessage`` and returned; code lenses are refres
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
@@ -42,7 +43,7 @@ from openprogram.store.postgres import redacted_location
 from openprogram.store.session_store import STORE_ENV
 
 from .entry_signature import EntryCheckError, check_run
-from .run_index import RunInfo, runs_for_file, store_program_paths
+from .run_index import RunInfo, read_stores, runs_for_file, store_program_paths
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
@@ -236,14 +237,22 @@ async def _progress_begin(ls: OpenProgramLanguageServer, title: str) -> str | No
     return token
 
 
-def folder_with_run(ls: OpenProgramLanguageServer, run_id: str) -> Path | None:
+async def folder_with_run(ls: OpenProgramLanguageServer, run_id: str) -> Path | None:
     """The workspace folder whose store holds ``run_id`` (the first folder if none)."""
     folders = ls.folders()
     for folder in folders:
         store = ls.settings_for(folder).store_dir()
-        if any(r.id == run_id for r in select_runs(store, None, None, None)):
+        if run_id in await store_run_ids(store):
             return folder
     return folders[0] if folders else None
+
+
+async def store_run_ids(store: Path | str) -> set[str]:
+    """The ids of the runs in ``store`` (none while it cannot be read)."""
+    none: set[str] = set()
+    return await read_stores(
+        [store], lambda: {r.id for r in select_runs(store, None, None, None)}, none
+    )
 
 
 async def run_cli(
@@ -388,7 +397,7 @@ def register(server: OpenProgramLanguageServer) -> None:
             msg = f"invalid run id: {run_id!r} (a run id is {RUN_ID_LENGTH} lowercase hex digits)"
             ls.show(f"openprogram.resume: {msg}", error=True)
             return {"status": "error", "error": msg}
-        folder = folder_with_run(ls, run_id)
+        folder = await folder_with_run(ls, run_id)
         if folder is None:
             msg = "no workspace folder is open: cannot resume runs"
             ls.show(f"openprogram.resume: {msg}", error=True)
@@ -406,7 +415,7 @@ def register(server: OpenProgramLanguageServer) -> None:
         return await run_cli(ls, argv, f"Resume {run_id}", store, folder)
 
     @server.command(SHOW_RUNS)
-    def show_runs(server_: LanguageServer, *args: Any) -> list[dict[str, Any]]:
+    async def show_runs(server_: LanguageServer, *args: Any) -> list[dict[str, Any]]:
         """``openprogram.showRuns(uri?, function?)``: matching runs, newest first."""
         ls = cast("OpenProgramLanguageServer", server_)
         try:
@@ -422,14 +431,18 @@ def register(server: OpenProgramLanguageServer) -> None:
         except CommandError as exc:
             ls.show(f"openprogram.showRuns: {exc}", error=True)
             return []
+        none: list[RunInfo] = []
         if program is not None:
-            runs = select_runs(ls.settings_for(program).store_dir(), None, program, function)
+            store = ls.settings_for(program).store_dir()
+            read = functools.partial(select_runs, store, None, program, function)
+            runs = await read_stores([store], read, none)
         else:  # every folder's runs, each from its own store
             seen: dict[str, RunInfo] = {}
             folders: list[Path | None] = [*ls.folders()] or [None]
             for folder in folders:
                 store = ls.settings_for(folder).store_dir()
-                for r in select_runs(store, folder, None, function):
+                read = functools.partial(select_runs, store, folder, None, function)
+                for r in await read_stores([store], read, none):
                     seen.setdefault(r.id, r)
             runs = sorted(seen.values(), key=lambda r: r.updated_at, reverse=True)
         rows = [run_row(r) for r in runs]

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram.cli.graph import graph_json, node_json
 from openprogram.durable import queries
+from openprogram.durable.queries import RunRow
 
 from .raw_json import RawJSON
-from .runs_view import find_run, param, run_json, watcher
+from .runs_view import FolderStore, param, read_run, run_json, watcher
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
@@ -30,33 +31,31 @@ def _run_id(params: Any) -> str:
     return run_id
 
 
-def graph_for(ls: OpenProgramLanguageServer, run_id: str) -> RawJSON | None:
-    found = find_run(ls, run_id)
-    if found is None:
-        return None
-    fs, run = found
-    steps = queries.step_starts(fs.db, run.id)
-    return RawJSON(graph_json(fs.db, run.session_id or run.id, run=run_json(run), steps=steps))
+async def graph_for(ls: OpenProgramLanguageServer, run_id: str) -> RawJSON | None:
+    def read(fs: FolderStore, run: RunRow) -> RawJSON | None:
+        steps = queries.step_starts(fs.db, run.id)
+        return RawJSON(graph_json(fs.db, run.session_id or run.id, run=run_json(run), steps=steps))
+
+    return await read_run(ls, run_id, read, None)
 
 
-def node_for(ls: OpenProgramLanguageServer, run_id: str, node_id: str) -> RawJSON | None:
-    found = find_run(ls, run_id)
-    if found is None:
-        return None
-    fs, run = found
-    text = node_json(fs.db, run.session_id or run.id, node_id, FULL)
-    return None if text is None else RawJSON(text)
+async def node_for(ls: OpenProgramLanguageServer, run_id: str, node_id: str) -> RawJSON | None:
+    def read(fs: FolderStore, run: RunRow) -> RawJSON | None:
+        text = node_json(fs.db, run.session_id or run.id, node_id, FULL)
+        return None if text is None else RawJSON(text)
+
+    return await read_run(ls, run_id, read, None)
 
 
 def register(server: OpenProgramLanguageServer) -> None:
     @server.feature(RUN_GRAPH)
-    def run_graph(ls: OpenProgramLanguageServer, params: Any) -> RawJSON | None:
+    async def run_graph(ls: OpenProgramLanguageServer, params: Any) -> RawJSON | None:
         watcher(ls)
-        return graph_for(ls, _run_id(params))
+        return await graph_for(ls, _run_id(params))
 
     @server.feature(RUN_NODE)
-    def run_node(ls: OpenProgramLanguageServer, params: Any) -> RawJSON | None:
+    async def run_node(ls: OpenProgramLanguageServer, params: Any) -> RawJSON | None:
         node_id = param(params, "nodeId")
         if not isinstance(node_id, str) or not node_id:
             raise ValueError("openprogram/runNode needs {runId: string, nodeId: string}")
-        return node_for(ls, _run_id(params), node_id)
+        return await node_for(ls, _run_id(params), node_id)

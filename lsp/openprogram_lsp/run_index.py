@@ -4,7 +4,10 @@ Reads through the store's read API (:func:`openprogram.store.runs.read_run_store
 read-only): a missing store, a missing table or a locked database yields no runs, never
 an exception or a hang. A PostgreSQL store is read only while :data:`GATE` finds it
 readable (probed off the event loop), through the server's one reader of its URL
-(``queries.READERS``: opened by the first probe or read, kept for the server's life).
+(``queries.READERS``: opened by the first probe or read, kept for the server's life),
+and only off the event loop: every feature that reads the store awaits
+:func:`read_stores`, which gives up on a read that does not return within
+``READ_BOUND_S`` (a frozen server, a partition).
 """
 
 from __future__ import annotations
@@ -13,16 +16,17 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from openprogram.durable.queries import READERS
+from openprogram.durable.queries import READ_WAIT_S, READERS
 from openprogram.errors import OpenProgramError
 from openprogram.store.lease import owner_alive
 from openprogram.store.postgres import is_url, redact, redact_text
 from openprogram.store.runs import RunRecord, RunStore
+from openprogram.store.session_store import store_url
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -112,6 +116,13 @@ class StoreGate:
                 if store not in self._probing:
                     self._start_probe(store)
 
+    def stalled(self, store: Path | str, error: str) -> None:
+        """A read of ``store`` did not return (:func:`read_stores`): it is unreadable
+        now, for ``error``, until its next probe (``RECHECK_S`` on) succeeds."""
+        if isinstance(store, str) and is_url(store):
+            self._loop = _loop() or self._loop
+            self._set(store, error, self._loop)
+
     def _probe(self, url: str, loop: asyncio.AbstractEventLoop | None) -> None:
         try:
             error = _probe_error(url)
@@ -170,6 +181,57 @@ def message(store: Path | str, exc: BaseException) -> str:
 
 #: The server's one gate (a server is one process).
 GATE = StoreGate()
+
+READ_BOUND_S = READ_WAIT_S + 3.0
+"""How long a feature waits for its reads of a PostgreSQL store (a kept reader's read
+waits ``READ_WAIT_S`` for a connection, then one round trip): a read that takes longer
+is left to its thread and the feature answers without the store's data."""
+
+
+async def read_stores(stores: Iterable[Path | str], fn: Callable[[], T], empty: T) -> T:
+    """``fn()``, which reads ``stores`` (run stores, or the SQLite database files in
+    them), without blocking the event loop on a PostgreSQL one: then ``fn`` runs in a
+    thread of its own, awaited at most ``READ_BOUND_S``. When that passes, the answer is
+    ``empty``; each such store read meanwhile is unreadable (:meth:`StoreGate.stalled`,
+    one message) and its reader dropped (``READERS.abandon``): the stuck read keeps its
+    thread until the server or the network gives up on it. SQLite stores (files, whose
+    reads wait at most their busy timeout) are read on the loop."""
+    urls = {store_url(s): s for s in stores if isinstance(s, str) and is_url(s)}
+    if not urls:
+        return fn()
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+    started = time.monotonic()
+
+    def settle(value: T | None, exc: BaseException | None) -> None:
+        if done.done():  # given up on
+            return
+        if exc is not None:
+            done.set_exception(exc)
+        else:
+            done.set_result(value)  # type: ignore[arg-type]
+
+    def work() -> None:
+        try:
+            value, exc = fn(), None
+        except BaseException as error:  # handed to the awaiting feature
+            value, exc = None, error
+        if not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(settle, value, exc)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+
+    threading.Thread(target=work, name="openprogram-store-read", daemon=True).start()
+    try:
+        return await asyncio.wait_for(done, READ_BOUND_S)
+    except asyncio.TimeoutError:
+        for url in READERS.reading_since(started) & urls.keys():
+            store = urls[url]
+            log.info("gave up on a read of %s", redact(store))
+            GATE.stalled(store, f"store {redact(store)}: no answer within {READ_BOUND_S:g} s")
+            READERS.abandon(url)
+        return empty
 
 
 def _read(store_dir: Path | str, fn: Callable[[RunStore], T], empty: T) -> T:

@@ -23,9 +23,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -36,11 +37,12 @@ from openprogram.store.postgres import redacted_location
 
 from .entry_signature import entry_signature
 from .raw_json import RawJSON
-from .run_index import DB_NAME, GATE, RunInfo
+from .run_index import DB_NAME, GATE, RunInfo, read_stores
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
 
+T = TypeVar("T")
 RUNS = "openprogram/runs"
 RUN_STEPS = "openprogram/runSteps"
 CANCEL_RUN = "openprogram/cancelRun"
@@ -145,10 +147,6 @@ def run_json(run: RunRow) -> dict[str, Any]:
     }
 
 
-def find_run(ls: OpenProgramLanguageServer, run_id: str) -> tuple[FolderStore, RunRow] | None:
-    return find_run_in(readable_stores(ls), run_id)
-
-
 def find_run_in(stores: list[FolderStore], run_id: str) -> tuple[FolderStore, RunRow] | None:
     for fs in stores:
         run = queries.get_run(fs.db, run_id)
@@ -175,33 +173,59 @@ def cancel_payload(stores: list[FolderStore], run_id: str) -> dict[str, Any]:
     return {"status": str(outcome.status), "cancel": str(outcome)}
 
 
-def runs_payload(ls: OpenProgramLanguageServer, folder: str | None = None) -> dict[str, Any]:
-    out = []
-    for fs in folder_stores(ls):
-        if folder and folder not in (fs.uri, fs.name):
-            continue
-        readable = GATE.readable(fs.store)
-        runs = [run_json(r) for r in queries.list_runs(fs.db)] if readable else []
-        row = {"name": fs.name, "uri": fs.uri, "store": fs.shown, "runs": runs}
-        error = GATE.error(fs.store)
-        out.append(row if error is None else {**row, "error": error})
-    return {"folders": out}
+async def read_run(
+    ls: OpenProgramLanguageServer,
+    run_id: str,
+    fn: Callable[[FolderStore, RunRow], T],
+    empty: T,
+) -> T:
+    """``fn(store, run)`` of the run ``run_id`` in the readable workspace stores, the reads
+    done through ``run_index.read_stores`` (off the event loop); ``empty`` when no store
+    has the run, or the stores do not answer."""
+    stores = readable_stores(ls)
+
+    def read() -> T:
+        found = find_run_in(stores, run_id)
+        return empty if found is None else fn(*found)
+
+    return await read_stores([fs.db for fs in stores], read, empty)
 
 
-def steps_payload(ls: OpenProgramLanguageServer, run_id: str) -> dict[str, Any] | RawJSON:
+async def runs_payload(ls: OpenProgramLanguageServer, folder: str | None = None) -> dict[str, Any]:
+    stores = [fs for fs in folder_stores(ls) if not folder or folder in (fs.uri, fs.name)]
+    return {"folders": list(await asyncio.gather(*(folder_runs(fs) for fs in stores)))}
+
+
+async def folder_runs(fs: FolderStore) -> dict[str, Any]:
+    """One folder of ``openprogram/runs``: its store's runs, and ``error`` (the store's
+    message, ``run_index.GATE``) while it cannot be read."""
+    runs: list[dict[str, Any]] = []
+    if GATE.readable(fs.store):
+        runs = await read_stores(
+            [fs.db], lambda: [run_json(r) for r in queries.list_runs(fs.db)], runs
+        )
+    row = {"name": fs.name, "uri": fs.uri, "store": fs.shown, "runs": runs}
+    error = GATE.error(fs.store)
+    return row if error is None else {**row, "error": error}
+
+
+NO_STEPS: dict[str, Any] = {"run": None, "steps": []}
+
+
+async def steps_payload(ls: OpenProgramLanguageServer, run_id: str) -> dict[str, Any] | RawJSON:
     """``{"run", "steps"}``: each step's ``state`` is ``completed`` | ``failed`` |
     ``running`` | ``paused`` | ``uncertain`` (see ``queries.step_view_objects``)."""
-    found = find_run(ls, run_id)
-    if found is None:
-        return {"run": None, "steps": []}
-    fs, run = found
+    return await read_run(ls, run_id, run_steps_json, NO_STEPS)
+
+
+def run_steps_json(fs: FolderStore, run: RunRow) -> RawJSON:
     rj = run_json(run)
     paused_at = None
     if run.status == "paused" and run.paused_step and run.pause_reason != "uncertain":
         paused_at = (run.paused_step, run.paused_occurrence or 0)
     steps = queries.step_view_objects(
         fs.db,
-        run_id,
+        run.id,
         live=rj["status"] == "running",
         paused_at=paused_at,
         now=time.time(),
@@ -225,18 +249,22 @@ class RunsWatcher:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        self.seen = {fs.db: queries.store_version(fs.db) for fs in readable_stores(self.ls)}
         self.task = loop.create_task(self.run())
 
     async def run(self) -> None:
+        self.seen = await self.versions()
         while True:
             await asyncio.sleep(POLL_S)
             try:
-                stores = [fs.db for fs in readable_stores(self.ls)]
-                # a PostgreSQL fingerprint is a round trip: off the event loop
-                self.check(await asyncio.to_thread(_versions, stores))
+                self.check(await self.versions())
             except Exception as exc:  # a watcher must never take the server down
                 self.ls.log(f"runs watcher: {exc}", error=True)
+
+    async def versions(self) -> dict[Path | str, tuple[int, int, int, int]]:
+        """The readable stores' fingerprints (a PostgreSQL one is a round trip:
+        ``read_stores``); none while they do not answer."""
+        stores = [fs.db for fs in readable_stores(self.ls)]
+        return await read_stores(stores, lambda: _versions(stores), {})
 
     def check(self, versions: dict[Path | str, tuple[int, int, int, int]]) -> bool:
         changed = False
@@ -279,17 +307,17 @@ def watcher(ls: OpenProgramLanguageServer) -> RunsWatcher:
 
 def register(server: OpenProgramLanguageServer) -> None:
     @server.feature(RUNS)
-    def runs(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
+    async def runs(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
         watcher(ls)
-        return runs_payload(ls, param(params, "folder"))
+        return await runs_payload(ls, param(params, "folder"))
 
     @server.feature(RUN_STEPS)
-    def run_steps(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any] | RawJSON:
+    async def run_steps(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any] | RawJSON:
         watcher(ls)
         run_id = param(params, "runId")
         if not isinstance(run_id, str) or not run_id:
             raise ValueError("openprogram/runSteps needs {runId: string}")
-        return steps_payload(ls, run_id)
+        return await steps_payload(ls, run_id)
 
     @server.feature(CANCEL_RUN)
     async def cancel(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:

@@ -123,7 +123,7 @@ class OpenProgramLanguageServer(LanguageServer):
         self.diagnostics = DiagnosticsEngine(self)
         self._settings_generation = 0
         self._shown_config_errors: set[str] = set()
-        self._shown_store_errors: set[str] = set()
+        self._shown_store_errors: set[str] = set()  # stores (redacted) whose outage was shown
 
     # -- documents --------------------------------------------------------------------
     def open_uris(self) -> list[str]:
@@ -338,32 +338,34 @@ class OpenProgramLanguageServer(LanguageServer):
         self._settings_generation += 1
         self.workspace_settings = parsed
 
-    def recorded_steps(self, uri: str) -> Any:
-        """Step identities of paused runs for OP209 (None until the durable store exists)."""
-        from .run_index import recorded_steps_for
+    async def recorded_steps(self, uri: str) -> Any:
+        """Step identities of paused runs for OP209 (None until the durable store exists,
+        or while it cannot be read)."""
+        from .run_index import read_stores, recorded_steps_for
 
         doc = self.open_document(uri)
         if doc is None or not uri.startswith("file:"):
             return None
-        return recorded_steps_for(self.settings_for(doc.path).store_dir(), doc.path)
+        store, path = self.settings_for(doc.path).store_dir(), doc.path
+        return await read_stores([store], lambda: recorded_steps_for(store, path), None)
 
     def store_state_changed(self, url: str, error: str | None) -> None:
         """A PostgreSQL store became readable or unreadable (``run_index.GATE``): say why
         once (its password hidden), and refresh what reads it (lenses, hints, the Runs
         view, OP209)."""
+        from openprogram.store.postgres import redact
+
+        shown = redact(url)
         if error is not None:
             text = f"OpenProgram cannot read the run store: {error}"
             self.log(text, error=True)
-            if text not in self._shown_store_errors:
-                self._shown_store_errors.add(text)
+            # one message per outage: a changed reason while it lasts is only logged
+            if shown not in self._shown_store_errors:
+                self._shown_store_errors.add(shown)
                 self.show(text, error=True)
         else:
-            from openprogram.store.postgres import redact
-
-            shown = redact(url)
             self.log(f"run store {shown} is readable")
-            # a later failure of this store is said again
-            self._shown_store_errors = {t for t in self._shown_store_errors if shown not in t}
+            self._shown_store_errors.discard(shown)  # a later failure is said again
         runs_view.notify_runs_changed(self)
         self.diagnostics.schedule_all()
 

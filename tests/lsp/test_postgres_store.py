@@ -554,3 +554,73 @@ async def test_the_views_read_a_postgresql_store_again_after_it_restarted(
         assert seen and not seen & before and len(seen) <= 2, (seen, before)
     finally:
         await stop(client)
+
+
+REQUEST_S = 60.0  # a request not answered by then: the server hangs
+
+
+async def test_a_frozen_postgresql_server_does_not_freeze_the_language_server(
+    tmp_path: Path, pg_cluster: Any, pg_dsn: str
+) -> None:
+    """The database stops answering while the server's reader is connected to it (its
+    processes stopped: a partition with the connections still open). Diagnostics go on,
+    the Runs view answers with the outage said, and once the database answers again the
+    view lists the runs again, without the server being restarted."""
+    folder = program_in(tmp_path, "ws")
+    args = json.dumps({"gate": str(folder / "gate")})
+    run_id = cli(folder, "submit", "prog.py:gated", "--args", args, "--queue", "q", store=pg_dsn)[
+        "run_id"
+    ]
+    client = await start([folder], options={"store": pg_dsn})
+    frozen = False  # the editor's text has an OP205 finding (the saved file runs)
+    try:
+        uri = (folder / "prog.py").as_uri()
+        open_doc(client, uri, OP205_PROGRAM)
+        for _ in range(400):  # until the server's probe found the store readable
+            if await refresh_all(client, uri) == [run_id]:
+                break
+            await asyncio.sleep(0.05)
+        assert [d.code for d in await diags_for(client, uri, 1)] == ["OP205"]
+
+        pg_cluster.freeze()
+        frozen = True
+        version = edit_doc(client, uri, OP205_PROGRAM + "\n")
+        got = await asyncio.wait_for(diags_for(client, uri, version), REQUEST_S)
+        assert [d.code for d in got] == ["OP205"]
+
+        async def first_folder() -> dict[str, Any]:
+            got = await asyncio.wait_for(request(client, "openprogram/runs", {}), REQUEST_S)
+            return dict(got["folders"][0])
+
+        shown = await first_folder()
+        for _ in range(600):  # a read that failed first: its probe says why (at most 10 s)
+            if "error" in shown:
+                break
+            assert shown["runs"] == [], shown
+            await asyncio.sleep(0.05)
+            shown = await first_folder()
+        assert shown["runs"] == [] and shown["error"], shown
+        said = [m.message for m in [*client.messages, *client.log_messages]]
+        assert [m for m in said if shown["error"] in m], said  # its reason said
+        titles = [c.title for c in await asyncio.wait_for(lenses(client, uri), REQUEST_S)]
+        assert titles == ["▶ Run", "▶ Run"]
+        assert await asyncio.wait_for(hints(client, uri), REQUEST_S) == {}
+
+        pg_cluster.thaw()
+        frozen = False
+
+        async def listed() -> bool:
+            shown = await first_folder()
+            return "error" not in shown and [r["id"] for r in shown["runs"]] == [run_id]
+
+        for _ in range(2400):  # after the store's next probe (30 s)
+            if await listed():
+                break
+            await asyncio.sleep(0.05)
+        assert await refresh_all(client, uri) == [run_id]
+        messages = [m.message for m in client.messages if "run store" in m.message]
+        assert len(messages) == 1, messages  # one message for the outage
+    finally:
+        if frozen:
+            pg_cluster.thaw()
+        await stop(client)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple, TypeVar
@@ -113,6 +114,7 @@ class Readers:
         self._wanted: set[str] | None = None  # None: every URL read is kept
         self._lock = threading.Lock()
         self._opening: dict[str, threading.Lock] = {}  # one opener per URL
+        self._reads: dict[object, tuple[str, float]] = {}  # reads in progress: (url, start)
 
     @contextmanager
     def reading(self, store: str | os.PathLike[str] | None) -> Iterator[RunStore | None]:
@@ -127,16 +129,23 @@ class Readers:
                 if runs is not None:
                     runs.close()
             return
-        runs, kept = self._reader(url)
+        token = object()
+        with self._lock:
+            self._reads[token] = (url, time.monotonic())
         try:
-            yield runs
-        except StoreError:
-            if kept and runs is not None:
-                self._discard(url, runs)
-            raise
+            runs, kept = self._reader(url)
+            try:
+                yield runs
+            except StoreError:
+                if kept and runs is not None:
+                    self._discard(url, runs)
+                raise
+            finally:
+                if not kept and runs is not None:
+                    runs.close()
         finally:
-            if not kept and runs is not None:
-                runs.close()
+            with self._lock:
+                del self._reads[token]
 
     def _reader(self, url: str) -> tuple[RunStore | None, bool]:
         """``url``'s kept reader, opened now if there is none; ``(runs, kept)``."""
@@ -164,6 +173,22 @@ class Readers:
             if self._open.get(url) is runs:
                 del self._open[url]
         _close_later([runs])
+
+    def reading_since(self, started: float) -> set[str]:
+        """The URLs read now by a read that began at ``started`` (``time.monotonic()``)
+        or later and has not ended."""
+        with self._lock:
+            return {url for url, begun in self._reads.values() if begun >= started}
+
+    def abandon(self, store: str | os.PathLike[str]) -> None:
+        """Drop the kept reader of ``store``, whose read does not return (a frozen server, a
+        partition): the next read opens a new one. It is closed in a thread (``close``
+        may wait for the stuck read's pool)."""
+        url = store_url(store) if str(store) else None
+        with self._lock:
+            runs = self._open.pop(url, None) if url is not None else None
+        if runs is not None:
+            _close_later([runs])
 
     def keep_only(self, stores: Iterable[str | os.PathLike[str]]) -> None:
         """Close the readers of every URL not among ``stores`` (the configured ones)."""
