@@ -227,3 +227,26 @@ def test_lint_with_a_libpq_keyword_string_store(work: Path) -> None:
     [line] = proc.stderr.strip().splitlines()
     assert "libpq keyword string" in line and "password=***" in line, line
     assert sorted(p.name for p in work.iterdir()) == ["prog.py"]
+
+
+def test_a_connect_timeout_in_the_url_is_the_one_used(work: Path) -> None:
+    """A server that accepts connections and never answers: the URL's own
+    ``connect_timeout=1`` is what the command waits, not the store's 10 s default (psycopg
+    lets a keyword argument override the URL, so the default must not be passed over it).
+    The subprocess's timeout, well under the default, is the only time bound."""
+    import socket
+
+    hung = socket.socket()
+    hung.bind(("127.0.0.1", 0))
+    hung.listen(8)
+    try:
+        port = hung.getsockname()[1]
+        store = f"postgresql://app:{SECRET}@127.0.0.1:{port}/db?connect_timeout=1"
+        proc = subprocess.run(
+            [str(BIN / "openprogram"), "runs", "--store", store], cwd=work, capture_output=True,
+            text=True, timeout=8, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        line = one_error_line(proc)
+        assert "timeout" in line and "***" in line, line
+    finally:
+        hung.close()

@@ -232,8 +232,10 @@ def _node(row: Sequence[Any]) -> Node:
 logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 CONNECT_TIMEOUT_S = 10
-"""How long opening a store waits for the server to answer (``connect_timeout`` in the
-URL, if given, wins: libpq reads the URL's own parameter over this default)."""
+"""How long opening a connection waits for the server to answer: the first one and every
+one the pool opens later (a reconnect to an unreachable host gives up too). A
+``connect_timeout`` in the URL wins (psycopg lets keyword arguments override the URL's, so
+this default is only passed where the URL has none)."""
 
 KEEPALIVES: dict[str, int] = {
     "keepalives": 1,
@@ -318,10 +320,11 @@ class PostgresBackend(StoreBackend):
         self._pin_lock = threading.Lock()
         sync = "on" if synchronous_commit else "off"
         options: dict[str, Any] = {"autocommit": True, "options": f"-c synchronous_commit={sync}"}
+        options.update(_unless_given(url, {"connect_timeout": CONNECT_TIMEOUT_S}))
         if keepalives:
             options.update(_unless_given(url, KEEPALIVES))
         try:  # one direct connection first: an unreachable server is a prompt, clear error
-            psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S, **options).close()
+            psycopg.connect(url, **options).close()
         except Exception as exc:
             raise self._error(exc) from None
         try:
