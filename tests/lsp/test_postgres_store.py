@@ -474,12 +474,12 @@ async def refresh_all(client: LanguageClient, uri: str) -> list[str]:
     return [r["id"] for r in shown["runs"]]
 
 
-async def test_the_server_reads_a_postgresql_store_through_one_set_of_connections(
-    tmp_path: Path, pg_cluster: Any, pg_dsn: str
-) -> None:
-    """Refresh after refresh (and the Runs view's watcher meanwhile) read the store through
-    the same connections (at most the reader's two): none is opened per read. Once the
-    ``store`` setting names another store, they are closed."""
+async def serving_a_queued_run(
+    tmp_path: Path, pg_dsn: str, text: str = PROGRAM
+) -> tuple[LanguageClient, str, str]:
+    """A server on a folder whose PostgreSQL store holds one queued run, with the Program
+    open (``text`` in the editor), once its views list that run: (client, the Program's
+    uri, the run id). The caller stops the client."""
     folder = program_in(tmp_path, "ws")
     args = json.dumps({"gate": str(folder / "gate")})
     run_id = cli(folder, "submit", "prog.py:gated", "--args", args, "--queue", "q", store=pg_dsn)[
@@ -488,11 +488,25 @@ async def test_the_server_reads_a_postgresql_store_through_one_set_of_connection
     client = await start([folder], options={"store": pg_dsn})
     try:
         uri = (folder / "prog.py").as_uri()
-        open_doc(client, uri, PROGRAM)
+        open_doc(client, uri, text)
         for _ in range(400):  # until the server's probe found the store readable
             if await refresh_all(client, uri) == [run_id]:
                 break
             await asyncio.sleep(0.05)
+    except BaseException:
+        await stop(client)
+        raise
+    return client, uri, run_id
+
+
+async def test_the_server_reads_a_postgresql_store_through_one_set_of_connections(
+    tmp_path: Path, pg_cluster: Any, pg_dsn: str
+) -> None:
+    """Refresh after refresh (and the Runs view's watcher meanwhile) read the store through
+    the same connections (at most the reader's two): none is opened per read. Once the
+    ``store`` setting names another store, they are closed."""
+    client, uri, run_id = await serving_a_queued_run(tmp_path, pg_dsn)
+    try:
         seen: set[int] = set()
         for _ in range(10):
             assert await refresh_all(client, uri) == [run_id]
@@ -502,6 +516,7 @@ async def test_the_server_reads_a_postgresql_store_through_one_set_of_connection
             await asyncio.sleep(0.2)  # the watcher reads meanwhile (every 0.5 s)
         assert len(seen) <= 2, seen
 
+        folder = tmp_path / "ws"  # serving_a_queued_run's
         client.workspace_did_change_configuration(
             types.DidChangeConfigurationParams(
                 settings={"openprogram": {"store": str(folder / ".openprogram")}}
@@ -520,19 +535,8 @@ async def test_the_views_read_a_postgresql_store_again_after_it_restarted(
     """PostgreSQL restarted while the server keeps its reader (its connections are gone):
     the Runs view, hints and lenses list the runs again, through one new set of
     connections, without the server being restarted."""
-    folder = program_in(tmp_path, "ws")
-    args = json.dumps({"gate": str(folder / "gate")})
-    run_id = cli(folder, "submit", "prog.py:gated", "--args", args, "--queue", "q", store=pg_dsn)[
-        "run_id"
-    ]
-    client = await start([folder], options={"store": pg_dsn})
+    client, uri, run_id = await serving_a_queued_run(tmp_path, pg_dsn)
     try:
-        uri = (folder / "prog.py").as_uri()
-        open_doc(client, uri, PROGRAM)
-        for _ in range(400):
-            if await refresh_all(client, uri) == [run_id]:
-                break
-            await asyncio.sleep(0.05)
         before = backends(pg_cluster, pg_dsn)
         assert before
 
@@ -566,20 +570,10 @@ async def test_a_frozen_postgresql_server_does_not_freeze_the_language_server(
     processes stopped: a partition with the connections still open). Diagnostics go on,
     the Runs view answers with the outage said, and once the database answers again the
     view lists the runs again, without the server being restarted."""
-    folder = program_in(tmp_path, "ws")
-    args = json.dumps({"gate": str(folder / "gate")})
-    run_id = cli(folder, "submit", "prog.py:gated", "--args", args, "--queue", "q", store=pg_dsn)[
-        "run_id"
-    ]
-    client = await start([folder], options={"store": pg_dsn})
-    frozen = False  # the editor's text has an OP205 finding (the saved file runs)
+    # the editor's text has an OP205 finding (the saved file runs)
+    client, uri, run_id = await serving_a_queued_run(tmp_path, pg_dsn, OP205_PROGRAM)
+    frozen = False
     try:
-        uri = (folder / "prog.py").as_uri()
-        open_doc(client, uri, OP205_PROGRAM)
-        for _ in range(400):  # until the server's probe found the store readable
-            if await refresh_all(client, uri) == [run_id]:
-                break
-            await asyncio.sleep(0.05)
         assert [d.code for d in await diags_for(client, uri, 1)] == ["OP205"]
 
         pg_cluster.freeze()
