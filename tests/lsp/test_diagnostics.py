@@ -35,6 +35,23 @@ def _line_of(text: str, needle: str) -> int:
     return text[: text.index(needle)].count("\n")
 
 
+async def changed_on_disk_then_clean(
+    client: LanguageClient, changed: Path, uri: str, what: str
+) -> None:
+    """Tell the server (a watched-file event) that ``changed`` changed on disk, and wait
+    for ``uri``'s diagnostics to come back empty."""
+    n = len(rec_of(client).published)
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=changed.as_uri(), type=types.FileChangeType.Changed)]
+        )
+    )
+    await wait_for(
+        lambda: any(p.uri == uri and not p.diagnostics for p in rec_of(client).published[n:]),
+        what,
+    )
+
+
 async def test_push_diagnostics_follow_incremental_edits(
     client: LanguageClient, workspace: Path
 ) -> None:
@@ -182,16 +199,7 @@ async def test_workspace_configuration_and_pyproject_reload(
     # [tool.openprogram.lint] in the workspace pyproject, reloaded on the watched-file event
     pyproject = workspace / "pyproject.toml"
     pyproject.write_text('[tool.openprogram.lint]\nignore = ["OP104"]\n')
-    n = len(rec_of(client).published)
-    client.workspace_did_change_watched_files(
-        types.DidChangeWatchedFilesParams(
-            changes=[types.FileEvent(uri=pyproject.as_uri(), type=types.FileChangeType.Changed)]
-        )
-    )
-    await wait_for(
-        lambda: any(p.uri == uri and not p.diagnostics for p in rec_of(client).published[n:]),
-        "diagnostics without OP104",
-    )
+    await changed_on_disk_then_clean(client, pyproject, uri, "diagnostics without OP104")
 
     # workspace/configuration (pulled on didChangeConfiguration) selects OP104 back
     pyproject.write_text("[tool.openprogram.lint]\n")
@@ -370,16 +378,7 @@ async def test_helper_module_finding_at_the_call_refreshed_when_the_helper_chang
 
     # the helper fixed on disk: the file watcher's event re-checks the open Program
     helpers.write_text(CLOCK_HELPERS.replace("time.time()", "1.0"), encoding="utf-8")
-    n = len(rec_of(client).published)
-    client.workspace_did_change_watched_files(
-        types.DidChangeWatchedFilesParams(
-            changes=[types.FileEvent(uri=helpers.as_uri(), type=types.FileChangeType.Changed)]
-        )
-    )
-    await wait_for(
-        lambda: any(p.uri == uri and not p.diagnostics for p in rec_of(client).published[n:]),
-        "diagnostics without the helper's OP205",
-    )
+    await changed_on_disk_then_clean(client, helpers, uri, "diagnostics without the helper's OP205")
     # broken again and saved in the editor (a client without file watchers)
     helpers.write_text(CLOCK_HELPERS, encoding="utf-8")
     n = len(rec_of(client).published)
