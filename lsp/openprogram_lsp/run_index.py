@@ -24,7 +24,7 @@ from typing import TypeVar
 from openprogram.durable.queries import READ_WAIT_S, READERS
 from openprogram.errors import OpenProgramError
 from openprogram.store.lease import owner_alive
-from openprogram.store.postgres import is_url, redact, redact_text
+from openprogram.store.postgres import is_url, redacted_location
 from openprogram.store.runs import RunRecord, RunStore
 from openprogram.store.session_store import store_url
 
@@ -176,7 +176,7 @@ def message(store: Path | str, exc: BaseException) -> str:
     hide the password; any other error is named by its type only)."""
     if isinstance(exc, OpenProgramError):
         return " ".join(str(exc).split())
-    return f"store {redact(str(store))}: {type(exc).__name__}"
+    return f"store {redacted_location(store)}: {type(exc).__name__}"
 
 
 #: The server's one gate (a server is one process).
@@ -228,8 +228,10 @@ async def read_stores(stores: Iterable[Path | str], fn: Callable[[], T], empty: 
     except asyncio.TimeoutError:
         for url in READERS.reading_since(started) & urls.keys():
             store = urls[url]
-            log.info("gave up on a read of %s", redact(store))
-            GATE.stalled(store, f"store {redact(store)}: no answer within {READ_BOUND_S:g} s")
+            log.info("gave up on a read of %s", redacted_location(store))
+            GATE.stalled(
+                store, f"store {redacted_location(store)}: no answer within {READ_BOUND_S:g} s"
+            )
             READERS.abandon(url)
         return empty
 
@@ -247,7 +249,7 @@ def _read(store_dir: Path | str, fn: Callable[[RunStore], T], empty: T) -> T:
     except Exception as exc:  # locked, corrupt, newer schema, server gone
         if opened and not isinstance(exc, OpenProgramError):
             raise
-        log.info("no runs from %s: %s", redact_text(str(store_dir)), message(store_dir, exc))
+        log.info("no runs from %s: %s", redacted_location(store_dir), message(store_dir, exc))
         if not opened:
             GATE.failed(store_dir, exc)
         return empty

@@ -260,27 +260,10 @@ def steady() -> float:
 """
 
 
-INHERITED = """\
-import helpers as h
-from openprogram import Agent, step
-
-
-class Base(Agent):
-    method_options = {"report": {"resumable": True}}
-
-    def report(self, topic: str) -> str:
-        return step("echo", str.upper, topic)
-
-
-class Child(Base):
-    def report(self, topic: str) -> str:
-        topic = topic + str(h.now())
-        return step("echo", str.upper, topic)
-
-
-report = Child().report
-PROGRAM_ENTRIES = ["report"]
-"""
+# AGENT_PROGRAM whose subclass's inherited resumable method calls an aliased helper module
+INHERITED = "import helpers as h\n" + AGENT_PROGRAM.replace(
+    "{line}", "topic = topic + str(h.now())"
+)
 
 
 def lint_and_run(folder: Path, entry: str, args: str = "{}") -> tuple[list[str], list[str]]:
@@ -328,7 +311,7 @@ def test_inherited_resumable_method_calling_an_aliased_helper_module(tmp_path: P
     assert linted == [
         "helpers.py:7:12: OP205 non-deterministic call time.time() in helper 'now' outside a "
         "step: a resumed run would see a different value; move it into a step",
-        "    prog.py:14:29: note: 'Child.report' calls 'helpers.now' here",
+        "    prog.py:21:29: note: 'Child.report' calls 'helpers.now' here",
     ]
     assert sorted(linted) == sorted(refused)
 
