@@ -152,13 +152,21 @@ def _parse(path: Path) -> tuple[tuple[str, cst.Module] | None, str]:
     except OSError:
         return None, ""
     digest = blake2b_hex(data, 16)
+    from openprogram_analyzers.fixes import read_source
+
+    try:  # the encoding Python imports it with: UTF-8 unless a coding cookie says otherwise
+        text, _ = read_source(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError):
+        # stray bytes (Python 3.11 still imports them in comments and strings), or a bad
+        # cookie (then the import fails anyway): read as UTF-8 with replacements
+        text = data.decode("utf-8", errors="replace")
     try:
         # universal newlines, as ``read_text`` reads them
-        source = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        source = text.replace("\r\n", "\n").replace("\r", "\n")
         from openprogram_analyzers.analysis import parse_checked
 
         module = parse_checked(source, str(path))
-    except (UnicodeDecodeError, RecursionError):
+    except RecursionError:
         return None, digest
     if not isinstance(module, cst.Module):
         return None, digest

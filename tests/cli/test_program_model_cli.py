@@ -411,3 +411,22 @@ def test_cached_lint_notices_a_changed_helper_module(tmp_path: Path) -> None:
     (tmp_path / "prog.py").touch()  # not replayed: the result cache decides, by content
     (tmp_path / "helpers.py").write_text(CLOCK, encoding="utf-8")
     assert cached_lint() == "OP205"
+
+
+@pytest.mark.parametrize(
+    "header",
+    [b"# -*- coding: latin-1 -*-\n# caf\xe9\n", b"# caf\xe9 (a stray latin-1 byte)\n"],
+    ids=["coding-cookie", "stray-byte"],
+)
+def test_a_helper_module_that_is_not_utf8_is_followed(tmp_path: Path, header: bytes) -> None:
+    """A helper saved in latin-1 (declared by a PEP 263 cookie, or a stray byte in a
+    comment, which Python still imports): lint and the run both follow it, as Python does."""
+    (tmp_path / "helpers.py").write_bytes(header + CLOCK.encode("utf-8"))
+    (tmp_path / "prog.py").write_text(
+        CLOCK_PROGRAM.format(imports="import helpers", line="text = text + str(helpers.now())"),
+        encoding="utf-8",
+    )
+    linted, refused = lint_and_run(tmp_path, "main")
+    line = header.count(b"\n") + 7  # CLOCK's time.time() is on its line 7
+    assert linted[0].startswith(f"helpers.py:{line}:12: OP205 non-deterministic call time.time()")
+    assert sorted(linted) == sorted(refused)
