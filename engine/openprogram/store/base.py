@@ -21,6 +21,7 @@ import enum
 from abc import ABC, abstractmethod
 from typing import Any, Final
 
+from openprogram.errors import StoreError
 from openprogram.store.models import Node, Session
 
 
@@ -38,6 +39,21 @@ class StoreBackend(ABC):
 
     #: Human-readable location for messages (a file path, a DSN without password).
     location: str
+
+    def _no_session(self, session_id: str) -> StoreError:
+        """The error for a session id that is not in this store."""
+        return StoreError(
+            f"session {session_id!r} does not exist in {self.location}; create it with "
+            "SessionStore.create_session() or list sessions with `openprogram sessions`"
+        )
+
+    @staticmethod
+    def _not_in_session(node_id: str, session_id: str) -> StoreError:
+        """The error for a head that is not a node of its session."""
+        return StoreError(
+            f"node {node_id!r} is not in session {session_id!r}; pick a node id from "
+            f"`openprogram show {session_id}`"
+        )
 
     @abstractmethod
     def create_session(

@@ -561,19 +561,10 @@ class PostgresBackend(StoreBackend):
     def set_head(self, session_id: str, node_id: str) -> None:
         rows = self.execute("SELECT session_id FROM nodes WHERE id = %s", (node_id,))
         if not rows or rows[0][0] != session_id:
-            raise StoreError(
-                f"node {node_id!r} is not in session {session_id!r}; pick a node id from "
-                f"`openprogram show {session_id}`"
-            )
+            raise self._not_in_session(node_id, session_id)
         self.execute(
             "UPDATE sessions SET head_id = %s, head_pinned = true, updated_at = %s WHERE id = %s",
             (node_id, time.time(), session_id),
-        )
-
-    def _no_session(self, session_id: str) -> StoreError:
-        return StoreError(
-            f"session {session_id!r} does not exist in {self.location}; create it with "
-            "SessionStore.create_session() or list sessions with `openprogram sessions`"
         )
 
     # -- nodes -------------------------------------------------------------------------

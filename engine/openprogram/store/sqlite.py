@@ -448,20 +448,11 @@ class SqliteBackend(StoreBackend):
         with self.transaction() as conn:
             row = conn.execute("SELECT session_id FROM nodes WHERE id = ?", (node_id,)).fetchone()
             if row is None or row[0] != session_id:
-                raise StoreError(
-                    f"node {node_id!r} is not in session {session_id!r}; pick a node id from "
-                    f"`openprogram show {session_id}`"
-                )
+                raise self._not_in_session(node_id, session_id)
             conn.execute(
                 "UPDATE sessions SET head_id = ?, head_pinned = 1, updated_at = ? WHERE id = ?",
                 (node_id, time.time(), session_id),
             )
-
-    def _no_session(self, session_id: str) -> StoreError:
-        return StoreError(
-            f"session {session_id!r} does not exist in {self.location}; create it with "
-            "SessionStore.create_session() or list sessions with `openprogram sessions`"
-        )
 
     # -- nodes -------------------------------------------------------------------------
 
