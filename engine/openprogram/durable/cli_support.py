@@ -42,18 +42,6 @@ def stdout_to_stderr(enabled: bool) -> Iterator[None]:
         os.close(saved)
 
 
-def use_run_model(store: str | None, run_id: str) -> None:
-    """Without ``OPENPROGRAM_MODEL`` set, use the model the run was started with."""
-    if os.environ.get("OPENPROGRAM_MODEL"):
-        return
-    from openprogram.store.runs import open_run_store
-
-    with open_run_store(store, create=False) as db:
-        run = db.get_run(run_id)
-    if run is not None and run.model:
-        os.environ["OPENPROGRAM_MODEL"] = run.model
-
-
 def usage_error(command: str, message: str, as_json: bool) -> int:
     """Report a usage error (exit 2); with ``--json`` also as the one JSON object."""
     return report_error(message, code=Exit.USAGE, as_json=as_json)

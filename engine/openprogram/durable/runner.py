@@ -68,6 +68,7 @@ __all__ = [
     "pause_run",
     "resume_interrupted",
     "resume_run",
+    "run_model",
     "start_entry",
     "start_run",
     "submit_run",
@@ -451,6 +452,24 @@ def _load_for_resume(run: RunRecord) -> ProgramEntry:
         raise ProgramLoadError(f"cannot resume run {run.id}: {exc}") from None
 
 
+def run_model(run: RunRecord, explicit: str | None = None) -> str | None:
+    """The model a run executes with, the one rule of ``openprogram resume`` (and every
+    resume: ``--all-interrupted``, ``approve``/``deny``, a direct call's) and of a worker:
+    ``explicit`` (``resume --model M``), else the model the run recorded when it was
+    started or submitted (``run --model M``, ``submit --model M``, a direct call's
+    ``OPENPROGRAM_MODEL``), else ``None``: the model configured where it executes
+    (``OPENPROGRAM_MODEL``, then ``[tool.openprogram] model``, then an API key)."""
+    return explicit or run.model
+
+
+def _check_model(model: str | None) -> None:
+    """A ``ConfigError`` for a malformed model string, before anything is recorded."""
+    if model is not None:
+        from openprogram.runtime.model_string import parse_model_string
+
+        parse_model_string(model)
+
+
 def _resumable_run(db: RunStore, run_id: str, *, force_takeover: bool = False) -> RunRecord:
     run = db.get_run(run_id)
     if run is None:
@@ -493,16 +512,20 @@ def resume_run(
     durability: str | None = None,
     on_progress: ProgressFn | None = None,
     force_takeover: bool = False,
+    model: str | None = None,
 ) -> RunOutcome:
     """Resume a paused, failed or interrupted run.
 
     Completed steps return their saved results; ``policy`` overrides the run's
     code-change policy for this resume; ``rerun_uncertain`` re-runs steps that were
     started but whose result was not saved; ``force_takeover`` takes a ``running`` run
-    over even though its lease has not expired. Errors raised before execution
+    over even though its lease has not expired; ``model`` overrides the run's model for
+    this resume (:func:`run_model`). Errors raised before execution
     (:class:`RunNotFound`, :class:`RunStateError`, :class:`ProgramLoadError`,
-    :class:`DeterminismError`) leave the run's records untouched.
+    :class:`DeterminismError`, a ``ConfigError`` for a malformed ``model``) leave the
+    run's records untouched.
     """
+    _check_model(model)
     with open_run_store(store, durability=durability, create=False) as db:
         run = _resumable_run(db, run_id, force_takeover=force_takeover)
         pol = policy_for_resume(policy, run.program_path, run.policy)
@@ -524,18 +547,19 @@ def resume_run(
         lease_s = lease_seconds()
         _claim(db, run, owner, lease_s)
         try:
-            outcome = _execute(
-                db,
-                run_id,
-                entry,
-                fn,
-                dict(run.args),
-                owner=owner,
-                lease_s=lease_s,
-                durable=True,
-                rerun_uncertain=rerun_uncertain,
-                on_progress=on_progress,
-            )
+            with runtime_scope(run_model(run, model)):
+                outcome = _execute(
+                    db,
+                    run_id,
+                    entry,
+                    fn,
+                    dict(run.args),
+                    owner=owner,
+                    lease_s=lease_s,
+                    durable=True,
+                    rerun_uncertain=rerun_uncertain,
+                    on_progress=on_progress,
+                )
         except StoreError as exc:
             return _unsaved(run_id, exc)
         if new_snap is not None and outcome.pause_reason != PauseReason.INCOMPATIBLE:
@@ -571,10 +595,7 @@ def submit_run(
 
     Raises the errors of :func:`start_run` before anything is recorded, and a
     ``ConfigError`` for a malformed ``model`` (a worker would only fail the run)."""
-    if model is not None:
-        from openprogram.runtime.model_string import parse_model_string
-
-        parse_model_string(model)
+    _check_model(model)
     entry = load_entry(ref)
     pol = policy_for_start(policy, entry.path)
     bound, snap = _prepare(entry, args)
@@ -607,8 +628,8 @@ def execute_claimed(
 ) -> RunOutcome:
     """Execute a run ``owner`` just claimed (a worker): a queued run from its start, a run
     taken over after its lease expired with the resume rules (completed steps replayed,
-    an uncertain step pauses the run). Its model requests use the model it was submitted
-    with (``submit --model``), else the worker's own configuration."""
+    an uncertain step pauses the run). Its model requests use :func:`run_model`: the model
+    it was submitted with (``submit --model``), else the worker's own configuration."""
     try:
         entry = _load_for_resume(run)
         if run.policy == Policy.KEEP_ORIGINAL and run.source_snapshot:
@@ -620,7 +641,7 @@ def execute_claimed(
     except (ProgramLoadError, DeterminismError, EntryError) as exc:
         stored = db.finish_run(run.id, RunStatus.FAILED, error=str(exc), token=owner.token)
         return _outcome(db, run.id, stored, owner.token)
-    with runtime_scope(run.model):  # one worker runs runs of several models at once
+    with runtime_scope(run_model(run)):  # one worker runs runs of several models at once
         return _execute(
             db,
             run.id,
@@ -747,11 +768,14 @@ def resume_interrupted(
     store: str | os.PathLike[str] | None = None,
     max_age_s: float = INTERRUPTED_MAX_AGE_S,
     on_progress: ProgressFn | None = None,
+    model: str | None = None,
 ) -> list[RunOutcome]:
     """Resume runs left ``running`` by a process that died, if interrupted within
     ``max_age_s`` (two hours). Paused, cancelled, uncertain and awaiting-approval runs
     are never resumed: a run whose last step was started without a saved result is
-    marked paused (uncertain) instead; older interrupted runs are marked paused."""
+    marked paused (uncertain) instead; older interrupted runs are marked paused.
+    ``model`` overrides each resumed run's own (:func:`run_model`)."""
+    _check_model(model)
     outcomes: list[RunOutcome] = []
     if not _has_runs(store):
         return outcomes
@@ -794,7 +818,7 @@ def resume_interrupted(
                 todo.append(run.id)
     for rid in todo:
         try:
-            outcomes.append(resume_run(rid, store=store, on_progress=on_progress))
+            outcomes.append(resume_run(rid, store=store, on_progress=on_progress, model=model))
         except RunClaimLost:  # another process resumed it meanwhile
             continue
         except (RunStateError, ProgramLoadError, DeterminismError, StepUsageError) as exc:

@@ -33,7 +33,6 @@ def decide(ns: argparse.Namespace, approve: bool) -> int:
     progress = LiveProgress(command, ns.store)
     try:
         request = pending_request(ns.run_id, store=ns.store)
-        cs.use_run_model(ns.store, ns.run_id)
         with cs.stdout_to_stderr(ns.json):
             decide_fn = approve_run if approve else deny_run
             outcome = decide_fn(ns.run_id, store=ns.store, resume=not ns.no_resume)

@@ -1,5 +1,5 @@
-"""``openprogram resume RUN_ID [--policy P] [--rerun-uncertain] [--force-takeover] [--store DIR]
-[--json]``.
+"""``openprogram resume RUN_ID [--policy P] [--model M] [--rerun-uncertain] [--force-takeover]
+[--store DIR] [--json]``.
 
 ``openprogram resume --all-interrupted`` resumes runs left running by a process that died
 within the last two hours (never paused, cancelled, uncertain or awaiting-approval runs).
@@ -26,6 +26,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="code-change policy for this resume (default: [tool.openprogram.execution] "
         "code_change_policy in pyproject.toml, else the run's)",
+    )
+    parser.add_argument(
+        "--model",
+        default=None,
+        metavar="M",
+        help="model for this resume, e.g. openai:gpt-4.1 (default: the run's own, else "
+        "OPENPROGRAM_MODEL)",
     )
     parser.add_argument(
         "--rerun-uncertain",
@@ -59,9 +66,8 @@ def execute(ns: argparse.Namespace) -> int:
     try:
         with cs.stdout_to_stderr(ns.json):
             if ns.all_interrupted:
-                outcomes = resume_interrupted(store=ns.store, on_progress=progress)
+                outcomes = resume_interrupted(store=ns.store, on_progress=progress, model=ns.model)
             else:
-                cs.use_run_model(ns.store, ns.run_id)
                 outcomes = [
                     resume_run(
                         ns.run_id,
@@ -70,6 +76,7 @@ def execute(ns: argparse.Namespace) -> int:
                         rerun_uncertain=ns.rerun_uncertain,
                         on_progress=progress,
                         force_takeover=ns.force_takeover,
+                        model=ns.model,
                     )
                 ]
     except OpenProgramError as exc:
