@@ -11,7 +11,6 @@ from openprogram_analyzers.codes import ALL_CODES
 TYPE_CHECKING = False  # config (dataclasses), findings, typing load only when a run needs them
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import NoReturn
 
     from openprogram_analyzers.config import LintConfig
     from openprogram_analyzers.findings import Finding
@@ -54,9 +53,10 @@ FORMATS = ("text", "json", "json-lines", "sarif", "github", "gitlab", "junit")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from openprogram.cli.parsing import RedactingParser
     from openprogram_analyzers.cache import version
 
-    p = _Parser(
+    p = RedactingParser(
         prog="openprogram-lint",
         description="Check OpenProgram Programs (method_options, determinism of resumable "
         "functions, decision menus, PROGRAM_ENTRIES).",
@@ -112,22 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _err(msg: str) -> None:
-    print(f"openprogram-lint: {_redact(msg)}", file=sys.stderr)
-
-
-def _redact(msg: str) -> str:
-    """``msg`` without the password of a database URL it echoes (a ``--store`` URL given
-    as a path, say); loads the engine only when there is one to hide."""
-    if "postgres" not in msg:
-        return msg
+    """An error line, without the password of a database URL or libpq ``password=`` it
+    echoes (a store given as a path, say)."""
     from openprogram.store.postgres import redact_text
 
-    return redact_text(msg)
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        super().error(_redact(message))
+    print(f"openprogram-lint: {redact_text(msg)}", file=sys.stderr)
 
 
 def _analyze_job(job: Job, config: LintConfig) -> JobResult:

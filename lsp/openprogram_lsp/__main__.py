@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import NoReturn
 
 
 def _host_port(value: str) -> tuple[str, int]:
@@ -15,15 +14,10 @@ def _host_port(value: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        from openprogram.store.postgres import redact_text  # a --store URL echoed back
-
-        super().error(redact_text(message))
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="openprogram-lsp", description=__doc__)
+    from openprogram.cli.parsing import RedactingParser  # a --store URL echoed back
+
+    parser = RedactingParser(prog="openprogram-lsp", description=__doc__)
     parser.add_argument("--stdio", action="store_true", help="serve over stdin/stdout (default)")
     parser.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="serve over TCP")
     parser.add_argument(

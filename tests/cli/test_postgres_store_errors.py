@@ -229,6 +229,49 @@ def test_lint_with_a_libpq_keyword_string_store(work: Path) -> None:
     assert sorted(p.name for p in work.iterdir()) == ["prog.py"]
 
 
+MISTYPED = [  # an option mistyped before a store: argparse echoes the store back
+    ("openprogram", ("runs", "--stroe"), "openprogram: error: unrecognized arguments: --stroe "),
+    ("openprogram-lint", ("prog.py", "--stroe"), "openprogram-lint: error: unrecognized arguments: --stroe "),
+    ("openprogram-lsp", ("--stroe",), "openprogram-lsp: error: unrecognized arguments: --stroe "),
+]  # fmt: skip
+SHOWN = {  # each store as a usage error shows it
+    f"postgresql://app:{SECRET}@db.internal/app": "postgresql://app:***@db.internal/app",
+    f"host=db.internal user=app password={SECRET} dbname=app": (
+        "host=db.internal user=app password=*** dbname=app"
+    ),
+}
+
+
+@pytest.mark.parametrize("store", list(SHOWN), ids=["url", "libpq keywords"])
+@pytest.mark.parametrize(("tool", "args", "start"), MISTYPED, ids=[m[0] for m in MISTYPED])
+def test_a_usage_error_of_every_program_hides_the_password(
+    work: Path, store: str, tool: str, args: tuple[str, ...], start: str
+) -> None:
+    """The three programs share one parser that hides passwords in usage errors; the
+    linter's own copy hid a URL's but showed a libpq keyword string's ``password=``.
+    Each keeps its own report and exit code 2: ``openprogram`` one line ending in its
+    ``--help`` hint, the linter and the server argparse's usage and then the line."""
+    proc = cli(work, *args, store, tool=tool)
+    assert proc.returncode == 2, proc.stderr
+    assert SECRET not in proc.stdout + proc.stderr, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(start + SHOWN[store]), last
+    if tool == "openprogram":
+        assert proc.stderr.strip() == last and last.endswith(" (see openprogram --help)"), last
+    else:
+        assert proc.stderr.startswith(f"usage: {tool} "), proc.stderr
+
+
+def test_lint_of_a_libpq_keyword_string_given_as_a_path(work: Path) -> None:
+    """The store written where the linter takes files: its error line hides the password
+    as the parser's does (the linter hid only a URL's)."""
+    proc = cli(work, f"host=db.internal password={SECRET} dbname=app", tool="openprogram-lint")
+    assert proc.returncode == 2 and SECRET not in proc.stdout + proc.stderr, proc.stderr
+    assert proc.stderr == (
+        "openprogram-lint: host=db.internal password=*** dbname=app: no such file or directory\n"
+    )
+
+
 def test_a_connect_timeout_in_the_url_is_the_one_used(work: Path) -> None:
     """A server that accepts connections and never answers: the URL's own
     ``connect_timeout=1`` is what the command waits, not the store's 10 s default (psycopg

@@ -28,6 +28,7 @@ from typing import NoReturn
 from openprogram._version import __version__
 from openprogram.cli.common import error
 from openprogram.cli.exits import CliError, Exit, code_for, command_run, report_error
+from openprogram.cli.parsing import RedactingParser
 from openprogram.errors import OpenProgramError
 
 PROG = "openprogram"
@@ -44,18 +45,16 @@ def command_modules() -> list[ModuleType]:
     return mods
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(RedactingParser):
     """A usage error is the one error line of every command (raised as :class:`CliError`),
     without the password of a database URL it echoes (``openprogram --store URL runs``,
-    ``--store`` before the command)."""
+    ``--store`` before the command: :class:`~openprogram.cli.parsing.RedactingParser`)."""
 
-    def error(self, message: str) -> NoReturn:
-        from openprogram.store.postgres import redact_text
-
+    def usage_error(self, message: str) -> NoReturn:
         command = self.prog.removeprefix(PROG).strip()
         where = f"{command}: " if command else ""
         hint = f"openprogram {command} --help" if command else "openprogram --help"
-        raise CliError(redact_text(f"{where}{message} (see {hint})"))
+        raise CliError(f"{where}{message} (see {hint})")
 
 
 def build_parser(modules: Sequence[ModuleType] | None = None) -> argparse.ArgumentParser:
