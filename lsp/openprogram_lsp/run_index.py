@@ -188,17 +188,20 @@ waits ``READ_WAIT_S`` for a connection, then one round trip): a read that takes 
 is left to its thread and the feature answers without the store's data."""
 
 
-async def read_stores(stores: Iterable[Path | str], fn: Callable[[], T], empty: T) -> T:
+async def read_stores(
+    stores: Iterable[Path | str], fn: Callable[[], T], empty: T, *, writes: bool = False
+) -> T:
     """``fn()``, which reads ``stores`` (run stores, or the SQLite database files in
     them), without blocking the event loop on a PostgreSQL one: then ``fn`` runs in a
     thread of its own, awaited at most ``READ_BOUND_S``. When that passes, the answer is
     ``empty``; each such store read meanwhile is unreadable (:meth:`StoreGate.stalled`,
     one message) and its reader dropped (``READERS.abandon``): the stuck read keeps its
     thread until the server or the network gives up on it. SQLite stores (files, whose
-    reads wait at most their busy timeout) are read on the loop."""
+    reads wait at most their busy timeout) are read on the loop, unless ``fn``
+    ``writes`` (a cancel: it may wait for a run's write lock), then in a thread."""
     urls = {store_url(s): s for s in stores if isinstance(s, str) and is_url(s)}
     if not urls:
-        return fn()
+        return await asyncio.to_thread(fn) if writes else fn()
     loop = asyncio.get_running_loop()
     done: asyncio.Future[T] = loop.create_future()
     started = time.monotonic()

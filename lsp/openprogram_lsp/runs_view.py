@@ -8,7 +8,9 @@ Requests (JSON params and results, camelCase keys):
 * ``openprogram/cancelRun`` ``{runId}`` → ``{"status", "cancel"}`` or ``{"error"}``
   (``durable.cancel_run``): ``cancel`` is ``"cancelled"`` (``status`` ``cancelled``) or
   ``"requested"`` (``status`` ``running``: another process executes the run and records
-  the cancel at its next step), the words of ``openprogram cancel --json``;
+  the cancel at its next step), the words of ``openprogram cancel --json``; answered
+  within ``READ_BOUND_S`` as the reads are (a store that does not answer: an error
+  naming it);
 * ``openprogram/entrySignature`` ``{uri, entry}`` → ``{"entry", "params", "template"}``.
 
 The store is read through the engine's read-only query API (``openprogram.durable.queries``):
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,11 +36,12 @@ from pygls.uris import from_fs_path, to_fs_path
 from openprogram.contract.runs import RunStatus
 from openprogram.durable import queries
 from openprogram.durable.queries import RunRow
+from openprogram.errors import OpenProgramError
 from openprogram.store.postgres import redacted_location
 
 from .entry_signature import entry_signature
 from .raw_json import RawJSON
-from .run_index import DB_NAME, GATE, RunInfo, read_stores
+from .run_index import DB_NAME, GATE, READ_BOUND_S, RunInfo, message, read_stores
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
@@ -155,22 +159,79 @@ def find_run_in(stores: list[FolderStore], run_id: str) -> tuple[FolderStore, Ru
     return None
 
 
-def cancel_payload(stores: list[FolderStore], run_id: str) -> dict[str, Any]:
-    """``openprogram/cancelRun``: ``{"status", "cancel"}`` from the
-    :class:`~openprogram.contract.runs.CancelOutcome` of ``cancel_run`` (never ``--kill``:
-    a run another process executes is only requested to cancel), or ``{"error"}``. Reads
-    and writes the store: call it off the event loop."""
-    from openprogram.durable import cancel_run
+class Cancel:
+    """One ``openprogram/cancelRun``, done in a thread that :func:`cancel_payload` may give
+    up on: where it is (the store it finds the run in or cancels it in), and whether it was
+    given up on — then it writes nothing more (a run found after that is not cancelled)."""
 
-    found = find_run_in(stores, run_id)
-    if found is None:
-        return {"error": f"no run {run_id!r} in the workspace stores"}
-    fs, run = found
-    try:
-        outcome = cancel_run(run.id, store=fs.store)
-    except Exception as exc:  # RunStateError: already finished; StoreError
-        return {"error": str(exc)}
-    return {"status": str(outcome.status), "cancel": str(outcome)}
+    def __init__(self, stores: list[FolderStore], unread: list[str], run_id: str) -> None:
+        self.stores = stores
+        self.unread = unread  # why the stores the gate keeps from reads cannot be read
+        self.run_id = run_id
+        self.at: FolderStore | None = None
+        self.cancelling = False
+        self.given_up = False
+        self._lock = threading.Lock()
+
+    def __call__(self) -> dict[str, Any]:
+        """``{"status", "cancel"}`` from the :class:`~openprogram.contract.runs.CancelOutcome`
+        of ``cancel_run`` (never ``--kill``: a run another process executes is only
+        requested to cancel), or ``{"error"}``."""
+        from openprogram.durable import cancel_run
+
+        errors = list(self.unread)
+        for fs in self.stores:
+            self.at = fs
+            try:
+                run = queries.get_run(fs.db, self.run_id, strict=True)
+            except OpenProgramError as exc:  # the run may be there: say why it was not read
+                errors.append(message(fs.store, exc))
+                continue
+            if run is None:
+                continue
+            with self._lock:
+                if self.given_up:
+                    return {}
+                self.cancelling = True
+            try:
+                outcome = cancel_run(run.id, store=fs.store)
+            except Exception as exc:  # RunStateError: already finished; StoreError
+                return {"error": str(exc)}
+            return {"status": str(outcome.status), "cancel": str(outcome)}
+        missing = f"no run {self.run_id!r} in the workspace stores"
+        return {
+            "error": f"{missing} that could be read ({'; '.join(errors)})" if errors else missing
+        }
+
+    def give_up(self) -> str:
+        """Stop the cancel (nothing more is written) and say why: which store did not
+        answer, and whether the run's cancel may still be recorded."""
+        with self._lock:
+            self.given_up = True
+            cancelling = self.cancelling
+        where = self.at.shown if self.at is not None else ", ".join(f.shown for f in self.stores)
+        said = f"store {where}: no answer within {READ_BOUND_S:g} s"
+        if cancelling:
+            return (
+                f"{said}; the cancel of run {self.run_id} is not confirmed (it may still be "
+                "recorded once the store answers)"
+            )
+        return f"{said}; run {self.run_id} was not cancelled"
+
+
+async def cancel_payload(ls: OpenProgramLanguageServer, run_id: str) -> dict[str, Any]:
+    """``openprogram/cancelRun`` in the workspace stores (:class:`Cancel`), off the event
+    loop and awaited at most ``READ_BOUND_S`` as every read of the server
+    (``run_index.read_stores``): a store that does not answer (a frozen database) is an
+    error naming it, its password hidden. Stores the gate keeps from reads are not asked;
+    when no other has the run, the error says why they were not read."""
+    stores = folder_stores(ls)
+    readable = [fs for fs in stores if GATE.readable(fs.store)]
+    unread = [e for e in (GATE.error(fs.store) for fs in stores if fs not in readable) if e]
+    cancel = Cancel(readable, unread, run_id)
+    given_up: dict[str, Any] = {}
+    answer = await read_stores([fs.db for fs in readable], cancel, given_up, writes=True)
+    return answer or {"error": cancel.give_up()}
 
 
 async def read_run(
@@ -324,8 +385,7 @@ def register(server: OpenProgramLanguageServer) -> None:
         run_id = param(params, "runId")
         if not isinstance(run_id, str) or not run_id:
             return {"error": f"no run {run_id!r} in the workspace stores"}
-        # a PostgreSQL store is a network round trip: off the event loop
-        return await asyncio.to_thread(cancel_payload, readable_stores(ls), run_id)
+        return await cancel_payload(ls, run_id)
 
     @server.feature(ENTRY_SIGNATURE)
     async def signature(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any] | None:

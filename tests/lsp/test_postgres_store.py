@@ -29,6 +29,8 @@ from lsp_harness import (
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from openprogram_lsp.run_index import READ_BOUND_S
+
 OPENPROGRAM = str(Path(sys.executable).parent / "openprogram")
 
 PROGRAM = '''\
@@ -614,6 +616,45 @@ async def test_a_frozen_postgresql_server_does_not_freeze_the_language_server(
         assert await refresh_all(client, uri) == [run_id]
         messages = [m.message for m in client.messages if "run store" in m.message]
         assert len(messages) == 1, messages  # one message for the outage
+    finally:
+        if frozen:
+            pg_cluster.thaw()
+        await stop(client)
+
+
+async def test_cancel_from_the_editor_on_a_frozen_postgresql_server_is_answered(
+    tmp_path: Path, pg_cluster: Any, pg_dsn: str
+) -> None:
+    """Cancel Run while the database does not answer (its processes stopped, the server's
+    connections open): the request waited for it without a bound. It is answered within
+    the server's read bound, as the Runs view is, with an error naming the store without
+    its password, and nothing is written then: once the database answers again, Cancel
+    Run cancels the run (the first cancel did not land meanwhile)."""
+    dsn = pg_dsn.replace("postgresql://postgres@", f"postgresql://postgres:{SECRET}@")
+    client, _, run_id = await serving_a_queued_run(tmp_path, dsn)
+    frozen = False
+    try:
+        pg_cluster.freeze()
+        frozen = True
+        cancel = request(client, "openprogram/cancelRun", {"runId": run_id})
+        got = await asyncio.wait_for(cancel, REQUEST_S)
+        assert set(got) == {"error"}, got
+        error = got["error"]
+        assert SECRET not in error and "store postgresql://postgres:***@/" in error, error
+        # why: its read did not return within the server's bound, or (its reader's
+        # connection taken by a read stuck meanwhile) no connection came
+        waited = f"no answer within {READ_BOUND_S:g} s; run {run_id} was not cancelled"
+        assert waited in error or "no connection to the database within" in error, error
+
+        pg_cluster.thaw()
+        frozen = False
+        for _ in range(2400):  # the store is read again after its next probe (30 s)
+            got = await request(client, "openprogram/cancelRun", {"runId": run_id})
+            if "error" not in got:
+                break
+            assert SECRET not in got["error"], got
+            await asyncio.sleep(0.05)
+        assert got == {"status": "cancelled", "cancel": "cancelled"}, got
     finally:
         if frozen:
             pg_cluster.thaw()

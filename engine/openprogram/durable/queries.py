@@ -230,7 +230,11 @@ def _close_later(readers: list[RunStore]) -> None:
 READERS = Readers()
 
 
-def _read(db_path: str | os.PathLike[str], fn: Callable[[RunStore], T], empty: T) -> T:
+def _read(
+    db_path: str | os.PathLike[str], fn: Callable[[RunStore], T], empty: T, *, strict: bool = False
+) -> T:
+    """``fn`` on the runs of ``db_path``; ``empty`` when there is no store, or (unless
+    ``strict``, which raises the ``StoreError``) when it cannot be read."""
     location = _store_of(db_path)
     if not location.startswith("postgres") and not os.path.isfile(db_path):
         return empty
@@ -238,6 +242,8 @@ def _read(db_path: str | os.PathLike[str], fn: Callable[[RunStore], T], empty: T
         with READERS.reading(location) as runs:
             return empty if runs is None else fn(runs)
     except OpenProgramError:
+        if strict:
+            raise
         return empty
 
 
@@ -304,14 +310,16 @@ def list_runs(
     return _read(db_path, read, [])
 
 
-def get_run(db_path: str | os.PathLike[str], run_id: str) -> RunRow | None:
-    """One run, or None (no store, no such run)."""
+def get_run(db_path: str | os.PathLike[str], run_id: str, *, strict: bool = False) -> RunRow | None:
+    """One run, or None (no store, no such run, or a store that cannot be read). With
+    ``strict`` a store that cannot be read raises its ``StoreError``: for a caller that
+    must tell "no such run" from "not read" (the editor's cancel)."""
 
     def read(runs: RunStore) -> RunRow | None:
         r = runs.get_run(run_id)
         return _run_row(r) if r is not None else None
 
-    return _read(db_path, read, None)
+    return _read(db_path, read, None, strict=strict)
 
 
 def run_steps(db_path: str | os.PathLike[str], run_id: str) -> list[StepRow]:
