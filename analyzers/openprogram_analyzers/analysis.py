@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -137,7 +137,7 @@ def _analyze(
         return [module] if "OP001" in enabled else []
     rules = [RULES[c]() for c in sorted(enabled) if c not in ("OP001", "OP900")]
     try:
-        findings, followed = _run(
+        findings, followed, index = _run(
             module, source, path, rules, enabled, recorded_steps, models, deps
         )
     except RecursionError:
@@ -160,7 +160,8 @@ def _analyze(
     # One SourceText per file: lines split and comments tokenized once, not per finding;
     # suppression fixes only for the findings that survive the suppressions.
     text = SourceText(source)
-    kept = apply_suppressions(source, path, findings, enabled, text)
+    judged = _judged_here(module, index) if "OP900" in enabled else None
+    kept = apply_suppressions(source, path, findings, enabled, text, judged=judged)
     # findings in helper modules: suppressed by their own file's comments, no fix here
     if helpers_at_call:
         followed = [at_call_site(f, path) for f in followed]
@@ -168,6 +169,50 @@ def _analyze(
     if followed:
         out.sort(key=Finding.sort_key)
     return out
+
+
+def _judged_here(module: cst.Module, index: ModuleIndex) -> Callable[[str, int], bool]:
+    """Whether this file's lint can tell that a suppression of ``code`` on ``line`` is
+    unused (OP900). A helper module's OP201–OP208 findings (``FOLLOWED_CODES``) come from
+    the Programs that import it, which this file's lint does not see: a suppression of one
+    in a function this module's own resumable functions do not reach in their
+    orchestration body may be used by one of them (``# noqa: OP205`` in ``helpers.py``,
+    honoured when ``prog.py`` is linted), so it is not judged. Every other line is (no
+    such finding is ever placed outside a function). The function lines are found (a
+    positions pass) only for such a suppression that nothing here used."""
+    lines: tuple[set[int], set[int]] | None = None  # (in any function, judged among them)
+
+    def judged(code: str, line: int) -> bool:
+        nonlocal lines
+        if code not in FOLLOWED_CODES:
+            return True
+        if lines is None:
+            lines = _function_lines(module, index)
+        in_function, reached = lines
+        return line not in in_function or line in reached
+
+    return judged
+
+
+def _function_lines(module: cst.Module, index: ModuleIndex) -> tuple[set[int], set[int]]:
+    """The lines of every function of ``index``, and those of the functions its resumable
+    functions reach in their orchestration body (:func:`reached_functions`)."""
+    from openprogram_analyzers.determinism import resumable_functions
+
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    def lines_of(node: cst.CSTNode) -> range:
+        r: CodeRange | None = positions.get(node)
+        return range(0) if r is None else range(r.start.line, r.end.line + 1)
+
+    in_function: set[int] = set()
+    for fn in index.functions.values():
+        in_function.update(lines_of(fn.node))
+    reached: set[int] = set()
+    for qualname, orchestration in reached_functions(index, resumable_functions(index)).items():
+        if orchestration:
+            reached.update(lines_of(index.functions[qualname].node))
+    return in_function, reached
 
 
 def _with_fix(source: str, text: SourceText, finding: Finding) -> Finding:
@@ -189,9 +234,10 @@ def _run(
     recorded_steps: Any,
     models: list[ProgramModel | None] | None = None,
     deps: dict[str, Dependency] | None = None,
-) -> tuple[list[Finding], list[Finding]]:
-    """This file's findings (before suppressions) and those in the first-party helper
-    modules its resumable functions call (suppressions of their own files applied)."""
+) -> tuple[list[Finding], list[Finding], ModuleIndex]:
+    """This file's findings (before suppressions), those in the first-party helper
+    modules its resumable functions call (suppressions of their own files applied), and
+    the module's index."""
     from openprogram_analyzers.index import IndexBuilder, walk
 
     rule_list = list(rules)
@@ -223,7 +269,7 @@ def _run(
             followed = _followed_findings(module, path, builder.index, reached, loader, enabled)
         if deps is not None:
             deps.update(loader.dependencies())
-    return resolve(module, path, ctx.pending), followed
+    return resolve(module, path, ctx.pending), followed, builder.index
 
 
 def resolve(module: cst.Module, path: str, pending: list[Pending]) -> list[Finding]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from openprogram.contract.suppressions import (
@@ -88,8 +89,12 @@ def apply_suppressions(
     findings: list[Finding],
     enabled: frozenset[str],
     source_text: SourceText | None = None,
+    *,
+    judged: Callable[[str, int], bool] | None = None,
 ) -> list[Finding]:
-    """Drop suppressed findings and add OP900 for unused OP suppressions."""
+    """Drop suppressed findings and add OP900 for unused OP suppressions: those of a code
+    on a line where ``judged(code, line)`` (default: every one), i.e. where the findings
+    given are all there can be."""
     text = source_text or SourceText(source)
     file_level, sups = parse_suppressions(source, text)
     if file_level is not None:
@@ -114,7 +119,12 @@ def apply_suppressions(
     if "OP900" in enabled:
         for s in sups:
             for code in s.codes:
-                if code.startswith("OP") and code in enabled and code not in s.used:
+                if (
+                    code.startswith("OP")
+                    and code in enabled
+                    and code not in s.used
+                    and (judged is None or judged(code, s.line))
+                ):
                     kept.append(
                         Finding(
                             "OP900",

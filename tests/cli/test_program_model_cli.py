@@ -221,6 +221,24 @@ def test_cache_notices_a_changed_helper_module(tmp_path: Path) -> None:
     assert ran.returncode == 2 and "helpers.py:5:" in ran.stderr, ran.stdout + ran.stderr
 
 
+def test_noqa_in_a_helper_module_is_honoured_and_never_reported_unused(tmp_path: Path) -> None:
+    """``# noqa: OP205`` written once, in the helper module: the Program's lint and its run
+    honour it, and the helper linted on its own (or with the folder) reported it unused
+    (OP900), and ``--fix`` removed it, so the Program's lint and run refused again."""
+    helper = HELPERS.replace("str(time.time())", "str(time.time())  # noqa: OP205")
+    (tmp_path / "helpers.py").write_text(helper, encoding="utf-8")
+    (tmp_path / "prog.py").write_text(
+        CLOCK_PROGRAM.format(imports="import helpers", line="text = helpers.stamp(text)"),
+        encoding="utf-8",
+    )
+    for args in (["prog.py"], ["helpers.py"], ["."], ["helpers.py", "prog.py"], ["--fix", "."]):
+        linted = lint(*args, cwd=tmp_path)
+        assert (linted.returncode, linted.stdout) == (0, ""), (args, linted.stdout)
+    assert (tmp_path / "helpers.py").read_text(encoding="utf-8") == helper
+    code, out = cli_json("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert (code, out["status"]) == (0, "completed"), out
+
+
 def test_run_lists_every_finding_on_its_own_line_as_lint_prints_them(tmp_path: Path) -> None:
     (tmp_path / "prog.py").write_text(
         TEMPLATE.format(

@@ -11,6 +11,12 @@ class RuleOP900(Rule):
     """Why: A ``# noqa: OPxxx`` or ``# openprogram: ignore[OPxxx]`` comment that suppresses
     nothing is reported, so stale suppressions do not hide future problems.
 
+    A suppression of OP201–OP208 inside a function that this file's own resumable
+    functions do not reach in their orchestration body is not reported: such findings in
+    a helper module come from the Programs that import it (``# noqa: OP205`` in
+    ``helpers.py`` suppresses the finding ``openprogram-lint prog.py`` reports there),
+    which a lint of the helper does not see.
+
     Fix safety: Safe: the fix removes the unused code from the comment (the whole comment
     when it was the only one); ``--fix`` applies it.
     """
@@ -27,12 +33,24 @@ class RuleOP900(Rule):
                 return "ok"
             """
         ),
+        Valid(
+            """
+            import random
+
+
+            def pick(items: list) -> str:  # a helper: a Program importing it may use this
+                return random.choice(items)  # noqa: OP205
+            """
+        ),
     ]
     INVALID: ClassVar[list[Invalid]] = [
         Invalid(
             """
             def main() -> str:
                 return "ok"  # noqa: OP203
+
+
+            main.__agent_options__ = {"resumable": True}
             """,
             range=(2, 18, 2, 31),
             message="unused suppression of OP203",
