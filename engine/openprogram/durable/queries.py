@@ -40,6 +40,7 @@ __all__ = [
     "step_starts",
     "step_view_objects",
     "store_version",
+    "uncertain_step",
 ]
 
 StepId = tuple[str, int]
@@ -320,6 +321,17 @@ def get_run(db_path: str | os.PathLike[str], run_id: str, *, strict: bool = Fals
         return _run_row(r) if r is not None else None
 
     return _read(db_path, read, None, strict=strict)
+
+
+def uncertain_step(db_path: str | os.PathLike[str], run_id: str) -> tuple[str, int] | None:
+    """``(name, occurrence)`` of the run's first step started without a saved result (see
+    :meth:`~openprogram.store.runs.RunStore.uncertain_step`), or None."""
+
+    def read(runs: RunStore) -> tuple[str, int] | None:
+        s = runs.uncertain_step(run_id)
+        return None if s is None else (s.name, s.occurrence)
+
+    return _read(db_path, read, None)
 
 
 def run_steps(db_path: str | os.PathLike[str], run_id: str) -> list[StepRow]:

@@ -56,7 +56,13 @@ from openprogram.scope import (
     use_writer,
 )
 from openprogram.store.lease import Heartbeat, Owner, lease_seconds, local_pid, owner_alive
-from openprogram.store.runs import RunRecord, RunStore, open_run_store, read_run_store
+from openprogram.store.runs import (
+    RunRecord,
+    RunStore,
+    StepRecord,
+    open_run_store,
+    read_run_store,
+)
 
 __all__ = [
     "INTERRUPTED_MAX_AGE_S",
@@ -755,6 +761,22 @@ def list_runs(
         return runs.list_runs(status)
 
 
+def interrupted_steps(
+    runs: list[RunRecord], *, store: str | os.PathLike[str] | None = None
+) -> dict[str, StepRecord | None]:
+    """For each ``running`` run of ``runs`` that no live process executes (its process was
+    killed or crashed: it is resumable), the step it stopped in — started, its result not
+    saved: uncertain on resume — or ``None`` when it stopped between steps."""
+    gone = [r.id for r in runs if r.status == RunStatus.RUNNING and not owner_alive(r)]
+    if not gone:
+        return {}
+    db = read_run_store(store)
+    if db is None:
+        return {}
+    with db:
+        return {run_id: db.uncertain_step(run_id) for run_id in gone}
+
+
 def _has_runs(store: str | os.PathLike[str] | None) -> bool:
     runs = read_run_store(store)
     if runs is None:
@@ -784,11 +806,8 @@ def resume_interrupted(
         now = time.time()
         todo: list[str] = []
         for run in candidates:
-            uncertain = [
-                s for s in db.load_steps(run.id) if s.kind == "step" and s.status == "dispatched"
-            ]
-            if uncertain:
-                s = uncertain[0]
+            s = db.uncertain_step(run.id)
+            if s is not None:
                 msg = (
                     f"step '{s.name}' (occurrence {s.occurrence}) of run {run.id} was started "
                     "but its result was not saved; check its effect, then resume with "

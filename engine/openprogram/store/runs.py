@@ -680,6 +680,14 @@ class RunStore(ABC):
         """Every step record of a run, ordered by scope and position."""
         return [StepRecord(*r) for r in self._rows(self.sql.load_steps, (run_id,))]
 
+    def uncertain_step(self, run_id: str) -> StepRecord | None:
+        """The run's first step that was started but whose result was not saved (what a
+        resume reports as uncertain; where an interrupted run stopped), or ``None``."""
+        return next(
+            (s for s in self.load_steps(run_id) if s.kind == "step" and s.status == "dispatched"),
+            None,
+        )
+
     def replay_steps(self, run_id: str) -> list[StepRecord]:
         """Every step record of a run as an execution replays them: no timestamps, in no
         particular order (a 10,000-step resume reads and decodes only what it uses)."""

@@ -2,7 +2,9 @@
 
 The table's STATUS says why a paused run paused (``paused (uncertain)``, ``paused
 (requested)``, ``paused (awaiting_approval)``: :func:`~openprogram.contract.runs.state_text`
-of the ``status`` and ``pause_reason`` that ``--json`` prints).
+of the ``status`` and ``pause_reason`` that ``--json`` prints), and ``interrupted`` for a
+``running`` run whose process is gone (``--json``: ``"interrupted": true``), with the step
+it stopped in as its PAUSED_STEP (``"interrupted_step"``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def execute(ns: argparse.Namespace) -> int:
     from openprogram.durable import cli_support as cs
-    from openprogram.durable.runner import list_runs
+    from openprogram.durable.runner import interrupted_steps, list_runs
     from openprogram.errors import OpenProgramError
 
     awaiting = ns.status == PauseReason.AWAITING_APPROVAL
@@ -41,10 +43,16 @@ def execute(ns: argparse.Namespace) -> int:
         runs = list_runs(store=ns.store, status=RunStatus.PAUSED if awaiting else ns.status)
         if awaiting:
             runs = [r for r in runs if r.pause_reason == PauseReason.AWAITING_APPROVAL]
+        stopped = interrupted_steps(runs, store=ns.store)  # running, but its process is gone
     except OpenProgramError as exc:
         return cs.command_error("runs", exc, False)
     if ns.json:
-        print(json.dumps([r.to_json() for r in runs], ensure_ascii=False))
+        out = []
+        for r in runs:
+            at = stopped.get(r.id)
+            interrupted = {"interrupted": r.id in stopped, "interrupted_step": at and at.name}
+            out.append({**r.to_json(), **interrupted})
+        print(json.dumps(out, ensure_ascii=False))
         return 0
     if not runs:
         print("no runs")
@@ -52,8 +60,11 @@ def execute(ns: argparse.Namespace) -> int:
     rows = [("RUN_ID", "STATUS", "ENTRY", "PAUSED_STEP", "UPDATED")]
     for r in runs:
         updated = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.updated_at))
-        status = state_text(r.status, r.pause_reason)  # "paused (uncertain)": why it paused
-        rows.append((r.id, status, r.function_qualname, r.paused_step or "-", updated))
+        # "paused (uncertain)": why it paused; "interrupted": its process is gone
+        status = state_text(r.status, r.pause_reason, interrupted=r.id in stopped)
+        at = stopped.get(r.id)
+        step = r.paused_step or (at.name if at is not None else None)
+        rows.append((r.id, status, r.function_qualname, step or "-", updated))
     for line in format_table(rows[0], rows[1:], flex=2, width=terminal_width()):
         print(line)
     return 0

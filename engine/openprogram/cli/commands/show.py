@@ -2,7 +2,7 @@
 
 A durable run's id is also its session's id, so run ids work too: the tree's first line
 then says the run's state as ``openprogram runs`` does (``run paused (uncertain) at step
-'charge'``). ``html`` writes one
+'charge'``, ``run interrupted at step 'charge'`` when its process is gone). ``html`` writes one
 self-contained page (the run graph the VS Code extension draws) to stdout, or to
 ``--output FILE``.
 """
@@ -67,12 +67,17 @@ def execute(args: argparse.Namespace) -> int:
     elif args.format == "html":
         text = render_html(*_graph(store_url(args.store) or store.location, session))
     else:
-        run = queries.get_run(store_url(args.store) or store.location, session.id)
+        location = store_url(args.store) or store.location
+        run = queries.get_run(location, session.id)
         state = None
         if run is not None:  # the run's state as `openprogram runs` says it, and its step
             where = paused_at(run.paused_step, run.paused_occurrence)
-            state = state_text(run.status, run.pause_reason) + (
-                where if run.status == RunStatus.PAUSED else ""
+            interrupted = run.status == RunStatus.RUNNING and not run.owner_alive
+            if interrupted:  # its process is gone: the step it stopped in
+                at = queries.uncertain_step(location, run.id)
+                where = paused_at(*at) if at is not None else ""
+            state = state_text(run.status, run.pause_reason, interrupted=interrupted) + (
+                where if run.status == RunStatus.PAUSED or interrupted else ""
             )
         width = terminal_width() if not args.output else None
         text = render_tree(session, nodes, width, run_state=state)
