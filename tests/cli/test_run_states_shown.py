@@ -5,6 +5,7 @@ in real subprocesses on a real SQLite store: the state, the step it stopped in, 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -12,13 +13,28 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_programs import OPENPROGRAM, calls, cli, env, write_program
+from cli_programs import (
+    OPENPROGRAM,
+    calls,
+    cli,
+    env,
+    ignores_sigint,
+    spawn_interruptible,
+    write_program,
+)
 
 
 @pytest.fixture()
 def work(tmp_path: Path) -> Path:
     write_program(tmp_path)
     return tmp_path
+
+
+def table_rows(work: Path) -> list[list[str]]:
+    """The rows of ``openprogram runs`` (header first), split into their columns."""
+    proc = cli("runs", "--store", "st", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    return [re.split(r"\s{2,}", line.strip()) for line in proc.stdout.splitlines()]
 
 
 def only_run(work: Path) -> dict[str, object]:
@@ -62,9 +78,7 @@ def test_a_run_whose_process_was_killed_is_shown_interrupted_at_its_step(
     run = only_run(work)
     assert run["status"] == "running"  # the stored state (what --status filters on)
     assert run["interrupted"] is True and run["interrupted_step"] == "slow"
-    table = cli("runs", "--store", "st", cwd=work).stdout.splitlines()
-    assert table[1].split()[:2] == [str(run["run_id"]), "interrupted"]
-    assert table[1].split()[3] == "slow"
+    assert table_rows(work)[1][:4] == [run["run_id"], "interrupted", "main", "slow"]
     shown = cli("show", str(run["run_id"]), "--store", "st", cwd=work)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[0].endswith("; run interrupted at step 'slow'")
@@ -76,7 +90,40 @@ def test_a_run_that_executes_is_shown_running(
     run = only_run(work)
     assert run["status"] == "running" and run["interrupted"] is False
     assert run["interrupted_step"] is None
-    table = cli("runs", "--store", "st", cwd=work).stdout.splitlines()
-    assert table[1].split()[1] == "running"
+    assert table_rows(work)[1][:4] == [run["run_id"], "running", "main", "-"]
     shown = cli("show", str(run["run_id"]), "--store", "st", cwd=work)
     assert shown.stdout.splitlines()[0].endswith("; run running")
+
+
+def test_ctrl_c_in_a_step_names_the_step_and_how_to_resume(work: Path) -> None:
+    """Ctrl-C inside step 'slow' paused the run with no PAUSED_STEP (``runs`` showed "-",
+    ``show`` no step) and an error line that did not say how to go on."""
+    (work / "block_slow").touch()
+    proc = spawn_interruptible("run", "prog.py:main", "--store", "st", cwd=work)
+    try:
+        while "slow 2" not in calls(work):
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        assert not ignores_sigint(proc.pid), "the CLI was started with SIGINT ignored"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stderr
+    run = only_run(work)
+    rid = run["run_id"]
+    [line] = stderr.strip().splitlines()
+    assert line == (
+        f"openprogram: error: interrupted: run {rid} was interrupted (Ctrl-C) at step 'slow'; "
+        f"resume with: openprogram resume {rid}"
+    )
+    assert (run["status"], run["pause_reason"], run["paused_step"]) == (
+        "paused",
+        "requested",
+        "slow",
+    )
+    assert table_rows(work)[1][1:4] == ["paused (requested)", "main", "slow"]
+    shown = cli("show", str(rid), "--store", "st", cwd=work)
+    assert shown.stdout.splitlines()[0].endswith("; run paused (requested) at step 'slow'")

@@ -81,7 +81,8 @@ def report_interrupted(exc: KeyboardInterrupt, as_json: bool) -> int:
     outcome = getattr(exc, "outcome", None)  # a RunInterrupted names the run it paused
     if outcome is None:
         return report_error("interrupted", code=Exit.INTERRUPTED, as_json=as_json)
-    print(error_line(f"interrupted: {outcome.error}"), file=sys.stderr)
+    hint = f"; resume with: openprogram resume {outcome.run_id}"
+    print(error_line(f"interrupted: {outcome.error}{hint}"), file=sys.stderr)
     if as_json:
         print(json.dumps(outcome.to_json(), ensure_ascii=False, default=repr))
     return Exit.INTERRUPTED

@@ -26,6 +26,7 @@ from openprogram.contract.runs import (
     Policy,
     RunStatus,
     new_run_id,
+    paused_at,
 )
 from openprogram.durable import checks, snapshot
 from openprogram.durable.approvals import refuse_undecided, run_database
@@ -281,10 +282,13 @@ def _execute_leased(
         outcome = _outcome(db, run_id, RunStatus.RUNNING)
         return dataclasses.replace(outcome, error=str(lost), lease_lost=True)
     except KeyboardInterrupt:
+        at = _step_in_flight(db, run_id)  # the step Ctrl-C stopped: uncertain on resume
         stored = db.finish_run(
             run_id,
             RunStatus.PAUSED,
-            error=f"run {run_id} was interrupted (Ctrl-C)",
+            error=f"run {run_id} was interrupted (Ctrl-C){paused_at(*at)}",
+            paused_step=at[0],
+            paused_occurrence=at[1],
             pause_reason=PauseReason.REQUESTED,
             token=lease,
         )
@@ -309,6 +313,16 @@ def _execute_leased(
         leave(token)
     stored = db.finish_run(run_id, RunStatus.COMPLETED, result=value, token=lease)
     return _outcome(db, run_id, stored, lease)
+
+
+def _step_in_flight(db: RunStore, run_id: str) -> tuple[str | None, int | None]:
+    """``(name, occurrence)`` of the step a Ctrl-C stopped (started, no result saved), or
+    ``(None, None)`` when it came between steps or the store cannot say."""
+    try:
+        s = db.uncertain_step(run_id)
+    except StoreError:
+        return None, None
+    return (None, None) if s is None else (s.name, s.occurrence)
 
 
 def _error_text(exc: BaseException | None) -> str:
