@@ -127,3 +127,20 @@ def test_ctrl_c_in_a_step_names_the_step_and_how_to_resume(work: Path) -> None:
     assert table_rows(work)[1][1:4] == ["paused (requested)", "main", "slow"]
     shown = cli("show", str(rid), "--store", "st", cwd=work)
     assert shown.stdout.splitlines()[0].endswith("; run paused (requested) at step 'slow'")
+
+
+def test_show_names_each_sessions_own_head(work: Path) -> None:
+    """The header said ``head 01a23378`` for every session: the first 8 hex digits of a
+    node id are its creation time, the same for every node made in the same minute."""
+    heads = []
+    for x in ("1", "2"):
+        proc = cli("run", "prog.py:plain", "--args", '{"x": ' + x + "}", "--store", "st", cwd=work)
+        assert proc.returncode == 0, proc.stderr
+    for run in json.loads(cli("runs", "--json", "--store", "st", cwd=work).stdout):
+        rid = run["run_id"]
+        stored = json.loads(cli("show", rid, "--format", "json", "--store", "st", cwd=work).stdout)
+        head = stored["session"]["head_id"]
+        first = cli("show", rid, "--store", "st", cwd=work).stdout.splitlines()[0]
+        assert f", head {head[-8:]};" in first  # its random part, not its time
+        heads.append(head)
+    assert len(set(heads)) == 2

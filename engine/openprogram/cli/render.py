@@ -80,7 +80,9 @@ def render_tree(
             "    ",
         )
     )
-    head = session.head_id[:8] if session.head_id else "-"
+    # the id's last 8 hex digits: a node id starts with its creation time (its first 8
+    # digits are the same for every node created in the same minute) and ends in random bits
+    head = session.head_id[-8:] if session.head_id else "-"
     name = f" ({session.name})" if session.name and session.name != session.id else ""
     run = f"; run {run_state}" if run_state else ""
     lines = [f"session {session.id}{name}: {len(nodes)} nodes, head {head}{run}"]
