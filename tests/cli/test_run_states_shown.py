@@ -144,3 +144,19 @@ def test_show_names_each_sessions_own_head(work: Path) -> None:
         assert f", head {head[-8:]};" in first  # its random part, not its time
         heads.append(head)
     assert len(set(heads)) == 2
+
+
+def test_a_requested_cancel_is_shown_until_the_process_records_it(
+    work: Path, blocked_in_slow: subprocess.Popen[str]
+) -> None:
+    """``cancel`` of a run another process executes is a request; ``runs`` and ``show``
+    kept saying plain "running" (only ``--json`` had ``cancel_requested``)."""
+    rid = str(only_run(work)["run_id"])
+    proc = cli("cancel", rid, "--store", "st", cwd=work)
+    assert proc.returncode == 0 and "cancel requested" in proc.stdout, proc.stderr
+    assert table_rows(work)[1][:3] == [rid, "running (cancel requested)", "main"]
+    shown = cli("show", rid, "--store", "st", cwd=work)
+    assert shown.stdout.splitlines()[0].endswith("; run running (cancel requested)")
+    (work / "block_slow").unlink()
+    assert blocked_in_slow.wait(timeout=60) == 1
+    assert table_rows(work)[1][:3] == [rid, "cancelled", "main"]

@@ -102,15 +102,24 @@ DURABILITY_MODES: tuple[str, ...] = tuple(d.value for d in Durability)
 DEFAULT_POLICY = Policy.KEEP_ORIGINAL
 
 
-def state_text(status: str, pause_reason: str | None, *, interrupted: bool = False) -> str:
+def state_text(
+    status: str,
+    pause_reason: str | None,
+    *,
+    interrupted: bool = False,
+    cancel_requested: bool = False,
+) -> str:
     """A run's state as ``openprogram runs`` and ``show`` print it: the stored status, and
     for a paused run its stored :class:`PauseReason` (the ``status`` and ``pause_reason``
     of ``--json``): ``paused (uncertain)``, ``paused (requested)``,
     ``paused (awaiting_approval)``. A ``running`` run whose process is gone
     (``interrupted``: no live owner holds its lease) is ``interrupted``, as the editor's
-    Runs view says: it is resumable, nothing executes it."""
+    Runs view says: it is resumable, nothing executes it. A ``running`` run whose cancel
+    waits for the process executing it (its next step) is ``running (cancel requested)``."""
     if status == RunStatus.RUNNING and interrupted:
         return "interrupted"
+    if status == RunStatus.RUNNING and cancel_requested:
+        return f"{RunStatus.RUNNING} (cancel requested)"
     if status == RunStatus.PAUSED and pause_reason:
         return f"{RunStatus.PAUSED} ({pause_reason})"
     return str(status)

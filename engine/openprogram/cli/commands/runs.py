@@ -4,7 +4,8 @@ The table's STATUS says why a paused run paused (``paused (uncertain)``, ``pause
 (requested)``, ``paused (awaiting_approval)``: :func:`~openprogram.contract.runs.state_text`
 of the ``status`` and ``pause_reason`` that ``--json`` prints), and ``interrupted`` for a
 ``running`` run whose process is gone (``--json``: ``"interrupted": true``), with the step
-it stopped in as its PAUSED_STEP (``"interrupted_step"``).
+it stopped in as its PAUSED_STEP (``"interrupted_step"``); ``running (cancel requested)``
+while a cancel waits for the process executing the run (``"cancel_requested": true``).
 """
 
 from __future__ import annotations
@@ -61,7 +62,12 @@ def execute(ns: argparse.Namespace) -> int:
     for r in runs:
         updated = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.updated_at))
         # "paused (uncertain)": why it paused; "interrupted": its process is gone
-        status = state_text(r.status, r.pause_reason, interrupted=r.id in stopped)
+        status = state_text(
+            r.status,
+            r.pause_reason,
+            interrupted=r.id in stopped,
+            cancel_requested=r.cancel_requested,
+        )
         at = stopped.get(r.id)
         step = r.paused_step or (at.name if at is not None else None)
         rows.append((r.id, status, r.function_qualname, step or "-", updated))

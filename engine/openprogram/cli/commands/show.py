@@ -76,9 +76,12 @@ def execute(args: argparse.Namespace) -> int:
             if interrupted:  # its process is gone: the step it stopped in
                 at = queries.uncertain_step(location, run.id)
                 where = paused_at(*at) if at is not None else ""
-            state = state_text(run.status, run.pause_reason, interrupted=interrupted) + (
-                where if run.status == RunStatus.PAUSED or interrupted else ""
-            )
+            state = state_text(
+                run.status,
+                run.pause_reason,
+                interrupted=interrupted,
+                cancel_requested=run.cancel_requested,
+            ) + (where if run.status == RunStatus.PAUSED or interrupted else "")
         width = terminal_width() if not args.output else None
         text = render_tree(session, nodes, width, run_state=state)
     if args.output:
