@@ -57,3 +57,41 @@ class StoreError(OpenProgramError):
         """``store STORE: reason``: an error that names its store (``store`` already
         redacted, :func:`openprogram.store.postgres.redacted_location`)."""
         return cls(f"store {store}: {reason}", store=store)
+
+
+def raised_at(exc: BaseException) -> str | None:
+    """Where ``exc`` was raised in the user's code: ``prog.py:16 in boom`` — the innermost
+    frame of its traceback outside OpenProgram, the standard library and installed
+    packages (a path under the working directory relative to it) — or ``None``."""
+    import os
+    import sysconfig
+
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    paths = sysconfig.get_paths()
+    skip = tuple(
+        {
+            here,
+            *(
+                os.path.abspath(paths[k]) + os.sep
+                for k in ("stdlib", "platstdlib", "purelib", "platlib")
+                if k in paths
+            ),
+        }
+    )
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        path = code.co_filename
+        if not path.startswith("<") and not os.path.abspath(path).startswith(skip):
+            found = (path, tb.tb_lineno, code.co_name)
+        tb = tb.tb_next
+    if found is None:
+        return None
+    path, line, name = found
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        rel = path
+    shown = rel if not rel.startswith(os.pardir) else path
+    return f"{shown}:{line} in {name}" if name != "<module>" else f"{shown}:{line}"

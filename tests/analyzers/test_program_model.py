@@ -96,7 +96,10 @@ def test_runtime_refuses_exactly_what_the_analyzer_flags(
             if step_findings:
                 (finding,) = step_findings
                 assert outcome.status == "failed"
-                assert outcome.error == f"StepUsageError: {finding.code} {finding.message}"
+                assert outcome.error == (  # the lint message, then where the step is
+                    f"StepUsageError: {finding.code} {finding.message} "
+                    f"(at {path}:{finding.line} in main)"
+                )
             else:
                 assert outcome.status == "completed", outcome.error
         finally:

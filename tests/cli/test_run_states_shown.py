@@ -160,3 +160,34 @@ def test_a_requested_cancel_is_shown_until_the_process_records_it(
     (work / "block_slow").unlink()
     assert blocked_in_slow.wait(timeout=60) == 1
     assert table_rows(work)[1][:3] == [rid, "cancelled", "main"]
+
+
+def test_a_failed_run_says_which_step_failed_and_where(work: Path) -> None:
+    """A failed run said only ``RuntimeError: injected failure in c``: not the step that
+    raised it nor the line (``show`` was the only way to find the step)."""
+    (work / "fail_c").touch()
+    source = (work / "prog.py").read_text(encoding="utf-8").splitlines()
+    line = 1 + next(i for i, text in enumerate(source) if "raise RuntimeError" in text)
+    proc = cli("run", "prog.py:main", "--store", "st", cwd=work)
+    assert proc.returncode == 1
+    rid = only_run(work)["run_id"]
+    error = f"RuntimeError: injected failure in c (in step 'c', at prog.py:{line} in act)"
+    assert proc.stderr.strip() == f"run {rid} failed: {error}"
+    assert only_run(work)["error"] == error
+
+
+def test_a_failure_outside_any_step_names_the_line_only(work: Path) -> None:
+    (work / "prog.py").write_text(
+        (work / "prog.py").read_text(encoding="utf-8")
+        + '\n\ndef broken(n: int) -> int:\n    step("a", act, "a", n)\n    return n + "1"\n\n'
+        'broken.__agent_options__ = {"resumable": True}\nPROGRAM_ENTRIES = ["broken"]\n',
+        encoding="utf-8",
+    )
+    line = len((work / "prog.py").read_text(encoding="utf-8").splitlines()) - 3
+    proc = cli("run", "prog.py:broken", "--args", '{"n": 1}', "--store", "st", "--json", cwd=work)
+    assert proc.returncode == 1
+    out = json.loads(proc.stdout)
+    assert out["error"] == (
+        "TypeError: unsupported operand type(s) for +: 'int' and 'str' "
+        f"(at prog.py:{line} in broken)"
+    )

@@ -45,7 +45,7 @@ from openprogram.durable.errors import (
 )
 from openprogram.durable.policy import policy_for_resume, policy_for_start
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave
-from openprogram.errors import StoreError
+from openprogram.errors import StoreError, raised_at
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
 from openprogram.runtime import paused_loops
 from openprogram.scope import (
@@ -307,7 +307,8 @@ def _execute_leased(
     except BaseException as exc:  # Exception, or the Program's own BaseException
         # (asyncio.CancelledError, a class of its own): a failed run, never one left
         # "running" for a worker to take over and execute again after each lease
-        stored = db.finish_run(run_id, RunStatus.FAILED, error=_error_text(exc), token=lease)
+        error = _failure_text(db, run_id, exc)
+        stored = db.finish_run(run_id, RunStatus.FAILED, error=error, token=lease)
         return _outcome(db, run_id, stored, lease)
     finally:
         leave(token)
@@ -327,6 +328,35 @@ def _step_in_flight(db: RunStore, run_id: str) -> tuple[str | None, int | None]:
 
 def _error_text(exc: BaseException | None) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+def _json_text(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _failure_text(db: RunStore, run_id: str, exc: BaseException) -> str:
+    """A failed run's error: the exception, then where it happened — the step that raised
+    it (its recorded failure is this very error) and the line of the user's code:
+    ``ValueError: bad value 3 (in step 'explode', at prog.py:16 in boom)``."""
+    text = _error_text(exc)
+    where = []
+    try:
+        failed = [s for s in db.load_steps(run_id) if s.kind == "step" and s.status == "failed"]
+    except StoreError:
+        failed = []
+    failed = [s for s in failed if s.result is not None and _json_text(s.result) == text]
+    if failed:
+        s = max(failed, key=lambda s: s.started_at or 0.0)  # the latest: this execution's
+        where.append(
+            f"in step '{s.name}'" + (f" (occurrence {s.occurrence})" if s.occurrence else "")
+        )
+    line = raised_at(exc)
+    if line is not None:
+        where.append(f"at {line}")
+    return f"{text} ({', '.join(where)})" if where else text
 
 
 def _outcome(db: RunStore, run_id: str, status: str, lease: str | None = None) -> RunOutcome:
