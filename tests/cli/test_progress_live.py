@@ -110,5 +110,5 @@ def test_system_exit_at_import_is_a_normal_error(tmp_path: Path) -> None:
     assert json.loads(proc.stdout) == {
         "run_id": None,
         "status": "error",
-        "error": "quits.py: importing the Program failed: SystemExit(4)",
+        "error": "quits.py: importing the Program failed: SystemExit(4) (at quits.py:2)",
     }

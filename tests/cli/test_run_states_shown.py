@@ -191,3 +191,33 @@ def test_a_failure_outside_any_step_names_the_line_only(work: Path) -> None:
         "TypeError: unsupported operand type(s) for +: 'int' and 'str' "
         f"(at prog.py:{line} in broken)"
     )
+
+
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [
+        (
+            "prog2.py:main",
+            "prog2.py: importing the Program failed: KeyError('k') (at helper.py:2 in lookup)",
+        ),
+        (
+            "prog2:main",
+            "cannot import Program module 'prog2': importing it raised KeyError('k') "
+            "(at helper.py:2 in lookup)",
+        ),
+        (
+            "prog3.py:main",
+            "prog3.py: importing the Program failed: "
+            "ModuleNotFoundError(\"No module named 'no_such_module_here'\") (at prog3.py:2)",
+        ),
+    ],
+)
+def test_a_program_whose_import_fails_says_the_line(work: Path, ref: str, message: str) -> None:
+    """``importing the Program failed: KeyError('k')`` named no line: here the failing
+    line is in a helper module the Program imports."""
+    (work / "helper.py").write_text('def lookup():\n    return {}["k"]\n\nX = lookup()\n')
+    (work / "prog2.py").write_text("import helper\n\ndef main():\n    return 1\n")
+    (work / "prog3.py").write_text("\nimport no_such_module_here\n")
+    proc = cli("run", ref, "--store", "st", cwd=work)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [f"openprogram: error: {message}"]

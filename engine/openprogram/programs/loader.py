@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openprogram.errors import OpenProgramError
+from openprogram.errors import OpenProgramError, raised_at
 
 __all__ = [
     "EntryError",
@@ -75,6 +75,12 @@ def parse_entry_ref(ref: str) -> tuple[str, str, str]:
     return "module", location, entry
 
 
+def _where(exc: BaseException) -> str:
+    """`` (at prog.py:3)``: the line of the user's code that raised ``exc``, if any."""
+    line = raised_at(exc)
+    return f" (at {line})" if line is not None else ""
+
+
 def load_program(kind: str, location: str) -> types.ModuleType:
     """Import a Program from a file path (its folder joins ``sys.path``) or a module name."""
     if kind == "module":
@@ -83,12 +89,15 @@ def load_program(kind: str, location: str) -> types.ModuleType:
         try:
             return importlib.import_module(location)
         except ImportError as exc:
-            raise EntryError(f"cannot import Program module {location!r}: {exc}") from None
+            raise EntryError(
+                f"cannot import Program module {location!r}: {exc}{_where(exc)}"
+            ) from None
         except SyntaxError as exc:
             raise EntryError(_syntax_error(exc, None, location)) from None
         except (Exception, SystemExit) as exc:  # the module's own top-level code raised (or exited)
             raise EntryError(
                 f"cannot import Program module {location!r}: importing it raised {exc!r}"
+                + _where(exc)
             ) from None
     path = Path(location).resolve()
     if not path.is_file():
@@ -151,7 +160,9 @@ def _load_file(path: Path, location: str) -> types.ModuleType:
         raise EntryError(_syntax_error(exc, path, location)) from None
     except (Exception, SystemExit) as exc:  # SystemExit: not the Program's exit code for the CLI
         del sys.modules[name]
-        raise EntryError(f"{location}: importing the Program failed: {exc!r}") from None
+        raise EntryError(
+            f"{location}: importing the Program failed: {exc!r}{_where(exc)}"
+        ) from None
     module.__openprogram_signature__ = signature  # type: ignore[attr-defined]  # complete now
     return module
 
