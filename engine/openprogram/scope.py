@@ -448,11 +448,22 @@ _nearest_node_id = nearest_node_id
 
 
 def exit_record(exc: BaseException, duration: float) -> tuple[str, Any, dict[str, Any]]:
-    """``(status, output, metadata)`` :func:`call_scope` records for a call ended by ``exc``."""
+    """``(status, output, metadata)`` :func:`call_scope` records for a call ended by ``exc``.
+
+    A call its run's pause unwound (a step awaiting a tool's approval, a pause request,
+    a worker giving the run back) is ``paused`` with the pause's message as its
+    ``{"paused": ...}`` output, as the run's own node; one its run's cancel unwound is
+    ``cancelled``: neither failed."""
+    from openprogram.durable.errors import RunCancelled, RunPaused, RunReleased
+
+    meta = {"error_type": type(exc).__name__, "duration_s": duration}
+    if isinstance(exc, (RunPaused, RunReleased)):
+        message = exc.message if isinstance(exc, RunPaused) else str(exc)
+        return "paused", {"paused": message}, meta
     return (
-        "cancelled" if _is_cancel(exc) else "error",
+        "cancelled" if _is_cancel(exc) or isinstance(exc, RunCancelled) else "error",
         {"error": f"{type(exc).__name__}: {exc}"},
-        {"error_type": type(exc).__name__, "duration_s": duration},
+        meta,
     )
 
 

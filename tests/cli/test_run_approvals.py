@@ -166,3 +166,20 @@ def test_api_approve_without_resume_then_resume(
     proc = _cli(folder, openai_server, "resume", rid, "--store", st, "--json")
     assert proc.returncode == 0 and _json(proc)["result"] == {"report": "Removed."}
     assert not (folder / "junk.txt").exists()
+
+
+def test_the_step_awaiting_approval_is_shown_paused_not_failed(
+    paused: tuple[Path, str], openai_server: OpenAIServer, st: str
+) -> None:
+    """``show`` of the paused run listed its step as ``[error] ApprovalPending: ...``, as
+    if it had failed: it is paused, as its run is."""
+    folder, rid = paused
+    stored = _json(_cli(folder, openai_server, "show", rid, "--format", "json", "--store", st))
+    by_name = {n["name"]: n for n in stored["nodes"] if n["kind"] == "code"}
+    assert by_name["tidy"]["status"] == "paused"
+    assert by_name["tidy"]["output"] == {
+        "paused": 'tool \'delete_file\' requires approval for {"path": "junk.txt"}; approve '
+        f"it with `openprogram approve {rid}` or deny it with `openprogram deny {rid}`"
+    }
+    tree = _cli(folder, openai_server, "show", rid, "--store", st).stdout
+    assert not [line for line in tree.splitlines() if "[error]" in line], tree

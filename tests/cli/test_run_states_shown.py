@@ -221,3 +221,17 @@ def test_a_program_whose_import_fails_says_the_line(work: Path, ref: str, messag
     proc = cli("run", ref, "--store", "st", cwd=work)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [f"openprogram: error: {message}"]
+
+
+def test_the_call_a_cancel_unwound_is_shown_cancelled_not_failed(
+    work: Path, blocked_in_slow: subprocess.Popen[str]
+) -> None:
+    """The cancelled run's own node was ``[error] RunCancelled: ...``."""
+    rid = str(only_run(work)["run_id"])
+    assert cli("cancel", rid, "--store", "st", cwd=work).returncode == 0
+    (work / "block_slow").unlink()
+    assert blocked_in_slow.wait(timeout=60) == 1
+    stored = json.loads(cli("show", rid, "--format", "json", "--store", "st", cwd=work).stdout)
+    [root] = [n for n in stored["nodes"] if n["caller_id"] is None]
+    assert (root["name"], root["status"]) == ("main", "cancelled")
+    assert [n["status"] for n in stored["nodes"] if n["status"] == "error"] == []
