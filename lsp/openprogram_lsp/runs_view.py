@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pygls.uris import from_fs_path, to_fs_path
 
-from openprogram.contract.runs import RunStatus
+from openprogram.contract.runs import RunStatus, entry_name
 from openprogram.durable import queries
 from openprogram.durable.queries import RunRow
 from openprogram.errors import OpenProgramError
@@ -135,7 +135,7 @@ def run_json(run: RunRow) -> dict[str, Any]:
     status = "interrupted" if info.orphaned else run.status
     return {
         "id": run.id,
-        "entry": run.entry.rpartition(":")[2] or run.entry,
+        "entry": entry_name(run.entry),
         "function": run.function_qualname,
         "programPath": run.program_path,
         "status": status,

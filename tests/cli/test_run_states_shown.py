@@ -235,3 +235,39 @@ def test_the_call_a_cancel_unwound_is_shown_cancelled_not_failed(
     [root] = [n for n in stored["nodes"] if n["caller_id"] is None]
     assert (root["name"], root["status"]) == ("main", "cancelled")
     assert [n["status"] for n in stored["nodes"] if n["status"] == "error"] == []
+
+
+INHERITED = """
+from openprogram import Agent, step
+
+
+def grow(n: int) -> int:
+    return n + 1
+
+
+class Reporter(Agent):
+    method_options = {"report": {"resumable": True}}
+
+    def report(self, n: int) -> dict:
+        return {"n": step("grow", grow, n)}
+
+
+class FancyReporter(Reporter):
+    instructions = "Fancy."
+
+
+report = FancyReporter().report
+PROGRAM_ENTRIES = ["report"]
+"""
+
+
+def test_runs_names_the_entry_that_ran_not_the_class_defining_its_method(
+    tmp_path: Path,
+) -> None:
+    """``runs`` listed ``prog.py:report`` (a method FancyReporter inherits) as
+    ``Reporter.report``: a name the user never ran, of a class that did not run."""
+    (tmp_path / "fancy.py").write_text(INHERITED, encoding="utf-8")
+    proc = cli("run", "fancy.py:report", "--args", '{"n": 1}', "--store", "st", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    [_, row] = table_rows(tmp_path)
+    assert row[1:3] == ["completed", "report"]

@@ -134,6 +134,12 @@ def paused_at(step: str | None, occurrence: int | None) -> str:
     return where + f" (occurrence {occurrence})" if occurrence else where
 
 
+def entry_name(entry: str) -> str:
+    """The ENTRY of a run's ``FILE.py:ENTRY`` / ``MODULE:ENTRY`` (``report``, or
+    ``FancyReporter.report`` for a direct call of a method), as run views name the run."""
+    return entry.rpartition(":")[2] or entry
+
+
 RUN_ID_LENGTH = 16
 """A run id is ``RUN_ID_LENGTH`` lowercase hex digits (see :func:`new_run_id`)."""
 

@@ -17,7 +17,13 @@ from typing import Any
 
 from openprogram.cli.common import add_store_argument
 from openprogram.cli.table import format_table, terminal_width
-from openprogram.contract.runs import RUN_STATES, PauseReason, RunStatus, state_text
+from openprogram.contract.runs import (
+    RUN_STATES,
+    PauseReason,
+    RunStatus,
+    entry_name,
+    state_text,
+)
 
 NAME = "runs"
 HELP = "list runs"
@@ -70,7 +76,7 @@ def execute(ns: argparse.Namespace) -> int:
         )
         at = stopped.get(r.id)
         step = r.paused_step or (at.name if at is not None else None)
-        rows.append((r.id, status, r.function_qualname, step or "-", updated))
+        rows.append((r.id, status, entry_name(r.entry), step or "-", updated))
     for line in format_table(rows[0], rows[1:], flex=2, width=terminal_width()):
         print(line)
     return 0
