@@ -62,7 +62,8 @@ class StoreError(OpenProgramError):
 def raised_at(exc: BaseException) -> str | None:
     """Where ``exc`` was raised in the user's code: ``prog.py:16 in boom`` — the innermost
     frame of its traceback outside OpenProgram, the standard library and installed
-    packages (a path under the working directory relative to it) — or ``None``."""
+    packages (a path under the working directory relative to it), with `` (saved
+    source)`` after it in the code a run saved when it started — or ``None``."""
     import os
     import sysconfig
 
@@ -89,9 +90,13 @@ def raised_at(exc: BaseException) -> str | None:
     if found is None:
         return None
     path, line, name = found
+    saved = " (saved source)"  # a resumed run's saved code (durable.snapshot)
+    kept = path.endswith(saved)
+    path = path[: -len(saved)] if kept else path
     try:
         rel = os.path.relpath(path)
     except ValueError:  # another drive (Windows)
         rel = path
     shown = rel if not rel.startswith(os.pardir) else path
-    return f"{shown}:{line} in {name}" if name != "<module>" else f"{shown}:{line}"
+    where = f"{shown}:{line} in {name}" if name != "<module>" else f"{shown}:{line}"
+    return where + saved if kept else where

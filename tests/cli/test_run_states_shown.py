@@ -271,3 +271,22 @@ def test_runs_names_the_entry_that_ran_not_the_class_defining_its_method(
     assert proc.returncode == 0, proc.stderr
     [_, row] = table_rows(tmp_path)
     assert row[1:3] == ["completed", "report"]
+
+
+def test_a_failure_in_saved_source_names_the_line_of_the_file_it_was_saved_from(
+    work: Path,
+) -> None:
+    """A worker runs the source ``submit`` saved (``keep_original``): the line of a failure
+    there is the one in the Program file (the saved source was compiled from line 1)."""
+    (work / "fail_c").touch()
+    source = (work / "prog.py").read_text(encoding="utf-8").splitlines()
+    line = 1 + next(i for i, text in enumerate(source) if "raise RuntimeError" in text)
+    proc = cli("submit", "prog.py:main", "--store", "st", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    worker = cli("worker", "--exit-when-idle", "--store", "st", cwd=work)
+    assert worker.returncode == 0, worker.stderr
+    rid = only_run(work)["run_id"]
+    assert worker.stdout.strip() == (
+        f"run {rid} failed: RuntimeError: injected failure in c "
+        f"(in step 'c', at prog.py:{line} in act (saved source))"
+    )

@@ -30,8 +30,19 @@ def _unwrap(fn: Any) -> Any:
         return fn
 
 
-def _source(fn: Any) -> str:
-    return textwrap.dedent(inspect.getsource(fn))
+def _source(fn: Any) -> tuple[str, int]:
+    """The function's dedented source and the line of the file it starts on."""
+    lines, first = inspect.getsourcelines(fn)
+    return textwrap.dedent("".join(lines)), first
+
+
+def _compile(src: str, filename: str, first_line: int) -> types.CodeType:
+    """``src`` compiled so that its line numbers are those of the file it was saved from
+    (``first_line``: where it started there), as a traceback should say them."""
+    tree = ast.parse(src, filename)
+    if first_line > 1:
+        ast.increment_lineno(tree, first_line - 1)
+    return compile(tree, filename, "exec")
 
 
 def _is_stdlib(module: types.ModuleType) -> bool:
@@ -60,6 +71,7 @@ def capture(
     functions: dict[str, str] = {}
     methods: dict[str, str] = {}
     modules: dict[str, str] = {}
+    lines: dict[str, int] = {}  # the file's line each saved function started on
     for qn in dict.fromkeys([qualname, *reached]):
         if "<locals>" in qn:
             continue  # saved with the function it is nested in
@@ -78,13 +90,15 @@ def capture(
         if not inspect.isfunction(target):
             continue
         try:
-            src = _source(target)
+            src, first = _source(target)
         except (OSError, TypeError) as exc:
             raise ProgramLoadError(f"cannot read the source of {qn}: {exc}") from None
         if owner:
             methods[name] = src
+            lines[f".{name}"] = first
         else:
             functions[qn] = src
+            lines[qn] = first
         for node in ast.walk(ast.parse(src)):  # pin the standard-library modules it uses
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 obj = module.__dict__.get(node.id)
@@ -101,6 +115,7 @@ def capture(
         "functions": functions,
         "methods": methods,
         "modules": modules,
+        "lines": lines,
         "hash": digest,
     }
 
@@ -120,9 +135,10 @@ def restore(
         except ImportError as exc:
             raise ProgramLoadError(f"pinned module {modname!r} is not available: {exc}") from None
     filename = f"{snapshot.get('path') or module.__name__} (saved source)"
+    lines: dict[str, int] = snapshot.get("lines") or {}  # none in older snapshots
     for qn, src in snapshot.get("functions", {}).items():
         try:
-            exec(compile(src, filename, "exec"), namespace)
+            exec(_compile(src, filename, lines.get(qn, 1)), namespace)
         except Exception as exc:
             raise ProgramLoadError(f"cannot compile the saved source of {qn}: {exc}") from None
     qualname: str = snapshot["qualname"]
@@ -137,7 +153,7 @@ def restore(
     for mname, src in snapshot.get("methods", {}).items():
         local: dict[str, Any] = {}
         try:
-            exec(compile(src, filename, "exec"), namespace, local)
+            exec(_compile(src, filename, lines.get(f".{mname}", 1)), namespace, local)
         except Exception as exc:
             raise ProgramLoadError(f"cannot compile the saved source of {mname}: {exc}") from None
         fn = local.get(mname)
