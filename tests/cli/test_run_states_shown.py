@@ -290,3 +290,13 @@ def test_a_failure_in_saved_source_names_the_line_of_the_file_it_was_saved_from(
         f"run {rid} failed: RuntimeError: injected failure in c "
         f"(in step 'c', at prog.py:{line} in act (saved source))"
     )
+
+
+def test_listing_a_store_that_does_not_exist_says_so(work: Path) -> None:
+    """``runs --store stt`` (a typo of ``st``) said "no runs", as for a store without runs."""
+    assert (
+        cli("run", "prog.py:plain", "--args", '{"x": 1}', "--store", "st", cwd=work).returncode == 0
+    )
+    assert cli("runs", "--store", "stt", cwd=work).stdout == "no runs (no store at stt)\n"
+    assert cli("sessions", "--store", "stt", cwd=work).stdout == "No sessions (no store at stt).\n"
+    assert cli("runs", "--status", "paused", "--store", "st", cwd=work).stdout == "no runs\n"

@@ -9,7 +9,14 @@ from typing import Any
 from openprogram.cli.exits import CliError, error_line
 from openprogram.store import SessionStore, resolve_root, store_db_path, store_url
 
-__all__ = ["CliError", "add_store_argument", "cannot_write", "error", "open_existing_store"]
+__all__ = [
+    "CliError",
+    "add_store_argument",
+    "cannot_write",
+    "error",
+    "no_store_note",
+    "open_existing_store",
+]
 
 
 def error(message: object) -> None:
@@ -57,3 +64,13 @@ def open_existing_store(args: Any) -> SessionStore | None:
     if not store_db_path(root).exists():
         return None
     return SessionStore(root, create=False, read_only=True)
+
+
+def no_store_note(store: str | None) -> str:
+    """`` (no store at /path)`` when the store directory ``store`` names (``--store``, else
+    ``$OPENPROGRAM_STORE``, else ``./.openprogram``) holds no store, for an empty listing:
+    a mistyped ``--store`` is not taken for a store without runs. ``""`` otherwise."""
+    if store_url(store) is not None:
+        return ""
+    root = resolve_root(store)
+    return "" if store_db_path(root).exists() else f" (no store at {root})"

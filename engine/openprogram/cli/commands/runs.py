@@ -15,7 +15,7 @@ import json
 import time
 from typing import Any
 
-from openprogram.cli.common import add_store_argument
+from openprogram.cli.common import add_store_argument, no_store_note
 from openprogram.cli.table import format_table, terminal_width
 from openprogram.contract.runs import (
     RUN_STATES,
@@ -62,7 +62,7 @@ def execute(ns: argparse.Namespace) -> int:
         print(json.dumps(out, ensure_ascii=False))
         return 0
     if not runs:
-        print("no runs")
+        print("no runs" + no_store_note(ns.store))
         return 0
     rows = [("RUN_ID", "STATUS", "ENTRY", "PAUSED_STEP", "UPDATED")]
     for r in runs:

@@ -6,7 +6,7 @@ import argparse
 import json
 import time
 
-from openprogram.cli.common import add_store_argument, open_existing_store
+from openprogram.cli.common import add_store_argument, no_store_note, open_existing_store
 from openprogram.cli.table import format_table, terminal_width
 from openprogram.store import Session
 
@@ -31,7 +31,7 @@ def execute(args: argparse.Namespace) -> int:
         print(json.dumps([s.to_json() for s in sessions]))
         return 0
     if not sessions:
-        print("No sessions.")
+        print(f"No sessions{no_store_note(args.store)}.")
         return 0
     rows = [("ID", "NAME", "NODES", "UPDATED")]
     for s in sessions:
