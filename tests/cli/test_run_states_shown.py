@@ -79,6 +79,8 @@ def test_a_run_whose_process_was_killed_is_shown_interrupted_at_its_step(
     assert run["status"] == "running"  # the stored state (what --status filters on)
     assert run["interrupted"] is True and run["interrupted_step"] == "slow"
     assert table_rows(work)[1][:4] == [run["run_id"], "interrupted", "main", "slow"]
+    listed = cli("runs", "--status", "interrupted", "--json", "--store", "st", cwd=work)
+    assert [r["run_id"] for r in json.loads(listed.stdout)] == [run["run_id"]]
     shown = cli("show", str(run["run_id"]), "--store", "st", cwd=work)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[0].endswith("; run interrupted at step 'slow'")
@@ -91,6 +93,8 @@ def test_a_run_that_executes_is_shown_running(
     assert run["status"] == "running" and run["interrupted"] is False
     assert run["interrupted_step"] is None
     assert table_rows(work)[1][:4] == [run["run_id"], "running", "main", "-"]
+    listed = cli("runs", "--status", "interrupted", "--json", "--store", "st", cwd=work)
+    assert json.loads(listed.stdout) == []
     shown = cli("show", str(run["run_id"]), "--store", "st", cwd=work)
     assert shown.stdout.splitlines()[0].endswith("; run running")
 

@@ -26,15 +26,17 @@ from openprogram.contract.runs import (
 )
 
 NAME = "runs"
+INTERRUPTED = "interrupted"  # the STATUS of a running run whose process is gone (state_text)
 HELP = "list runs"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--status",
-        choices=(*RUN_STATES, PauseReason.AWAITING_APPROVAL.value),
+        choices=(*RUN_STATES, PauseReason.AWAITING_APPROVAL.value, INTERRUPTED),
         default=None,
-        help="only runs in this state (awaiting_approval: paused runs waiting for a decision)",
+        help="only runs in this state (awaiting_approval: paused runs waiting for a decision; "
+        "interrupted: running runs whose process is gone)",
     )
     parser.add_argument("--json", action="store_true", help="print a JSON array of runs")
     add_store_argument(parser)
@@ -46,11 +48,18 @@ def execute(ns: argparse.Namespace) -> int:
     from openprogram.errors import OpenProgramError
 
     awaiting = ns.status == PauseReason.AWAITING_APPROVAL
+    status = ns.status
+    if awaiting:
+        status = RunStatus.PAUSED
+    elif ns.status == INTERRUPTED:
+        status = RunStatus.RUNNING
     try:
-        runs = list_runs(store=ns.store, status=RunStatus.PAUSED if awaiting else ns.status)
+        runs = list_runs(store=ns.store, status=status)
         if awaiting:
             runs = [r for r in runs if r.pause_reason == PauseReason.AWAITING_APPROVAL]
         stopped = interrupted_steps(runs, store=ns.store)  # running, but its process is gone
+        if ns.status == INTERRUPTED:
+            runs = [r for r in runs if r.id in stopped]
     except OpenProgramError as exc:
         return cs.command_error("runs", exc, False)
     if ns.json:
