@@ -86,6 +86,28 @@ def test_a_run_whose_process_was_killed_is_shown_interrupted_at_its_step(
     assert shown.stdout.splitlines()[0].endswith("; run interrupted at step 'slow'")
 
 
+def test_a_resumed_run_shows_no_call_of_its_killed_execution_as_running(
+    work: Path, blocked_in_slow: subprocess.Popen[str]
+) -> None:
+    """After a killed ``openprogram run`` was resumed to completion, ``show`` listed the
+    killed execution's calls ("code main", "code slow") as ``[running]`` forever, in a
+    completed run. They are closed when the run is taken over, as errors that say why."""
+    blocked_in_slow.send_signal(signal.SIGKILL)
+    blocked_in_slow.wait(timeout=60)
+    (work / "block_slow").unlink()
+    rid = str(only_run(work)["run_id"])
+    resumed = cli("resume", rid, "--rerun-uncertain", "--store", "st", cwd=work)
+    assert resumed.returncode == 0, resumed.stderr
+    shown = cli("show", rid, "--store", "st", cwd=work)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0].endswith("; run completed"), shown.stdout
+    assert "[running]" not in shown.stdout, shown.stdout
+    closed = [line for line in shown.stdout.splitlines() if "[error]" in line]
+    assert [line.split("[")[0].strip(" │├└─") for line in closed] == ["code main", "code slow"]
+    assert all("interrupted: the process executing this call ended" in ln for ln in closed)
+    assert calls(work).count("c 3") == 1  # the run went on from the re-run step: once
+
+
 def test_a_run_that_executes_is_shown_running(
     work: Path, blocked_in_slow: subprocess.Popen[str]
 ) -> None:

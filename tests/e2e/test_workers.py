@@ -126,6 +126,16 @@ def _completed_steps(dsn: str, run_id: str) -> list[int]:
         ]
 
 
+def _running_calls(dsn: str, run_id: str) -> list[str]:
+    """The run's session-DAG nodes still ``running`` (names)."""
+    runs = read_run_store(dsn)
+    assert runs is not None
+    with runs:
+        record = runs.get_run(run_id)
+        assert record is not None and record.session_id is not None
+        return [row[3] for row in runs.session_node_rows(record.session_id) if row[8] == "running"]
+
+
 def _finish(work: Path, dsn: str) -> None:
     proc = _worker(work, dsn, "--exit-when-idle", "--concurrency", "4", lease="2")
     _, err = proc.communicate(timeout=300)
@@ -150,6 +160,8 @@ def _check_no_rerun_no_loss(work: Path, dsn: str, tags: dict[str, str], n: int) 
             assert effects[(tag, i)] == 1, (tag, i)
         if status == "completed":
             assert sorted(done) == list(range(n))
+        # the calls a killed worker left "running" were closed when the run was taken over
+        assert _running_calls(dsn, rid) == [], (tag, status)
     return states
 
 

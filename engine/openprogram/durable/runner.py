@@ -198,6 +198,8 @@ def _execute(
     heartbeat.start()
     try:
         with db.pinned():  # one connection for the run's statements on this thread
+            # the calls a killed execution of this run left "running" never return
+            db.close_interrupted_nodes(run_id, owner.token)
             return _execute_leased(
                 db, run_id, entry, fn, args, owner.token, durable, rerun_uncertain, on_progress,
                 stop,

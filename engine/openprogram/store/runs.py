@@ -236,6 +236,12 @@ _SET_PAUSED = (
     "paused_step = COALESCE(?, paused_step), "
     "paused_occurrence = COALESCE(?, paused_occurrence), updated_at = ? WHERE id = ?"
 )
+#: The error of a call whose process ended before it returned (killed, crashed, its
+#: machine lost), recorded when another execution takes the run over.
+INTERRUPTED_CALL = (
+    "interrupted: the process executing this call ended (killed, crashed or its machine "
+    "lost) before the call returned"
+)
 _COUNT_STEPS = "SELECT COUNT(*) FROM run_steps WHERE run_id = ? AND kind = 'step'"
 
 
@@ -284,6 +290,11 @@ class RunSql:
         "WHERE id = ? AND status = ? AND owner_token IS ?"
     )
     request_cancel: str = "UPDATE runs SET cancel_requested = 1 WHERE id = ?"
+    close_interrupted_nodes: str = (
+        "UPDATE nodes SET status = 'error', output = ?, updated_at = ? "
+        "WHERE status = 'running' AND session_id = (SELECT session_id FROM runs "
+        "WHERE id = ? AND status = 'running' AND owner_token = ?)"
+    )
     set_paused: str = _SET_PAUSED
     set_paused_if_running: str = _SET_PAUSED + " AND status = 'running' AND owner_token IS ?"
     request_pause: str = "UPDATE runs SET pause_requested = 1 WHERE id = ?"
@@ -530,6 +541,15 @@ class RunStore(ABC):
                 None if owner is None else now + lease_s, queue,
             ),
         )  # fmt: skip
+
+    def close_interrupted_nodes(self, run_id: str, token: str) -> int:
+        """Close the run's session-DAG nodes an earlier execution left ``running`` (its
+        process was killed or crashed, its machine lost): ``error``, with
+        :data:`INTERRUPTED_CALL` as their error. Called by the execution holding the
+        lease ``token`` before it appends nodes of its own, so every ``running`` node of
+        the run's session is one nobody executes any more. Returns how many."""
+        output = json.dumps({"error": INTERRUPTED_CALL})
+        return self._changed(self.sql.close_interrupted_nodes, (output, time.time(), run_id, token))
 
     def get_run(self, run_id: str) -> RunRecord | None:
         row = self._row(self.sql.get_run, (run_id,))
