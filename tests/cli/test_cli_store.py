@@ -52,6 +52,8 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     set_output(inner, "x" * 200)
                 set_output(frame, {"answer": 42})
         store.create_session("empty")
+        one = SessionNodeWriter(store, store.create_session("one"))
+        one.append("user", "user", input={"text": "hi"}, status="completed")
     return root
 
 
@@ -85,6 +87,12 @@ def test_sessions_without_a_store_is_empty_and_creates_nothing(tmp_path: Path) -
     proc = cli("sessions", cwd=tmp_path)
     assert proc.returncode == 0 and "No sessions" in proc.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+def test_show_counts_one_node_as_one_node(store_dir: Path) -> None:
+    proc = cli("show", "one", "--store", str(store_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0].startswith("session one: 1 node, head ")
 
 
 def test_show_tree(store_dir: Path) -> None:

@@ -85,7 +85,8 @@ def render_tree(
     head = session.head_id[-8:] if session.head_id else "-"
     name = f" ({session.name})" if session.name and session.name != session.id else ""
     run = f"; run {run_state}" if run_state else ""
-    lines = [f"session {session.id}{name}: {len(nodes)} nodes, head {head}{run}"]
+    count = f"{len(nodes)} node" + ("" if len(nodes) == 1 else "s")
+    lines = [f"session {session.id}{name}: {count}, head {head}{run}"]
     rows: list[tuple[str, str, str, str]] = []
     roots, kids = _children(nodes)
     # Iterative depth-first walk: (node, prefix for its line, prefix for its children).
