@@ -28,11 +28,10 @@ from pgcluster import Cluster, find_bindir
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ["engine/openprogram", "analyzers/openprogram_analyzers", "lsp/openprogram_lsp"]
 STORE_DATACLASS_CODE = """
-from openprogram_analyzers.dataclass_code import reuse_dataclass_code
+from openprogram_analyzers.dataclass_code import load_modules
 
-with reuse_dataclass_code():
-    import openprogram_analyzers.analysis
-    import openprogram_analyzers.rules
+load_modules("openprogram_analyzers.analysis", "openprogram_analyzers.rules")
+load_modules("openprogram_lsp.server", attrs=True)
 """
 
 
@@ -51,8 +50,9 @@ def pytest_configure(config: pytest.Config) -> None:
     mode = py_compile.PycInvalidationMode.CHECKED_HASH
     for package in PACKAGES:
         compileall.compile_dir(ROOT / package, quiet=2, invalidation_mode=mode)
-    # The linter's stored dataclass code (``dataclass_code.py``, kept beside the bytecode)
-    # is written only where bytecode writing is on: write it once, as a linter run would.
+    # The stored dataclass code of the linter and the language server (``dataclass_code.py``,
+    # kept beside the bytecode) is written only where bytecode writing is on: write it
+    # once, as a linter run and a server start would.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     subprocess.run([sys.executable, "-c", STORE_DATACLASS_CODE], env=env, check=True)
 

@@ -14,9 +14,18 @@ same globals. A text not found is compiled exactly as ``exec`` compiles it (file
 ``<string>``, no inherited ``__future__`` flags), and the file is rewritten with the texts
 this import used. The generated functions are the same; only the compiling is skipped.
 
+``reuse_dataclass_code(attrs=True)`` does the same for the classes ``attrs`` makes: the
+language server's protocol types (``lsprotocol``, about 550 classes) have their methods
+written as text by ``attrs`` and compiled one by one, about half of the server's start.
+Its ``compile`` calls look up the (file name, mode, flags, text) they are given, and
+compile what is not found with the ``__future__`` flags of ``attrs``'s own module, as its
+call does. A text with a generated ``__hash__`` is always compiled: it holds the hash of a
+string, which differs from process to process.
+
 Nothing is unpickled (``marshal`` holds code and strings, as a ``.pyc`` does); a missing,
 foreign or damaged file is ignored; ``PYTHONDONTWRITEBYTECODE`` stops writes. Importing
-the same modules outside this context is correct, only slower.
+the same modules outside this context is correct, only slower. :func:`load_modules` is how
+the linter, the language server and its analysis worker import what they need.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 CACHE_NAME = "dataclass-code.{tag}.marshal"
-MAX_ENTRIES = 5_000  # libcst and the analyzer need about 1,100
+MAX_ENTRIES = 5_000  # libcst and the analyzer need about 1,100, the language server 1,700
 
 
 def cache_file() -> str | None:
@@ -49,7 +58,7 @@ def cache_file() -> str | None:
     return os.path.join(os.path.dirname(pyc), CACHE_NAME.format(tag=tag))
 
 
-def _load(path: str) -> dict[str, CodeType]:
+def _load(path: str) -> dict[Any, CodeType]:
     import marshal
     from importlib.util import MAGIC_NUMBER
 
@@ -64,7 +73,7 @@ def _load(path: str) -> dict[str, CodeType]:
     return codes if isinstance(codes, dict) else {}
 
 
-def _save(path: str, codes: dict[str, CodeType]) -> None:
+def _save(path: str, codes: dict[Any, CodeType]) -> None:
     import marshal
     import os
     from importlib.util import MAGIC_NUMBER
@@ -82,20 +91,61 @@ def _save(path: str, codes: dict[str, CodeType]) -> None:
             pass
 
 
+def load_modules(*names: str, attrs: bool = False) -> None:
+    """Import ``names`` once with the stored generated code (``attrs``: of ``attrs`` classes
+    too) and the cyclic GC paused (its passes over libcst's thousands of new classes are a
+    tenth of the import), then freeze what was loaded: it lives as long as the process."""
+    import gc
+    import importlib
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with reuse_dataclass_code(attrs=attrs):
+            for name in names:
+                importlib.import_module(name)
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
+def _future_flags(module: Any) -> int:
+    """The ``__future__`` flags a ``compile`` call in ``module`` inherits."""
+    import __future__
+
+    flags = 0
+    for value in vars(module).values():
+        if isinstance(value, __future__._Feature):
+            flags |= value.compiler_flag
+    return flags
+
+
 @contextmanager
-def reuse_dataclass_code() -> Iterator[None]:
-    """Within: dataclasses defined by imports reuse the stored code of their methods."""
+def reuse_dataclass_code(*, attrs: bool = False) -> Iterator[None]:
+    """Within: dataclasses defined by imports reuse the stored code of their methods;
+    ``attrs``: so do the classes ``attrs`` makes (which imports ``attrs``)."""
     import builtins
     import dataclasses
 
-    path = cache_file()
     # A module global ``exec`` already there, or ``from __future__`` flags in dataclasses
     # (its ``exec`` would compile with them): not the module this was written for.
-    if path is None or "exec" in vars(dataclasses) or hasattr(dataclasses, "annotations"):
+    patch_dataclasses = "exec" not in vars(dataclasses) and not hasattr(dataclasses, "annotations")
+    attrs_make: Any = None
+    if attrs:
+        import attr._make as attrs_make
+
+        # attrs compiles its methods' text with ``compile(script, filename, "exec")`` in
+        # this module; a module global ``compile`` there already: not the one known here.
+        if "compile" in vars(attrs_make) or not hasattr(attrs_make, "_compile_and_eval"):
+            attrs_make = None
+    path = cache_file()
+    if path is None or not (patch_dataclasses or attrs_make is not None):
         yield
         return
+    attrs_flags = 0 if attrs_make is None else _future_flags(attrs_make)
     stored = _load(path)
-    used: dict[str, CodeType] = {}
+    used: dict[Any, CodeType] = {}
     missed = False
 
     def exec_stored(source: Any, globals: Any = None, locals: Any = None) -> None:
@@ -109,12 +159,47 @@ def reuse_dataclass_code() -> Iterator[None]:
             source = code
         builtins.exec(source, globals, locals)
 
-    # A module global named ``exec`` shadows the builtin for dataclasses' own functions.
-    dataclasses.exec = exec_stored  # type: ignore[attr-defined]
+    def compile_stored(
+        source: Any,
+        filename: Any,
+        mode: Any,
+        flags: int = 0,
+        dont_inherit: bool = False,
+        optimize: int = -1,
+    ) -> Any:
+        nonlocal missed
+        if not dont_inherit:  # what the call in attrs's module inherits, not this module's
+            flags |= attrs_flags
+        if (
+            type(source) is not str
+            or type(filename) is not str
+            or optimize != -1
+            # a generated ``__hash__`` holds ``hash()`` of a string: another text in every
+            # process (hash randomization), never found again
+            or "def __hash__" in source
+        ):
+            return builtins.compile(source, filename, mode, flags, True, optimize)
+        key = (filename, mode, flags, source)
+        code = stored.get(key)
+        if code is None:
+            missed = True
+            code = builtins.compile(source, filename, mode, flags, True)
+        used[key] = code
+        return code
+
+    # A module global named ``exec`` (``compile``) shadows the builtin for the module's own
+    # functions.
+    if patch_dataclasses:
+        dataclasses.exec = exec_stored  # type: ignore[attr-defined]
+    if attrs_make is not None:
+        attrs_make.compile = compile_stored
     try:
         yield
     finally:
-        del dataclasses.exec  # type: ignore[attr-defined]
+        if patch_dataclasses:
+            del dataclasses.exec  # type: ignore[attr-defined]
+        if attrs_make is not None:
+            del attrs_make.compile
     if missed and not sys.dont_write_bytecode:
         # Other entry points import other modules: keep their texts too (bounded, so the
         # texts of an uninstalled libcst version do not pile up).

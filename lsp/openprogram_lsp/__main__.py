@@ -31,6 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         stream=sys.stderr, level=ns.log_level, format="%(levelname)s %(name)s: %(message)s"
     )
+    # the protocol types' and libcst's generated methods not compiled again on each start
+    from openprogram_analyzers.dataclass_code import load_modules
+
+    load_modules("openprogram_lsp.server", attrs=True)
     from .server import create_server
 
     server = create_server()

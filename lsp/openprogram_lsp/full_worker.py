@@ -111,6 +111,13 @@ def _model_json(model: Any) -> dict[str, Any] | None:
 
 
 def main() -> int:
+    from openprogram_analyzers.dataclass_code import load_modules
+
+    load_modules(
+        "openprogram_analyzers.analysis",
+        "openprogram_analyzers.program",
+        "openprogram_analyzers.rules",
+    )
     for line in sys.stdin:
         try:
             request = json.loads(line)

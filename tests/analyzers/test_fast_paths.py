@@ -131,6 +131,69 @@ def test_dataclasses_made_with_stored_code_behave_the_same(tmp_path: Path) -> No
     assert len(_stored_file(tmp_path / "pycache")) == 1
 
 
+def test_attrs_classes_made_with_stored_code_behave_the_same(tmp_path: Path) -> None:
+    """``reuse_dataclass_code(attrs=True)`` (the language server's protocol types): twice in
+    fresh processes, compiled then from the stored code, nothing compiled the second
+    time; the classes behave the same (a generated method's globals, validators,
+    converters, ordering, hashing, frozen slots), and
+    ``attrs`` is itself again afterwards. A frozen class's methods (a generated ``__hash__``)
+    are compiled every time, the others' come from the stored file."""
+    script = textwrap.dedent(
+        """        import attr._make
+        import attrs
+        from openprogram_analyzers.dataclass_code import reuse_dataclass_code
+
+        with reuse_dataclass_code(attrs=True):
+            @attrs.frozen(order=True)
+            class Point:
+                x: int = attrs.field(validator=attrs.validators.instance_of(int))
+                y: int = attrs.field(default=2, converter=int)
+                tags: tuple = ()
+
+            @attrs.define(order=True)
+            class Count:
+                n: int = attrs.field(converter=int, validator=attrs.validators.ge(0))
+
+        c = Count("4")
+        c.n = "5"  # converted and validated on setattr too
+        try:
+            c.n = -1
+        except ValueError:
+            checked = True
+        p = Point(1, "3")
+        try:
+            p.x = 5
+        except attrs.exceptions.FrozenInstanceError:
+            frozen = True
+        try:
+            Point("a")
+        except TypeError:
+            validated = True
+        print(repr(p), p == Point(1, 3), p < Point(2), hash(p) == hash(Point(1, 3)), frozen,
+              validated, repr(c), checked, c < Count(6), Count.__hash__, attrs.asdict(c),
+              "compile" in vars(attr._make))
+        """
+    )
+    pycache = tmp_path / "pycache"
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(pycache)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+
+    def run() -> str:
+        return subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+        ).stdout
+
+    first = run()
+    assert first == (
+        "Point(x=1, y=3, tags=()) True True True True True Count(n=5) True True None "
+        "{'n': 5} False\n"
+    )
+    [stored] = _stored_file(pycache)
+    size = stored.stat().st_size
+    assert run() == first
+    assert stored.stat().st_size == size  # every method's text found: nothing written
+
+
 _BODY = st.text(alphabet=st.sampled_from(list("ab é\"'\\\n\r\t{}xyz0")), min_size=0, max_size=12)
 
 
