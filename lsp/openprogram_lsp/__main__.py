@@ -28,6 +28,14 @@ def main(argv: list[str] | None = None) -> int:
         help="stderr log level",
     )
     ns = parser.parse_args(argv)
+    from openprogram.errors import ConfigError
+
+    from .config import recheck_seconds
+
+    try:
+        recheck_s = recheck_seconds()
+    except ConfigError as exc:  # one line, exit 2, before the server loads
+        parser.error(str(exc))
     logging.basicConfig(
         stream=sys.stderr, level=ns.log_level, format="%(levelname)s %(name)s: %(message)s"
     )
@@ -35,7 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     from openprogram_analyzers.dataclass_code import load_modules
 
     load_modules("openprogram_lsp.server", attrs=True)
+    from .run_index import GATE
     from .server import create_server
+
+    GATE.recheck_s = recheck_s
 
     server = create_server()
     if ns.tcp:

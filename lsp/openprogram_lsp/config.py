@@ -21,6 +21,18 @@ CONFIG_SECTION = "openprogram"
 DEFAULT_DEBOUNCE_MS = 250
 DEFAULT_INCREMENTAL_MIN_CHARS = 20_000  # smaller documents get the full analysis at once
 DEFAULT_RULE_DOCS_URL = "https://github.com/openprogram/openprogram/blob/main/README.md#{anchor}"
+RECHECK_ENV = "OPENPROGRAM_LSP_RECHECK_S"
+DEFAULT_RECHECK_S = 30.0
+
+
+def recheck_seconds() -> float:
+    """How long the server waits before it probes a PostgreSQL store again (one it could
+    not read, or one it could, for a change): ``$OPENPROGRAM_LSP_RECHECK_S`` seconds, or 30
+    when unset or empty (``ConfigError`` for a bad value). Read once, when the server
+    starts (``__main__``; ``run_index.GATE.recheck_s``)."""
+    from openprogram.store.lease import env_seconds
+
+    return env_seconds(RECHECK_ENV, DEFAULT_RECHECK_S, "a time between probes of a run store")
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ from openprogram.store.postgres import is_url, redacted_location
 from openprogram.store.runs import RunRecord, RunStore
 from openprogram.store.session_store import store_url
 
+from .config import DEFAULT_RECHECK_S
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 DB_NAME = "openprogram.db"  # the SQLite store's database file in a store directory
@@ -67,7 +69,8 @@ class StoreGate:
     """Whether the server may read a PostgreSQL store now. Each URL is probed (opened and
     closed) in a background thread, so an unreachable, refusing or hung server never
     blocks the event loop: until a probe succeeds, and while the last one failed, the
-    store yields no runs. Probes repeat every ``RECHECK_S``; a probe reads through the
+    store yields no runs. Probes repeat every ``recheck_s`` (``config.recheck_seconds()``,
+    set when the server starts); a probe reads through the
     server's reader of the URL (a round trip), and opens a new one when that fails, so
     the reason it reports is the database's own. A read that failed stops reads until
     a probe, started at once, succeeds: the probe says why (one message per outage).
@@ -75,9 +78,8 @@ class StoreGate:
     (``error`` None: readable; the message never holds the URL's password). SQLite
     stores are always read."""
 
-    RECHECK_S = 30.0
-
     def __init__(self) -> None:
+        self.recheck_s = DEFAULT_RECHECK_S
         self.on_change: Callable[[str, str | None], None] | None = None
         self._state: dict[str, tuple[float, str | None]] = {}  # url -> (checked, error)
         self._probing: set[str] = set()
@@ -90,7 +92,7 @@ class StoreGate:
             return True
         with self._lock:
             state = self._state.get(store)
-            due = state is None or time.monotonic() - state[0] > self.RECHECK_S
+            due = state is None or time.monotonic() - state[0] > self.recheck_s
             if (due or store in self._suspect) and store not in self._probing:
                 self._start_probe(store)
             return state is not None and state[1] is None and store not in self._suspect
@@ -118,7 +120,7 @@ class StoreGate:
 
     def stalled(self, store: Path | str, error: str) -> None:
         """A read of ``store`` did not return (:func:`read_stores`): it is unreadable
-        now, for ``error``, until its next probe (``RECHECK_S`` on) succeeds."""
+        now, for ``error``, until its next probe (``recheck_s`` on) succeeds."""
         if isinstance(store, str) and is_url(store):
             self._loop = _loop() or self._loop
             self._set(store, error, self._loop)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 from lsp_harness import (
+    SERVER_CMD,
     as_dict,
     diags_for,
     edit_doc,
@@ -477,17 +479,17 @@ async def refresh_all(client: LanguageClient, uri: str) -> list[str]:
 
 
 async def serving_a_queued_run(
-    tmp_path: Path, pg_dsn: str, text: str = PROGRAM
+    tmp_path: Path, pg_dsn: str, text: str = PROGRAM, env: dict[str, str] | None = None
 ) -> tuple[LanguageClient, str, str]:
-    """A server on a folder whose PostgreSQL store holds one queued run, with the Program
-    open (``text`` in the editor), once its views list that run: (client, the Program's
-    uri, the run id). The caller stops the client."""
+    """A server (``env`` added to its environment) on a folder whose PostgreSQL store holds
+    one queued run, with the Program open (``text`` in the editor), once its views list
+    that run: (client, the Program's uri, the run id). The caller stops the client."""
     folder = program_in(tmp_path, "ws")
     args = json.dumps({"gate": str(folder / "gate")})
     run_id = cli(folder, "submit", "prog.py:gated", "--args", args, "--queue", "q", store=pg_dsn)[
         "run_id"
     ]
-    client = await start([folder], options={"store": pg_dsn})
+    client = await start([folder], env=env, options={"store": pg_dsn})
     try:
         uri = (folder / "prog.py").as_uri()
         open_doc(client, uri, text)
@@ -563,6 +565,27 @@ async def test_the_views_read_a_postgresql_store_again_after_it_restarted(
 
 
 REQUEST_S = 60.0  # a request not answered by then: the server hangs
+RECHECK_S = 2  # OPENPROGRAM_LSP_RECHECK_S: the store probed again 2 s after a failure
+
+
+def test_a_bad_recheck_setting_stops_the_server_at_start_with_one_line() -> None:
+    for bad in ["abc", "0"]:  # every bad value: env_seconds's own tests
+        proc = subprocess.run(
+            [*SERVER_CMD],
+            input="",
+            capture_output=True,
+            text=True,
+            env={**os.environ, "OPENPROGRAM_LSP_RECHECK_S": bad},
+            timeout=120,
+        )
+        said = [line for line in proc.stderr.splitlines() if "error" in line]
+        assert (proc.returncode, said) == (
+            2,
+            [
+                f"openprogram-lsp: error: OPENPROGRAM_LSP_RECHECK_S={bad!r} is not a time "
+                "between probes of a run store: use a finite number of seconds > 0 (default 30)"
+            ],
+        ), proc.stderr
 
 
 async def test_a_frozen_postgresql_server_does_not_freeze_the_language_server(
@@ -573,7 +596,9 @@ async def test_a_frozen_postgresql_server_does_not_freeze_the_language_server(
     the Runs view answers with the outage said, and once the database answers again the
     view lists the runs again, without the server being restarted."""
     # the editor's text has an OP205 finding (the saved file runs)
-    client, uri, run_id = await serving_a_queued_run(tmp_path, pg_dsn, OP205_PROGRAM)
+    client, uri, run_id = await serving_a_queued_run(
+        tmp_path, pg_dsn, OP205_PROGRAM, env={"OPENPROGRAM_LSP_RECHECK_S": str(RECHECK_S)}
+    )
     frozen = False
     try:
         assert [d.code for d in await diags_for(client, uri, 1)] == ["OP205"]
@@ -609,7 +634,7 @@ async def test_a_frozen_postgresql_server_does_not_freeze_the_language_server(
             shown = await first_folder()
             return "error" not in shown and [r["id"] for r in shown["runs"]] == [run_id]
 
-        for _ in range(2400):  # after the store's next probe (30 s)
+        for _ in range(2400):  # after the store's next probe (RECHECK_S)
             if await listed():
                 break
             await asyncio.sleep(0.05)
