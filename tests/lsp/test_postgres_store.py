@@ -656,7 +656,9 @@ async def test_cancel_from_the_editor_on_a_frozen_postgresql_server_is_answered(
     its password, and nothing is written then: once the database answers again, Cancel
     Run cancels the run (the first cancel did not land meanwhile)."""
     dsn = pg_dsn.replace("postgresql://postgres@", f"postgresql://postgres:{SECRET}@")
-    client, _, run_id = await serving_a_queued_run(tmp_path, dsn)
+    client, _, run_id = await serving_a_queued_run(
+        tmp_path, dsn, env={"OPENPROGRAM_LSP_RECHECK_S": str(RECHECK_S)}
+    )
     frozen = False
     try:
         pg_cluster.freeze()
@@ -673,7 +675,7 @@ async def test_cancel_from_the_editor_on_a_frozen_postgresql_server_is_answered(
 
         pg_cluster.thaw()
         frozen = False
-        for _ in range(2400):  # the store is read again after its next probe (30 s)
+        for _ in range(2400):  # the store is read again after its next probe (RECHECK_S)
             got = await request(client, "openprogram/cancelRun", {"runId": run_id})
             if "error" not in got:
                 break
