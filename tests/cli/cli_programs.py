@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +133,22 @@ def ignores_sigint(pid: int) -> bool:
         if line.startswith("SigIgn:"):
             return bool(int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)))
     return False
+
+
+def ctrl_c_in_step_slow(folder: Path, *extra: str) -> tuple[int, str, str]:
+    """``openprogram run prog.py:main --store st EXTRA`` interrupted by a Ctrl-C (SIGINT)
+    while its step 'slow' executes: ``(returncode, stdout, stderr)``."""
+    (folder / "block_slow").touch()
+    proc = spawn_interruptible("run", "prog.py:main", "--store", "st", *extra, cwd=folder)
+    try:
+        while "slow 2" not in calls(folder):
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        assert not ignores_sigint(proc.pid), "the CLI was started with SIGINT ignored"
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # never leave a blocked CLI behind
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, stdout, stderr

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import time
@@ -23,9 +22,8 @@ from cli_programs import (
     calls,
     cli,
     cli_json,
+    ctrl_c_in_step_slow,
     env,
-    ignores_sigint,
-    spawn_interruptible,
     write_program,
 )
 
@@ -165,20 +163,8 @@ def test_sys_exit_does_not_end_a_resume_all_interrupted_batch(work: Path) -> Non
 
 
 def test_ctrl_c_under_json_still_prints_the_runs_json(work: Path) -> None:
-    (work / "block_slow").touch()
-    proc = spawn_interruptible("run", "prog.py:main", "--store", "st", "--json", cwd=work)
-    try:
-        while "slow 2" not in calls(work):
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
-        assert not ignores_sigint(proc.pid), "the CLI was started with SIGINT ignored"
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:  # never leave a blocked CLI behind
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, stderr
+    returncode, stdout, stderr = ctrl_c_in_step_slow(work, "--json")
+    assert returncode == 130, stderr
     out = json.loads(stdout)
     assert out["status"] == "paused" and "interrupted" in out["error"]
     assert run_status(work, out["run_id"]) == "paused"

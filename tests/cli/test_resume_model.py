@@ -16,27 +16,12 @@ from pathlib import Path
 from cli_programs import env
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 from loopback import OpenAIServer
 from loopback import openai_server as openai_server
+from resume_programs import ASK
 
 OPENPROGRAM = str(Path(sys.executable).parent / "openprogram")
-
-ASK = """
-from openprogram import step
-from openprogram.agentic_programming import llm
-
-
-def ask(q: str) -> str:
-    return llm(q)
-
-
-def asker(q: str) -> str:
-    return step("ask", ask, q)
-
-
-asker.__agent_options__ = {"resumable": True}
-PROGRAM_ENTRIES = ["asker"]
-"""
 
 
 def _cli(

@@ -17,9 +17,8 @@ from cli_programs import (
     OPENPROGRAM,
     calls,
     cli,
+    ctrl_c_in_step_slow,
     env,
-    ignores_sigint,
-    spawn_interruptible,
     write_program,
 )
 
@@ -124,20 +123,8 @@ def test_a_run_that_executes_is_shown_running(
 def test_ctrl_c_in_a_step_names_the_step_and_how_to_resume(work: Path) -> None:
     """Ctrl-C inside step 'slow' paused the run with no PAUSED_STEP (``runs`` showed "-",
     ``show`` no step) and an error line that did not say how to go on."""
-    (work / "block_slow").touch()
-    proc = spawn_interruptible("run", "prog.py:main", "--store", "st", cwd=work)
-    try:
-        while "slow 2" not in calls(work):
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
-        assert not ignores_sigint(proc.pid), "the CLI was started with SIGINT ignored"
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, stderr
+    returncode, _, stderr = ctrl_c_in_step_slow(work)
+    assert returncode == 130, stderr
     run = only_run(work)
     rid = run["run_id"]
     [line] = stderr.strip().splitlines()

@@ -150,3 +150,23 @@ def only_run_id(folder: Path) -> str:
     code, runs = cli_json("runs", "--store", "st", cwd=folder)
     assert code == 0
     return str(runs[-1]["run_id"])
+
+
+#: A resumable Program whose one step asks the model (``asker(q)``): which model a run
+#: uses (tests of ``submit --model``, ``resume --model``).
+ASK = """
+from openprogram import step
+from openprogram.agentic_programming import llm
+
+
+def ask(q: str) -> str:
+    return llm(q)
+
+
+def asker(q: str) -> str:
+    return step("ask", ask, q)
+
+
+asker.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["asker"]
+"""

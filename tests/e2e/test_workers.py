@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from resume_programs import OPENPROGRAM, env
+from resume_programs import ASK, OPENPROGRAM, env
 
 from openprogram.store.runs import read_run_store
 
@@ -315,24 +315,6 @@ def test_a_poll_interval_of_zero_or_below_is_a_usage_error(
     proc = _cli(work, "worker", "--poll", poll, "--exit-when-idle", "--store", pg_dsn)
     assert proc.returncode == 2, proc
     assert proc.stderr.strip() == "openprogram: error: --poll must be a number of seconds > 0"
-
-
-ASK = """
-from openprogram import step
-from openprogram.agentic_programming import llm
-
-
-def ask(q: str) -> str:
-    return llm(q)
-
-
-def asker(q: str) -> str:
-    return step("ask", ask, q)
-
-
-asker.__agent_options__ = {"resumable": True}
-PROGRAM_ENTRIES = ["asker"]
-"""
 
 
 def test_a_run_submitted_with_a_model_uses_it_on_the_worker(work: Path, pg_dsn: str) -> None:
