@@ -449,6 +449,8 @@ def test_a_run_raising_a_base_exception_fails_once(work: Path, pg_dsn: str) -> N
     finally:
         w.kill()
     assert w.returncode == 0, err
-    assert out.splitlines() == [f"run {rid} failed: Boom: out of the blue"], (out, err)
+    # the error names the line that raised, in the source the run saved when submitted
+    error = "Boom: out of the blue (at boom.py:15 in boom (saved source))"
+    assert out.splitlines() == [f"run {rid} failed: {error}"], (out, err)
     assert _runs(pg_dsn)[rid][0] == "failed"
-    assert _error(pg_dsn, rid) == "Boom: out of the blue"
+    assert _error(pg_dsn, rid) == error
