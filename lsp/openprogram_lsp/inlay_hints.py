@@ -23,7 +23,7 @@ from openprogram.durable.queries import RunRow, StepRow
 
 from .outline import FunctionInfo, Outline, StepCall
 from .raw_json import RawJSON
-from .run_index import RunInfo, read_stores
+from .run_index import read_stores
 from .runs_view import readable_stores, short_json, watcher
 
 if TYPE_CHECKING:
@@ -53,11 +53,8 @@ def format_ms(ms: float) -> str:
 
 
 def _live(run: RunRow) -> bool:
-    info = RunInfo(
-        run.id, run.function_qualname, run.entry, run.status, None, None, None, 0.0,
-        owner_pid=run.owner_pid, owner_host=run.owner_host, owner_alive=run.owner_alive,
-    )  # fmt: skip
-    return run.status == "running" and not info.orphaned
+    """A ``running`` run that a live process executes (its steps still run)."""
+    return run.owner_alive
 
 
 def hint_text(name: str, run: RunRow, rows: list[StepRow]) -> str | None:

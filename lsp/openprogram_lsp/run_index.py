@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from openprogram.durable.queries import READ_WAIT_S, READERS
 from openprogram.errors import OpenProgramError
-from openprogram.store.lease import owner_alive
+from openprogram.store.lease import is_interrupted
 from openprogram.store.postgres import is_url, redacted_location
 from openprogram.store.runs import RunRecord, RunStore
 from openprogram.store.session_store import store_url
@@ -49,16 +49,11 @@ class RunInfo:
     owner_host: str | None = None
     current_step: str | None = None  # last dispatched top-level step of a running run
     pause_reason: str | None = None  # a PauseReason
-    owner_alive: bool = False  # a running run whose lease is held (``store.lease``)
-
-    @property
-    def orphaned(self) -> bool:
-        """A ``running`` run whose owner stopped renewing its lease (killed, crashed)."""
-        return self.status == "running" and not self.owner_alive
+    interrupted: bool = False  # running, no live owner (``store.lease.is_interrupted``)
 
     @property
     def resumable(self) -> bool:
-        return self.status == "paused" or self.orphaned
+        return self.status == "paused" or self.interrupted
 
     @property
     def resume_step(self) -> str | None:
@@ -278,7 +273,7 @@ def _info(runs: RunStore, r: RunRecord) -> RunInfo:
         owner_host=r.owner_host,
         current_step=current,
         pause_reason=r.pause_reason,
-        owner_alive=owner_alive(r),
+        interrupted=is_interrupted(r),
     )
 
 

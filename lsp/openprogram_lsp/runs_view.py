@@ -130,9 +130,9 @@ def run_json(run: RunRow) -> dict[str, Any]:
         owner_pid=run.owner_pid,
         owner_host=run.owner_host,
         pause_reason=run.pause_reason,
-        owner_alive=run.owner_alive,
+        interrupted=run.interrupted,
     )
-    status = "interrupted" if info.orphaned else run.status
+    status = "interrupted" if run.interrupted else run.status
     return {
         "id": run.id,
         "entry": entry_name(run.entry),

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import NamedTuple, TypeVar
 
 from openprogram.errors import OpenProgramError, StoreError
-from openprogram.store.lease import owner_alive
+from openprogram.store.lease import is_interrupted, owner_alive
 from openprogram.store.runs import GraphNodeRow, RunRecord, RunStore, read_run_store
 from openprogram.store.session_store import store_url
 
@@ -68,6 +68,7 @@ class RunRow(NamedTuple):
     updated_at: float
     owner_alive: bool = False  # a running run whose lease is held (``store.lease``)
     cancel_requested: bool = False  # a cancel waits for the executing process (next step)
+    interrupted: bool = False  # running, no live owner (``store.lease.is_interrupted``)
 
 
 class StepRow(NamedTuple):
@@ -251,6 +252,7 @@ def _read(
 def _run_row(r: RunRecord) -> RunRow:
     import json
 
+    now = time.time()
     return RunRow(
         id=r.id,
         entry=r.entry,
@@ -268,8 +270,9 @@ def _run_row(r: RunRecord) -> RunRow:
         owner_host=r.owner_host,
         created_at=float(r.created_at or 0.0),
         updated_at=float(r.updated_at or 0.0),
-        owner_alive=owner_alive(r),
+        owner_alive=owner_alive(r, now),
         cancel_requested=r.cancel_requested,
+        interrupted=is_interrupted(r, now),
     )
 
 

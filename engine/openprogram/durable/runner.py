@@ -56,7 +56,14 @@ from openprogram.scope import (
     to_json_value,
     use_writer,
 )
-from openprogram.store.lease import Heartbeat, Owner, lease_seconds, local_pid, owner_alive
+from openprogram.store.lease import (
+    Heartbeat,
+    Owner,
+    is_interrupted,
+    lease_seconds,
+    local_pid,
+    owner_alive,
+)
 from openprogram.store.runs import (
     RunRecord,
     RunStore,
@@ -813,7 +820,7 @@ def interrupted_steps(
     """For each ``running`` run of ``runs`` that no live process executes (its process was
     killed or crashed: it is resumable), the step it stopped in — started, its result not
     saved: uncertain on resume — or ``None`` when it stopped between steps."""
-    gone = [r.id for r in runs if r.status == RunStatus.RUNNING and not owner_alive(r)]
+    gone = [r.id for r in runs if is_interrupted(r)]
     if not gone:
         return {}
     db = read_run_store(store)
@@ -848,7 +855,7 @@ def resume_interrupted(
     if not _has_runs(store):
         return outcomes
     with open_run_store(store, create=False) as db:
-        candidates = [r for r in db.list_runs(RunStatus.RUNNING) if not owner_alive(r)]
+        candidates = [r for r in db.list_runs(RunStatus.RUNNING) if is_interrupted(r)]
         now = time.time()
         todo: list[str] = []
         for run in candidates:

@@ -13,7 +13,8 @@ expired — except that when the owner was a process in this very machine and PI
 namespace (same boot id and namespace, recorded in ``owner_proc``), a process that
 provably no longer exists (no such PID, or a PID reused by a process started at another
 time) releases it at once. No PID or host-name guess ever keeps a run locked past its
-lease: a reused PID or a renamed container only delays a takeover until expiry.
+lease: a reused PID or a renamed container only delays a takeover until expiry. A
+``running`` run that no live owner holds is *interrupted* (:func:`is_interrupted`).
 """
 
 from __future__ import annotations
@@ -146,6 +147,14 @@ def owner_alive(run: Any, now: float | None = None) -> bool:
     if expires is None or expires <= now:
         return False
     return not local_process_gone(run.owner_proc)
+
+
+def is_interrupted(run: Any, now: float | None = None) -> bool:
+    """Whether ``run`` is *interrupted*: ``running``, but no live owner holds its lease
+    (:func:`owner_alive`; its process was killed or crashed). Nothing executes it; it is
+    resumable. ``openprogram runs`` and ``show`` say ``interrupted``, the editor's Runs
+    view too, and ``resume --all-interrupted`` resumes such runs."""
+    return run.status == "running" and not owner_alive(run, now)
 
 
 class Heartbeat:

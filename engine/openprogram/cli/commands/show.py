@@ -72,7 +72,7 @@ def execute(args: argparse.Namespace) -> int:
         state = None
         if run is not None:  # the run's state as `openprogram runs` says it, and its step
             where = paused_at(run.paused_step, run.paused_occurrence)
-            interrupted = run.status == RunStatus.RUNNING and not run.owner_alive
+            interrupted = run.interrupted
             if interrupted:  # its process is gone: the step it stopped in
                 at = queries.uncertain_step(location, run.id)
                 where = paused_at(*at) if at is not None else ""
