@@ -16,6 +16,7 @@ __all__ = [
     "error",
     "no_store_note",
     "open_existing_store",
+    "resolve_run_arg",
 ]
 
 
@@ -64,6 +65,15 @@ def open_existing_store(args: Any) -> SessionStore | None:
     if not store_db_path(root).exists():
         return None
     return SessionStore(root, create=False, read_only=True)
+
+
+def resolve_run_arg(text: str, store: str | None) -> str:
+    """The run id that a ``RUN_ID`` argument names in ``store`` (``--store``, else
+    ``$OPENPROGRAM_STORE``, else ``./.openprogram``): an id, or a unique prefix of one
+    (:func:`openprogram.durable.queries.resolve_run_id`, which says what it raises)."""
+    from openprogram.durable.queries import resolve_run_id
+
+    return resolve_run_id(store_url(store) or store_db_path(store), text)
 
 
 def no_store_note(store: str | None) -> str:

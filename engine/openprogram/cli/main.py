@@ -6,7 +6,9 @@ Adding a command is adding a module to :mod:`openprogram.cli.commands` that defi
 * ``add_arguments(parser)`` and ``execute(args: argparse.Namespace) -> int``;
 
 or, for full control, ``register(subparsers)`` that adds its parser and sets
-``handler=<function(args) -> int>`` as a default. A module may also define
+``handler=<function(args) -> int>`` as a default. A command's ``run_id`` argument
+(``RUN_ID``) may be a unique prefix of a run id: it is resolved to the whole id before the
+command runs (:func:`~openprogram.cli.common.resolve_run_arg`). A module may also define
 ``passthrough(argv) -> int``: its arguments are then handed over untouched (``lint`` and
 ``lsp`` delegate to other tools).
 
@@ -26,7 +28,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from openprogram._version import __version__
-from openprogram.cli.common import error
+from openprogram.cli.common import error, resolve_run_arg
 from openprogram.cli.exits import CliError, Exit, code_for, command_run, report_error
 from openprogram.cli.parsing import RedactingParser
 from openprogram.errors import OpenProgramError
@@ -95,7 +97,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if handler is None:
             parser.print_help(sys.stderr)
             return Exit.USAGE
-        with command_run(getattr(args, "run_id", None)):
+        run_id = getattr(args, "run_id", None)
+        if run_id:  # a RUN_ID: the whole id, or a unique prefix of one
+            with command_run(run_id):
+                try:
+                    args.run_id = run_id = resolve_run_arg(run_id, getattr(args, "store", None))
+                except (CliError, OpenProgramError) as exc:
+                    as_json = bool(getattr(args, "json", False))
+                    return report_error(exc, code=code_for(exc), as_json=as_json)
+        with command_run(run_id):
             return int(handler(args) or 0)
     except (CliError, OpenProgramError) as exc:
         error(exc)

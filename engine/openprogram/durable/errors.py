@@ -33,6 +33,11 @@ class RunNotFound(DurableError, LookupError):
     """No run with that id in the store."""
 
 
+class AmbiguousRunId(RunNotFound):
+    """A run id prefix that names no single run: several runs' ids start with it, or it is
+    too short to look up (:func:`openprogram.durable.queries.resolve_run_id`)."""
+
+
 class RunStateError(DurableError):
     """The run is in a state that does not allow the operation (e.g. resuming a completed run)."""
 

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple, TypeVar
 
+from openprogram.contract.runs import entry_name, state_text
+from openprogram.durable.errors import AmbiguousRunId
 from openprogram.errors import OpenProgramError, StoreError
 from openprogram.store.lease import is_interrupted, owner_alive
 from openprogram.store.runs import GraphNodeRow, RunRecord, RunStore, read_run_store
@@ -36,6 +38,7 @@ __all__ = [
     "llm_usage",
     "paused_runs_by_function",
     "recorded_step_sequences",
+    "resolve_run_id",
     "run_steps",
     "step_starts",
     "step_view_objects",
@@ -324,6 +327,51 @@ def get_run(db_path: str | os.PathLike[str], run_id: str, *, strict: bool = Fals
         return _run_row(r) if r is not None else None
 
     return _read(db_path, read, None, strict=strict)
+
+
+MIN_RUN_ID_PREFIX = 4
+"""The fewest characters of a run id that :func:`resolve_run_id` looks up as a prefix."""
+
+CANDIDATES_SHOWN = 5
+"""How many of the runs an ambiguous prefix matches its error names (the newest)."""
+
+
+def resolve_run_id(db_path: str | os.PathLike[str], text: str) -> str:
+    """The id of the run that ``text`` names, as git resolves a commit id: ``text`` when a
+    run has that id; else the id of the one run whose id starts with ``text``; else ``text``
+    itself (no store, or no run matches: the caller says ``no run`` as for any unknown id).
+
+    Raises :class:`~openprogram.durable.errors.AmbiguousRunId` when several runs' ids start
+    with ``text`` (naming the :data:`CANDIDATES_SHOWN` newest and how many match) or when
+    ``text`` is not an id and shorter than :data:`MIN_RUN_ID_PREFIX` characters, and the
+    ``StoreError`` of a store that cannot be read."""
+
+    def read(runs: RunStore) -> str:
+        if runs.get_run(text) is not None:
+            return text
+        if len(text) < MIN_RUN_ID_PREFIX:
+            raise AmbiguousRunId(
+                f"run id prefix {text!r} is too short: give at least {MIN_RUN_ID_PREFIX} "
+                "characters of the id (`openprogram runs` lists them)"
+            )
+        found = [r for r in runs.list_runs() if r.id.startswith(text)]
+        if len(found) <= 1:
+            return found[0].id if found else text
+        found.sort(key=lambda r: r.created_at or 0.0, reverse=True)
+        now = time.time()
+        shown = ", ".join(
+            f"{r.id} ({entry_name(r.entry)}, "
+            f"{state_text(r.status, r.pause_reason, interrupted=is_interrupted(r, now))})"
+            for r in found[:CANDIDATES_SHOWN]
+        )
+        more = len(found) - CANDIDATES_SHOWN
+        raise AmbiguousRunId(
+            f"run id prefix {text!r} is ambiguous: {len(found)} runs match, newest first: {shown}"
+            + (f" and {more} more" if more > 0 else "")
+            + "; give more characters of the id"
+        )
+
+    return _read(db_path, read, text, strict=True)
 
 
 def uncertain_step(db_path: str | os.PathLike[str], run_id: str) -> tuple[str, int] | None:

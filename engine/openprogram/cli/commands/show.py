@@ -1,6 +1,7 @@
 """``openprogram show ID [--format tree|json|mermaid|html] [--store DIR]``: one session's DAG.
 
-A durable run's id is also its session's id, so run ids work too: the tree's first line
+A durable run's id is also its session's id, so run ids work too, and so does a unique
+prefix of a run id (at least 4 characters, as for every RUN_ID): the tree's first line
 then says the run's state as ``openprogram runs`` does (``run paused (uncertain) at step
 'charge'``, ``run interrupted at step 'charge'`` when its process is gone). ``html`` writes one
 self-contained page (the run graph the VS Code extension draws) to stdout, or to
@@ -53,6 +54,9 @@ def execute(args: argparse.Namespace) -> int:
         )
     with store:
         session = store.get_session(args.id)
+        if session is None:  # a run's session: its id's unique prefix names it too
+            location = store_url(args.store) or store.location
+            session = store.get_session(queries.resolve_run_id(location, args.id))
         if session is None:
             raise CliError(
                 f"no session {args.id!r} in {store.location}; "
