@@ -13,6 +13,7 @@ OP208 apply to both; OP205–OP207 to the orchestration body only.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -99,6 +100,20 @@ MUTABLE_FACTORIES = frozenset(
     }
 )
 STEP_FUNCS = frozenset({"step", "workflow", "parallel"})
+# Control-flow primitives that call their callables at once, in their caller (so those
+# callables are orchestration too): parameters in positional order, and the one whose
+# string value is a model-judged condition (a callable one is judged in Python).
+PRIMITIVE_PARAMS: dict[str, tuple[str, ...]] = {
+    "repeat_until": ("action", "condition"),
+    "validate_and_retry": ("action", "check", "retry"),
+    "conditional": ("condition", "context", "if_true", "if_false"),
+}
+JUDGED_PARAM = {
+    "repeat_until": "condition",
+    "validate_and_retry": "check",
+    "conditional": "condition",
+}
+NOT_CALLED = frozenset({"context"})
 
 
 @dataclass
@@ -268,6 +283,108 @@ def _step_callables(site: CallSite) -> list[cst.BaseExpression]:
     return []
 
 
+def _primitive_name(
+    index: ModuleIndex, call: cst.Call, shadowed: set[str] | frozenset[str]
+) -> str | None:
+    """``repeat_until`` / ``validate_and_retry`` / ``conditional`` when ``call`` is one."""
+    imported = index.resolve_imported(call.func, shadowed) or ""
+    last = imported.rsplit(".", 1)[-1]
+    return last if imported.startswith("openprogram.") and last in PRIMITIVE_PARAMS else None
+
+
+def _primitive_args(name: str, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
+    """A primitive call's arguments by parameter name (None when ``*``/``**`` hides them)."""
+    params = PRIMITIVE_PARAMS[name]
+    out: dict[str, cst.BaseExpression] = {}
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is not None:
+            out[arg.keyword.value] = arg.value
+        elif position < len(params):
+            out[params[position]] = arg.value
+            position += 1
+    return out
+
+
+def run_now_callables(
+    index: ModuleIndex, call: cst.Call, shadowed: set[str] | frozenset[str]
+) -> list[tuple[str, cst.BaseExpression]]:
+    """``(primitive, callable)`` for each callable a control-flow primitive call runs at
+    once in its caller: its action, retry or branches, and a callable condition."""
+    name = _primitive_name(index, call, shadowed)
+    if name is None:
+        return []
+    args = _primitive_args(name, call) or {}
+    return [
+        (name, value)
+        for param, value in args.items()
+        if param in PRIMITIVE_PARAMS[name] and param not in NOT_CALLED
+    ]
+
+
+def _judged_by_model(
+    index: ModuleIndex, fn: FunctionInfo, call: cst.Call, shadowed: set[str]
+) -> bool:
+    """Whether a ``repeat_until`` / ``validate_and_retry`` / ``conditional`` call asks the
+    model to judge its condition: a lambda or a function of the module is judged in
+    Python (so is a builtin such as ``bool``); a string, or anything not known to be
+    callable, may be a model call."""
+    name = _primitive_name(index, call, shadowed)
+    if name is None:
+        return True
+    args = _primitive_args(name, call)
+    condition = args.get(JUDGED_PARAM[name]) if args is not None else None
+    if condition is None:
+        return True
+    if isinstance(condition, cst.Name) and _builtin_callable(index, condition.value, shadowed):
+        return False  # repeat_until(action, bool)
+    return not isinstance(condition, cst.Lambda) and _callee(index, fn, condition) is None
+
+
+def _builtin_callable(index: ModuleIndex, name: str, shadowed: set[str]) -> bool:
+    if name in shadowed or name in index.defined or name in index.imports:
+        return False
+    return callable(getattr(builtins, name, None))
+
+
+class _RunNow(cst.CSTVisitor):
+    """Collects the calls of a lambda body that a control-flow primitive runs at once
+    (a module-level class: one defined per call would leave reference cycles behind)."""
+
+    def __init__(self, index: ModuleIndex, shadowed: set[str], now: set[int]) -> None:
+        super().__init__()
+        self.index = index
+        self.shadowed = shadowed
+        self.now = now
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False  # runs later, unless a primitive calls it (below)
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        self.now.add(id(node))
+        for _, expr in run_now_callables(self.index, node, self.shadowed):
+            if isinstance(expr, cst.Lambda):
+                expr.body.visit(self)
+        return True
+
+
+def run_now_sites(index: ModuleIndex, fn: FunctionInfo, shadowed: set[str]) -> list[CallSite]:
+    """The calls of ``fn`` that run when ``fn`` runs: not those inside a lambda, except a
+    lambda that a control-flow primitive calls at once (``repeat_until(lambda: ...,
+    lambda r: ...)``), which runs in ``fn``'s body like any other call there."""
+    now: set[int] = set()
+    for site in fn.calls:
+        if not site.deferred:
+            for _, expr in run_now_callables(index, site.node, shadowed):
+                if isinstance(expr, cst.Lambda):
+                    expr.body.visit(_RunNow(index, shadowed, now))
+    if not now:
+        return [site for site in fn.calls if not site.deferred]
+    return [site for site in fn.calls if not site.deferred or id(site.node) in now]
+
+
 def build_scope(
     index: ModuleIndex,
     root: FunctionInfo,
@@ -302,6 +419,11 @@ def build_scope(
                     site.node,
                 )
                 todo.append((callee, [*chain, link], orch, in_workflow))
+            for primitive, expr in run_now_callables(index, site.node, fn.locals()):
+                dep = _callee(index, fn, expr)
+                if dep is not None and dep is not fn:
+                    link = (f"'{fn.qualname}' passes '{dep.qualname}' to {primitive} here", expr)
+                    todo.append((dep, [*chain, link], orch, in_workflow))
             nested = step_kind(site) == "workflow"
             for expr in _step_callables(site):
                 dep = _callee(index, fn, expr)
@@ -470,9 +592,7 @@ def _check_workflow_body(
     body again on resume, so a model call there (not in a step) is asked twice."""
     where = f"workflow body '{fn.qualname}'"
     shadowed = fn.locals()
-    for site in fn.calls:
-        if site.deferred:
-            continue
+    for site in run_now_sites(index, fn, shadowed):
         imported = index.resolve_imported(site.node.func, shadowed) or ""
         if _side_effect(index, fn, site, imported, shadowed) == "model call":
             target = site.target or _code(index, site.node.func)
@@ -567,6 +687,8 @@ def _side_effect(
     if imported.startswith("openprogram.") and (
         last in MODEL_CALLS or imported.endswith("decision.make")
     ):
+        if last in JUDGED_PARAM and not _judged_by_model(index, fn, site.node, shadowed):
+            return None  # judged in Python; what it runs is checked as orchestration
         return "model call"
     if target == "self" or (last == "exec" and "runtime" in imported):
         return "model call"
@@ -603,9 +725,7 @@ def _check_orchestration(
 ) -> None:
     for node in fn.env_reads:
         out.append(_env_finding("os.environ", where, node, chain))
-    for site in fn.calls:
-        if site.deferred:
-            continue
+    for site in run_now_sites(index, fn, shadowed):
         target = site.target or ""
         imported = index.resolve_imported(site.node.func, shadowed) or ""
         # OP205 non-determinism

@@ -209,24 +209,29 @@ def followed_calls(
     functions: dict[str, bool],
     loader: HelperLoader,
 ) -> list[FollowedCall]:
-    """Calls from ``functions`` (qualname -> orchestration?) into first-party modules."""
+    """Calls from ``functions`` (qualname -> orchestration?) into first-party modules,
+    also through a control-flow primitive (``repeat_until(helpers.ask, ...)`` calls
+    ``helpers.ask`` at once)."""
+    from openprogram_analyzers.determinism import run_now_callables, run_now_sites
+
     out: list[FollowedCall] = []
     for qual, orch in functions.items():
         fn = index.functions.get(qual)
         if fn is None:
             continue
         shadowed = fn.locals()
-        for site in fn.calls:
-            if site.deferred:
-                continue
-            dotted = index.resolve_imported(site.node.func, shadowed)
-            if dotted is None or "." not in dotted:
-                continue
-            module_name, _, name = dotted.rpartition(".")
-            helper = loader.load(module_name)
-            if helper is None:
-                continue
-            target = helper.index.function_at_module(name)
-            if target is not None:
-                out.append(FollowedCall(helper, target, site.node, qual, orch))
+        for site in run_now_sites(index, fn, shadowed):
+            called = [site.node.func]
+            called += [e for _, e in run_now_callables(index, site.node, shadowed)]
+            for expr in called:
+                dotted = index.resolve_imported(expr, shadowed)
+                if dotted is None or "." not in dotted:
+                    continue
+                module_name, _, name = dotted.rpartition(".")
+                helper = loader.load(module_name)
+                if helper is None:
+                    continue
+                target = helper.index.function_at_module(name)
+                if target is not None:
+                    out.append(FollowedCall(helper, target, site.node, qual, orch))
     return out

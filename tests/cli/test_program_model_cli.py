@@ -46,6 +46,13 @@ SPELLINGS = [
     ("from os import getenv", 'home = getenv("HOME")', "OP205"),
     # model calls: an agent loop, a Planner whose workflow() calls llm()/agent()
     ("from openprogram import goal", 'done = goal("tidy the notes")', "OP206"),
+    # a model-judged condition; a model call in what repeat_until runs at once
+    ("import openprogram as op", 'out = op.repeat_until(lambda: n, "it is even")', "OP206"),
+    (
+        "from openprogram import llm, repeat_until as ru",
+        'out = ru(lambda: llm("hi"), lambda r: len(r) > 1)',
+        "OP206",
+    ),
     (
         "from openprogram.programs.workflow import plan_and_run as plan",
         'done = plan("tidy the notes").result',
@@ -82,6 +89,29 @@ def test_lint_and_run_refuse_every_spelling(
     assert ran.returncode == 2, ran.stdout + ran.stderr
     # the run refuses with the linter's own line, verbatim
     assert finding in ran.stderr
+
+
+@pytest.mark.parametrize(
+    ("imports", "line"),
+    [
+        ("from openprogram import repeat_until", "m = repeat_until(lambda: n, lambda r: r > 0)"),
+        ("from openprogram import repeat_until as ru", 'm = ru(lambda: step("d", double, n), int)'),
+        (
+            "import openprogram as op",
+            "m = op.repeat_until(action=lambda: step('d', double, n), condition=lambda r: r > 1)",
+        ),
+    ],
+)
+def test_repeat_until_judged_in_python_is_no_model_call(
+    tmp_path: Path, imports: str, line: str
+) -> None:
+    """A lambda (or any Python callable) as repeat_until's condition is judged in Python:
+    neither the linter nor the run refuses it as a model call outside a step."""
+    write(tmp_path, imports, line)
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    code, out = cli_json("run", "prog.py:main", "--args", '{"n": 3}', "--store", "st", cwd=tmp_path)
+    assert (code, out["status"], out["result"]) == (0, "completed", {"value": 6}), out
 
 
 def test_noqa_works_at_run_time_and_in_lint(tmp_path: Path) -> None:

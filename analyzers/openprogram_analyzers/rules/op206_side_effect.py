@@ -15,7 +15,11 @@ class RuleOP206(FamilyRule):
     control-flow primitives and ``goal``, and a Planner run (``plan_and_run``,
     ``run_workflow_code``: its ``llm()``/``agent()`` calls run again). The body of a
     durable ``workflow(name, fn, ...)`` is orchestration too: an interrupted workflow runs
-    it again on resume, so its model calls belong in steps.
+    it again on resume, so its model calls belong in steps. A ``repeat_until`` /
+    ``validate_and_retry`` / ``conditional`` whose condition is a callable (a lambda, a
+    function of the module or a builtin) is judged in Python, not by the model; the callables it runs
+    at once (the action, the retry, the branches, that condition) are orchestration too,
+    so a model call in them is reported where it is written.
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP206`` suppresses it.
     """
@@ -50,6 +54,66 @@ class RuleOP206(FamilyRule):
 
             def main(text: str) -> str:
                 return workflow("review", review, text)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """
+        ),
+        Valid(
+            """
+            from openprogram import repeat_until, step
+
+
+            def draft(topic: str) -> str:
+                return topic
+
+
+            def once(topic: str) -> str:
+                return step("draft", draft, topic)
+
+
+            def longer(text: str) -> bool:
+                return len(text) > 40
+
+
+            def main(topic: str) -> str:
+                first = repeat_until(lambda: once(topic), lambda r: len(r) > 40)
+                return repeat_until(lambda: once(first), longer, max_rounds=3)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """
+        ),
+        Valid(
+            """
+            from openprogram import repeat_until as ru, step
+
+
+            def draft(topic: str) -> str:
+                return topic
+
+
+            def main(topic: str) -> str:
+                return ru(lambda: step("draft", draft, topic), lambda r: len(r) > 40)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """
+        ),
+        Valid(
+            """
+            import openprogram as op
+
+
+            def draft(topic: str) -> str:
+                return topic
+
+
+            def main(topic: str) -> str:
+                return op.repeat_until(
+                    action=lambda: op.step("draft", draft, topic),
+                    condition=lambda r: len(r) > 40,
+                )
 
 
             main.__agent_options__ = {"resumable": True}
@@ -118,5 +182,76 @@ class RuleOP206(FamilyRule):
             """,
             range=(5, 12, 5, 42),
             message="model call (openprogram.goal)",
+        ),
+        Invalid(
+            """
+            import openprogram as op
+
+
+            def draft(topic: str) -> str:
+                return topic
+
+
+            def main(topic: str) -> str:
+                return op.repeat_until(lambda: op.step("draft", draft, topic), "it is detailed")
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(9, 12, 9, 85),
+            message="model call (openprogram.repeat_until) directly in resumable function 'main'",
+        ),
+        Invalid(
+            """
+            from openprogram import llm, repeat_until as ru
+
+
+            def main(topic: str) -> str:
+                return ru(lambda: llm(topic), lambda r: len(r) > 40)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(5, 23, 5, 33),
+            message="model call (openprogram.llm) directly in resumable function 'main'",
+        ),
+        Invalid(
+            """
+            import openprogram as op
+
+
+            def draft(topic: str) -> str:
+                return topic
+
+
+            def main(topic: str) -> str:
+                return op.repeat_until(
+                    lambda: op.step("draft", draft, topic),
+                    lambda r: op.llm("Is this detailed? " + r) == "yes",
+                )
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(11, 19, 11, 51),
+            message="model call (openprogram.llm) directly in resumable function 'main'",
+        ),
+        Invalid(
+            """
+            from openprogram import agent, repeat_until
+
+
+            def ask(topic: str) -> str:
+                return agent("research " + topic)
+
+
+            def main(topic: str) -> str:
+                return repeat_until(lambda: ask(topic), lambda r: len(r) > 40)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(5, 12, 5, 38),
+            message="model call (openprogram.agent) directly in helper 'ask'",
         ),
     ]
