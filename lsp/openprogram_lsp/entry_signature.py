@@ -7,8 +7,10 @@ literal) or a zero value of the annotated type (``0``, ``0.0``, ``""``, ``false`
 ``{}``; ``null`` when unknown).
 
 ``check_run(source, "report", kwargs, model)`` is the check before Run spawns anything: the entry
-is in a literal ``PROGRAM_ENTRIES`` and the keyword arguments bind to those parameters
-(the same entries and parameters, from the same outline and ``params_of``).
+is in a literal ``PROGRAM_ENTRIES`` and the keyword arguments fit those parameters (the same
+entries and parameters, from the same outline and ``params_of``): names, and the types of
+simple annotations, checked by :func:`openprogram.entry_args.check_args` as ``openprogram
+run`` checks them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import ast
 from collections.abc import Mapping
 from typing import Any
 
+from openprogram.entry_args import Param, base_type, check_args
 from openprogram_analyzers.program import ProgramModel
 
 from .outline import FunctionInfo, Outline, build_outline
@@ -26,21 +29,6 @@ _SIGNATURE_KEEPING = frozenset({"staticmethod", "classmethod", "wraps", "cache",
 MAX_SOURCE_CHARS = 10_000_000
 ZERO: dict[str, Any] = {"int": 0, "float": 0.0, "str": "", "bool": False, "list": [], "dict": {}}
 _NO_DEFAULT = object()
-
-
-def base_type(annotation: str | None) -> str | None:
-    """``list[str]`` → ``list``, ``Optional[int]``/``int | None`` → ``int``; None if unknown."""
-    if not annotation:
-        return None
-    text = annotation.replace("typing.", "").strip().strip("'\"")
-    if text.startswith("Optional[") and text.endswith("]"):
-        text = text[len("Optional[") : -1]
-    parts = [p.strip() for p in text.split("|") if p.strip() != "None"]
-    if len(parts) != 1:
-        return None
-    head = parts[0].split("[", 1)[0].strip()
-    head = {"List": "list", "Dict": "dict", "Mapping": "dict", "Sequence": "list"}.get(head, head)
-    return head if head in ZERO else None
 
 
 def _literal(node: ast.expr | None) -> Any:
@@ -183,17 +171,17 @@ def check_run(
     posonly = {a.arg for a in node.args.posonlyargs}
     if any(p["required"] and p["name"] in posonly for p in params):
         return name  # needs a positional argument: JSON kwargs cannot call it; the run says so
-    accepted = {p["name"] for p in params if p["name"] not in posonly}
-    unknown = sorted(k for k in kwargs if k not in accepted)
-    if unknown and node.args.kwarg is None:
-        raise EntryCheckError(
-            f"{_signature(name, node, method)}: unexpected keyword argument(s) "
-            + ", ".join(repr(k) for k in unknown)
+    keyword = [
+        Param(
+            p["name"],
+            p["annotation"],
+            required=p["required"],
+            default_none=not p["required"] and p["default"] is None,
         )
-    missing = [p["name"] for p in params if p["required"] and p["name"] not in kwargs]
-    if missing:
-        raise EntryCheckError(
-            f"{_signature(name, node, method)}: missing required argument(s) "
-            + ", ".join(repr(p) for p in missing)
-        )
+        for p in params
+        if p["name"] not in posonly
+    ]
+    problems = check_args(keyword, kwargs, any_keyword=node.args.kwarg is not None)
+    if problems:
+        raise EntryCheckError(f"{_signature(name, node, method)}: {'; '.join(problems)}")
     return name

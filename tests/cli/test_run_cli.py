@@ -59,7 +59,7 @@ def test_failed_then_resumed(work: Path) -> None:
     [
         (["--args", "{not json"], "not valid JSON"),
         (["--args", "[1, 2]"], "must be a JSON object"),
-        (["--args", '{"nope": 1}'], "unexpected keyword argument 'nope'"),
+        (["--args", '{"nope": 1}'], "unknown argument 'nope'"),
     ],
 )
 def test_bad_args_exit_2(work: Path, args: list[str], message: str) -> None:
@@ -96,7 +96,7 @@ def test_a_usage_error_is_one_error_line_and_with_json_one_object(
 def test_missing_required_parameter(work: Path) -> None:
     proc = cli("run", "prog.py:plain", "--store", "st", cwd=work)
     assert proc.returncode == 2
-    assert "missing a required argument: 'x'" in proc.stderr
+    assert "missing required argument 'x' (int)" in proc.stderr
 
 
 def test_unknown_entry_lists_entries(work: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -115,6 +116,65 @@ async def test_run_lens_executes_entry_in_subprocess(
     await wait_for(lambda: rec_of(client).lens_refreshes > before, "code lens refresh")
 
 
+TYPED_PROGRAM = """\
+from openprogram import step
+
+
+def fetch(x):
+    return x
+
+
+def main(n: int, names: list[str] | None = None) -> int:
+    return step("count", fetch, n)
+
+
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+async def test_run_checks_argument_types_as_the_cli_does(
+    client: LanguageClient, workspace: Path, fake_interpreter: Path
+) -> None:
+    """▶ Run with arguments that do not fit the entry is refused before the CLI is
+    started, with the problem the real ``openprogram run`` reports for the same arguments."""
+    program = workspace / "typed.py"
+    program.write_text(TYPED_PROGRAM)
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"openprogram": _options(fake_interpreter)})
+    )
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"n": "3"}, "argument 'n' expects int, got string \"3\""),
+        ({"n": True}, "argument 'n' expects int, got boolean true"),
+        (
+            {"n": 1, "names": ["a", 2]},
+            "argument 'names' expects list[str] | None, got integer 2 at names[1]",
+        ),
+        ({"n": 1, "nmes": []}, "unknown argument 'nmes' (did you mean 'names'?)"),
+        ({}, "missing required argument 'n' (int)"),
+    ]
+    openprogram = str(Path(sys.executable).parent / "openprogram")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENPROGRAM_")}
+    for args, problem in cases:
+        res = await execute(client, "openprogram.run", program.as_uri(), "main", args)
+        assert res == {"status": "error", "error": f"typed.py: main(n, names): {problem}"}
+        cli = subprocess.run(
+            [openprogram, "run", f"{program}:main", "--args", json.dumps(args), "--store", "st"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=workspace,
+            env=env,
+        )
+        assert cli.returncode == 2 and cli.stderr.strip().endswith(f": {problem}"), cli.stderr
+    assert not (_store(workspace) / "calls.jsonl").exists()  # nothing was started
+    # arguments that fit (None where the annotation allows it) start the CLI
+    res = await execute(
+        client, "openprogram.run", program.as_uri(), "main", {"n": 1, "names": None}
+    )
+    assert res["exit_code"] == 1, res  # the fake CLI "fails" entries it does not know
+    assert (_store(workspace) / "calls.jsonl").exists()
+
+
 async def test_run_errors_are_results_not_crashes(
     client: LanguageClient, workspace: Path, fake_interpreter: Path
 ) -> None:
@@ -143,7 +203,7 @@ async def test_run_errors_are_results_not_crashes(
     res = await run(program.as_uri(), "summarize")
     assert res == {
         "status": "error",
-        "error": "prog.py: summarize(text): missing required argument(s) 'text'",
+        "error": "prog.py: summarize(text): missing required argument 'text'",
     }
     res = await run(program.as_uri(), "boom")
     assert res["status"] == "error" and "'boom' is not in PROGRAM_ENTRIES" in str(res["error"])

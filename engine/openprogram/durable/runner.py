@@ -146,6 +146,24 @@ def _bind_args(entry: ProgramEntry, args: Any) -> dict[str, Any]:
     return args
 
 
+def _check_json_args(entry: ProgramEntry, args: Mapping[str, Any] | None) -> None:
+    """``ArgsError`` when the JSON arguments of ``run``/``submit`` do not fit the entry's
+    parameters: unknown or missing names, or a value of the wrong type for a simple
+    annotation (:mod:`openprogram.entry_args`, the check the language server makes too)."""
+    import inspect
+
+    from openprogram.entry_args import check_args, params_of_signature
+
+    found = params_of_signature(entry.target)
+    if args is None:
+        args = {}
+    if found is None or not isinstance(args, Mapping):
+        return  # no signature, or not an object: _bind_args says so
+    problems = check_args(found[0], args, any_keyword=found[1])
+    if problems:
+        raise ArgsError(f"{entry.name}{inspect.signature(entry.target)}: {'; '.join(problems)}")
+
+
 def _determinism(entry: ProgramEntry) -> list[str]:
     """Run the pre-run check; the qualnames it reached (what ``keep_original`` saves)."""
     if entry.path is None:
@@ -427,6 +445,7 @@ def start_run(
     ended (``completed``, ``failed``, ``paused`` or ``cancelled``).
     """
     entry = load_entry(ref)
+    _check_json_args(entry, args)
     return start_entry(
         entry,
         _entry_ref(ref),
@@ -656,6 +675,7 @@ def submit_run(
     ``ConfigError`` for a malformed ``model`` (a worker would only fail the run)."""
     _check_model(model)
     entry = load_entry(ref)
+    _check_json_args(entry, args)
     pol = policy_for_start(policy, entry.path)
     bound, snap = _prepare(entry, args)
     rid = new_run_id()

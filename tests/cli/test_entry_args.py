@@ -1,0 +1,120 @@
+"""``openprogram run`` / ``submit`` check ``--args`` against the entry's parameters before
+anything is recorded: unknown names (with a did-you-mean), missing required ones, and the
+types of simple annotations (real CLI subprocesses, real SQLite stores)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_programs import cli, cli_json
+
+PROGRAM = """\
+from typing import Literal
+
+from openprogram import Agent
+
+
+def main(n: int, names: list[str] | None = None, ratio: float = 1.0,
+         mode: Literal["fast", "slow"] = "fast", anything=None) -> dict:
+    return {"n": n, "names": names, "ratio": ratio, "mode": mode}
+
+
+class Counter(Agent):
+    def count(self, items: list[int], label: "str | None" = None, **rest: object) -> int:
+        return len(items)
+
+
+count = Counter().count
+PROGRAM_ENTRIES = ["main", "count"]
+"""
+
+# the same Agent method, its annotations left as strings (PEP 563)
+POSTPONED = "from __future__ import annotations\n\n" + PROGRAM
+
+
+@pytest.fixture()
+def work(tmp_path: Path) -> Path:
+    (tmp_path / "prog.py").write_text(PROGRAM, encoding="utf-8")
+    (tmp_path / "later.py").write_text(POSTPONED, encoding="utf-8")
+    return tmp_path
+
+
+REJECTED = [
+    ("prog.py:main", '{"n": "3"}', "argument 'n' expects int, got string \"3\""),
+    ("prog.py:main", '{"n": true}', "argument 'n' expects int, got boolean true"),
+    ("prog.py:main", '{"n": 2.5}', "argument 'n' expects int, got number 2.5"),
+    ("prog.py:main", '{"n": null}', "argument 'n' expects int, got null"),
+    (
+        "prog.py:main",
+        '{"n": 1, "names": ["a", 2]}',
+        "argument 'names' expects list[str] | None, got integer 2 at names[1]",
+    ),
+    (
+        "prog.py:main",
+        '{"n": 1, "names": "a"}',
+        "argument 'names' expects list[str] | None, got string \"a\"",
+    ),
+    (
+        "prog.py:main",
+        '{"n": 1, "mode": "medium"}',
+        "argument 'mode' expects Literal['fast', 'slow'], got string \"medium\"",
+    ),
+    ("prog.py:main", '{"n": 1, "ratio": "0.5"}', "argument 'ratio' expects float"),
+    ("prog.py:main", '{"n": 1, "nmaes": []}', "unknown argument 'nmaes' (did you mean 'names'?)"),
+    (
+        "prog.py:main",
+        '{"n": 1, "zzz": 0}',
+        "unknown argument 'zzz' (it takes n, names, ratio, mode, anything)",
+    ),
+    ("prog.py:main", "{}", "missing required argument 'n' (int)"),
+    ("prog.py:count", '{"items": [1, "2"]}', 'expects list[int], got string "2" at items[1]'),
+    ("later.py:count", '{"items": [1, "2"]}', 'expects list[int], got string "2" at items[1]'),
+    ("later.py:main", '{"n": "3"}', "argument 'n' expects int, got string \"3\""),
+]
+
+
+@pytest.mark.parametrize(("entry", "args", "message"), REJECTED)
+@pytest.mark.parametrize("command", ["run", "submit"])
+def test_wrong_args_exit_2_before_anything_is_recorded(
+    work: Path, command: str, entry: str, args: str, message: str
+) -> None:
+    proc = cli(command, entry, "--args", args, "--store", "st", cwd=work)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("openprogram: error: ") and message in line, line
+    assert not (work / "st").exists()  # no store, no run, no queued run
+
+
+def test_json_error_names_every_problem(work: Path) -> None:
+    code, out = cli_json(
+        "submit", "prog.py:main", "--args", '{"n": "1", "names": [1], "nam": 1}', cwd=work
+    )
+    assert code == 2
+    assert out["error"].endswith(
+        ": unknown argument 'nam' (did you mean 'names'?); "
+        "argument 'n' expects int, got string \"1\"; "
+        "argument 'names' expects list[str] | None, got integer 1 at names[0]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("entry", "args", "result"),
+    [
+        # an int for a float, null where None is allowed, an unannotated parameter
+        (
+            "prog.py:main",
+            '{"n": 1, "ratio": 2, "names": null, "anything": {"x": [1]}}',
+            {"n": 1, "names": None, "ratio": 2, "mode": "fast"},
+        ),
+        (
+            "prog.py:main",
+            '{"n": 1, "names": ["a"], "mode": "slow"}',
+            {"n": 1, "names": ["a"], "ratio": 1.0, "mode": "slow"},
+        ),
+        ("later.py:count", '{"items": [1, 2], "label": null, "other": "x"}', 2),  # **rest
+    ],
+)
+def test_fitting_args_run(work: Path, entry: str, args: str, result: object) -> None:
+    code, out = cli_json("run", entry, "--args", args, "--store", "st", cwd=work)
+    assert (code, out["status"], out.get("result")) == (0, "completed", result), out
