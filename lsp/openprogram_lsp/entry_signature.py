@@ -11,6 +11,10 @@ is in a literal ``PROGRAM_ENTRIES`` and the keyword arguments fit those paramete
 entries and parameters, from the same outline and ``params_of``): names, and the types of
 simple annotations, checked by :func:`openprogram.entry_args.check_args` as ``openprogram
 run`` checks them.
+
+``entry_args_problems(source, outline, "report", kwargs)`` is that check of the arguments alone,
+one line per problem (what the editor's arguments prompt shows as you type; ``[]`` when they
+fit, or when the call is not known statically and the run itself will say).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 from openprogram.entry_args import Param, base_type, check_args
 from openprogram_analyzers.program import ProgramModel
 
-from .outline import FunctionInfo, Outline, build_outline
+from .outline import EntryInfo, FunctionInfo, Outline, build_outline
 
 # Decorators that keep the function's own parameters (others may change the signature).
 _SIGNATURE_KEEPING = frozenset({"staticmethod", "classmethod", "wraps", "cache", "lru_cache"})
@@ -153,24 +157,71 @@ def check_run(
             "PROGRAM_ENTRIES is not a literal list or tuple, so its entries cannot be found "
             "without running the module"
         )
-    by_name: dict[str, Any] = {}
-    for e in outline.entries:
-        by_name.setdefault(e.label.rpartition(".")[2], e)
-    found = by_name.get(entry) or next((e for e in outline.entries if e.label == entry), None)
+    found = _entry_of(outline, entry)
     if found is None:
-        names = ", ".join(sorted(by_name)) or "none"
+        names = ", ".join(sorted(_by_cli_name(outline))) or "none"
         raise EntryCheckError(f"{entry!r} is not in PROGRAM_ENTRIES; entries: {names}")
     name = found.label.rpartition(".")[2]
+    call = _static_call(tree, found)
+    if call is None:
+        return name  # not known statically: the run itself reports a bad call
+    node, method, keyword = call
+    problems = check_args(keyword, kwargs, any_keyword=node.args.kwarg is not None)
+    if problems:
+        raise EntryCheckError(f"{_signature(name, node, method)}: {'; '.join(problems)}")
+    return name
+
+
+def entry_args_problems(
+    source: str, outline: Outline, entry: str, kwargs: Mapping[str, Any]
+) -> list[str]:
+    """What is wrong with ``entry(**kwargs)``, one line per problem, exactly as
+    :func:`check_run` (and ``openprogram run``) words it; ``[]`` when nothing is, or when the
+    entry or its parameters are not known statically (the Run check or the run says so)."""
+    found = _entry_of(outline, entry)
+    if found is None or len(source) > MAX_SOURCE_CHARS:
+        return []
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return []
+    call = _static_call(tree, found)
+    if call is None:
+        return []
+    node, _, keyword = call
+    return check_args(keyword, kwargs, any_keyword=node.args.kwarg is not None)
+
+
+def _by_cli_name(outline: Outline) -> dict[str, EntryInfo]:
+    by_name: dict[str, EntryInfo] = {}
+    for e in outline.entries:
+        by_name.setdefault(e.label.rpartition(".")[2], e)
+    return by_name
+
+
+def _entry_of(outline: Outline, entry: str) -> EntryInfo | None:
+    """The entry of ``outline`` named ``entry``: its CLI name or its label; None if none."""
+    return _by_cli_name(outline).get(entry) or next(
+        (e for e in outline.entries if e.label == entry), None
+    )
+
+
+def _static_call(
+    tree: ast.Module, found: EntryInfo
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool, list[Param]] | None:
+    """The ``def`` of an entry, whether it is a method, and its keyword parameters; None
+    when they are not known statically (a decorator that may change the signature, a
+    required positional-only parameter that JSON keyword arguments cannot give)."""
     node = _find_def(tree, found.target) if found.target is not None else None
     if node is None or any(
         _decorator_name(d) not in _SIGNATURE_KEEPING for d in node.decorator_list
     ):
-        return name  # not known statically: the run itself reports a bad call
+        return None
     method = found.target is not None and found.target.class_name is not None
     params = params_of(node, method)
     posonly = {a.arg for a in node.args.posonlyargs}
     if any(p["required"] and p["name"] in posonly for p in params):
-        return name  # needs a positional argument: JSON kwargs cannot call it; the run says so
+        return None
     keyword = [
         Param(
             p["name"],
@@ -181,7 +232,4 @@ def check_run(
         for p in params
         if p["name"] not in posonly
     ]
-    problems = check_args(keyword, kwargs, any_keyword=node.args.kwarg is not None)
-    if problems:
-        raise EntryCheckError(f"{_signature(name, node, method)}: {'; '.join(problems)}")
-    return name
+    return node, method, keyword

@@ -11,7 +11,11 @@ Requests (JSON params and results, camelCase keys):
   the cancel at its next step), the words of ``openprogram cancel --json``; answered
   within ``READ_BOUND_S`` as the reads are (a store that does not answer: an error
   naming it);
-* ``openprogram/entrySignature`` ``{uri, entry}`` → ``{"entry", "params", "template"}``.
+* ``openprogram/entrySignature`` ``{uri, entry}`` → ``{"entry", "params", "template"}``;
+* ``openprogram/checkEntryArgs`` ``{uri, entry, args}`` (``args``: the JSON text of the keyword
+  arguments, as ``--args`` takes it) → ``{"problems": [line...]}``: what the Run check would
+  refuse in them, in its words (``[]`` when they fit or cannot be checked statically), read
+  from the open document like the signature.
 
 The store is read through the engine's read-only query API (``openprogram.durable.queries``):
 no user code is imported, a missing or locked store yields nothing. While a client is
@@ -39,7 +43,7 @@ from openprogram.durable.queries import RunRow
 from openprogram.errors import OpenProgramError
 from openprogram.store.postgres import redacted_location
 
-from .entry_signature import entry_signature
+from .entry_signature import entry_args_problems, entry_signature
 from .raw_json import RawJSON
 from .run_index import DB_NAME, GATE, READ_BOUND_S, RunInfo, message, read_stores
 
@@ -51,6 +55,7 @@ RUNS = "openprogram/runs"
 RUN_STEPS = "openprogram/runSteps"
 CANCEL_RUN = "openprogram/cancelRun"
 ENTRY_SIGNATURE = "openprogram/entrySignature"
+CHECK_ENTRY_ARGS = "openprogram/checkEntryArgs"
 RUNS_CHANGED = "openprogram/runsChanged"
 POLL_S = 0.5
 SHORT = 80
@@ -398,3 +403,22 @@ def register(server: OpenProgramLanguageServer) -> None:
         if doc is None or outline is None:
             return None
         return entry_signature(doc.source, outline, entry)
+
+    @server.feature(CHECK_ENTRY_ARGS)
+    async def check_entry_args(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
+        uri, entry, text = param(params, "uri"), param(params, "entry"), param(params, "args")
+        if not isinstance(uri, str) or not isinstance(entry, str) or not isinstance(text, str):
+            raise ValueError(
+                "openprogram/checkEntryArgs needs {uri: string, entry: string, args: string}"
+            )
+        # the JSON text as `--args` takes it: pygls turns an object in params into namedtuples,
+        # which lose keys that are not Python names and nested objects
+        args = json.loads(text) if text.strip() else {}
+        if not isinstance(args, dict):
+            raise ValueError("openprogram/checkEntryArgs: args must be a JSON object")
+        await ls.ensure_model(uri)
+        doc = ls.open_document(uri)
+        outline = ls.outline(uri)
+        if doc is None or outline is None:
+            return {"problems": []}
+        return {"problems": entry_args_problems(doc.source, outline, entry, args)}

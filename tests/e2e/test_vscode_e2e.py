@@ -491,7 +491,10 @@ def test_arguments_are_checked_before_the_run(editor: Editor) -> None:
     box.wait_for(state="visible")
     assert box.input_value() == '{"a":0,"b":0}'
     box.fill('{"a": 2, "b": "x"}')
-    message = editor.page.locator(".quick-input-widget", has_text='"b" must be int, got str "x"')
+    # the server's check, in the words `openprogram run` refuses these arguments with
+    message = editor.page.locator(
+        ".quick-input-widget", has_text="argument 'b' expects int, got string \"x\""
+    )
     message.wait_for(timeout=WAIT_MS)
     editor.shot("arguments-checked")
     box.fill('{"a": 2, "b": 40}')

@@ -255,6 +255,65 @@ async def test_entry_signature_prefills_arguments(client: LanguageClient, worksp
     ) is None
 
 
+TYPED = """\
+def main(n: int, names: list[str] | None = None) -> int:
+    return n + len(names or [])
+
+
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+async def test_arguments_prompt_shows_what_run_refuses(
+    client: LanguageClient, workspace: Path
+) -> None:
+    """The editor's arguments prompt asks the server about what is typed
+    (``openprogram/checkEntryArgs``) and shows its lines: the problems ``openprogram run``
+    prints for the same arguments, word for word."""
+    program = workspace / "typed.py"
+    program.write_text(TYPED)
+    uri = program.as_uri()
+    open_doc(client, uri, TYPED)
+    cases = [
+        '{"n": "3"}',
+        '{"n": true}',
+        '{"n": 1, "names": ["a", 2]}',
+        '{"n": 1.5, "names": "a"}',
+        '{"nmes": [], "names": {"a": 1}}',
+        '{"n": 1, "my-names": ["a"], "if": 2}',  # keys that are not Python names
+        "{}",
+    ]
+    for text in cases:
+        got = as_dict(
+            await request(
+                client, "openprogram/checkEntryArgs", {"uri": uri, "entry": "main", "args": text}
+            )
+        )
+        problems = got["problems"]
+        assert problems, text
+        proc = subprocess.run(
+            [OPENPROGRAM, "run", "typed.py:main", "--args", text],
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip() == (
+            "openprogram: error: main(n: int, names: list[str] | None = None) -> int: "
+            + "; ".join(problems)
+        )
+    fits = '{"n": 2, "names": null}'
+    got = as_dict(
+        await request(
+            client, "openprogram/checkEntryArgs", {"uri": uri, "entry": "main", "args": fits}
+        )
+    )
+    assert got == {"problems": []}
+    assert cli(workspace, "run", "typed.py:main", "--args", fits)["result"] == 2
+
+
 async def test_cancel_a_paused_run_from_the_view(client: LanguageClient, workspace: Path) -> None:
     (workspace / "pauser.py").write_text(PAUSER)
     paused = cli(workspace, "run", "pauser.py:pipeline")

@@ -1,15 +1,14 @@
 /**
  * The arguments prompt of ▶ Run (pure: no `vscode` import): pre-filled from the entry's
- * signature (`openprogram/entrySignature`, read statically by the server), validated
- * against it before the run, remembered per entry.
+ * signature (`openprogram/entrySignature`, read statically by the server), validated by the
+ * server as they are typed (`openprogram/checkEntryArgs`, the check `openprogram run` makes),
+ * remembered per entry. Only the JSON shape is checked here.
  */
-import { parseEntryArgs, type JsonObject, type ParseResult } from './commands';
+import { parseEntryArgs, type JsonObject } from './commands';
 
 export interface EntryParam {
   name: string;
   annotation: string | null;
-  /** `int` | `float` | `str` | `bool` | `list` | `dict`, or null when not checked. */
-  type: string | null;
   required: boolean;
   default: unknown;
 }
@@ -48,70 +47,45 @@ export function signatureHint(signature: EntrySignature | null | undefined): str
   return `${signature.entry}(${parts.join(', ')})`;
 }
 
-function typeOf(value: unknown): string {
-  if (value === null) {
-    return 'null';
-  }
-  if (Array.isArray(value)) {
-    return 'list';
-  }
-  switch (typeof value) {
-    case 'string':
-      return 'str';
-    case 'boolean':
-      return 'bool';
-    case 'number':
-      return Number.isInteger(value) ? 'int' : 'float';
-    case 'object':
-      return 'dict';
-    default:
-      return typeof value;
-  }
-}
+/**
+ * The server's check of keyword arguments for the entry (`openprogram/checkEntryArgs`): the
+ * lines of its problems (empty when they fit), or undefined when it gave no answer (not
+ * running, failed, or too slow: the Run check refuses later if need be).
+ */
+export type ArgsCheck = (argsText: string) => Promise<readonly string[] | undefined>;
 
-function matches(expected: string, value: unknown, param: EntryParam): boolean {
-  const actual = typeOf(value);
-  if (actual === 'null') {
-    // None is fine where it is the default or the annotation says Optional / `| None`.
-    return !param.required || /None|Optional/.test(param.annotation ?? '');
-  }
-  return actual === expected || (expected === 'float' && actual === 'int');
-}
-
-/** Parse and check the arguments against the signature (unknown, missing, wrongly typed). */
-export function checkEntryArgs(text: string, signature: EntrySignature | null | undefined): ParseResult<JsonObject> {
-  const parsed = parseEntryArgs(text);
-  if (!parsed.ok || signature === null || signature === undefined) {
-    return parsed;
-  }
-  const names = signature.params.map((p) => p.name);
-  for (const key of Object.keys(parsed.value)) {
-    if (!names.includes(key)) {
-      const takes = names.length > 0 ? `it takes ${names.join(', ')}` : 'it takes no arguments';
-      return { ok: false, error: `${signature.entry} has no parameter "${key}": ${takes}` };
+/**
+ * Validation of the arguments prompt (undefined when acceptable): the text must be a JSON
+ * object (said here), and the arguments must fit the entry, which only the server judges —
+ * its lines are shown as it words them, the way `openprogram run` refuses them.
+ */
+export function validateWith(check: ArgsCheck): (text: string) => Promise<string | undefined> {
+  return async (text: string) => {
+    const parsed = parseEntryArgs(text);
+    if (!parsed.ok) {
+      return parsed.error;
     }
-  }
-  for (const param of signature.params) {
-    if (!(param.name in parsed.value)) {
-      if (param.required) {
-        return { ok: false, error: `${signature.entry} needs "${param.name}"${param.annotation !== null ? ` (${param.annotation})` : ''}` };
-      }
-      continue;
-    }
-    const value = parsed.value[param.name];
-    if (param.type !== null && !matches(param.type, value, param)) {
-      return { ok: false, error: `"${param.name}" must be ${param.annotation ?? param.type}, got ${typeOf(value)} ${JSON.stringify(value)}` };
-    }
-  }
-  return parsed;
-}
-
-/** Validation message for the input box (undefined when acceptable). */
-export function validateAgainst(signature: EntrySignature | null | undefined): (text: string) => string | undefined {
-  return (text: string) => {
-    const result = checkEntryArgs(text, signature);
-    return result.ok ? undefined : result.error;
+    const problems = await check(text);
+    return problems !== undefined && problems.length > 0 ? problems.join('; ') : undefined;
   };
+}
+
+/** The server's `{problems}` answer, or undefined when it is not one. */
+export function asProblems(value: unknown): string[] | undefined {
+  if (value === null || typeof value !== 'object') {
+    return undefined;
+  }
+  const problems = (value as { problems?: unknown }).problems;
+  return Array.isArray(problems) && problems.every((p) => typeof p === 'string') ? (problems as string[]) : undefined;
+}
+
+/** `promise`'s value, or `late` when it has not settled within `ms`. */
+export function within<T, L>(promise: Promise<T>, ms: number, late: L): Promise<T | L> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<L>((resolve) => {
+    timer = setTimeout(() => resolve(late), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** The server's answer as a signature, or null when it is not one. */

@@ -13,6 +13,7 @@ import {
   buildRunArguments,
   entriesFromLenses,
   formatCommandResult,
+  parseEntryArgs,
   prepareServerCommand,
   resumesFromLenses,
   runPickItems,
@@ -25,7 +26,7 @@ import {
   type LensLike,
   type ResumeOptions,
 } from './commands';
-import { asSignature, checkEntryArgs, initialArgsText, rememberKey, signatureHint, validateAgainst } from './entryArgs';
+import { asProblems, asSignature, initialArgsText, rememberKey, signatureHint, validateWith, within } from './entryArgs';
 import { runOf } from './runsTree';
 
 export interface QuickPickItemLike {
@@ -44,7 +45,7 @@ export interface InputBoxOptionsLike {
   title?: string;
   prompt?: string;
   value?: string;
-  validateInput?(value: string): string | undefined;
+  validateInput?(value: string): string | undefined | PromiseLike<string | undefined>;
 }
 
 /** The prompts of `vscode.window`. */
@@ -81,7 +82,12 @@ export interface PaletteHost {
   client(): ServerClient | undefined;
   refreshRuns(): void;
   showGraph(runId: string): Promise<void>;
+  /** How long the arguments prompt waits for the server's check (default `CHECK_ARGS_MS`). */
+  checkArgsMs?: number;
 }
+
+/** After this long without the server's answer, typed arguments are accepted (the Run check still applies). */
+export const CHECK_ARGS_MS = 3_000;
 
 const RESUME_MODES: ReadonlyArray<{ label: string; options: ResumeOptions }> = [
   { label: 'Resume with the original code (keep_original)', options: { policy: 'keep_original' } },
@@ -99,6 +105,7 @@ interface CancelAnswer {
 }
 
 const CANCEL_REQUESTED = 'requested';
+const TOO_LATE = Symbol('too late');
 
 export class Palette implements ServerCommandRouter {
   constructor(private readonly host: PaletteHost) {}
@@ -249,7 +256,10 @@ export class Palette implements ServerCommandRouter {
     return result;
   }
 
-  /** Ask for the keyword arguments of `entry`, pre-filled from its signature or the last ones typed. */
+  /**
+   * Ask for the keyword arguments of `entry`, pre-filled from its signature or the last ones
+   * typed; the server checks them as they are typed and the box shows its words.
+   */
   async promptEntryArgs(entry: string, uri?: string): Promise<JsonObject | undefined> {
     const signature = uri !== undefined ? asSignature(await this.request('openprogram/entrySignature', { uri, entry })) : null;
     const key = uri !== undefined ? rememberKey(uri, entry) : undefined;
@@ -258,12 +268,12 @@ export class Palette implements ServerCommandRouter {
       title: `Run ${entry}`,
       prompt: signatureHint(signature),
       value: initialArgsText(signature, remembered),
-      validateInput: validateAgainst(signature),
+      validateInput: validateWith((argsText) => (uri !== undefined ? this.checkArgs(uri, entry, argsText) : Promise.resolve(undefined))),
     });
     if (text === undefined) {
       return undefined;
     }
-    const parsed = checkEntryArgs(text, signature);
+    const parsed = parseEntryArgs(text);
     if (!parsed.ok) {
       void this.host.window.showErrorMessage(parsed.error);
       return undefined;
@@ -272,6 +282,20 @@ export class Palette implements ServerCommandRouter {
       await this.host.memory.update(key, text);
     }
     return parsed.value;
+  }
+
+  /**
+   * The server's problems with these arguments (`openprogram/checkEntryArgs`), or undefined
+   * when it does not answer in time or fails: the prompt never waits longer than that.
+   */
+  private async checkArgs(uri: string, entry: string, argsText: string): Promise<readonly string[] | undefined> {
+    const ms = this.host.checkArgsMs ?? CHECK_ARGS_MS;
+    const answer = await within(this.request('openprogram/checkEntryArgs', { uri, entry, args: argsText }), ms, TOO_LATE);
+    if (answer === TOO_LATE) {
+      this.host.output.warn(`openprogram/checkEntryArgs: no answer within ${ms} ms; the arguments are checked when the run starts`);
+      return undefined;
+    }
+    return asProblems(answer);
   }
 
   private request(method: string, params: object): Promise<unknown> {

@@ -23,6 +23,9 @@ import { resolveInterpreter } from '../../src/interpreter';
 import { buildServerLaunch, probeInterpreter, spawnServer } from '../../src/serverLaunch';
 import { answerConfiguration, readSettings, toInitializationOptions, toServerConfiguration } from '../../src/settings';
 import { SERVER_COMMANDS, buildResumeArguments, buildShowRunsArguments, entriesFromLenses, prepareServerCommand, type LensLike } from '../../src/commands';
+import type { ServerClient } from '../../src/clients';
+import { Palette } from '../../src/palette';
+import { FakeOutput, FakeWindow } from '../unit/fakeVscode';
 
 /** vscode-extension/ (this file runs from vscode-extension/out/test/integration/). */
 const EXTENSION_ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -350,5 +353,43 @@ test('lens and palette command arguments built by the extension are what the ser
   });
   assert.deepEqual(fileRows, []);
 
+  assert.equal(await shutdown(session), 0, `server exit code; stderr:\n${session.stderr()}`);
+});
+
+const TYPED_PROGRAM = `def main(n: int, names: list[str] | None = None) -> int:
+    return n
+
+
+PROGRAM_ENTRIES = ["main"]
+`;
+
+test('the arguments prompt shows the server\'s check of what is typed, in the words of openprogram run', { timeout: 120_000 }, async () => {
+  const workspace = makeWorkspace({ 'typed.py': TYPED_PROGRAM });
+  const session = await startSession(workspace, {});
+  const uri = await openDocument(session, path.join(workspace, 'typed.py'));
+  const window = new FakeWindow();
+  const memory = new Map<string, unknown>();
+  // the palette over this real connection (only requests are sent on the prompt's path)
+  const client = { sendRequest: (method: string, params: unknown) => session.connection.sendRequest(method, params) } as unknown as ServerClient;
+  const palette = new Palette({
+    window,
+    activeDocument: () => undefined,
+    relativePath: (u) => u.fsPath,
+    clipboard: { writeText: async () => undefined },
+    memory: { get: <T>(key: string) => memory.get(key) as T | undefined, update: async (key, value) => void memory.set(key, value) },
+    output: new FakeOutput(),
+    client: () => client,
+    refreshRuns: () => undefined,
+    showGraph: async () => undefined,
+    checkArgsMs: WAIT_MS,
+  });
+  window.inputs.push(['{"n": 1, "names": ["a", 2]}', '{"nmes": [], "if": 1}', '{"n": 1, "names": ["a"]}']);
+
+  assert.deepEqual(await palette.promptEntryArgs('main', uri), { n: 1, names: ['a'] });
+  assert.equal(window.inputsShown[0]?.prompt, 'main(n: int, names: list[str] | None = null)');
+  assert.deepEqual(window.inputsShown[0]?.rejected, [
+    "argument 'names' expects list[str] | None, got integer 2 at names[1]",
+    "unknown argument 'nmes' (did you mean 'names'?); unknown argument 'if' (it takes n, names); missing required argument 'n' (int)",
+  ]);
   assert.equal(await shutdown(session), 0, `server exit code; stderr:\n${session.stderr()}`);
 });

@@ -30,8 +30,8 @@ export type Message = { level: 'error' | 'warning' | 'info'; text: string; actio
 /**
  * `vscode.window`: every quick pick, input box and message is recorded. A quick pick is
  * answered by `picks` (a label to choose, or undefined to press Escape); an input box by
- * `inputs` (what the user types, one attempt after another until `validateInput` accepts
- * one, or undefined for Escape); a message by `choices` (the button clicked, if any).
+ * `inputs` (what the user types, one attempt after another until `validateInput` — awaited,
+ * it may ask the server — accepts one, or undefined for Escape); a message by `choices` (the button clicked, if any).
  */
 export class FakeWindow implements Prompts {
   readonly picksShown: Pick[] = [];
@@ -55,22 +55,22 @@ export class FakeWindow implements Prompts {
     return Promise.resolve(item);
   }
 
-  showInputBox(options: InputBoxOptionsLike): Promise<string | undefined> {
+  async showInputBox(options: InputBoxOptionsLike): Promise<string | undefined> {
     const shown: Input = { title: options.title, prompt: options.prompt, value: options.value, rejected: [] };
     this.inputsShown.push(shown);
     assert.ok(this.inputs.length > 0, `unexpected input box "${options.title ?? ''}"`);
     const attempts = this.inputs.shift();
     if (attempts === undefined) {
-      return Promise.resolve(undefined);
+      return undefined;
     }
     for (const text of attempts) {
-      const problem = options.validateInput?.(text);
+      const problem = await options.validateInput?.(text); // VS Code waits for a pending validation on Enter
       if (problem === undefined || problem === null) {
-        return Promise.resolve(text);
+        return text;
       }
       shown.rejected.push(problem);
     }
-    return Promise.resolve(undefined); // nothing acceptable typed: the user gave up (Escape)
+    return undefined; // nothing acceptable typed: the user gave up (Escape)
   }
 
   showErrorMessage(text: string, ...actions: string[]): Promise<string | undefined> {

@@ -18,8 +18,8 @@ const MODES = [
 const SIGNATURE: EntrySignature = {
   entry: 'pipeline',
   params: [
-    { name: 'n', annotation: 'int', type: 'int', required: true, default: null },
-    { name: 'label', annotation: 'str', type: 'str', required: false, default: 'x' },
+    { name: 'n', annotation: 'int', required: true, default: null },
+    { name: 'label', annotation: 'str', required: false, default: 'x' },
   ],
   template: { n: 0, label: 'x' },
 };
@@ -29,7 +29,7 @@ function lens(command: string, args: unknown[], title = command): { command: { t
 }
 
 /** A palette over a fake window, an open Python file and a running fake server. */
-function setup(options: { document?: { uri: FakeUri; languageId: string } | undefined; running?: boolean } = {}) {
+function setup(options: { document?: { uri: FakeUri; languageId: string } | undefined; running?: boolean; checkArgsMs?: number } = {}) {
   const window = new FakeWindow();
   const output = new FakeOutput();
   const client = new FakeLanguageClient();
@@ -60,6 +60,7 @@ function setup(options: { document?: { uri: FakeUri; languageId: string } | unde
     showGraph: async (runId) => {
       calls.graphs.push(runId);
     },
+    checkArgsMs: options.checkArgsMs,
   });
   return { palette, window, output, client, memory, calls };
 }
@@ -142,6 +143,11 @@ test('Run Entry picks an entry of the file, pre-fills its arguments from the sig
     assert.deepEqual(params, { uri: FILE_URI, entry: 'pipeline' });
     return SIGNATURE;
   };
+  client.answers['openprogram/checkEntryArgs'] = (params: unknown) => {
+    const { uri, entry, args } = params as { uri: string; entry: string; args: string };
+    assert.deepEqual([uri, entry], [FILE_URI, 'pipeline']);
+    return { problems: args.includes('three') ? ['argument \'n\' expects int, got string "three"'] : [] };
+  };
   window.picks.push('pipeline');
   window.inputs.push(['{"n": "three"}', '{"n": 3}']);
 
@@ -152,7 +158,14 @@ test('Run Entry picks an entry of the file, pre-fills its arguments from the sig
   assert.equal(prompt?.title, 'Run pipeline');
   assert.equal(prompt?.prompt, 'pipeline(n: int, label: str = "x")');
   assert.equal(prompt?.value, '{"n":0,"label":"x"}');
-  assert.deepEqual(prompt?.rejected, ['"n" must be int, got str "three"']);
+  assert.deepEqual(prompt?.rejected, ['argument \'n\' expects int, got string "three"'], 'the server\'s words');
+  assert.deepEqual(
+    client.requests.filter((sent) => sent.method === 'openprogram/checkEntryArgs').map((sent) => sent.params),
+    [
+      { uri: FILE_URI, entry: 'pipeline', args: '{"n": "three"}' },
+      { uri: FILE_URI, entry: 'pipeline', args: '{"n": 3}' },
+    ],
+  );
   assert.deepEqual(client.executed(), [['openprogram.run', FILE_URI, 'pipeline', { n: 3 }]]);
 
   window.picks.push('pipeline');
@@ -160,6 +173,34 @@ test('Run Entry picks an entry of the file, pre-fills its arguments from the sig
   await palette.runEntry();
   assert.equal(window.inputsShown[1]?.value, '{"n": 3}', 'the arguments typed last time');
   assert.deepEqual(client.executed()[1], ['openprogram.run', FILE_URI, 'pipeline', { n: 4 }]);
+});
+
+test('the arguments prompt does not wait for a server that does not answer, nor for one that fails', async () => {
+  const { palette, window, client, output } = setup({ checkArgsMs: 5 });
+  client.answers['openprogram/entrySignature'] = SIGNATURE;
+  client.answers['openprogram/checkEntryArgs'] = () => new Promise(() => undefined); // busy: never answers
+  window.inputs.push(['{"n": "three"}']);
+
+  assert.deepEqual(await palette.promptEntryArgs('pipeline', FILE_URI), { n: 'three' });
+  assert.deepEqual(window.inputsShown[0]?.rejected, []);
+  assert.ok(output.lines.some((line) => /^warn openprogram\/checkEntryArgs: no answer within 5 ms/.test(line)), output.lines.join('\n'));
+
+  client.answers['openprogram/checkEntryArgs'] = () => {
+    throw new Error('Unhandled method openprogram/checkEntryArgs');
+  };
+  window.inputs.push(['{"n": "four"}']);
+  assert.deepEqual(await palette.promptEntryArgs('pipeline', FILE_URI), { n: 'four' });
+  assert.ok(output.lines.includes('warn openprogram/checkEntryArgs failed: Unhandled method openprogram/checkEntryArgs'));
+
+  // Text that is no JSON object is refused here, without asking the server.
+  const asked = client.requests.length;
+  window.inputs.push(['{"n": ', '{"n": 1}']);
+  await palette.promptEntryArgs('pipeline', FILE_URI);
+  assert.match(window.inputsShown[2]?.rejected[0] ?? '', /^Arguments are not valid JSON/);
+  assert.deepEqual(
+    client.requests.slice(asked).map((sent) => sent.method),
+    ['openprogram/entrySignature', 'openprogram/checkEntryArgs'],
+  );
 });
 
 test('Run Entry in a file without PROGRAM_ENTRIES asks for the entry name', async () => {
