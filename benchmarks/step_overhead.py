@@ -22,9 +22,11 @@ workflow) cancel out. Cases, each in its own process per round, rounds interleav
                     store's own schema (WAL, NORMAL), one transaction per step: the
                     previous step's node exit with its result (an update) and the
                     step's running node with its dispatch record (an insert; schema v6
-                    keeps a step's record in its node), checkpointed as the store's own
-                    commits are — what writing a step's records costs before any of
-                    OpenProgram's code runs;
+                    keeps a step's record in its node), both in the step log (schema
+                    v8, ``store/step_log.py``) with its fold into ``nodes`` every
+                    ``FOLD_AFTER`` steps, checkpointed as the store's own commits are —
+                    what writing a step's records costs before any of OpenProgram's
+                    code runs;
 * ``store-step``  — the store's own step commit (``RunStore.write_step``, the call a
                     step makes: the previous step's result and this step's dispatch with
                     its running node) called in a plain loop, without the engine around
@@ -255,12 +257,15 @@ def _running_run(tmp: Path) -> tuple[Any, str, str]:
 
 def work_floor_step(tmp: Path, n: int) -> dict[str, Timing]:
     from openprogram.store.ids import new_id
+    from openprogram.store.step_log import FOLD_AFTER
 
     runs, sid, _ = _running_run(tmp)
     conn = runs.backend.connection()
     checkpointer = runs.backend.checkpointer
+    step_log = runs.backend.step_log
     done = '{"i": 1, "ok": true}'
     prev: str | None = None
+    lid: int | None = None
     t = _clocks()
     for i in range(n):
         now = time.time()
@@ -268,20 +273,22 @@ def work_floor_step(tmp: Path, n: int) -> dict[str, Timing]:
         conn.execute("BEGIN IMMEDIATE")
         if prev is not None:
             conn.execute(
-                "UPDATE nodes SET output = ?1, status = 'completed', updated_at = ?2, "
+                "UPDATE node_log SET output = ?1, status = 'completed', updated_at = ?2, "
                 "step_status = 'completed', step_result = ?1, step_finished_at = ?2 "
-                "WHERE id = ?3",
-                (done, now, prev),
+                "WHERE lid = ?3",
+                (done, now, lid),
             )
-        conn.execute(
-            "INSERT INTO nodes (id, session_id, seq, kind, name, caller_id, predecessor_id, "
+        if i and i % FOLD_AFTER == 0:
+            step_log.fold(conn)  # the batch into nodes, as the store folds it
+        lid = conn.execute(
+            "INSERT INTO node_log (id, session_id, seq, kind, name, caller_id, predecessor_id, "
             "input, output, status, metadata, created_at, updated_at, run_id, step_key, "
             "step_scope, step_position, step_kind, step_occurrence, step_input_hash, "
             "step_status) VALUES (?, ?, ?, 'code', 's', NULL, ?, ?, NULL, 'running', '{}', "
             "?, ?, 'r', ?, '', ?, 'step', ?, ?, 'dispatched')",
             (nid, sid, i + 1, prev, f'{{"args":[{i},{n - 1}],"kwargs":{{}}}}', now, now,
              f"s#{i}", i, i, "0" * 64),
-        )  # fmt: skip
+        ).lastrowid  # fmt: skip
         conn.execute("COMMIT")
         if checkpointer is not None:
             checkpointer.committed()  # as the store's own step commits do

@@ -295,6 +295,8 @@ def test_a_read_only_store_that_needs_a_migration_says_so_a_writable_one_migrate
     conn = sqlite3.connect(db)
     with conn:  # make it a store of the OpenProgram before run leases (schema 4)
         conn.execute("DROP VIEW run_steps")  # v6: step records in nodes, undone
+        conn.execute("DROP VIEW nodes_all")  # v8: the step log, undone
+        conn.execute("DROP TABLE node_log")
         conn.execute("DROP INDEX nodes_run_step")
         for (column,) in conn.execute(
             "SELECT name FROM pragma_table_info('nodes') WHERE name = 'run_id' OR name LIKE 'step%'"

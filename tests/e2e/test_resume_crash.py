@@ -1,5 +1,5 @@
 """Runs killed with SIGKILL, then resumed: uncertain steps, auto-resume, parallel branches,
-and a 200-step chain killed at random points."""
+and a 600-step chain killed at random points."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ from resume_programs import (
     wait_for_line,
     write_program,
 )
+
+from openprogram.store.step_log import FOLD_AFTER
 
 
 @pytest.fixture()
@@ -126,7 +128,10 @@ def test_parallel_branches_killed_resume_each_from_own_progress(work: Path) -> N
     assert counts["right 0"] == 2 and counts["right 1"] == counts["right 2"] == 1
 
 
-CHAIN_STEPS = 200
+# Past two folds of the step log (a step's commit writes its node to the log; every
+# ``FOLD_AFTER`` steps the rows move into ``nodes``): kills land before, between and after
+# folds, with rows of the killed process left in the log for the next owner.
+CHAIN_STEPS = 2 * FOLD_AFTER + 88
 CHAIN_TOTAL = sum(range(CHAIN_STEPS))
 
 
@@ -192,7 +197,8 @@ def _crash_trial(folder: Path, seed: int) -> Trial:
     write_program(folder)
     trial = Trial()
     targets = sorted(rng.sample(range(3, CHAIN_STEPS - 3), rng.randint(1, 3)))
-    proc = start("run", "prog.py:chain", "--store", "st", "--json", cwd=folder)
+    args = json.dumps({"n": CHAIN_STEPS})
+    proc = start("run", "prog.py:chain", "--args", args, "--store", "st", "--json", cwd=folder)
     for target in targets:
         if not _kill_when(proc, folder, target):
             break
@@ -228,7 +234,7 @@ def _crash_trial(folder: Path, seed: int) -> Trial:
 
 
 @pytest.mark.slow
-def test_200_step_chain_killed_at_random_points(tmp_path: Path) -> None:
+def test_600_step_chain_killed_at_random_points(tmp_path: Path) -> None:
     trials = int(os.environ.get("OPENPROGRAM_CRASH_TRIALS", "20"))
     folders = [tmp_path / f"t{i}" for i in range(trials)]
     for f in folders:
@@ -239,6 +245,12 @@ def test_200_step_chain_killed_at_random_points(tmp_path: Path) -> None:
         with closing(sqlite3.connect(folder / "st" / "openprogram.db")) as db:
             rows = db.execute("SELECT status, result FROM runs").fetchall()
             assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            # every node once, in one gapless seq order; the log folded at the run's end
+            assert db.execute("SELECT COUNT(*) FROM node_log").fetchone() == (0,)
+            count, seqs, low, high = db.execute(
+                "SELECT COUNT(*), COUNT(DISTINCT seq), MIN(seq), MAX(seq) FROM nodes"
+            ).fetchone()
+            assert count == seqs == high - low + 1, folder
         assert rows == [("completed", str(CHAIN_TOTAL))], folder
         assert trial.final.get("status") == "completed", trial.final
         assert set(trial.effects) == {str(i) for i in range(CHAIN_STEPS)}

@@ -364,9 +364,10 @@ def test_the_worker_says_where_it_claims_and_why_a_run_failed(work: Path, pg_dsn
     reason: now a start line on stderr naming the queue and the store (its password
     hidden), and one line per run with the reason of a failure."""
     dsn = pg_dsn.replace("postgresql://postgres@", "postgresql://postgres:s3cret-pw@")
-    sub = _cli(work, "submit", "prog.py:chain", "--args", '{"tag": 7}', "--store", dsn)
+    args = '{"tag": "f", "pause": -1}'  # arguments of the right types (submit checks them)
+    sub = _cli(work, "submit", "prog.py:chain", "--args", args, "--store", dsn)
     assert sub.returncode == 0, sub.stderr
-    failing = sub.stdout.strip()  # its first step fails: "block_" + 7 is a TypeError
+    failing = sub.stdout.strip()  # its first step fails on the worker: time.sleep(-1)
     proc = _cli(work, "worker", "--store", dsn, "--poll", "0.05", "--exit-when-idle")
     assert proc.returncode == 0, proc.stderr
     assert "s3cret-pw" not in proc.stdout + proc.stderr

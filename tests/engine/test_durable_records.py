@@ -26,7 +26,10 @@ def probe(db: str) -> dict:
         steps = dict(c.execute("SELECT step_key, status FROM run_steps").fetchall())
         nodes = [
             list(r)
-            for r in c.execute("SELECT name, status FROM nodes WHERE kind = 'code' ORDER BY seq")
+            # nodes_all: the nodes and the step log, where a step's commit writes its node
+            for r in c.execute(
+                "SELECT name, status FROM nodes_all WHERE kind = 'code' ORDER BY seq"
+            )
         ]
     return {"steps": steps, "nodes": nodes}
 

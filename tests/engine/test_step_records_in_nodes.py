@@ -104,6 +104,8 @@ def test_an_uncertain_step_of_a_store_written_before_v6_is_resumed_after_the_upg
             "UPDATE run_steps SET status = 'dispatched', result = NULL WHERE step_key = 'b#0'"
         )
         c.execute("UPDATE runs SET status = 'paused', pause_reason = 'uncertain'")
+        # the run's end folded its step log into nodes (v8); v5 had neither
+        assert c.execute("SELECT COUNT(*) FROM node_log").fetchone() == (0,)
         c.execute("BEGIN")
         c.execute(
             "CREATE TABLE v5_steps (run_id TEXT NOT NULL, step_key TEXT NOT NULL, "
@@ -114,6 +116,8 @@ def test_an_uncertain_step_of_a_store_written_before_v6_is_resumed_after_the_upg
         )
         c.execute("INSERT INTO v5_steps SELECT * FROM run_steps")
         c.execute("DROP VIEW run_steps")
+        c.execute("DROP VIEW nodes_all")
+        c.execute("DROP TABLE node_log")
         c.execute("DROP TABLE run_steps_nodeless")
         c.execute("ALTER TABLE v5_steps RENAME TO run_steps")
         c.execute("DROP INDEX nodes_run_step")

@@ -49,6 +49,13 @@ records with one ``step_key`` (one in each table) is refused as the primary key 
 table refuses it (``UNIQUE constraint failed: run_steps.run_id, run_steps.step_key``),
 also under ``OR REPLACE`` / ``OR IGNORE`` (a trigger cannot see the outer statement's
 conflict clause); within one table the table's own key decides, honouring the clause.
+
+Schema v8: the step log ``node_log`` (see :mod:`openprogram.store.step_log`): a table
+with the columns of ``nodes`` plus ``lid INTEGER PRIMARY KEY`` and no other index, where
+a durable step's commit appends its running node and writes its exit, touching one
+B-tree instead of four; its rows are moved into ``nodes`` in batches (a *fold*) before
+any other write. ``nodes_all`` is the view of both that every reader reads, and
+``run_steps`` reads ``nodes_all`` (its triggers write ``nodes``, folded first).
 """
 
 from __future__ import annotations
@@ -213,29 +220,37 @@ _RUN_STEPS_UPDATE = """    UPDATE run_steps_nodeless SET run_id = NEW.run_id, st
     WHERE run_id = OLD.run_id AND step_key = OLD.step_key;
 """
 
-SCHEMA_V6_STEPS_IN_NODES = (
-    "ALTER TABLE run_steps RENAME TO run_steps_nodeless;\n"
-    + "".join(f"ALTER TABLE nodes ADD COLUMN {n} {t};\n" for n, t in _STEP_COLUMNS_ON_NODES)
-    + f"""
-CREATE UNIQUE INDEX nodes_run_step ON nodes(run_id, step_key) WHERE run_id IS NOT NULL;
-CREATE VIEW run_steps (run_id, step_key, scope, position, kind, name, occurrence,
+
+def _run_steps_view(nodes: str) -> str:
+    """``CREATE VIEW run_steps``: the nodeless records and the step records of ``nodes``."""
+    return f"""CREATE VIEW run_steps (run_id, step_key, scope, position, kind, name, occurrence,
     input_hash, status, result, started_at, finished_at) AS
 SELECT run_id, step_key, scope, position, kind, name, occurrence, input_hash, status,
     result, started_at, finished_at FROM run_steps_nodeless
 UNION ALL
 SELECT run_id, step_key, step_scope, step_position, step_kind, name, step_occurrence,
     step_input_hash, step_status, step_result, created_at, step_finished_at
-FROM nodes WHERE run_id IS NOT NULL;
-CREATE TRIGGER run_steps_insert INSTEAD OF INSERT ON run_steps BEGIN
-{_RUN_STEPS_INSERT}END;
-CREATE TRIGGER run_steps_update INSTEAD OF UPDATE ON run_steps BEGIN
-{_RUN_STEPS_UPDATE}END;
-CREATE TRIGGER run_steps_delete INSTEAD OF DELETE ON run_steps BEGIN
+FROM {nodes} WHERE run_id IS NOT NULL;
+"""
+
+
+_RUN_STEPS_DELETE_TRIGGER = f"""CREATE TRIGGER run_steps_delete INSTEAD OF DELETE ON run_steps BEGIN
     DELETE FROM run_steps_nodeless WHERE run_id = OLD.run_id AND step_key = OLD.step_key;
     UPDATE nodes SET {RELEASE_STEP_COLUMNS}
     WHERE run_id = OLD.run_id AND step_key = OLD.step_key;
 END;
 """
+
+SCHEMA_V6_STEPS_IN_NODES = (
+    "ALTER TABLE run_steps RENAME TO run_steps_nodeless;\n"
+    + "".join(f"ALTER TABLE nodes ADD COLUMN {n} {t};\n" for n, t in _STEP_COLUMNS_ON_NODES)
+    + f"""
+CREATE UNIQUE INDEX nodes_run_step ON nodes(run_id, step_key) WHERE run_id IS NOT NULL;
+{_run_steps_view("nodes")}CREATE TRIGGER run_steps_insert INSTEAD OF INSERT ON run_steps BEGIN
+{_RUN_STEPS_INSERT}END;
+CREATE TRIGGER run_steps_update INSTEAD OF UPDATE ON run_steps BEGIN
+{_RUN_STEPS_UPDATE}END;
+{_RUN_STEPS_DELETE_TRIGGER}"""
 )
 
 #: ``RAISE`` of a second record of one ``(run_id, step_key)`` through the view
@@ -250,19 +265,54 @@ _IN_NODELESS = (
     "AND step_key = {0}.step_key)"
 )
 
-SCHEMA_V7_RUN_STEPS_UNIQUE = f"""
-DROP TRIGGER run_steps_insert;
-CREATE TRIGGER run_steps_insert INSTEAD OF INSERT ON run_steps BEGIN
+_RUN_STEPS_INSERT_TRIGGER = f"""CREATE TRIGGER run_steps_insert INSTEAD OF INSERT ON run_steps BEGIN
     {_RUN_STEPS_KEY_TAKEN} WHERE {_IN_NODES.format("NEW")};
 {_RUN_STEPS_INSERT}END;
-DROP TRIGGER run_steps_update;
-CREATE TRIGGER run_steps_update INSTEAD OF UPDATE ON run_steps BEGIN
+"""
+_RUN_STEPS_UPDATE_TRIGGER = f"""CREATE TRIGGER run_steps_update INSTEAD OF UPDATE ON run_steps BEGIN
     {_RUN_STEPS_KEY_TAKEN}
     WHERE (NEW.run_id IS NOT OLD.run_id OR NEW.step_key IS NOT OLD.step_key)
         AND (({_IN_NODES.format("NEW")} AND {_IN_NODELESS.format("OLD")})
             OR ({_IN_NODELESS.format("NEW")} AND {_IN_NODES.format("OLD")}));
 {_RUN_STEPS_UPDATE}END;
 """
+
+SCHEMA_V7_RUN_STEPS_UNIQUE = f"""
+DROP TRIGGER run_steps_insert;
+{_RUN_STEPS_INSERT_TRIGGER}DROP TRIGGER run_steps_update;
+{_RUN_STEPS_UPDATE_TRIGGER}"""
+
+#: Every column of ``nodes`` (schema v6), in table order.
+NODE_TABLE_COLUMNS = (
+    "id, session_id, seq, kind, name, caller_id, predecessor_id, input, output, status, "
+    "metadata, created_at, updated_at, " + ", ".join(name for name, _ in _STEP_COLUMNS_ON_NODES)
+)
+
+SCHEMA_V8_STEP_LOG = f"""
+CREATE TABLE node_log (
+    lid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    caller_id TEXT,
+    predecessor_id TEXT,
+    input TEXT,
+    output TEXT,
+    status TEXT NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{{}}',
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+{"".join(f"    {n} {t},{chr(10)}" for n, t in _STEP_COLUMNS_ON_NODES).rstrip().rstrip(",")}
+);
+CREATE VIEW nodes_all AS
+SELECT {NODE_TABLE_COLUMNS} FROM nodes
+UNION ALL
+SELECT {NODE_TABLE_COLUMNS} FROM node_log;
+DROP VIEW run_steps;
+{_run_steps_view("nodes_all")}{_RUN_STEPS_INSERT_TRIGGER}{_RUN_STEPS_UPDATE_TRIGGER}
+{_RUN_STEPS_DELETE_TRIGGER}"""
 
 #: Every migration, in order. Append new entries at the end (see module docstring).
 MIGRATIONS: list[Migration] = [
@@ -273,6 +323,7 @@ MIGRATIONS: list[Migration] = [
     Migration(5, "run leases, cancel requests and queues", SCHEMA_V5_LEASES),
     Migration(6, "step records in their session-DAG nodes", SCHEMA_V6_STEPS_IN_NODES),
     Migration(7, "one record per step key through the view run_steps", SCHEMA_V7_RUN_STEPS_UNIQUE),
+    Migration(8, "the step log node_log and the view nodes_all", SCHEMA_V8_STEP_LOG),
 ]
 
 VERSION_TABLE = """

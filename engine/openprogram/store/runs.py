@@ -346,17 +346,25 @@ class RunSql:
 
     @classmethod
     def for_dialect(
-        cls, *, placeholder: str, null_safe_equal: str, step_table: str = "run_steps"
+        cls,
+        *,
+        placeholder: str,
+        null_safe_equal: str,
+        step_table: str = "run_steps",
+        nodes_read: str = "nodes",
     ) -> RunSql:
         """The statements with ``placeholder`` for each ``?`` and ``null_safe_equal`` for
         the ``IS`` before one (PostgreSQL: ``%s`` and ``IS NOT DISTINCT FROM``); inserts
         and updates of step records go to ``step_table`` (SQLite: the records without a
-        node, ``run_steps_nodeless``; reads keep ``run_steps``, its view of all records)."""
+        node, ``run_steps_nodeless``; reads keep ``run_steps``, its view of all records);
+        reads of nodes read ``nodes_read`` (SQLite: ``nodes_all``, with the step log)."""
         written = cls()
 
         def adapt(sql: str) -> str:
             sql = sql.replace("INTO run_steps (", f"INTO {step_table} (")
             sql = sql.replace("UPDATE run_steps SET", f"UPDATE {step_table} SET")
+            if sql.startswith("SELECT"):
+                sql = sql.replace(" FROM nodes ", f" FROM {nodes_read} ")
             return sql.replace(" IS ?", f" {null_safe_equal} ?").replace("?", placeholder)
 
         return replace(written, **{f.name: adapt(getattr(written, f.name)) for f in fields(cls)})

@@ -56,6 +56,9 @@ from openprogram.store.migrations import (
     split_statements,
 )
 from openprogram.store.models import Node, Session
+from openprogram.store.step_log import NOT_IN_LOG, StepLog
+from openprogram.store.step_log import last_id as _log_last_id
+from openprogram.store.step_log import last_seq as _log_last_seq
 from openprogram.store.wal_checkpointer import WalCheckpointer
 
 DEFAULT_BUSY_TIMEOUT_S = 10.0
@@ -67,10 +70,9 @@ _NODE_COLS = (
 )
 #: The columns of ``nodes`` every node has, in the order of :class:`Node`'s row.
 NODE_COLUMNS = _NODE_COLS
+# The session's head, its pin, its last node's id and seq (over nodes and the step log).
 _HEAD_SQL = (
-    "SELECT head_id, head_pinned, "
-    "(SELECT id FROM nodes WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1), "
-    "(SELECT MAX(seq) FROM nodes WHERE session_id = ?1) "
+    f"SELECT head_id, head_pinned, {_log_last_id('?1')}, {_log_last_seq('?1')} "
     "FROM sessions WHERE id = ?1"
 )
 _INSERT_SQL = (
@@ -80,15 +82,12 @@ _INSERT_SQL = (
 # One-statement append (see append_node): the caller's guess of the session's last seq
 # (?3) is checked inside the INSERT; a wrong guess or a pinned head / missing session
 # yields seq NULL, which the NOT NULL constraint refuses, and the general path runs.
-#: The caller's guess ?3 of the last seq of session ?2 holds and its head is not pinned:
-#: the condition of the one-statement appends (here and a durable step's, ``sqlite_runs``).
-SEQ_GUESS_HOLDS = (
-    "(SELECT MAX(seq) FROM nodes WHERE session_id = ?2) = ?3 "
-    "AND (SELECT head_pinned FROM sessions WHERE id = ?2) = 0"
-)
+# Straight into ``nodes`` only while the session has no row in the step log (its rows
+# come after the session's rows in ``nodes``); else the general append folds it first.
 _FAST_APPEND_SQL = (
     f"INSERT INTO nodes ({_NODE_COLS}) VALUES (?1, ?2, "
-    f"CASE WHEN {SEQ_GUESS_HOLDS} THEN ?3 + 1 END, "
+    f"CASE WHEN {NOT_IN_LOG} AND (SELECT MAX(seq) FROM nodes WHERE session_id = ?2) = ?3 "
+    "AND (SELECT head_pinned FROM sessions WHERE id = ?2) = 0 THEN ?3 + 1 END, "
     "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12) ON CONFLICT(id) DO NOTHING"
 )
 _FINISH_SQL = (
@@ -102,12 +101,11 @@ _CLOSE_SQL = (
 )
 _SESSION_SELECT = (
     "SELECT s.id, s.name, s.agent_id, "
-    "CASE WHEN s.head_pinned THEN s.head_id ELSE "
-    "(SELECT id FROM nodes WHERE session_id = s.id ORDER BY seq DESC LIMIT 1) END, "
+    f"CASE WHEN s.head_pinned THEN s.head_id ELSE {_log_last_id('s.id')} END, "
     "s.metadata, s.created_at, "
-    "MAX(s.updated_at, COALESCE((SELECT MAX(updated_at) FROM nodes "
+    "MAX(s.updated_at, COALESCE((SELECT MAX(updated_at) FROM nodes_all "
     "WHERE session_id = s.id), 0)), "
-    "(SELECT COUNT(*) FROM nodes WHERE session_id = s.id) "
+    "(SELECT COUNT(*) FROM nodes_all WHERE session_id = s.id) "
     "FROM sessions s"
 )
 
@@ -212,6 +210,8 @@ class SqliteBackend(StoreBackend):
         self._closed = False
         self._update_sql: dict[tuple[bool, bool, int, bool], str] = {}
         self._open_nodes: dict[str, Node] = {}
+        #: This process's side of the step log (``node_log``, schema v8).
+        self.step_log = StepLog()
         self._synchronous = "NORMAL"
         #: Background WAL checkpoints for writers that report their commits (durable steps).
         self.checkpointer = None if read_only else WalCheckpointer(self.path)
@@ -230,6 +230,13 @@ class SqliteBackend(StoreBackend):
             return conn
         return self._open()
 
+    def step_cursor(self) -> sqlite3.Cursor:
+        """A cursor on this thread's :meth:`connection`, kept for the statements of a step's
+        commit (``sqlite_runs``): reused, where ``conn.execute`` makes a cursor each time."""
+        self.connection()
+        cursor: sqlite3.Cursor = self._local.cursor
+        return cursor
+
     def _open(self) -> sqlite3.Connection:
         if self._closed:
             raise StoreError(f"the store {self.location} is closed; open a new SessionStore")
@@ -247,6 +254,7 @@ class SqliteBackend(StoreBackend):
         with self._lock:
             self._conns.append((_fork_generation, conn))
         self._local.conn = conn
+        self._local.cursor = conn.cursor()
         self._local.gen = _fork_generation
         # session id -> (seq, id) of the last node this connection appended: a guess the
         # fast append checks in SQL (see append_node).
@@ -315,7 +323,8 @@ class SqliteBackend(StoreBackend):
         self._open_nodes.clear()
 
     def transaction(self) -> _Transaction:
-        """``with backend.transaction() as conn:`` — one ``BEGIN IMMEDIATE`` transaction.
+        """``with backend.transaction() as conn:`` — one ``BEGIN IMMEDIATE`` transaction,
+        which starts with a fold of the step log (:mod:`openprogram.store.step_log`).
 
         Commits on success, rolls back on any exception; ``sqlite3`` errors become
         ``StoreError``. Inside a transaction already open on this thread's connection it
@@ -388,7 +397,7 @@ class SqliteBackend(StoreBackend):
                 f"migration to {target}, which cannot happen while it is opened read-only; "
                 "run a writing command (e.g. openprogram run) on it once with write access"
             )
-        with self.transaction():
+        with _Transaction(self, fold=False):  # the step log may not exist yet
             conn.execute(VERSION_TABLE)
             row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
             current = int(row[0] or 0)  # another process may have migrated meanwhile
@@ -654,7 +663,26 @@ class SqliteBackend(StoreBackend):
         except sqlite3.Error as exc:
             raise self._error(exc) from None
         if cur.rowcount == 0:
-            raise self._no_node(node_id)
+            params = (now, output_json, status, d_json, node_id)
+            if self._write_folded(_CLOSE_SQL, params)[0] == 0:
+                raise self._no_node(node_id)
+
+    def _write_folded(self, sql: str, params: Sequence[Any]) -> tuple[int, list[Any]]:
+        """Run the write ``sql`` on one node, which found no row in ``nodes``, again after a
+        fold of the step log (the node may have been a logged step's): ``(rows written,
+        rows returned)``. In the caller's open transaction when there is one."""
+        conn = self.connection()
+        try:
+            if conn.in_transaction:
+                self.step_log.fold(conn)
+                cur = conn.execute(sql, params)
+                return cur.rowcount, cur.fetchall()
+            with self.transaction() as conn:
+                cur = conn.execute(sql, params)
+                rows = cur.fetchall()
+                return max(cur.rowcount, len(rows)), rows
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
 
     def _append_general(
         self,
@@ -674,6 +702,7 @@ class SqliteBackend(StoreBackend):
         if own:
             conn.execute("BEGIN IMMEDIATE")
         try:
+            self.step_log.fold(conn)
             row = conn.execute(_HEAD_SQL, (session_id,)).fetchone()
             if row is None:
                 raise self._no_session(session_id)
@@ -783,9 +812,11 @@ class SqliteBackend(StoreBackend):
             raise self._error(exc) from None
         if known is None:
             if not rows:
+                rows = self._write_folded(sql, params)[1]
+            if not rows:
                 raise self._no_node(node_id)
             return _node(rows[0])
-        if cur.rowcount == 0:
+        if cur.rowcount == 0 and self._write_folded(sql, params)[0] == 0:
             self._open_nodes.pop(node_id, None)
             raise self._no_node(node_id)
         node = Node(
@@ -825,7 +856,8 @@ class SqliteBackend(StoreBackend):
         d = duration_s
         d_json = repr(d) if d.__class__ is float and d - d == 0 else _dumps(d)  # finite: repr
         try:
-            conn.execute(_FINISH_SQL, (now, output_json, d_json, node_id))
+            if conn.execute(_FINISH_SQL, (now, output_json, d_json, node_id)).rowcount == 0:
+                self._write_folded(_FINISH_SQL, (now, output_json, d_json, node_id))
         except sqlite3.OperationalError as exc:
             if "json" not in str(exc).lower():
                 raise self._error(exc) from None
@@ -887,19 +919,20 @@ class SqliteBackend(StoreBackend):
         return StoreError(f"node {node_id!r} does not exist in {self.location}")
 
     def get_node(self, node_id: str) -> Node | None:
-        rows = self._query(f"SELECT {_NODE_COLS} FROM nodes WHERE id = ?", (node_id,))
+        rows = self._query(f"SELECT {_NODE_COLS} FROM nodes_all WHERE id = ?", (node_id,))
         return _node(rows[0]) if rows else None
 
     def list_nodes(self, session_id: str) -> list[Node]:
         rows = self._query(
-            f"SELECT {_NODE_COLS} FROM nodes WHERE session_id = ? ORDER BY seq", (session_id,)
+            f"SELECT {_NODE_COLS} FROM nodes_all WHERE session_id = ? ORDER BY seq",
+            (session_id,),
         )
         return [_node(r) for r in rows]
 
     def children(self, node_id: str) -> list[Node]:
         rows = self._query(
-            f"SELECT {_NODE_COLS} FROM nodes WHERE session_id = "
-            "(SELECT session_id FROM nodes WHERE id = ?1) AND caller_id = ?1 ORDER BY seq",
+            f"SELECT {_NODE_COLS} FROM nodes_all WHERE session_id = "
+            "(SELECT session_id FROM nodes_all WHERE id = ?1) AND caller_id = ?1 ORDER BY seq",
             (node_id,),
         )
         return [_node(r) for r in rows]
@@ -914,10 +947,11 @@ class SqliteBackend(StoreBackend):
 class _Transaction:
     """Context manager of :meth:`SqliteBackend.transaction` (joins an open transaction)."""
 
-    def __init__(self, backend: SqliteBackend) -> None:
+    def __init__(self, backend: SqliteBackend, *, fold: bool = True) -> None:
         self._backend = backend
         self._conn: sqlite3.Connection | None = None
         self._own = True
+        self._fold = fold
 
     def __enter__(self) -> sqlite3.Connection:
         conn = self._backend.connection()
@@ -925,7 +959,11 @@ class _Transaction:
         if self._own:
             try:
                 conn.execute("BEGIN IMMEDIATE")
+                if self._fold:
+                    self._backend.step_log.fold(conn)
             except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise self._backend._error(exc) from None
         self._conn = conn
         return conn

@@ -36,7 +36,8 @@ from openprogram.store.runs import (
     held_by,
     step_insert,
 )
-from openprogram.store.sqlite import NODE_COLUMNS, SEQ_GUESS_HOLDS, SqliteBackend
+from openprogram.store.sqlite import NODE_COLUMNS, SqliteBackend
+from openprogram.store.step_log import GUESS_HOLDS
 
 #: Busy timeout of the read-only stores opened for tooling (editor, lint, listings).
 TOOLING_BUSY_TIMEOUT_S = 2.0
@@ -53,19 +54,21 @@ _DISPATCH_NODELESS_SQL = (
     f"WHERE id = ?1 AND {MAY_DISPATCH}?10 "
     "AND NOT EXISTS (SELECT 1 FROM nodes WHERE run_id = ?1 AND step_key = ?2) " + REDISPATCH
 )
-# A step's dispatch held by its new running ``code`` node: one row. The seq is the
-# caller's guess of the session's last one (?3, the node ?6 as predecessor), checked as
-# ``append_json`` checks it; the insert is refused — seq NULL, which NOT NULL refuses —
-# as well when the run may not record the step or a nodeless record has its key, and a
-# node holding the key conflicts on the unique index. ``_dispatch_slowly`` then decides.
-# (``VALUES``, not ``INSERT ... SELECT``: a select reading ``nodes`` while inserting into
-# it goes through a temporary table, which doubled the statement's cost.)
-_DISPATCH_ON_NODE_SQL = (
-    f"INSERT INTO nodes ({NODE_COLUMNS}, run_id, step_key, step_scope, step_position, "
+# A step's dispatch held by its new running ``code`` node: one row, in the step log
+# (``store.step_log``). The seq is the caller's guess of the session's last one (?3, the
+# node ?6 as predecessor), checked over ``nodes`` and the log; the insert is refused —
+# seq NULL, which NOT NULL refuses — as well when the run may not record the step or a
+# record of its key exists (nodeless or in ``nodes``; one logged by this process since
+# its last fold is never dispatched here: ``StepLog.may_log``). ``_dispatch_slowly``
+# then decides. (``VALUES``, not ``INSERT ... SELECT``: a select reading the table it
+# inserts into goes through a temporary table, which doubled the statement's cost.)
+_DISPATCH_TO_LOG_SQL = (
+    f"INSERT INTO node_log ({NODE_COLUMNS}, run_id, step_key, step_scope, step_position, "
     "step_kind, step_occurrence, step_input_hash, step_status) VALUES (?1, ?2, "
-    f"CASE WHEN {SEQ_GUESS_HOLDS} "
+    f"CASE WHEN {GUESS_HOLDS} "
     f"AND EXISTS (SELECT 1 FROM runs WHERE id = ?10 AND {MAY_DISPATCH}?17) "
     f"AND NOT EXISTS (SELECT 1 FROM {NODELESS} WHERE run_id = ?10 AND step_key = ?11) "
+    "AND NOT EXISTS (SELECT 1 FROM nodes WHERE run_id = ?10 AND step_key = ?11) "
     "THEN ?3 + 1 END, 'code', ?4, ?5, ?6, ?7, NULL, 'running', ?8, ?9, ?9, ?10, ?11, ?12, "
     "?13, ?14, ?15, ?16, 'dispatched')"
 )
@@ -91,6 +94,16 @@ _COMPLETE_ON_NODE_SQL = (
     f"step_result = CASE WHEN {_HOLDER} THEN ?2 ELSE step_result END, "
     f"step_finished_at = CASE WHEN {_HOLDER} THEN ?1 ELSE step_finished_at END "
     "WHERE id = ?7"
+)
+# The same row while it is in the step log (``lid`` ?8, taken from ``StepLog``).
+_COMPLETE_IN_LOG_SQL = _COMPLETE_ON_NODE_SQL.replace("UPDATE nodes ", "UPDATE node_log ").replace(
+    "WHERE id = ?7", "WHERE lid = ?8 AND id = ?7"
+)
+# The same when the node's metadata was ``{}`` at its insert: ?3 is its new metadata (the
+# text ``json_set`` writes). Its row still in the log means nobody wrote it since: every
+# other write folds the log first.
+_COMPLETE_IN_LOG_NEW_META_SQL = _COMPLETE_IN_LOG_SQL.replace(
+    "metadata = json_set(metadata, '$.\"duration_s\"', json(?3))", "metadata = ?3"
 )
 # Only the result, where SQLite has no JSON functions (the node's exit is then written by
 # ``finish_node``, which merges the metadata in Python).
@@ -183,7 +196,7 @@ FROM (
         CASE WHEN kind = 'llm' THEN {_json_at("input", "model", guarded=guarded)} END AS model,
         CASE WHEN kind = 'llm' THEN {_json_at("input", "provider", guarded=guarded)} END
             AS provider
-    FROM nodes WHERE session_id = :session_id AND (:node_id IS NULL OR id = :node_id)
+    FROM nodes_all WHERE session_id = :session_id AND (:node_id IS NULL OR id = :node_id)
     ORDER BY seq LIMIT -1 OFFSET 0)
 """
 
@@ -203,7 +216,9 @@ def _nodeless_params(run_id: str, token: str, call: StepCall, now: float) -> tup
 class SqliteRunStore(RunStore):
     """Runs of one SQLite store root (thread-safe: each thread has its own connection)."""
 
-    sql = RunSql.for_dialect(placeholder="?", null_safe_equal="IS", step_table=NODELESS)
+    sql = RunSql.for_dialect(
+        placeholder="?", null_safe_equal="IS", step_table=NODELESS, nodes_read="nodes_all"
+    )
 
     backend: SqliteBackend
 
@@ -274,7 +289,11 @@ class SqliteRunStore(RunStore):
             raise self.backend._error(exc) from None
 
     def _changed(self, sql: str, params: tuple[Any, ...] = ()) -> int:
-        return self._exec(sql, params).rowcount
+        with self.backend.transaction() as conn:  # folds the step log first
+            try:
+                return conn.execute(sql, params).rowcount
+            except sqlite3.Error as exc:
+                raise self.backend._error(exc) from None
 
     def write_step(
         self,
@@ -285,8 +304,9 @@ class SqliteRunStore(RunStore):
         node: StepNode | None = None,
     ) -> tuple[bool, tuple[str, int] | None]:
         backend = self.backend
-        conn = backend.connection()
-        execute = conn.execute
+        cur = backend.step_cursor()  # one cursor per thread: no new object per statement
+        conn = cur.connection
+        execute = cur.execute
         now = time.time()
         dispatched = False
         appended = None
@@ -297,9 +317,11 @@ class SqliteRunStore(RunStore):
                     if done.node_id is None:
                         execute(_COMPLETE_NODELESS_SQL, (done.text, now, run_id, done.key, token))
                     else:
-                        self._complete_on_node(conn, run_id, token, done, now)
+                        self._complete_on_node(cur, run_id, token, done, now)
                 if call is not None:
-                    dispatched, appended = self._dispatch(conn, run_id, token, call, node, now)
+                    if backend.step_log.due():
+                        backend.step_log.fold(conn)
+                    dispatched, appended = self._dispatch(cur, run_id, token, call, node, now)
                 execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -312,26 +334,40 @@ class SqliteRunStore(RunStore):
         return dispatched, appended
 
     def _complete_on_node(
-        self, conn: sqlite3.Connection, run_id: str, token: str, done: StepDone, now: float
+        self, cur: sqlite3.Cursor, run_id: str, token: str, done: StepDone, now: float
     ) -> None:
         backend = self.backend
+        conn = cur.connection
         node_id = done.node_id
         assert node_id is not None
         backend.forget_open_node(node_id)
         d = done.duration
         d_json = repr(d) if d.__class__ is float and d - d == 0 else json.dumps(d)
         params = (now, done.text, d_json, run_id, token, done.key, node_id)
+        logged = backend.step_log.take_lid(node_id)
         try:
-            conn.execute(_COMPLETE_ON_NODE_SQL, params)
+            if logged is not None:
+                lid, plain = logged
+                if plain and d.__class__ is float and d - d == 0:
+                    sql = _COMPLETE_IN_LOG_NEW_META_SQL
+                    params_log = (now, done.text, f'{{"duration_s":{d_json}}}', *params[3:], lid)
+                else:
+                    sql, params_log = _COMPLETE_IN_LOG_SQL, (*params, lid)
+                if cur.execute(sql, params_log).rowcount:
+                    return
+            if conn.execute(_COMPLETE_ON_NODE_SQL, params).rowcount == 0:
+                backend.step_log.fold(conn)  # logged by another thread: in nodes now
+                conn.execute(_COMPLETE_ON_NODE_SQL, params)
         except sqlite3.OperationalError as exc:
             if "json" not in str(exc).lower():
                 raise
+            backend.step_log.fold(conn)
             conn.execute(_COMPLETE_ON_NODE_PLAIN_SQL, params)
             backend.finish_node(conn, node_id, done.text, done.duration, now)
 
     def _dispatch(
         self,
-        conn: sqlite3.Connection,
+        cur: sqlite3.Cursor,
         run_id: str,
         token: str,
         call: StepCall,
@@ -341,30 +377,34 @@ class SqliteRunStore(RunStore):
         """Record ``call`` dispatched (held by a new running node for ``node``), if the
         run may record it: one statement unless the key was recorded before or the
         session's last node is not the one this thread appended last."""
-        if node is None:
-            params = _nodeless_params(run_id, token, call, now)
-            if conn.execute(_DISPATCH_NODELESS_SQL, params).rowcount == 1:
-                return True, None
-            return self._dispatch_slowly(conn, run_id, token, call, None, now)
         backend = self.backend
+        conn = cur.connection
+        step_log = backend.step_log
+        if node is None:
+            if step_log.may_log(run_id, call.key):
+                params = _nodeless_params(run_id, token, call, now)
+                if cur.execute(_DISPATCH_NODELESS_SQL, params).rowcount == 1:
+                    return True, None
+            return self._dispatch_slowly(conn, run_id, token, call, None, now)
         guess = backend.last_appended(node.session_id)
-        if guess is not None:
+        if guess is not None and step_log.may_log(run_id, call.key):
             nid = new_id()
             try:
-                if (
-                    conn.execute(
-                        _DISPATCH_ON_NODE_SQL,
+                cur.execute(
+                        _DISPATCH_TO_LOG_SQL,
                         (
                             nid, node.session_id, guess[0], node.name, node.caller_id,
                             guess[1], node.input_json, node.meta_json, now, run_id, call.key,
                             call.scope, call.position, call.kind, call.occurrence,
                             call.input_hash, token,
                         ),
-                    ).rowcount
-                    == 1
-                ):  # fmt: skip
+                    )  # fmt: skip
+                if cur.rowcount == 1:
                     seq = guess[0] + 1
                     backend.note_appended(node.session_id, seq, nid)
+                    step_log.logged(
+                        nid, cur.lastrowid or 0, run_id, call.key, node.meta_json == "{}"
+                    )
                     return True, (nid, seq)
             except sqlite3.IntegrityError:
                 pass  # another writer appended, or the key is recorded: decided below
@@ -380,7 +420,9 @@ class SqliteRunStore(RunStore):
         now: float,
     ) -> tuple[bool, tuple[str, int] | None]:
         """The general dispatch: checks the lease, releases an earlier record of the key
-        (a re-run records it anew), appends the node the general way."""
+        (a re-run records it anew), appends the node the general way (the step log folded
+        first, so every statement below sees every node)."""
+        self.backend.step_log.fold(conn)
         if conn.execute(_FENCE_SQL, (run_id, token)).fetchone() is None:
             return False, None
         conn.execute(_RELEASE_ON_NODE_SQL, (run_id, call.key))
@@ -532,7 +574,7 @@ class SqliteRunStore(RunStore):
             "SELECT COUNT(*), "
             "COALESCE(SUM(json_extract(metadata, '$.usage.input_tokens')), 0), "
             "COALESCE(SUM(json_extract(metadata, '$.usage.output_tokens')), 0) "
-            "FROM nodes WHERE session_id = ? AND kind = 'llm'",
+            "FROM nodes_all WHERE session_id = ? AND kind = 'llm'",
             (session_id,),
         ).fetchone()
         return int(row[0]), (int(row[1]), int(row[2]))
