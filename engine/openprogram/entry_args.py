@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from openprogram.options import did_you_mean
+from openprogram.schema_grammar import json_type_name
 
 __all__ = ["Param", "annotation_text", "base_type", "check_args", "params_of_signature"]
 
@@ -160,24 +161,6 @@ def base_type(annotation: str | None) -> str | None:
     return t.kind if t is not None and t.kind in (*_SCALARS, "list", "dict") else None
 
 
-def _json_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
 def _shown(value: Any) -> str:
     """``string "3"``, ``integer 2``, ``null``: the JSON type and (the start of) the value."""
     if value is None:
@@ -188,7 +171,7 @@ def _shown(value: Any) -> str:
         text = repr(value)
     if len(text) > _VALUE_CHARS:
         text = text[: _VALUE_CHARS - 1] + "…"
-    return f"{_json_name(value)} {text}"
+    return f"{json_type_name(value)} {text}"
 
 
 def _mismatch(t: _Type, value: Any, where: str) -> tuple[str, Any] | None:
