@@ -31,7 +31,7 @@ def tick(i: int, hold: int) -> int:
     with open(HERE / "effects.log", "a") as f:
         f.write(f"{i}\\n")
     if i == hold and (HERE / "hold").exists():
-        (HERE / "held").touch()
+        (HERE / f"held-{os.getpid()}").touch()
         while (HERE / "hold").exists():
             time.sleep(0.01)
     return i
@@ -72,10 +72,12 @@ def _run_id(folder: Path) -> str:
     return str(runs[0]["run_id"])
 
 
-def _held(folder: Path, proc: subprocess.Popen[str]) -> None:
+def _held(folder: Path, *procs: subprocess.Popen[str]) -> None:
+    """Wait until each of ``procs`` holds in its step ``hold``."""
     deadline = time.monotonic() + 120
-    while not (folder / "held").exists():
-        assert proc.poll() is None, proc.communicate()
+    while len(list(folder.glob("held-*"))) < len(procs):
+        for proc in procs:
+            assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the run never reached the held step"
         time.sleep(0.01)
 
@@ -181,3 +183,44 @@ def test_a_run_killed_with_steps_in_the_log_resumes_from_them(tmp_path: Path) ->
     assert [n["status"] for n in ticks].count("error") == 1
     assert [n["output"] for n in ticks if n["status"] == "completed"] == list(range(N))
     _assert_one_dag(folder)
+
+
+def test_two_runs_in_one_store_at_once_each_record_every_step_once(tmp_path: Path) -> None:
+    """Two processes commit steps to one SQLite file at the same time: their log rows
+    interleave, and each process's folds move the other's rows (its bookkeeping is then
+    stale, and it must find its nodes in ``nodes``)."""
+    folder = _folder(tmp_path)
+    (folder / "hold").touch()
+    n = 2 * FOLD_AFTER + 100
+    args = json.dumps({"n": n, "hold": 0})  # both wait in step 0, then go on together
+    procs = [
+        start("run", "prog.py:chain", "--args", args, "--store", "st", "--json", cwd=folder)
+        for _ in range(2)
+    ]
+    _held(folder, *procs)
+    (folder / "hold").unlink()
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert json.loads(out)["result"] == sum(range(n))
+    code, runs = cli_json("runs", "--store", "st", cwd=folder)
+    assert code == 0 and len(runs) == 2
+    spans = []
+    for run in runs:
+        nodes = _nodes(folder, str(run["run_id"]))
+        spans.append((nodes[2]["created_at"], nodes[-1]["created_at"]))
+        ticks = [n for n in nodes if n["name"] == "tick"]
+        assert [t["output"] for t in ticks] == list(range(n))
+        assert {t["status"] for t in ticks} == {"completed"}
+        seqs = [node["seq"] for node in nodes]
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    assert max(a for a, _ in spans) < min(b for _, b in spans), spans  # they overlapped
+    assert sorted(lines(folder, "effects.log"), key=int) == sorted(
+        [str(i) for i in range(n)] * 2, key=int
+    )
+    with closing(_db(folder)) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert db.execute("SELECT COUNT(*) FROM node_log").fetchone() == (0,)
+        assert db.execute(
+            "SELECT COUNT(*), COUNT(DISTINCT run_id || step_key) FROM nodes WHERE run_id IS NOT NULL"
+        ).fetchone() == (2 * n, 2 * n)
