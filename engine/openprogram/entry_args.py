@@ -15,6 +15,15 @@ wrongly typed ones. Types are checked for simple annotations only — ``int``, `
 else (a class, ``tuple[...]``, a ``TypeVar``), is accepted as it is. ``bool`` is not an
 ``int`` here (JSON ``true`` is not a number), and an ``int`` is accepted for ``float``.
 ``null`` is accepted where the annotation allows ``None`` or the default is ``None``.
+
+A rejection starts with the entry's signature as its ``def`` spells it, the way
+``inspect.signature`` prints one (annotations unquoted)::
+
+    main(n: int, names: list[str] | None = None) -> int: argument 'n' expects int, ...
+
+:func:`def_signature` renders it from the ``def`` node (the language server reads it from the
+source text); :func:`signature_of` finds that node for a live function (``openprogram run``),
+so both say the same.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import textwrap
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +40,15 @@ from typing import Any
 from openprogram.options import did_you_mean
 from openprogram.schema_grammar import json_type_name
 
-__all__ = ["Param", "annotation_text", "base_type", "check_args", "params_of_signature"]
+__all__ = [
+    "Param",
+    "annotation_text",
+    "base_type",
+    "check_args",
+    "def_signature",
+    "params_of_signature",
+    "signature_of",
+]
 
 _VALUE_CHARS = 40
 _TYPING_MODULES = frozenset({"typing", "typing_extensions"})
@@ -315,3 +333,67 @@ def params_of_signature(
             )
         )
     return params, any_keyword
+
+
+_Def = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def def_signature(name: str, node: _Def, *, bound: bool = False) -> str:
+    """``main(n: int, names: list[str] | None = None) -> int``: ``name`` and the parameters
+    and return annotation of ``node`` as written, laid out as ``inspect.signature`` prints
+    them. ``bound``: a method called on its instance or class, so its first parameter
+    (``self`` / ``cls``) is not shown."""
+    a = node.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults))
+    defaults += a.defaults
+    parts: list[str] = []
+
+    def shown(arg: ast.arg, default: ast.expr | None, prefix: str = "") -> str:
+        text = prefix + arg.arg
+        if arg.annotation is not None:
+            text += f": {_shown_annotation(ast.unparse(arg.annotation))}"
+        if default is not None:
+            value = ast.unparse(default)
+            text += f" = {value}" if arg.annotation is not None else f"={value}"
+        return text
+
+    for i, (arg, default) in enumerate(zip(positional, defaults, strict=True)):
+        if i == 0 and bound:
+            continue
+        parts.append(shown(arg, default))
+        if a.posonlyargs and arg is a.posonlyargs[-1]:
+            parts.append("/")
+    if a.vararg is not None:
+        parts.append(shown(a.vararg, None, "*"))
+    elif a.kwonlyargs:
+        parts.append("*")
+    parts += [shown(arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)]
+    if a.kwarg is not None:
+        parts.append(shown(a.kwarg, None, "**"))
+    returns = f" -> {_shown_annotation(ast.unparse(node.returns))}" if node.returns else ""
+    return f"{name}({', '.join(parts)}){returns}"
+
+
+def signature_of(name: str, target: Callable[..., Any]) -> str:
+    """:func:`def_signature` of a live function or bound method, from its ``def`` in its
+    source file (so it reads as the language server shows it); ``name`` and
+    ``inspect.signature`` when that source cannot be read or does not match the signature."""
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        return name
+    fn = inspect.unwrap(getattr(target, "__func__", target))
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError, ValueError, MemoryError, RecursionError):
+        tree = None
+    node = tree.body[0] if tree is not None and tree.body else None
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fn.__name__:
+        a = node.args
+        written = [arg.arg for arg in [*a.posonlyargs, *a.args, a.vararg] if arg is not None]
+        written += [arg.arg for arg in [*a.kwonlyargs, a.kwarg] if arg is not None]
+        shown = list(sig.parameters)
+        if written == shown or ((a.posonlyargs or a.args) and written[1:] == shown):
+            return def_signature(name, node, bound=written != shown)  # bound: no self / cls
+    return f"{name}{sig}"

@@ -23,7 +23,7 @@ import ast
 from collections.abc import Mapping
 from typing import Any
 
-from openprogram.entry_args import Param, base_type, check_args
+from openprogram.entry_args import Param, base_type, check_args, def_signature
 from openprogram_analyzers.program import ProgramModel
 
 from .outline import EntryInfo, FunctionInfo, Outline, build_outline
@@ -125,10 +125,6 @@ class EntryCheckError(ValueError):
     """The requested run cannot succeed; the message says why (one line)."""
 
 
-def _signature(entry: str, node: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> str:
-    return f"{entry}({', '.join(p['name'] for p in params_of(node, method))})"
-
-
 def check_run(
     source: str, entry: str, kwargs: Mapping[str, Any], model: ProgramModel | None
 ) -> str:
@@ -168,7 +164,8 @@ def check_run(
     node, method, keyword = call
     problems = check_args(keyword, kwargs, any_keyword=node.args.kwarg is not None)
     if problems:
-        raise EntryCheckError(f"{_signature(name, node, method)}: {'; '.join(problems)}")
+        bound = method and not _is_static(node)
+        raise EntryCheckError(f"{def_signature(name, node, bound=bound)}: {'; '.join(problems)}")
     return name
 
 

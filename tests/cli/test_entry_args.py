@@ -118,3 +118,17 @@ def test_json_error_names_every_problem(work: Path) -> None:
 def test_fitting_args_run(work: Path, entry: str, args: str, result: object) -> None:
     code, out = cli_json("run", entry, "--args", args, "--store", "st", cwd=work)
     assert (code, out["status"], out.get("result")) == (0, "completed", result), out
+
+
+@pytest.mark.parametrize("program", ["prog.py", "later.py"])
+def test_the_message_starts_with_the_signature_as_the_def_spells_it(
+    work: Path, program: str
+) -> None:
+    """The entry's signature as its ``def`` is written (no quotes around postponed or
+    string annotations, no ``self``): the prefix the language server's Run check shows."""
+    proc = cli("run", f"{program}:count", "--args", '{"items": "x"}', "--store", "st", cwd=work)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert proc.stderr.strip() == (
+        "openprogram: error: count(items: list[int], label: str | None = None, "
+        "**rest: object) -> int: argument 'items' expects list[int], got string \"x\""
+    )

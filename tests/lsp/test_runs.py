@@ -155,8 +155,10 @@ async def test_run_checks_argument_types_as_the_cli_does(
     openprogram = str(Path(sys.executable).parent / "openprogram")
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENPROGRAM_")}
     for args, problem in cases:
+        # one message, word for word: the signature as the def spells it, then the problem
+        message = f"main(n: int, names: list[str] | None = None) -> int: {problem}"
         res = await execute(client, "openprogram.run", program.as_uri(), "main", args)
-        assert res == {"status": "error", "error": f"typed.py: main(n, names): {problem}"}
+        assert res == {"status": "error", "error": f"typed.py: {message}"}
         cli = subprocess.run(
             [openprogram, "run", f"{program}:main", "--args", json.dumps(args), "--store", "st"],
             capture_output=True,
@@ -165,7 +167,8 @@ async def test_run_checks_argument_types_as_the_cli_does(
             cwd=workspace,
             env=env,
         )
-        assert cli.returncode == 2 and cli.stderr.strip().endswith(f": {problem}"), cli.stderr
+        assert cli.returncode == 2, cli.stderr
+        assert cli.stderr.strip() == f"openprogram: error: {message}"
     assert not (_store(workspace) / "calls.jsonl").exists()  # nothing was started
     # arguments that fit (None where the annotation allows it) start the CLI
     res = await execute(

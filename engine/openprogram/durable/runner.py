@@ -150,9 +150,7 @@ def _check_json_args(entry: ProgramEntry, args: Mapping[str, Any] | None) -> Non
     """``ArgsError`` when the JSON arguments of ``run``/``submit`` do not fit the entry's
     parameters: unknown or missing names, or a value of the wrong type for a simple
     annotation (:mod:`openprogram.entry_args`, the check the language server makes too)."""
-    import inspect
-
-    from openprogram.entry_args import check_args, params_of_signature
+    from openprogram.entry_args import check_args, params_of_signature, signature_of
 
     found = params_of_signature(entry.target)
     if args is None:
@@ -161,7 +159,7 @@ def _check_json_args(entry: ProgramEntry, args: Mapping[str, Any] | None) -> Non
         return  # no signature, or not an object: _bind_args says so
     problems = check_args(found[0], args, any_keyword=found[1])
     if problems:
-        raise ArgsError(f"{entry.name}{inspect.signature(entry.target)}: {'; '.join(problems)}")
+        raise ArgsError(f"{signature_of(entry.name, entry.target)}: {'; '.join(problems)}")
 
 
 def _determinism(entry: ProgramEntry) -> list[str]:
