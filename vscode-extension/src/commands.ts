@@ -70,12 +70,6 @@ export function parseEntryArgs(text: string): ParseResult<JsonObject> {
   return { ok: true, value: value as JsonObject };
 }
 
-/** Validation message for the input box (undefined when the text is acceptable). */
-export function validateEntryArgs(text: string): string | undefined {
-  const result = parseEntryArgs(text);
-  return result.ok ? undefined : result.error;
-}
-
 const ENTRY_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 
 /** Validation message for an entry name typed by hand (undefined when acceptable). */
