@@ -114,6 +114,10 @@ JUDGED_PARAM = {
     "conditional": "condition",
 }
 NOT_CALLED = frozenset({"context"})
+# ``parallel([thunks])`` (control flow; ``openprogram.parallel`` given a list delegates to
+# it) calls its callables at once, in threads of its caller; ``parallel({"b": (fn, args,
+# kwargs)})`` runs durable branches, whose functions are step dependencies.
+PARALLEL = "parallel"
 
 
 @dataclass
@@ -308,14 +312,37 @@ def _primitive_args(name: str, call: cst.Call) -> dict[str, cst.BaseExpression] 
     return out
 
 
+def _parallel_thunks(
+    index: ModuleIndex, call: cst.Call, shadowed: set[str] | frozenset[str]
+) -> list[cst.BaseExpression]:
+    """The callables a control-flow ``parallel([...])`` call runs at once: the elements of
+    a literal list or tuple, or the element of a comprehension (none for the durable
+    ``parallel({...})``, or for a list that is not written in the call)."""
+    imported = index.resolve_imported(call.func, shadowed) or ""
+    if not imported.startswith("openprogram.") or imported.rsplit(".", 1)[-1] != PARALLEL:
+        return []
+    positional = [a for a in call.args if a.keyword is None]
+    keyword = [a for a in call.args if a.keyword is not None and a.keyword.value == "thunks"]
+    found = positional or keyword
+    if not found or found[0].star:
+        return []
+    value = found[0].value
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return [el.value for el in value.elements if isinstance(el, cst.Element)]
+    if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+        return [value.elt]
+    return []
+
+
 def run_now_callables(
     index: ModuleIndex, call: cst.Call, shadowed: set[str] | frozenset[str]
 ) -> list[tuple[str, cst.BaseExpression]]:
     """``(primitive, callable)`` for each callable a control-flow primitive call runs at
-    once in its caller: its action, retry or branches, and a callable condition."""
+    once in its caller: its action, retry or branches, a callable condition, and the
+    thunks of a control-flow ``parallel([...])``."""
     name = _primitive_name(index, call, shadowed)
     if name is None:
-        return []
+        return [(PARALLEL, thunk) for thunk in _parallel_thunks(index, call, shadowed)]
     args = _primitive_args(name, call) or {}
     return [
         (name, value)

@@ -53,6 +53,19 @@ SPELLINGS = [
         'out = ru(lambda: llm("hi"), lambda r: len(r) > 1)',
         "OP206",
     ),
+    # a model call in what the control-flow parallel([...]) runs at once (not as steps)
+    (
+        "from openprogram import llm\n"
+        "from openprogram.agentic_programming.control_flow import parallel as par",
+        'out = par([lambda: llm("hi"), lambda: n])',
+        "OP206",
+    ),
+    (
+        "from openprogram.agentic_programming import control_flow as cf\nimport openprogram",
+        'out = cf.parallel([lambda t=t: openprogram.llm(t) for t in ("a", "b")])',
+        "OP206",
+    ),
+    ("import openprogram as op", 'out = op.parallel([lambda: op.llm("hi")])', "OP206"),
     (
         "from openprogram.programs.workflow import plan_and_run as plan",
         'done = plan("tidy the notes").result',
@@ -84,7 +97,7 @@ def test_lint_and_run_refuse_every_spelling(
     linted = lint("prog.py", cwd=tmp_path)
     assert linted.returncode == 1, linted.stdout + linted.stderr
     (finding,) = [ln for ln in linted.stdout.splitlines() if f" {code} " in ln]
-    assert finding.startswith("prog.py:10:")
+    assert finding.startswith(f"prog.py:{10 + imports.count(chr(10))}:")
     ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
     assert ran.returncode == 2, ran.stdout + ran.stderr
     # the run refuses with the linter's own line, verbatim
@@ -107,6 +120,29 @@ def test_repeat_until_judged_in_python_is_no_model_call(
 ) -> None:
     """A lambda (or any Python callable) as repeat_until's condition is judged in Python:
     neither the linter nor the run refuses it as a model call outside a step."""
+    write(tmp_path, imports, line)
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    code, out = cli_json("run", "prog.py:main", "--args", '{"n": 3}', "--store", "st", cwd=tmp_path)
+    assert (code, out["status"], out["result"]) == (0, "completed", {"value": 6}), out
+
+
+@pytest.mark.parametrize(
+    ("imports", "line"),
+    [
+        (
+            "from openprogram.agentic_programming.control_flow import parallel as par",
+            'm = par([lambda: step("a", double, n), lambda: step("b", double, n + 1)])',
+        ),
+        (
+            "from openprogram import parallel",
+            'm = parallel({"a": (double, (n,), {}), "b": (double, (n + 1,), {})})',
+        ),
+    ],
+)
+def test_parallel_of_steps_is_no_model_call(tmp_path: Path, imports: str, line: str) -> None:
+    """Steps in what the control-flow ``parallel([...])`` runs at once, and the durable
+    ``parallel({...})`` (its functions run as steps): neither is refused."""
     write(tmp_path, imports, line)
     linted = lint("prog.py", cwd=tmp_path)
     assert linted.returncode == 0, linted.stdout + linted.stderr

@@ -19,7 +19,11 @@ class RuleOP206(FamilyRule):
     ``validate_and_retry`` / ``conditional`` whose condition is a callable (a lambda, a
     function of the module or a builtin) is judged in Python, not by the model; the callables it runs
     at once (the action, the retry, the branches, that condition) are orchestration too,
-    so a model call in them is reported where it is written.
+    so a model call in them is reported where it is written. So are the callables of a
+    control-flow ``parallel([...])`` (``openprogram.parallel`` given a list runs it): they
+    run at once, in threads of the caller, not as steps. The durable
+    ``parallel({"branch": (fn, args, kwargs)})`` runs each ``fn`` as a step: its model
+    calls are fine.
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP206`` suppresses it.
     """
@@ -114,6 +118,56 @@ class RuleOP206(FamilyRule):
                     action=lambda: op.step("draft", draft, topic),
                     condition=lambda r: len(r) > 40,
                 )
+
+
+            main.__agent_options__ = {"resumable": True}
+            """
+        ),
+        Valid(
+            """
+            from openprogram import step
+            from openprogram.agentic_programming.control_flow import parallel as par
+
+
+            def draft(topic: str) -> str:
+                return topic
+
+
+            def main(a: str, b: str) -> list[str]:
+                return par([lambda: step("a", draft, a), lambda: step("b", draft, b)])
+
+
+            main.__agent_options__ = {"resumable": True}
+            """
+        ),
+        Valid(
+            """
+            from openprogram import step
+            from openprogram.agentic_programming import control_flow as cf
+
+
+            def draft(topic: str) -> str:
+                return topic
+
+
+            def main(topics: list[str]) -> list[str]:
+                return cf.parallel([lambda t=t: step("draft", draft, t) for t in topics])
+
+
+            main.__agent_options__ = {"resumable": True}
+            """
+        ),
+        Valid(
+            """
+            import openprogram as op
+
+
+            def ask(topic: str) -> str:
+                return op.llm("research " + topic)
+
+
+            def main(a: str, b: str) -> dict[str, str]:
+                return op.parallel({"a": (ask, (a,), {}), "b": (ask, (b,), {})})
 
 
             main.__agent_options__ = {"resumable": True}
@@ -252,6 +306,58 @@ class RuleOP206(FamilyRule):
             main.__agent_options__ = {"resumable": True}
             """,
             range=(5, 12, 5, 38),
+            message="model call (openprogram.agent) directly in helper 'ask'",
+        ),
+        Invalid(
+            """
+            from openprogram import llm, step
+            from openprogram.agentic_programming.control_flow import parallel as par
+
+
+            def draft(topic: str) -> str:
+                return topic
+
+
+            def main(a: str, b: str) -> list[str]:
+                return par([lambda: step("a", draft, a), lambda: llm(b)])
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(10, 54, 10, 60),
+            message="model call (openprogram.llm) directly in resumable function 'main'",
+        ),
+        Invalid(
+            """
+            import openprogram as op
+
+
+            def main(topics: list[str]) -> list[str]:
+                return op.parallel([lambda t=t: op.llm("research " + t) for t in topics])
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(5, 37, 5, 60),
+            message="model call (openprogram.llm) directly in resumable function 'main'",
+        ),
+        Invalid(
+            """
+            from openprogram import agent
+            from openprogram.agentic_programming import control_flow as cf
+
+
+            def ask(topic: str) -> str:
+                return agent("research " + topic)
+
+
+            def main(a: str, b: str) -> list[str]:
+                return cf.parallel([lambda: ask(a), lambda: ask(b)])
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(6, 12, 6, 38),
             message="model call (openprogram.agent) directly in helper 'ask'",
         ),
     ]
