@@ -31,6 +31,10 @@ from openprogram_analyzers.index import (
 from openprogram_analyzers.literals import is_literal_string, string_value
 from openprogram_analyzers.rule import Context
 
+#: The first argument of a ``parallel`` that is the control-flow form (zero-argument
+#: callables run at once, see OP206), not durable branches with names.
+_CONTROL_FLOW_BRANCHES = (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)
+
 StepIdentity = tuple[str, int]
 
 DYNAMIC_BUILTINS = frozenset({"exec", "eval", "compile", "__import__"})
@@ -802,7 +806,9 @@ def _check_orchestration(
                 )
         elif kind == "parallel" and site.node.args:
             arg = site.node.args[0].value
-            if isinstance(arg, cst.Dict):
+            if isinstance(arg, _CONTROL_FLOW_BRANCHES):
+                pass  # a list of callables: the control-flow parallel, no branch names
+            elif isinstance(arg, cst.Dict):
                 for el in arg.elements:
                     if not isinstance(el, cst.DictElement) or not is_literal_string(el.key):
                         node = el.key if isinstance(el, cst.DictElement) else el

@@ -138,6 +138,14 @@ def test_repeat_until_judged_in_python_is_no_model_call(
             "from openprogram import parallel",
             'm = parallel({"a": (double, (n,), {}), "b": (double, (n + 1,), {})})',
         ),
+        (  # the top-level parallel given a list is the control-flow one: no branch names
+            "import openprogram as op",
+            'm = op.parallel([lambda: step("a", double, n), lambda: step("b", double, n + 1)])',
+        ),
+        (
+            "from openprogram import parallel as par",
+            'm = par([lambda i=i: step("a", double, n + i) for i in range(2)])',
+        ),
     ],
 )
 def test_parallel_of_steps_is_no_model_call(tmp_path: Path, imports: str, line: str) -> None:

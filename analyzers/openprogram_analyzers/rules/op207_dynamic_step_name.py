@@ -10,7 +10,8 @@ from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 class RuleOP207(FamilyRule):
     """Why: A step's identity is its name plus its occurrence. A name computed from data changes
-    between runs and breaks resuming. Repeated literal names are fine.
+    between runs and breaks resuming. Repeated literal names are fine. A ``parallel`` given
+    a list of callables (the control-flow form) has no branch names to check.
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP207`` suppresses it.
     """
@@ -30,6 +31,22 @@ class RuleOP207(FamilyRule):
 
                 def report(self, topics: list[str]) -> list[str]:
                     return [step("write", str.upper, t) for t in topics]
+            """
+        ),
+        Valid(
+            """
+            import openprogram as op
+
+
+            def shout(t: str) -> str:
+                return t.upper()
+
+
+            def main(topics: list[str]) -> list[str]:
+                return op.parallel([lambda t=t: op.step("shout", shout, t) for t in topics])
+
+
+            main.__agent_options__ = {"resumable": True}
             """
         ),
     ]
