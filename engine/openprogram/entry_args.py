@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from openprogram.options import did_you_mean
-from openprogram.schema_grammar import json_type_name
+from openprogram.schema_grammar import json_type_name, value_matches_type
 
 __all__ = [
     "Param",
@@ -199,14 +199,8 @@ def _mismatch(t: _Type, value: Any, where: str) -> tuple[str, Any] | None:
         return None
     if kind == "none":
         return None if value is None else (where, value)
-    if kind == "int":
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif kind == "float":
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    elif kind == "str":
-        ok = isinstance(value, str)
-    elif kind == "bool":
-        ok = isinstance(value, bool)
+    if kind in _SCALARS:  # the schema grammar's rule: bool is not int, int is a float
+        ok = value_matches_type(value, kind)
     elif kind == "literal":
         ok = any(type(value) is type(v) and value == v for v in t.values)
     elif kind == "union":
