@@ -331,11 +331,11 @@ def _parallel_thunks(
     if not found or found[0].star:
         return []
     value = found[0].value
-    if isinstance(value, (cst.List, cst.Tuple)):
-        return [el.value for el in value.elements if isinstance(el, cst.Element)]
+    if not isinstance(value, _CONTROL_FLOW_BRANCHES):
+        return []
     if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
         return [value.elt]
-    return []
+    return [el.value for el in value.elements if isinstance(el, cst.Element)]
 
 
 def run_now_callables(
