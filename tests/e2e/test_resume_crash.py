@@ -85,13 +85,6 @@ def test_resume_all_interrupted(work: Path) -> None:
             "finished_at = finished_at - 10800 WHERE run_id = ?",
             (r3,),
         )
-        # the killed process's latest steps may still be in the step log, which an update
-        # through run_steps does not reach (README, Sessions): age them there too
-        db.execute(
-            "UPDATE node_log SET created_at = created_at - 10800, "
-            "step_finished_at = step_finished_at - 10800 WHERE run_id = ?",
-            (r3,),
-        )
     # R5: completed -> untouched
     (work / "block_slow").unlink()
     code, r5 = cli_json("run", "prog.py:main", "--args", '{"n": 100}', "--store", "st", cwd=work)

@@ -224,3 +224,62 @@ def test_two_runs_in_one_store_at_once_each_record_every_step_once(tmp_path: Pat
         assert db.execute(
             "SELECT COUNT(*), COUNT(DISTINCT run_id || step_key) FROM nodes WHERE run_id IS NOT NULL"
         ).fetchone() == (2 * n, 2 * n)
+
+
+def test_raw_sql_through_run_steps_reaches_steps_still_in_the_log(tmp_path: Path) -> None:
+    """An operator's own INSERT / UPDATE / DELETE through the view ``run_steps`` works as on
+    a table also for the steps a killed process left in the log."""
+    folder = _folder(tmp_path)
+    (folder / "hold").touch()
+    n, hold = 40, 30  # fewer than FOLD_AFTER: every step's node is still in the log
+    args = json.dumps({"n": n, "hold": hold})
+    proc = start("run", "prog.py:chain", "--args", args, "--store", "st", cwd=folder)
+    _held(folder, proc)
+    kill(proc)
+    (folder / "hold").unlink()
+    run_id = _run_id(folder)
+    with closing(_db(folder)) as db:
+        assert db.execute("SELECT COUNT(*) FROM node_log").fetchone() == (hold + 1,)
+        keys = [
+            k
+            for (k,) in db.execute(
+                "SELECT step_key FROM run_steps WHERE run_id = ? AND kind = 'step' "
+                "ORDER BY started_at",
+                (run_id,),
+            )
+        ]
+        assert len(keys) == hold + 1
+        with db:  # edit a completed step's result
+            db.execute(
+                "UPDATE run_steps SET result = '500' WHERE run_id = ? AND step_key = ?",
+                (run_id, keys[5]),
+            )
+        assert db.execute(
+            "SELECT result FROM run_steps WHERE run_id = ? AND step_key = ?", (run_id, keys[5])
+        ).fetchone() == ("500",)
+        # a second record of a key is refused, as the table's primary key refuses it
+        try:
+            with db:
+                db.execute(
+                    "INSERT INTO run_steps (run_id, step_key, scope, position, kind, name, "
+                    "occurrence, input_hash, status, result, started_at, finished_at) "
+                    "VALUES (?, ?, '', 6, 'step', 'tick', 0, 'x', 'completed', '6', 0, 0)",
+                    (run_id, keys[6]),
+                )
+        except sqlite3.IntegrityError as e:
+            assert "UNIQUE constraint failed: run_steps.run_id, run_steps.step_key" in str(e)
+        else:
+            raise AssertionError("a second record of one step key was accepted")
+        with db:  # forget the interrupted step: the next resume runs it again
+            db.execute(
+                "DELETE FROM run_steps WHERE run_id = ? AND step_key = ?", (run_id, keys[hold])
+            )
+        assert db.execute(
+            "SELECT COUNT(*) FROM run_steps WHERE run_id = ? AND kind = 'step'", (run_id,)
+        ).fetchone() == (hold,)
+    code, out = cli_json("resume", run_id, "--store", "st", cwd=folder)
+    assert code == 0 and out["result"] == sum(range(n)) - 5 + 500, out
+    assert lines(folder, "effects.log") == [str(i) for i in range(hold + 1)] + [
+        str(i) for i in range(hold, n)
+    ]
+    _assert_one_dag(folder)

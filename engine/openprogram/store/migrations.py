@@ -55,7 +55,11 @@ with the columns of ``nodes`` plus ``lid INTEGER PRIMARY KEY`` and no other inde
 a durable step's commit appends its running node and writes its exit, touching one
 B-tree instead of four; its rows are moved into ``nodes`` in batches (a *fold*) before
 any other write. ``nodes_all`` is the view of both that every reader reads, and
-``run_steps`` reads ``nodes_all`` (its triggers write ``nodes``, folded first).
+``run_steps`` reads ``nodes_all``.
+
+Schema v9: the triggers of ``run_steps`` fold the step log first, so an insert, update or
+delete of one's own through ``run_steps`` (raw SQL) also reaches a step whose node is
+still in the log, and an insert's key check sees it.
 """
 
 from __future__ import annotations
@@ -314,6 +318,29 @@ DROP VIEW run_steps;
 {_run_steps_view("nodes_all")}{_RUN_STEPS_INSERT_TRIGGER}{_RUN_STEPS_UPDATE_TRIGGER}
 {_RUN_STEPS_DELETE_TRIGGER}"""
 
+#: The fold of the step log (:mod:`openprogram.store.step_log`): its rows move into
+#: ``nodes`` (ids, seqs and content kept, in log order), then the log is emptied.
+FOLD_LOG_INSERT = (
+    f"INSERT INTO nodes ({NODE_TABLE_COLUMNS}) "
+    f"SELECT {NODE_TABLE_COLUMNS} FROM node_log ORDER BY lid"
+)
+FOLD_LOG_DELETE = "DELETE FROM node_log"
+_FOLD_FIRST = f"    {FOLD_LOG_INSERT};\n    {FOLD_LOG_DELETE};\n"
+
+
+def _folding_first(trigger: str) -> str:
+    """``trigger`` (a ``CREATE TRIGGER ... BEGIN`` text) folding the step log first."""
+    head, body = trigger.split(" BEGIN\n", 1)
+    return f"{head} BEGIN\n{_FOLD_FIRST}{body}"
+
+
+SCHEMA_V9_RUN_STEPS_FOLD_FIRST = f"""
+DROP TRIGGER run_steps_insert;
+DROP TRIGGER run_steps_update;
+DROP TRIGGER run_steps_delete;
+{_folding_first(_RUN_STEPS_INSERT_TRIGGER)}{_folding_first(_RUN_STEPS_UPDATE_TRIGGER)}
+{_folding_first(_RUN_STEPS_DELETE_TRIGGER)}"""
+
 #: Every migration, in order. Append new entries at the end (see module docstring).
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions and nodes", SCHEMA_V1),
@@ -324,6 +351,9 @@ MIGRATIONS: list[Migration] = [
     Migration(6, "step records in their session-DAG nodes", SCHEMA_V6_STEPS_IN_NODES),
     Migration(7, "one record per step key through the view run_steps", SCHEMA_V7_RUN_STEPS_UNIQUE),
     Migration(8, "the step log node_log and the view nodes_all", SCHEMA_V8_STEP_LOG),
+    Migration(
+        9, "writes through run_steps fold the step log first", SCHEMA_V9_RUN_STEPS_FOLD_FIRST
+    ),
 ]
 
 VERSION_TABLE = """

@@ -33,18 +33,13 @@ from __future__ import annotations
 
 import sqlite3
 
-from openprogram.store.migrations import NODE_TABLE_COLUMNS
+from openprogram.store.migrations import FOLD_LOG_DELETE, FOLD_LOG_INSERT
 
 #: A writing process folds its log rows into ``nodes`` once it has logged this many.
 FOLD_AFTER = 256
 
 #: Whether the log holds any row (the check before a fold).
 _ANY_SQL = "SELECT 1 FROM node_log LIMIT 1"
-_FOLD_INSERT_SQL = (
-    f"INSERT INTO nodes ({NODE_TABLE_COLUMNS}) "
-    f"SELECT {NODE_TABLE_COLUMNS} FROM node_log ORDER BY lid"
-)
-_FOLD_DELETE_SQL = "DELETE FROM node_log"
 
 
 def last_seq(session: str) -> str:
@@ -97,8 +92,8 @@ class StepLog:
     def fold(self, conn: sqlite3.Connection) -> None:
         """Move every log row into ``nodes``, inside ``conn``'s open write transaction."""
         if conn.execute(_ANY_SQL).fetchone() is not None:
-            conn.execute(_FOLD_INSERT_SQL)
-            conn.execute(_FOLD_DELETE_SQL)
+            conn.execute(FOLD_LOG_INSERT)
+            conn.execute(FOLD_LOG_DELETE)
         self._lids.clear()
         self._keys.clear()
         self._count = 0
