@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from openprogram.contract import steps as step_rules
+from openprogram.contract.primitives import PRIMITIVES
 from openprogram_analyzers.findings import Finding
 from openprogram_analyzers.index import (
     STDLIB_MODULES,
@@ -105,19 +106,8 @@ MUTABLE_FACTORIES = frozenset(
 )
 STEP_FUNCS = frozenset({"step", "workflow", "parallel"})
 # Control-flow primitives that call their callables at once, in their caller (so those
-# callables are orchestration too): parameters in positional order, and the one whose
-# string value is a model-judged condition (a callable one is judged in Python).
-PRIMITIVE_PARAMS: dict[str, tuple[str, ...]] = {
-    "repeat_until": ("action", "condition"),
-    "validate_and_retry": ("action", "check", "retry"),
-    "conditional": ("condition", "context", "if_true", "if_false"),
-}
-JUDGED_PARAM = {
-    "repeat_until": "condition",
-    "validate_and_retry": "check",
-    "conditional": "condition",
-}
-NOT_CALLED = frozenset({"context"})
+# callables are orchestration too), and their parameters: ``PRIMITIVES``
+# (``openprogram.contract.primitives``, compared with the engine's signatures).
 # ``parallel([thunks])`` (control flow; ``openprogram.parallel`` given a list delegates to
 # it) calls its callables at once, in threads of its caller; ``parallel({"b": (fn, args,
 # kwargs)})`` runs durable branches, whose functions are step dependencies.
@@ -297,12 +287,12 @@ def _primitive_name(
     """``repeat_until`` / ``validate_and_retry`` / ``conditional`` when ``call`` is one."""
     imported = index.resolve_imported(call.func, shadowed) or ""
     last = imported.rsplit(".", 1)[-1]
-    return last if imported.startswith("openprogram.") and last in PRIMITIVE_PARAMS else None
+    return last if imported.startswith("openprogram.") and last in PRIMITIVES else None
 
 
 def _primitive_args(name: str, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
     """A primitive call's arguments by parameter name (None when ``*``/``**`` hides them)."""
-    params = PRIMITIVE_PARAMS[name]
+    params = PRIMITIVES[name].params
     out: dict[str, cst.BaseExpression] = {}
     position = 0
     for arg in call.args:
@@ -348,11 +338,8 @@ def run_now_callables(
     if name is None:
         return [(PARALLEL, thunk) for thunk in _parallel_thunks(index, call, shadowed)]
     args = _primitive_args(name, call) or {}
-    return [
-        (name, value)
-        for param, value in args.items()
-        if param in PRIMITIVE_PARAMS[name] and param not in NOT_CALLED
-    ]
+    called = PRIMITIVES[name].called
+    return [(name, value) for param, value in args.items() if param in called]
 
 
 def _judged_by_model(
@@ -366,7 +353,7 @@ def _judged_by_model(
     if name is None:
         return True
     args = _primitive_args(name, call)
-    condition = args.get(JUDGED_PARAM[name]) if args is not None else None
+    condition = args.get(PRIMITIVES[name].judged) if args is not None else None
     if condition is None:
         return True
     if isinstance(condition, cst.Name) and _builtin_callable(index, condition.value, shadowed):
@@ -718,7 +705,7 @@ def _side_effect(
     if imported.startswith("openprogram.") and (
         last in MODEL_CALLS or imported.endswith("decision.make")
     ):
-        if last in JUDGED_PARAM and not _judged_by_model(index, fn, site.node, shadowed):
+        if last in PRIMITIVES and not _judged_by_model(index, fn, site.node, shadowed):
             return None  # judged in Python; what it runs is checked as orchestration
         return "model call"
     if target == "self" or (last == "exec" and "runtime" in imported):

@@ -40,7 +40,7 @@ def test_add_rule_creates_the_file_and_the_readme_row(tmp_path: Path) -> None:
     rows = [line for line in (copy / "README.md").read_text().splitlines() if "<a id=" in line]
     row = '| <a id="op109"></a>`OP109` | options-too-long | warning | method_options entry with too many keys |'
     assert rows[rows.index(row) - 1].startswith('| <a id="op108"></a>')  # in code order
-    env = {**os.environ, "PYTHONPATH": str(copy / "analyzers")}
+    env = _env_of(copy)
     show = (
         "from openprogram_analyzers.codes import ALL_CODES\n"
         "from openprogram_analyzers.rules import RULES\n"
@@ -56,6 +56,13 @@ def test_add_rule_creates_the_file_and_the_readme_row(tmp_path: Path) -> None:
     assert first == "True warning True"
     assert explain.startswith("OP109 (options-too-long): method_options entry with too many keys")
     assert "Example:" in explain and "Use instead:" in explain and "Fix safety:" in explain
+
+
+def _env_of(copy: Path) -> dict[str, str]:
+    """The environment that imports the copy's analyzer (the engine as the tests import
+    it: the tree under test when PYTHONPATH names it, else the installed package)."""
+    paths = [str(copy / "analyzers"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
 def _copy_repo(tmp_path: Path) -> Path:
@@ -151,7 +158,7 @@ def test_migrate_rewrites_an_old_format_rule_and_keeps_its_examples(tmp_path: Pa
     assert "ClassVar[list[str]]" not in new and "range=(5, 29, 5, 37)" in new
     assert "family = options_family.findings_for" in new
     assert '"""Why: Option keys come' in new and "Fix safety: Unsafe:" in new
-    env = {**os.environ, "PYTHONPATH": str(copy / "analyzers")}
+    env = _env_of(copy)
     show = (
         "from openprogram_analyzers.rules import RULES\n"
         "r = RULES['OP102']\n"
