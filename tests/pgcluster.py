@@ -122,13 +122,20 @@ class Cluster:
     def dsn(self, dbname: str = "postgres") -> str:
         return f"postgresql://postgres@/{dbname}?host={self.base}&port={PORT}"
 
-    def create_database(self) -> str:
-        """A fresh empty database; returns its DSN."""
+    def create_database(self, *, icu_locale: str | None = None) -> str:
+        """A fresh empty database; returns its DSN. With ``icu_locale`` (``en-US``) its
+        text is ordered as that locale orders it (a linguistic collation: case and
+        punctuation weigh less than letters) rather than as the cluster's locale."""
         import psycopg
 
         name = "t_" + uuid.uuid4().hex[:12]
+        options = (
+            f" LOCALE_PROVIDER icu ICU_LOCALE '{icu_locale}' TEMPLATE template0"
+            if icu_locale
+            else ""
+        )
         with psycopg.connect(self.dsn(), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"{options}')
         return self.dsn(name)
 
     def stop(self) -> None:
@@ -139,9 +146,13 @@ class Cluster:
             shutil.rmtree(self.base, ignore_errors=True)
 
 
-def store_for(request: Any, tmp_path: Path) -> str:
+def store_for(request: Any, tmp_path: Path, *, icu_locale: str | None = None) -> str:
     """A store location for ``request.param``: an SQLite directory or, for
-    ``"postgresql"``, the URL of a fresh database (the ``pg_dsn`` fixture)."""
+    ``"postgresql"``, the URL of a fresh database (the ``pg_dsn`` fixture; with
+    ``icu_locale``, one ordering text as that locale does)."""
     if request.param == "postgresql":
+        if icu_locale:
+            cluster = request.getfixturevalue("pg_cluster")
+            return str(cluster.create_database(icu_locale=icu_locale))
         return str(request.getfixturevalue("pg_dsn"))
     return str(tmp_path / "store")

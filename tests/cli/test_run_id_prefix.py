@@ -1,7 +1,8 @@
 """A run id on the command line may be a unique prefix of it, as git takes a commit id:
 ``show``, ``resume``, ``cancel``, ``replay``, ``approve`` and ``deny``, in real subprocesses
 on a real SQLite store. An exact id wins, several matches are an error naming them (exit
-2), a prefix shorter than 4 characters is refused, and no match is ``no run``.
+2), a prefix shorter than 4 characters is refused, and no match is ``no run``. A prefix
+is matched as written on both store backends (``_`` and ``%`` are no wildcards).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pytest
 from cli_programs import cli, cli_json, env, write_program
+
+from pgcluster import BACKENDS, store_for
 
 
 @pytest.fixture()
@@ -31,17 +34,18 @@ def ids_listed(work: Path) -> list[str]:
     return [row.split()[0] for row in rows]
 
 
-def run_with_ids(work: Path, *run_ids: str) -> None:
+def run_with_ids(work: Path, *run_ids: str, store: str = "st") -> None:
     """Runs of ``prog.py:main`` with these ids, one after another (``start_run(run_id=)``,
     the API's way to name a run)."""
     script = (
         "import sys\n"
         "from openprogram.durable import start_run\n"
-        "for rid in sys.argv[1:]:\n"
-        "    assert start_run('prog.py:main', {}, store='st', run_id=rid).status == 'completed'\n"
+        "for rid in sys.argv[2:]:\n"
+        "    run = start_run('prog.py:main', {}, store=sys.argv[1], run_id=rid)\n"
+        "    assert run.status == 'completed'\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", script, *run_ids],
+        [sys.executable, "-c", script, store, *run_ids],
         cwd=work, env=env(), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -135,3 +139,35 @@ def test_a_short_or_unknown_prefix_is_refused(work: Path) -> None:
     assert re.fullmatch(rf"openprogram: error: no run '{unknown}' in .*", error_line(proc))
     proc = cli("show", "zzzz", "--store", "st", cwd=work)
     assert proc.returncode == 2 and "no session 'zzzz' in " in error_line(proc)
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An SQLite store, or a PostgreSQL database ordering text as ICU's ``en-US`` does
+    (case and punctuation weigh less than letters: ``job_01 < JOB_01 < job%01``)."""
+    return store_for(request, tmp_path, icu_locale="en-US")
+
+
+def test_a_prefix_is_matched_as_written_on_both_backends(work: Path, store: str) -> None:
+    run_with_ids(
+        work, "job_01", "jobx01", "job%01", "JOB_01", *(f"job_{i:02d}" for i in range(2, 8)),
+        store=store,
+    )  # fmt: skip
+
+    # ``_`` is the character itself, not "any character"; case counts
+    expected = (
+        "openprogram: error: run id prefix 'job_' is ambiguous: 7 runs match, newest first: "
+        "job_07 (main, completed), job_06 (main, completed), job_05 (main, completed), "
+        "job_04 (main, completed), job_03 (main, completed) and 2 more; give more "
+        "characters of the id"
+    )
+    proc = cli("show", "job_", "--store", store, cwd=work)
+    assert proc.returncode == 2 and error_line(proc) == expected
+    # ``%`` is the character itself, not "any characters"; an upper-case prefix names the
+    # upper-case id only
+    for prefix, run_id in (("job%", "job%01"), ("JOB_", "JOB_01"), ("jobx", "jobx01")):
+        shown = cli("show", prefix, "--store", store, cwd=work)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.startswith(f"session {run_id}:"), shown.stdout
+    code, out = cli_json("cancel", "job_01", "--store", store, cwd=work)
+    assert code == 2 and out["error"].startswith("run job_01 is already completed")

@@ -111,3 +111,44 @@ def test_steps_and_approvals_read_back_as_written(runs: RunStore) -> None:
     assert not runs.decide_approval("r", "t#0", "denied")
     assert (runs.approval_status("r", "t#0"), runs.pending_approval("r")) == ("approved", None)
     assert runs.count_steps("r") == 3
+
+
+@pytest.fixture(params=BACKENDS)
+def linguistic(request: pytest.FixtureRequest, tmp_path: Path) -> RunStore:
+    """A run store; on PostgreSQL one whose database orders text as ICU's ``en-US`` does
+    (``ab_1 < AB_1 < ab-1 < ab%1 < abX1``: no range of it is a prefix)."""
+    db = open_run_store(store_for(request, tmp_path, icu_locale="en-US"))
+    request.addfinalizer(db.close)
+    return db
+
+
+def test_runs_by_id_prefix_takes_the_prefix_as_written(linguistic: RunStore) -> None:
+    runs = linguistic
+    top = chr(0x10FFFF)  # the last code point: nothing follows a prefix made of it
+    ids = [
+        "ab_1", "abX1", "ab%1", "AB_1", "ab-1", "ac", f"ab{top}", f"ab{top}z", "ab\ud7ff1", "ab\ue000",
+        top, f"{top}{top}", f"{top}{top}a",
+    ]  # fmt: skip
+    for run_id in ids:  # inserted in this order: the later, the newer
+        _insert(runs, run_id, A)
+
+    def found(prefix: str, limit: int = 10) -> tuple[int, list[str]]:
+        count, newest = runs.runs_by_id_prefix(prefix, limit)
+        return count, [r.id for r in newest]
+
+    # ``_`` and ``%`` are no wildcards and case counts
+    assert found("ab_") == (1, ["ab_1"])
+    assert found("ab%") == (1, ["ab%1"])
+    assert found("ab-") == (1, ["ab-1"])
+    assert found("AB") == (1, ["AB_1"])
+    assert found("ad") == (0, [])
+    # every id with the prefix, the newest first, however many are read
+    with_ab = ["ab\ue000", "ab\ud7ff1", f"ab{top}z", f"ab{top}", "ab-1", "ab%1", "abX1", "ab_1"]
+    assert found("ab") == (8, with_ab)
+    assert found("ab", 2) == (8, with_ab[:2])
+    # the first string after a prefix skips the surrogates (no character of an id), and
+    # a prefix ending in U+10FFFF, or made of it, still finds its ids
+    assert found("ab\ud7ff") == (1, ["ab\ud7ff1"])
+    assert found(f"ab{top}") == (2, [f"ab{top}z", f"ab{top}"])
+    assert found(top) == (3, [f"{top}{top}a", f"{top}{top}", top])
+    assert found(f"{top}{top}", 1) == (2, [f"{top}{top}a"])

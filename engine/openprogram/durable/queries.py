@@ -354,19 +354,18 @@ def resolve_run_id(db_path: str | os.PathLike[str], text: str) -> str:
                 f"run id prefix {text!r} is too short: give at least {MIN_RUN_ID_PREFIX} "
                 "characters of the id (`openprogram runs` lists them)"
             )
-        found = [r for r in runs.list_runs() if r.id.startswith(text)]
-        if len(found) <= 1:
-            return found[0].id if found else text
-        found.sort(key=lambda r: r.created_at or 0.0, reverse=True)
+        count, newest = runs.runs_by_id_prefix(text, CANDIDATES_SHOWN)
+        if count <= 1:
+            return newest[0].id if newest else text
         now = time.time()
         shown = ", ".join(
             f"{r.id} ({entry_name(r.entry)}, "
             f"{state_text(r.status, r.pause_reason, interrupted=is_interrupted(r, now))})"
-            for r in found[:CANDIDATES_SHOWN]
+            for r in newest
         )
-        more = len(found) - CANDIDATES_SHOWN
+        more = count - CANDIDATES_SHOWN
         raise AmbiguousRunId(
-            f"run id prefix {text!r} is ambiguous: {len(found)} runs match, newest first: {shown}"
+            f"run id prefix {text!r} is ambiguous: {count} runs match, newest first: {shown}"
             + (f" and {more} more" if more > 0 else "")
             + "; give more characters of the id"
         )

@@ -68,7 +68,9 @@ SELECT (SELECT count(*) FROM call), (SELECT seq FROM node), (SELECT predecessor_
 class PostgresRunStore(RunStore):
     """Runs of one PostgreSQL database."""
 
-    sql = RunSql.for_dialect(placeholder="%s", null_safe_equal="IS NOT DISTINCT FROM")
+    sql = RunSql.for_dialect(
+        placeholder="%s", null_safe_equal="IS NOT DISTINCT FROM", code_point_order='"C"'
+    )
 
     backend: PostgresBackend
 

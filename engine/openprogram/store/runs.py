@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -243,6 +244,11 @@ INTERRUPTED_CALL = (
     "lost) before the call returned"
 )
 _COUNT_STEPS = "SELECT COUNT(*) FROM run_steps WHERE run_id = ? AND kind = 'step'"
+#: The ids from a string up to (not including) another, compared as their characters' code
+#: points whatever the database's collation (a linguistic one orders ``job_2`` after
+#: ``jobs`` and may ignore punctuation): SQLite's ``BINARY``, the collation of its id
+#: index; PostgreSQL's ``"C"`` (:meth:`RunSql.for_dialect`).
+_ID_FROM_TO = "id COLLATE BINARY >= ? AND id COLLATE BINARY < ?"
 
 
 @dataclass(frozen=True)
@@ -260,6 +266,11 @@ class RunSql:
     get_run: str = f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?"
     list_runs: str = f"SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at"
     list_runs_in: str = f"SELECT {RUN_COLUMNS} FROM runs WHERE status = ? ORDER BY created_at"
+    # parameters: the prefix, the first string after it (``_after_prefix``), how many
+    runs_by_id_prefix: str = (
+        f"SELECT {RUN_COLUMNS} FROM runs WHERE {_ID_FROM_TO} ORDER BY created_at DESC, id LIMIT ?"
+    )
+    count_runs_by_id_prefix: str = f"SELECT COUNT(*) FROM runs WHERE {_ID_FROM_TO}"
     claim_run: str = (
         "UPDATE runs SET status = 'running', owner_token = ?, owner_pid = ?, "
         "owner_host = ?, owner_proc = ?, lease_expires_at = ?, pause_requested = 0, "
@@ -352,15 +363,19 @@ class RunSql:
         null_safe_equal: str,
         step_table: str = "run_steps",
         nodes_read: str = "nodes",
+        code_point_order: str = "BINARY",
     ) -> RunSql:
         """The statements with ``placeholder`` for each ``?`` and ``null_safe_equal`` for
         the ``IS`` before one (PostgreSQL: ``%s`` and ``IS NOT DISTINCT FROM``); inserts
         and updates of step records go to ``step_table`` (SQLite: the records without a
         node, ``run_steps_nodeless``; reads keep ``run_steps``, its view of all records);
-        reads of nodes read ``nodes_read`` (SQLite: ``nodes_all``, with the step log)."""
+        reads of nodes read ``nodes_read`` (SQLite: ``nodes_all``, with the step log);
+        ``code_point_order`` is the collation that compares text as code points
+        (PostgreSQL: ``"C"``)."""
         written = cls()
 
         def adapt(sql: str) -> str:
+            sql = sql.replace(" COLLATE BINARY ", f" COLLATE {code_point_order} ")
             sql = sql.replace("INTO run_steps (", f"INTO {step_table} (")
             sql = sql.replace("UPDATE run_steps SET", f"UPDATE {step_table} SET")
             if sql.startswith("SELECT"):
@@ -368,6 +383,20 @@ class RunSql:
             return sql.replace(" IS ?", f" {null_safe_equal} ?").replace("?", placeholder)
 
         return replace(written, **{f.name: adapt(getattr(written, f.name)) for f in fields(cls)})
+
+
+def _after_prefix(prefix: str) -> str | None:
+    """The first string, in code-point order, after every string that starts with
+    ``prefix`` (which are those from ``prefix`` up to it); ``None`` when there is none:
+    ``prefix`` is empty or only U+10FFFF characters, so every string from it on starts
+    with it."""
+    stem = prefix.rstrip(chr(sys.maxunicode))
+    if not stem:
+        return None
+    code = ord(stem[-1]) + 1
+    if 0xD800 <= code <= 0xDFFF:  # surrogates: no character of a stored id
+        code = 0xE000
+    return stem[:-1] + chr(code)
 
 
 def run_from_row(row: Any) -> RunRecord:
@@ -570,6 +599,23 @@ class RunStore(ABC):
         else:
             rows = self._rows(self.sql.list_runs_in, (str(status),))
         return [run_from_row(r) for r in rows]
+
+    def runs_by_id_prefix(self, prefix: str, limit: int) -> tuple[int, list[RunRecord]]:
+        """How many runs' ids start with ``prefix`` (as written: case, ``%`` and ``_``
+        are characters like any other), and the ``limit`` newest of them, newest first.
+        A range of ids, not a read of every run: SQLite reads it from the id index."""
+        end = _after_prefix(prefix)
+        if end is None:  # only U+10FFFF characters: no string follows their ids
+            found = sorted(
+                (r for r in self.list_runs() if r.id.startswith(prefix)),
+                key=lambda r: (-r.created_at, r.id),
+            )
+            return len(found), found[:limit]
+        rows = self._rows(self.sql.runs_by_id_prefix, (prefix, end, limit))
+        count = len(rows)
+        if count >= limit:  # more may match than were read
+            count = max(count, int(self._row(self.sql.count_runs_by_id_prefix, (prefix, end))[0]))
+        return count, [run_from_row(r) for r in rows]
 
     def claim_run(
         self,
