@@ -37,7 +37,7 @@ from openprogram.store.runs import (
     step_insert,
 )
 from openprogram.store.sqlite import NODE_COLUMNS, SqliteBackend
-from openprogram.store.step_log import GUESS_HOLDS
+from openprogram.store.step_log import GUESS_HOLDS, GUESS_HOLDS_SEQ
 
 #: Busy timeout of the read-only stores opened for tooling (editor, lint, listings).
 TOOLING_BUSY_TIMEOUT_S = 2.0
@@ -54,6 +54,8 @@ _DISPATCH_NODELESS_SQL = (
     f"WHERE id = ?1 AND {MAY_DISPATCH}?10 "
     "AND NOT EXISTS (SELECT 1 FROM nodes WHERE run_id = ?1 AND step_key = ?2) " + REDISPATCH
 )
+
+
 # A step's dispatch held by its new running ``code`` node: one row, in the step log
 # (``store.step_log``). The seq is the caller's guess of the session's last one (?3, the
 # node ?6 as predecessor), checked over ``nodes`` and the log; the insert is refused —
@@ -62,16 +64,27 @@ _DISPATCH_NODELESS_SQL = (
 # its last fold is never dispatched here: ``StepLog.may_log``). ``_dispatch_slowly``
 # then decides. (``VALUES``, not ``INSERT ... SELECT``: a select reading the table it
 # inserts into goes through a temporary table, which doubled the statement's cost.)
-_DISPATCH_TO_LOG_SQL = (
-    f"INSERT INTO node_log ({NODE_COLUMNS}, run_id, step_key, step_scope, step_position, "
-    "step_kind, step_occurrence, step_input_hash, step_status) VALUES (?1, ?2, "
-    f"CASE WHEN {GUESS_HOLDS} "
-    f"AND EXISTS (SELECT 1 FROM runs WHERE id = ?10 AND {MAY_DISPATCH}?17) "
-    f"AND NOT EXISTS (SELECT 1 FROM {NODELESS} WHERE run_id = ?10 AND step_key = ?11) "
-    "AND NOT EXISTS (SELECT 1 FROM nodes WHERE run_id = ?10 AND step_key = ?11) "
-    "THEN ?3 + 1 END, 'code', ?4, ?5, ?6, ?7, NULL, 'running', ?8, ?9, ?9, ?10, ?11, ?12, "
-    "?13, ?14, ?15, ?16, 'dispatched')"
+def _insert_into_log(guard: str) -> str:
+    """The insert of a step's running node into the log when ``guard`` holds and no record
+    of its key exists (nodeless or in ``nodes``)."""
+    return (
+        f"INSERT INTO node_log ({NODE_COLUMNS}, run_id, step_key, step_scope, step_position, "
+        "step_kind, step_occurrence, step_input_hash, step_status) VALUES (?1, ?2, "
+        f"CASE WHEN {guard} "
+        f"AND NOT EXISTS (SELECT 1 FROM {NODELESS} WHERE run_id = ?10 AND step_key = ?11) "
+        "AND NOT EXISTS (SELECT 1 FROM nodes WHERE run_id = ?10 AND step_key = ?11) "
+        "THEN ?3 + 1 END, 'code', ?4, ?5, ?6, ?7, NULL, 'running', ?8, ?9, ?9, ?10, ?11, "
+        "?12, ?13, ?14, ?15, ?16, 'dispatched')"
+    )
+
+
+_DISPATCH_TO_LOG_SQL = _insert_into_log(
+    f"{GUESS_HOLDS} AND EXISTS (SELECT 1 FROM runs WHERE id = ?10 AND {MAY_DISPATCH}?17)"
 )
+# The same in the commit that completed the previous step's row still in the log: that
+# row proves the lease and the unpinned head (``store.step_log``), so only the seq and the
+# key are checked (parameters ?1-?16 of ``_DISPATCH_TO_LOG_SQL``).
+_CONTINUE_IN_LOG_SQL = _insert_into_log(GUESS_HOLDS_SEQ)
 # The node ?1 (appended by ``append_json``) takes the dispatch of a step.
 _HOLD_ON_NODE_SQL = (
     "UPDATE nodes SET run_id = ?2, step_key = ?3, step_scope = ?4, step_position = ?5, "
@@ -95,9 +108,14 @@ _COMPLETE_ON_NODE_SQL = (
     f"step_finished_at = CASE WHEN {_HOLDER} THEN ?1 ELSE step_finished_at END "
     "WHERE id = ?7"
 )
-# The same row while it is in the step log (``lid`` ?8, taken from ``StepLog``).
-_COMPLETE_IN_LOG_SQL = _COMPLETE_ON_NODE_SQL.replace("UPDATE nodes ", "UPDATE node_log ").replace(
-    "WHERE id = ?7", "WHERE lid = ?8 AND id = ?7"
+# The same row while it is in the step log (``lid`` ?4, taken from ``StepLog``): a row
+# still in the log proves that the lease it was inserted under holds (``store.step_log``),
+# so the result is written without the check.
+_COMPLETE_IN_LOG_SQL = (
+    "UPDATE node_log SET updated_at = ?1, output = ?2, status = 'completed', "
+    "metadata = json_set(metadata, '$.\"duration_s\"', json(?3)), "
+    "step_status = 'completed', step_result = ?2, step_finished_at = ?1 "
+    "WHERE lid = ?4 AND id = ?5"
 )
 # The same when the node's metadata was ``{}`` at its insert: ?3 is its new metadata (the
 # text ``json_set`` writes). Its row still in the log means nobody wrote it since: every
@@ -313,15 +331,19 @@ class SqliteRunStore(RunStore):
         try:
             execute("BEGIN IMMEDIATE")
             try:
+                in_log = None  # the node completed in the step log by this transaction
                 if done is not None:
                     if done.node_id is None:
                         execute(_COMPLETE_NODELESS_SQL, (done.text, now, run_id, done.key, token))
-                    else:
-                        self._complete_on_node(cur, run_id, token, done, now)
+                    elif self._complete_on_node(cur, run_id, token, done, now):
+                        in_log = done.node_id
                 if call is not None:
                     if backend.step_log.due():
                         backend.step_log.fold(conn)
-                    dispatched, appended = self._dispatch(cur, run_id, token, call, node, now)
+                        in_log = None
+                    dispatched, appended = self._dispatch(
+                        cur, run_id, token, call, node, now, in_log
+                    )
                 execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -335,26 +357,28 @@ class SqliteRunStore(RunStore):
 
     def _complete_on_node(
         self, cur: sqlite3.Cursor, run_id: str, token: str, done: StepDone, now: float
-    ) -> None:
+    ) -> bool:
+        """Write the returned step ``done``'s result and node exit; whether its row was in
+        the step log (``store.step_log``: proof of the lease and the unpinned head)."""
         backend = self.backend
         conn = cur.connection
         node_id = done.node_id
         assert node_id is not None
         backend.forget_open_node(node_id)
         d = done.duration
-        d_json = repr(d) if d.__class__ is float and d - d == 0 else json.dumps(d)
-        params = (now, done.text, d_json, run_id, token, done.key, node_id)
+        finite = d.__class__ is float and d - d == 0
+        d_json = repr(d) if finite else json.dumps(d)
         logged = backend.step_log.take_lid(node_id)
+        params = (now, done.text, d_json, run_id, token, done.key, node_id)
         try:
             if logged is not None:
                 lid, plain = logged
-                if plain and d.__class__ is float and d - d == 0:
-                    sql = _COMPLETE_IN_LOG_NEW_META_SQL
-                    params_log = (now, done.text, f'{{"duration_s":{d_json}}}', *params[3:], lid)
+                if plain and finite:
+                    sql, meta = _COMPLETE_IN_LOG_NEW_META_SQL, f'{{"duration_s":{d_json}}}'
                 else:
-                    sql, params_log = _COMPLETE_IN_LOG_SQL, (*params, lid)
-                if cur.execute(sql, params_log).rowcount:
-                    return
+                    sql, meta = _COMPLETE_IN_LOG_SQL, d_json
+                if cur.execute(sql, (now, done.text, meta, lid, node_id)).rowcount:
+                    return True
             if conn.execute(_COMPLETE_ON_NODE_SQL, params).rowcount == 0:
                 backend.step_log.fold(conn)  # logged by another thread: in nodes now
                 conn.execute(_COMPLETE_ON_NODE_SQL, params)
@@ -364,6 +388,7 @@ class SqliteRunStore(RunStore):
             backend.step_log.fold(conn)
             conn.execute(_COMPLETE_ON_NODE_PLAIN_SQL, params)
             backend.finish_node(conn, node_id, done.text, done.duration, now)
+        return False
 
     def _dispatch(
         self,
@@ -373,10 +398,14 @@ class SqliteRunStore(RunStore):
         call: StepCall,
         node: StepNode | None,
         now: float,
+        in_log: str | None = None,
     ) -> tuple[bool, tuple[str, int] | None]:
         """Record ``call`` dispatched (held by a new running node for ``node``), if the
         run may record it: one statement unless the key was recorded before or the
-        session's last node is not the one this thread appended last."""
+        session's last node is not the one this thread appended last. ``in_log``: the node
+        this transaction completed in the step log; when it is the session's last node this
+        thread appended (the predecessor), the lease and head checks are proven
+        (``store.step_log``) and only the seq and the key are checked."""
         backend = self.backend
         conn = cur.connection
         step_log = backend.step_log
@@ -389,16 +418,16 @@ class SqliteRunStore(RunStore):
         guess = backend.last_appended(node.session_id)
         if guess is not None and step_log.may_log(run_id, call.key):
             nid = new_id()
+            params = (
+                nid, node.session_id, guess[0], node.name, node.caller_id, guess[1],
+                node.input_json, node.meta_json, now, run_id, call.key, call.scope,
+                call.position, call.kind, call.occurrence, call.input_hash,
+            )  # fmt: skip
             try:
-                cur.execute(
-                        _DISPATCH_TO_LOG_SQL,
-                        (
-                            nid, node.session_id, guess[0], node.name, node.caller_id,
-                            guess[1], node.input_json, node.meta_json, now, run_id, call.key,
-                            call.scope, call.position, call.kind, call.occurrence,
-                            call.input_hash, token,
-                        ),
-                    )  # fmt: skip
+                if in_log is not None and in_log == guess[1]:
+                    cur.execute(_CONTINUE_IN_LOG_SQL, params)
+                else:
+                    cur.execute(_DISPATCH_TO_LOG_SQL, (*params, token))
                 if cur.rowcount == 1:
                     seq = guess[0] + 1
                     backend.note_appended(node.session_id, seq, nid)

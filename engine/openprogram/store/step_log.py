@@ -27,6 +27,16 @@ Rules that keep both tables one DAG (each enforced here or by the statements bel
 A fold never changes a node's id, seq or content, so a writer whose in-memory state
 (:class:`StepLog`) is stale — another process folded its rows — finds no row by ``lid``
 and writes ``nodes`` instead; no guard trusts that state for correctness.
+
+What a row still in the log proves: since its insert, no statement but a step commit's
+fast path wrote the store (any other write folds first, which empties the log), and the
+fast path writes neither ``runs`` nor ``sessions``. So the lease the row was inserted
+under still holds, with no cancel or pause requested since, and the session's head is
+still unpinned. A step's commit that finds its previous step's row in the log (by
+``lid``, in the same transaction, with no fold between) therefore completes it without
+the lease check and dispatches the next step without the lease and head checks
+(``_CONTINUE_IN_LOG_SQL`` in :mod:`openprogram.store.sqlite_runs`); the seq and the key
+checks stay, in SQL.
 """
 
 from __future__ import annotations
@@ -60,14 +70,14 @@ def last_id(session: str) -> str:
 
 
 #: SQL: the caller's guess — ?3 the last seq of session ?2, ?6 the id of that last node,
-#: which the caller appended — holds over both tables and the session's head is not
-#: pinned: the condition of a step's insert into the log. The first test is the common
-#: case in one read: ?6 is the log's last row, so (the session's rows in the log come
-#: after its rows in ``nodes``) it is the session's last node.
-GUESS_HOLDS = (
-    f"((SELECT id FROM node_log ORDER BY lid DESC LIMIT 1) = ?6 OR {last_seq('?2')} = ?3) "
-    "AND (SELECT head_pinned FROM sessions WHERE id = ?2) = 0"
+#: which the caller appended — holds over both tables (``GUESS_HOLDS_SEQ``) and the
+#: session's head is not pinned: the condition of a step's insert into the log. The first
+#: test is the common case in one read: ?6 is the log's last row, so (the session's rows
+#: in the log come after its rows in ``nodes``) it is the session's last node.
+GUESS_HOLDS_SEQ = (
+    f"((SELECT id FROM node_log ORDER BY lid DESC LIMIT 1) = ?6 OR {last_seq('?2')} = ?3)"
 )
+GUESS_HOLDS = f"{GUESS_HOLDS_SEQ} AND (SELECT head_pinned FROM sessions WHERE id = ?2) = 0"
 
 #: SQL: the session ?2 has no row in the log (an append straight into ``nodes`` needs it).
 NOT_IN_LOG = "NOT EXISTS (SELECT 1 FROM node_log WHERE session_id = ?2)"
