@@ -28,9 +28,10 @@ A fold never changes a node's id, seq or content, so a writer whose in-memory st
 (:class:`StepLog`) is stale — another process folded its rows — finds no row by ``lid``
 and writes ``nodes`` instead; no guard trusts that state for correctness.
 
-What a row still in the log proves: since its insert, no statement but a step commit's
-fast path wrote the store (any other write folds first, which empties the log), and the
-fast path writes neither ``runs`` nor ``sessions``. So the lease the row was inserted
+What a row still in the log proves: since its insert, every write to the store was one
+that does not fold — a step commit's fast path, a plain append to a session with no row
+in the log, an update by id of a node in ``nodes`` — or it would have emptied the log,
+and none of those writes ``runs`` or ``sessions``. So the lease the row was inserted
 under still holds, with no cancel or pause requested since, and the session's head is
 still unpinned. A step's commit that finds its previous step's row in the log (by
 ``lid``, in the same transaction, with no fold between) therefore completes it without
