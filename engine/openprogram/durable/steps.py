@@ -264,9 +264,12 @@ def _input_hash(kind: str, name: str, args: tuple[Any, ...], kwargs: Mapping[str
 
 
 def _input_text(kind: str, name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
-    """The canonical JSON of a call's input (its sha256 is the input hash)."""
+    """The canonical JSON of a call's input (its sha256 is the input hash): the text of
+    ``{"args": [...], "kwargs": {...}}`` with sorted keys and no spaces, built from its two
+    parts (``"args"`` sorts before ``"kwargs"``) without sorting the outer object."""
     try:
-        return _canonical_json({"args": list(args), "kwargs": dict(kwargs)})
+        kw = _canonical_json(dict(kwargs)) if kwargs else "{}"
+        return f'{{"args":{_canonical_json(list(args))},"kwargs":{kw}}}'
     except (TypeError, ValueError) as exc:
         where = _first_non_json(args, kwargs)
         raise StepUsageError(
