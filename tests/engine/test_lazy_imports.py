@@ -40,3 +40,10 @@ def test_the_durable_api_names_still_load_the_runner() -> None:
     with pytest.raises(subprocess.CalledProcessError) as info:
         _loaded_after("from openprogram.durable import no_such_name")
     assert "ImportError" in info.value.stderr and "no_such_name" in info.value.stderr
+
+
+def test_the_run_commands_load_the_http_client_only_for_a_model_call() -> None:
+    """``openprogram run`` / ``runs`` / ``resume`` load the runner; the providers and their
+    HTTP client (about 40 % of a CLI start) come only with the first model call."""
+    assert "httpx" not in _loaded_after("from openprogram.durable.runner import start_run")
+    assert "httpx" in _loaded_after("from openprogram.runtime import Runtime")
