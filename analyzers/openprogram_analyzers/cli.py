@@ -120,23 +120,7 @@ def _err(msg: str) -> None:
 
 
 def _analyze_job(job: Job, config: LintConfig) -> JobResult:
-    """Analyze one file; never raises (an internal error is returned as text).
-
-    The cyclic GC is paused meanwhile: the analysis makes no reference cycles (its
-    trees are freed by reference counting), and GC passes over a large file's half a
-    million new nodes cost ~10 % of its analysis."""
-    import gc
-
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _analyze_job_gc_paused(job, config)
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _analyze_job_gc_paused(job: Job, config: LintConfig) -> JobResult:
+    """Analyze one file; never raises (an internal error is returned as text)."""
     try:
         from openprogram_analyzers.analysis import analyze_file
 

@@ -254,9 +254,10 @@ def test_enabled_codes_are_remembered_per_configuration_only() -> None:
 
 
 def test_analysis_leaves_no_reference_cycles() -> None:
-    """The CLI pauses the cyclic GC while it analyses a file: that is only safe while an
-    analysis (findings, fixes, positions, the Program model) frees everything it built by
-    reference counting. Checked on every example and fixture, in a fresh process."""
+    """Every analysis pauses the cyclic GC while it analyses a file (lint, the language
+    server's worker, the API): that is only safe while an analysis (findings, fixes,
+    positions, the Program model) frees everything it built by reference counting.
+    Checked on every example and fixture, in a fresh process."""
     script = textwrap.dedent(
         """\
         import gc, sys
@@ -285,3 +286,33 @@ def test_analysis_leaves_no_reference_cycles() -> None:
     ).stdout.splitlines()
     assert len(out) == len(files) > 10
     assert [line for line in out if line.split()[1] != "0"] == []
+
+
+def test_an_analysis_leaves_the_cyclic_gc_as_it_found_it() -> None:
+    """Paused during the analysis (``analysis.cyclic_gc_paused``), on again after it, also
+    after a file that does not parse; and still off after it where the caller had it off."""
+    import gc
+
+    from openprogram_analyzers.analysis import analyze_source
+
+    assert gc.isenabled()
+    seen: list[bool] = []
+    real_parse = cst.parse_module
+
+    def parse(source: str) -> cst.Module:
+        seen.append(gc.isenabled())
+        return real_parse(source)
+
+    cst.parse_module = parse  # type: ignore[assignment]
+    try:
+        assert analyze_source(PROGRAM, "prog.py", prefilter=False)
+        assert analyze_source("def f(:\n", "bad.py", prefilter=False)
+        assert gc.isenabled() and seen == [False]
+        gc.disable()
+        try:
+            analyze_source(PROGRAM, "prog.py", prefilter=False)
+            assert not gc.isenabled() and seen == [False, False]
+        finally:
+            gc.enable()
+    finally:
+        cst.parse_module = real_parse  # type: ignore[assignment]
