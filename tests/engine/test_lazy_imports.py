@@ -47,3 +47,18 @@ def test_the_run_commands_load_the_http_client_only_for_a_model_call() -> None:
     HTTP client (about 40 % of a CLI start) come only with the first model call."""
     assert "httpx" not in _loaded_after("from openprogram.durable.runner import start_run")
     assert "httpx" in _loaded_after("from openprogram.runtime import Runtime")
+
+
+def test_every_name_the_runtime_package_exports_resolves() -> None:
+    """``openprogram.runtime`` lists its names three times (typing imports, the lazy table,
+    ``__all__``): each exported name loads, as ``from openprogram.runtime import X`` does."""
+    code = (
+        "import openprogram.runtime as rt\n"
+        "missing = [n for n in rt.__all__ if getattr(rt, n, None) is None]\n"
+        "assert not missing, missing\n"
+        "assert set(rt._HOME) <= set(rt.__all__), set(rt._HOME) - set(rt.__all__)\n"
+        "from openprogram.runtime import Runtime, ScriptedProvider, Usage\n"
+        "from openprogram.runtime.runtime import Runtime as R\n"
+        "assert Runtime is R\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

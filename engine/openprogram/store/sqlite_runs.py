@@ -100,22 +100,25 @@ _RELEASE_NODELESS_SQL = f"DELETE FROM {NODELESS} WHERE run_id = ?1 AND step_key 
 # writes it) and its result (``completed``), the latter only while this execution (?5)
 # holds the lease — a process that lost it never overwrites what the new owner recorded.
 _HOLDER = f"(step_key = ?6 AND run_id = ?4 AND {held_by('?4', '?5')})"
+#: The node's exit (?1 the time, ?2 the output, ?3 the duration's JSON) and the step's
+#: result columns with their values: the two halves of a returned step's update.
+_NODE_EXIT = (
+    "updated_at = ?1, output = ?2, status = 'completed', "
+    "metadata = json_set(metadata, '$.\"duration_s\"', json(?3))"
+)
+_STEP_RESULT = (("step_status", "'completed'"), ("step_result", "?2"), ("step_finished_at", "?1"))
 _COMPLETE_ON_NODE_SQL = (
-    "UPDATE nodes SET updated_at = ?1, output = ?2, status = 'completed', "
-    "metadata = json_set(metadata, '$.\"duration_s\"', json(?3)), "
-    f"step_status = CASE WHEN {_HOLDER} THEN 'completed' ELSE step_status END, "
-    f"step_result = CASE WHEN {_HOLDER} THEN ?2 ELSE step_result END, "
-    f"step_finished_at = CASE WHEN {_HOLDER} THEN ?1 ELSE step_finished_at END "
-    "WHERE id = ?7"
+    f"UPDATE nodes SET {_NODE_EXIT}, "
+    + ", ".join(f"{c} = CASE WHEN {_HOLDER} THEN {v} ELSE {c} END" for c, v in _STEP_RESULT)
+    + " WHERE id = ?7"
 )
 # The same row while it is in the step log (``lid`` ?4, taken from ``StepLog``): a row
 # still in the log proves that the lease it was inserted under holds (``store.step_log``),
 # so the result is written without the check.
 _COMPLETE_IN_LOG_SQL = (
-    "UPDATE node_log SET updated_at = ?1, output = ?2, status = 'completed', "
-    "metadata = json_set(metadata, '$.\"duration_s\"', json(?3)), "
-    "step_status = 'completed', step_result = ?2, step_finished_at = ?1 "
-    "WHERE lid = ?4 AND id = ?5"
+    f"UPDATE node_log SET {_NODE_EXIT}, "
+    + ", ".join(f"{c} = {v}" for c, v in _STEP_RESULT)
+    + " WHERE lid = ?4 AND id = ?5"
 )
 # The same when the node's metadata was ``{}`` at its insert: ?3 is its new metadata (the
 # text ``json_set`` writes). Its row still in the log means nobody wrote it since: every
