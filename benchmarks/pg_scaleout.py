@@ -3,8 +3,12 @@
 Starts a temporary PostgreSQL cluster (``tests/pgcluster.py``: the installed server
 binaries, ``fsync=on``) and measures on it, medians of ``--rounds``:
 
-* ``floor off/on`` — a bare psycopg insert of one node-shaped row + commit, with
-  ``synchronous_commit`` off / on (what a step's one commit cannot beat);
+* ``floor off/on`` — a bare psycopg insert of one node-shaped row, autocommit (the insert
+  and its commit in one statement, one round trip, as a step's write is), with
+  ``synchronous_commit`` off / on: what a step's one commit cannot beat;
+* ``floor in BEGIN/COMMIT`` — the same insert inside an explicit transaction (three round
+  trips: ``BEGIN``, the insert, ``COMMIT``), for reference only: the floor this benchmark
+  used until stop 28, which flattered every ratio by about 2x;
 * ``ours process/power`` — ``openprogram.step`` in a resumable Program started with
   ``start_run`` on the same server: per step ``(time(N) - time(0)) / N``. Targets:
   process <= 2x floor(off), power <= 1.5x floor(on);
@@ -33,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -67,8 +72,9 @@ PROGRAM_ENTRIES = ["chain"]
 OPENPROGRAM = str(Path(sys.executable).parent / "openprogram")
 
 
-def floor(dsn: str, n: int, sync: str) -> float:
-    """µs per bare node-shaped insert + commit."""
+def floor(dsn: str, n: int, sync: str, *, transaction: bool = False) -> float:
+    """µs per bare node-shaped insert + commit: autocommit (one round trip), or inside
+    an explicit ``BEGIN``/``COMMIT`` when ``transaction``."""
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -81,7 +87,7 @@ def floor(dsn: str, n: int, sync: str) -> float:
         )
         t = time.perf_counter()
         for i in range(n):
-            with conn.transaction():
+            with conn.transaction() if transaction else nullcontext():
                 conn.execute(
                     "INSERT INTO floor_nodes VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
                     (os.urandom(16).hex(), "s", i, "code", "s", None, None,
@@ -229,10 +235,14 @@ def main(argv: list[str] | None = None) -> int:
     (tmp / "prog.py").write_text(PROGRAM, encoding="utf-8")
     try:
         dsn = cluster.create_database()
-        rows: dict[str, list[float]] = {k: [] for k in ("f_off", "f_on", "process", "power")}
+        rows: dict[str, list[float]] = {
+            k: [] for k in ("f_off", "f_on", "f_tx_off", "f_tx_on", "process", "power")
+        }
         for _ in range(args.rounds):
             rows["f_off"].append(floor(dsn, args.steps, "off"))
             rows["f_on"].append(floor(dsn, args.steps, "on"))
+            rows["f_tx_off"].append(floor(dsn, args.steps, "off", transaction=True))
+            rows["f_tx_on"].append(floor(dsn, args.steps, "on", transaction=True))
             rows["process"].append(ours(cluster.create_database(), tmp, args.steps, "process"))
             rows["power"].append(ours(cluster.create_database(), tmp, args.steps, "power"))
         med = {k: statistics.median(v) for k, v in rows.items()}
@@ -251,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{args.rounds} rounds; median µs per step")  # fmt: skip
         print(f"  bare insert+commit synchronous_commit=off   {med['f_off']:8.1f}")
         print(f"  bare insert+commit synchronous_commit=on    {med['f_on']:8.1f}")
+        print(f"  (reference) insert in BEGIN/COMMIT, off     {med['f_tx_off']:8.1f}")
+        print(f"  (reference) insert in BEGIN/COMMIT, on      {med['f_tx_on']:8.1f}")
         print(f"  openprogram step (process)                  {med['process']:8.1f}")
         print(f"  openprogram step (power)                    {med['power']:8.1f}")
         print(f"  DBOS @DBOS.step                             "
@@ -271,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
         for label, value, target in checks:
             verdict = "PASS" if value <= target else "FAIL"
             print(f"  {verdict}  {label}: {value:.2f} (target <= {target})")
+        print(f"  (reference) process / BEGIN-COMMIT floor(off): "
+              f"{med['process'] / med['f_tx_off']:.2f}; power / BEGIN-COMMIT floor(on): "
+              f"{med['power'] / med['f_tx_on']:.2f}")  # fmt: skip
         print(json.dumps({"medians_us": med, "resume_s": res, "throughput": tput}))
     finally:
         cluster.stop()
