@@ -111,10 +111,28 @@ CREATE TRIGGER runs_delete_steps AFTER DELETE ON runs
     FOR EACH ROW EXECUTE FUNCTION openprogram_delete_run_steps();
 """
 
+# v3: ``nodes.session_id`` is no longer a foreign key. Its check ran as a trigger at the
+# end of every statement that appends a node (a step's too) and locked the session's row
+# FOR KEY SHARE, about a tenth of a step's server time, while the only statement that
+# inserts a node (``postgres.APPEND_INSERT``) inserts it from the session row it has just
+# locked and updated, so the session exists by construction; SQLite never enforced this
+# key (its foreign keys are off). ``sessions.prior_head``: the head the last appended node
+# followed, set by the append's one UPDATE from the row it replaces (before v3 the append
+# locked the row in a SELECT ... FOR UPDATE first to read it). And run-id prefixes (``RunStore.runs_by_id_prefix``:
+# ``id COLLATE "C"`` ranges) get the index that the primary key's collation cannot give.
+PG_V3 = """
+ALTER TABLE nodes DROP CONSTRAINT IF EXISTS nodes_session_id_fkey;
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS prior_head TEXT;
+CREATE INDEX IF NOT EXISTS runs_id_code_points ON runs (id COLLATE "C");
+"""
+
 #: Every PostgreSQL migration, in order (append new ones; never edit an applied one).
 PG_MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, nodes, runs and steps (leases, queues)", PG_V1),
     Migration(2, "run steps without the per-step foreign-key lock", PG_V2),
+    Migration(
+        3, "appends without the foreign-key check and the row lock; run-id prefix index", PG_V3
+    ),
 ]
 
 

@@ -52,21 +52,21 @@ _SESSION_SELECT = (
     "s.metadata, s.created_at, GREATEST(s.updated_at, COALESCE((SELECT MAX(updated_at) "
     "FROM nodes WHERE session_id = s.id), 0)), s.last_seq_count FROM sessions s"
 )
-# Appending a node, in one statement: lock the session (only when ``{where}`` holds: the
-# step statement of ``postgres_runs`` appends its node only when its dispatch was written),
-# bump its seq, move/keep the head; then ``APPEND_INSERT`` inserts the node.
+# Appending a node, in one statement: ``APPEND_CTES`` bumps the session's seq and moves or
+# keeps its head (only when ``{where}`` holds: the step statement of ``postgres_runs``
+# appends its node only when its dispatch was written), in one UPDATE whose row lock
+# orders concurrent appends; then ``APPEND_INSERT`` inserts the node. The UPDATE returns
+# the node's default predecessor (the head before it) through ``prior_head``, which it
+# sets from the row it replaces: RETURNING sees only the new row (schema v3).
 APPEND_CTES = """
-old AS (
-    SELECT id, last_id, head_id, head_pinned FROM sessions WHERE id = %(sid)s {where} FOR UPDATE
-), upd AS (
-    UPDATE sessions s SET last_seq = s.last_seq + 1, last_seq_count = s.last_seq_count + 1,
+upd AS (
+    UPDATE sessions SET last_seq = last_seq + 1, last_seq_count = last_seq_count + 1,
+        prior_head = CASE WHEN head_pinned THEN head_id ELSE last_id END,
         last_id = %(nid)s,
         head_pinned = NOT %(move)s,
-        head_id = CASE WHEN %(move)s THEN NULL
-                  WHEN old.head_pinned THEN old.head_id ELSE old.last_id END
-    FROM old WHERE s.id = old.id
-    RETURNING s.last_seq AS seq,
-        CASE WHEN old.head_pinned THEN old.head_id ELSE old.last_id END AS head
+        head_id = CASE WHEN %(move)s THEN NULL WHEN head_pinned THEN head_id ELSE last_id END
+    WHERE id = %(sid)s {where}
+    RETURNING last_seq AS seq, prior_head AS head
 )"""
 APPEND_INSERT = f"""
 INSERT INTO nodes ({_NODE_COLS})
@@ -446,7 +446,7 @@ class PostgresBackend(StoreBackend):
         if getattr(self._local, "pin", None) is not None:
             yield
             return
-        self._local.pin = [None]
+        self._local.pin = [None, None]  # the held connection, a cursor of it
         try:
             yield
         finally:
@@ -461,16 +461,17 @@ class PostgresBackend(StoreBackend):
         self.pool.putconn(conn)  # the pool resets, discards or (closed pool) closes it
 
     def _pinned(self) -> Any:
-        """This thread's held connection (see :meth:`pinned`), or ``None`` outside one
-        (or when none can be held)."""
+        """A cursor of this thread's held connection (see :meth:`pinned`), kept with it so
+        a run's statements do not each build one; ``None`` outside a pinned block (or
+        when no connection can be held)."""
         pin = getattr(self._local, "pin", None)
         if pin is None or self._closed:
             return None
         conn = pin[0]
         if conn is not None:
             if _idle(conn):
-                return conn
-            pin[0] = None
+                return pin[1]
+            pin[0] = pin[1] = None
             self._unpin(conn)
         with self._pin_lock:
             if self._pins >= self._pin_limit:
@@ -484,15 +485,20 @@ class PostgresBackend(StoreBackend):
             if isinstance(exc, self._psycopg.Error):
                 raise self._error(exc) from None
             raise
-        return conn
+        pin[1] = conn.cursor()
+        return pin[1]
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         """Run one statement (in this thread's transaction if open); returns the cursor's
         rows for statements that return some, else its row count."""
-        conn = getattr(self._local, "tx", None) or self._pinned()
-        if conn is not None:
+        tx: Any = getattr(self._local, "tx", None)
+        cur: Any = None if tx is not None else self._pinned()
+        if tx is not None or cur is not None:
             try:
-                cur = conn.execute(sql, params, prepare=True)
+                if cur is None:
+                    cur = tx.execute(sql, params, prepare=True)
+                else:
+                    cur.execute(sql, params, prepare=True)
             except self._psycopg.Error as exc:
                 raise self._error(exc) from None
             return cur.fetchall() if cur.description is not None else cur.rowcount
