@@ -8,7 +8,7 @@ binaries, ``fsync=on``) and measures on it, medians of ``--rounds``:
   ``synchronous_commit`` off / on: what a step's one commit cannot beat;
 * ``floor in BEGIN/COMMIT`` — the same insert inside an explicit transaction (three round
   trips: ``BEGIN``, the insert, ``COMMIT``), for reference only: the floor this benchmark
-  used until stop 28, which flattered every ratio by about 2x;
+  used until stop 28, which flattered the ratios by its extra two round trips;
 * ``ours process/power`` — ``openprogram.step`` in a resumable Program started with
   ``start_run`` on the same server: per step ``(time(N) - time(0)) / N``. Targets:
   process <= 2x floor(off), power <= 1.5x floor(on);
