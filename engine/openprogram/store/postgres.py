@@ -40,6 +40,7 @@ from openprogram.store.jsoncodec import dumps as _dumps
 from openprogram.store.jsoncodec import loads as _loads
 from openprogram.store.lease import env_seconds
 from openprogram.store.models import Node, Session
+from openprogram.store.pg_hot import NOT_PREPARED, HotStatement
 from openprogram.store.pg_migrations import PG_MIGRATIONS, migrate, schema_version
 
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -190,6 +191,9 @@ def scrub(text: str, url: str) -> str:
 
 
 _IDLE = 0  # libpq's PQTRANS_IDLE (psycopg.pq.TransactionStatus.IDLE)
+# libpq's ExecStatusType (psycopg.pq.ExecStatus) and PG_DIAG_SQLSTATE (pq.DiagnosticField)
+_COMMAND_OK, _TUPLES_OK, _FATAL_ERROR = 1, 2, 7
+_SQLSTATE = ord("C")
 
 
 def _idle(conn: Any) -> bool:
@@ -446,7 +450,8 @@ class PostgresBackend(StoreBackend):
         if getattr(self._local, "pin", None) is not None:
             yield
             return
-        self._local.pin = [None, None]  # the held connection, a cursor of it
+        # the held connection, a cursor of it, whether it takes hot statements (UTF-8)
+        self._local.pin = [None, None, False]
         try:
             yield
         finally:
@@ -471,7 +476,7 @@ class PostgresBackend(StoreBackend):
         if conn is not None:
             if _idle(conn):
                 return pin[1]
-            pin[0] = pin[1] = None
+            pin[:] = [None, None, False]
             self._unpin(conn)
         with self._pin_lock:
             if self._pins >= self._pin_limit:
@@ -486,7 +491,34 @@ class PostgresBackend(StoreBackend):
                 raise self._error(exc) from None
             raise
         pin[1] = conn.cursor()
+        pin[2] = conn.info.encoding == "utf-8"
         return pin[1]
+
+    def execute_hot(self, stmt: HotStatement, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Run ``stmt`` (a statement returning rows) through libpq on this thread's held
+        connection (:mod:`~openprogram.store.pg_hot`); through :meth:`execute` in a
+        transaction, outside a pinned block or on a connection that is not UTF-8."""
+        pin = getattr(self._local, "pin", None)
+        if pin is None or getattr(self._local, "tx", None) is not None:
+            return list(self.execute(stmt.sql, params))
+        cur = self._pinned()
+        if cur is None or not pin[2]:
+            return list(self.execute(stmt.sql, params))
+        psycopg = self._psycopg
+        pgconn = pin[0].pgconn
+        try:
+            values = stmt.values(params)
+            result = pgconn.exec_prepared(stmt.name, values)
+            if result.status == _FATAL_ERROR and result.error_field(_SQLSTATE) == NOT_PREPARED:
+                prepared = pgconn.prepare(stmt.name, stmt.server_sql)
+                if prepared.status != _COMMAND_OK:
+                    raise psycopg.errors.error_from_result(prepared)
+                result = pgconn.exec_prepared(stmt.name, values)
+            if result.status != _TUPLES_OK:
+                raise psycopg.errors.error_from_result(result)
+        except (psycopg.Error, ValueError) as exc:
+            raise self._error(exc) from None
+        return stmt.rows(result)
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         """Run one statement (in this thread's transaction if open); returns the cursor's

@@ -20,6 +20,7 @@ from openprogram.contract.runs import Durability
 from openprogram.errors import StoreError
 from openprogram.store.ids import new_id
 from openprogram.store.lease import Owner
+from openprogram.store.pg_hot import HotStatement
 from openprogram.store.postgres import (
     APPEND_CTES,
     APPEND_INSERT,
@@ -37,32 +38,35 @@ from openprogram.store.runs import (
     StepCall,
     StepDone,
     StepNode,
-    held_by,
     run_from_row,
 )
 
 # A step's records in one statement, so one round trip and one commit (autocommit: no
-# BEGIN/COMMIT messages): ``done`` — the previous step's result, written only by the
-# execution holding the lease ``token``, and ``fin`` its node's exit; ``call`` — this
-# step's dispatch, only while that execution holds the lease of a running run asked
-# neither to pause nor to cancel; then its running node, appended only when ``call``
-# wrote a row. Returns (dispatch rows written, node seq, node predecessor).
+# BEGIN/COMMIT messages): ``run`` — the run's row, read once: whether the execution asking
+# holds its lease ``token`` and whether it may dispatch (a running run asked neither to
+# pause nor to cancel); ``done`` — the previous step's result, written only by the
+# holder, and ``fin`` its node's exit; ``call`` — this step's dispatch, only when it may;
+# then its running node, appended only when ``call`` wrote a row. Returns (dispatch rows
+# written, node seq).
 _STEP_SQL = f"""
-WITH done AS (
+WITH run AS (
+    SELECT owner_token = %(token)s AS held, {MAY_DISPATCH}%(token)s AS may
+    FROM runs WHERE id = %(run)s
+), done AS (
     UPDATE run_steps SET status = 'completed', result = %(result)s, finished_at = %(now)s
-    WHERE run_id = %(run)s AND step_key = %(done_key)s
-    AND {held_by("%(run)s", "%(token)s")}
+    WHERE run_id = %(run)s AND step_key = %(done_key)s AND (SELECT held FROM run)
 ), fin AS ({FINISH_SQL}
 ), call AS (
     {STEP_INSERT}
     SELECT %(run)s, %(key)s, %(scope)s, %(pos)s, %(step_kind)s, %(name)s, %(occ)s, %(hash)s,
-        'dispatched', NULL, %(now)s, NULL FROM runs
-    WHERE %(has_call)s AND id = %(run)s AND {MAY_DISPATCH}%(token)s
+        'dispatched', NULL, %(now)s, NULL FROM run
+    WHERE %(has_call)s AND run.may
     {REDISPATCH}
     RETURNING 1
 ), {APPEND_CTES.format(where="AND EXISTS (SELECT FROM call)")}, node AS ({APPEND_INSERT})
-SELECT (SELECT count(*) FROM call), (SELECT seq FROM node), (SELECT predecessor_id FROM node)
+SELECT (SELECT count(*) FROM call), (SELECT seq FROM node)
 """
+_STEP = HotStatement("openprogram_step", _STEP_SQL, (int, int))
 
 
 class PostgresRunStore(RunStore):
@@ -134,8 +138,8 @@ class PostgresRunStore(RunStore):
     ) -> tuple[bool, tuple[str, int] | None]:
         now = time.time()
         nid = new_id() if node is not None else None
-        rows = self._q(
-            _STEP_SQL,
+        rows = self.backend.execute_hot(
+            _STEP,
             {
                 "run": run_id, "token": token, "now": now,
                 "done_key": None if done is None else done.key,
@@ -159,7 +163,7 @@ class PostgresRunStore(RunStore):
                 "meta": "{}" if node is None else node.meta_json,
             },
         )  # fmt: skip
-        dispatched, seq, _ = rows[0]
+        dispatched, seq = rows[0]
         if not dispatched or node is None:
             return bool(dispatched), None
         if seq is None:

@@ -1,0 +1,127 @@
+"""A step's statement on PostgreSQL runs through libpq on the run's held connection
+(``openprogram.store.pg_hot``): what a Program's steps record through it reads back as
+written (text, numbers, timestamps), a NUL is refused as psycopg refuses it, a connection
+that lost its prepared statement prepares it again, and a connection that is not UTF-8
+takes psycopg's path."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from openprogram.durable import start_run
+from openprogram.errors import StoreError
+from openprogram.store.pg_hot import NUL_IN_TEXT, HotStatement
+from openprogram.store.postgres import PostgresBackend
+from openprogram.store.runs import read_run_store
+
+PROGRAM = """
+from openprogram import step
+
+
+def echo(text: str, x: float) -> dict:
+    return {"text": text + " ·", "x": x, "half": x / 2}
+
+
+def main(label: str, x: float) -> dict:
+    first = step(LABEL, echo, label, x)
+    return step(AGAIN, echo, first["text"], first["half"])
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+def _run(tmp_path: Path, dsn: str, label: str, x: float) -> tuple[object, list[object]]:
+    prog = tmp_path / "prog.py"
+    source = PROGRAM.replace("AGAIN", repr("again " + label)).replace("LABEL", repr(label))
+    prog.write_text(source, encoding="utf-8")
+    out = start_run(f"{prog}:main", {"label": label, "x": x}, store=dsn)
+    runs = read_run_store(dsn)
+    assert runs is not None
+    with runs:
+        return out, list(runs.load_steps(out.run_id))
+
+
+@pytest.mark.parametrize("label", ["café — naïve 🚀", "quote ' and $1 and %(x)s", "\\\\N"])
+def test_what_steps_record_reads_back_as_written(pg_dsn: str, tmp_path: Path, label: str) -> None:
+    out, steps = _run(tmp_path, pg_dsn, label, 0.1)
+    assert out.status == "completed", out  # type: ignore[attr-defined]
+    assert out.result == {"text": f"{label} · ·", "x": 0.05, "half": 0.025}  # type: ignore[attr-defined]
+    assert [(s.name, s.status) for s in steps] == [  # type: ignore[attr-defined]
+        (label, "completed"), ("again " + label, "completed"),
+    ]  # fmt: skip
+    first = json.loads(steps[0].result)  # type: ignore[attr-defined]
+    assert first == {"text": f"{label} ·", "x": 0.1, "half": 0.05}
+    for s in steps:
+        assert s.started_at <= s.finished_at  # type: ignore[attr-defined]
+
+
+def test_a_nul_in_a_step_name_is_refused_not_cut(pg_dsn: str, tmp_path: Path) -> None:
+    out, steps = _run(tmp_path, pg_dsn, "before\x00after", 1.0)
+    assert out.status == "failed", out  # type: ignore[attr-defined]
+    assert NUL_IN_TEXT in out.error  # type: ignore[attr-defined]
+    assert all("before" != s.name for s in steps)  # type: ignore[attr-defined]
+
+
+def test_a_connection_that_is_not_utf8_takes_psycopgs_path(
+    pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PGCLIENTENCODING", "LATIN1")
+    out, steps = _run(tmp_path, pg_dsn, "café", 2.5)
+    assert out.status == "completed", out  # type: ignore[attr-defined]
+    assert out.result == {"text": "café · ·", "x": 1.25, "half": 0.625}  # type: ignore[attr-defined]
+    assert [s.name for s in steps] == ["café", "again café"]  # type: ignore[attr-defined]
+
+
+VALUES = [0.1, 1e-300, 5e-324, 1.7976931348623157e308, -0.0, 1 / 3, math.inf, -math.inf]
+
+
+def test_parameters_round_trip_and_a_lost_prepared_statement_is_prepared_again(
+    pg_dsn: str,
+) -> None:
+    echo = HotStatement(
+        "test_echo",
+        "SELECT %(x)s::float8::text, %(n)s::bigint, %(b)s::boolean::text, %(s)s, %(s)s || %(t)s",
+        (float, int, str, str, str),
+    )
+    backend = PostgresBackend(pg_dsn)
+    try:
+        with backend.pinned():
+            for x in VALUES:
+                row = backend.execute_hot(
+                    echo, {"x": x, "n": -(2**62), "b": True, "s": "é", "t": None}
+                )
+                assert row == [(x, -(2**62), "true", "é", None)]
+                assert math.copysign(1, row[0][0]) == math.copysign(1, x)
+            (nan,) = backend.execute_hot(
+                echo, {"x": math.nan, "n": 0, "b": False, "s": "", "t": ""}
+            )
+            assert math.isnan(nan[0]) and nan[1:] == (0, "false", "", "")
+            backend.execute("DEALLOCATE ALL")  # as a pool's reset (DISCARD ALL) would
+            assert backend.execute_hot(echo, {"x": 1.5, "n": 1, "b": True, "s": "a", "t": "b"}) == [
+                (1.5, 1, "true", "a", "ab")
+            ]
+            with pytest.raises(StoreError, match=r"NUL \(0x00\)"):
+                backend.execute_hot(echo, {"x": 1.0, "n": 1, "b": True, "s": "a\x00", "t": ""})
+            with pytest.raises(StoreError, match=r"NUL \(0x00\)"):  # psycopg's path: the same
+                backend.execute("SELECT %s", ("a\x00",))
+            with pytest.raises(StoreError, match="invalid input syntax for type bigint"):
+                backend.execute_hot(echo, {"x": 1.0, "n": "x", "b": True, "s": "", "t": ""})
+            assert backend.execute_hot(echo, {"x": 2.0, "n": 2, "b": False, "s": "", "t": ""})
+    finally:
+        backend.close()
+
+
+def test_a_statement_is_numbered_once_per_name() -> None:
+    stmt = HotStatement("n", "SELECT %(a)s, %(b)s, %(a)s", (str, str, str))
+    assert stmt.server_sql == b"SELECT $1, $2, $1" and stmt.keys == ("a", "b")
+    assert stmt.values({"a": True, "b": 3}) == [b"t", b"3"]
+    with pytest.raises(TypeError, match="a bytes parameter"):
+        stmt.values({"a": b"x", "b": None})
+    with pytest.raises(ValueError, match="placeholders"):
+        HotStatement("bad", "SELECT 'x' LIKE '%y'", ())
