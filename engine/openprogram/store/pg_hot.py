@@ -57,7 +57,14 @@ class HotStatement:
 
     def values(self, params: Mapping[str, Any]) -> list[bytes | None]:
         """The parameters as libpq's text values, in the server's ``$n`` order."""
-        return [_text(params[key]) for key in self.keys]
+        out: list[bytes | None] = []
+        for key in self.keys:
+            value = params[key]
+            if value.__class__ is str and "\x00" not in value:  # most of them: inline
+                out.append(value.encode())
+            else:
+                out.append(_text(value))
+        return out
 
     def rows(self, result: Any) -> list[tuple[Any, ...]]:
         """The rows of a ``PGresult`` of this statement, each column converted."""
