@@ -116,10 +116,11 @@ CREATE TRIGGER runs_delete_steps AFTER DELETE ON runs
 # FOR KEY SHARE, about a tenth of a step's server time, while the only statement that
 # inserts a node (``postgres.APPEND_INSERT``) inserts it from the session row it has just
 # locked and updated, so the session exists by construction; SQLite never enforced this
-# key (its foreign keys are off). ``sessions.prior_head``: the head the last appended node
-# followed, set by the append's one UPDATE from the row it replaces (before v3 the append
-# locked the row in a SELECT ... FOR UPDATE first to read it). And run-id prefixes (``RunStore.runs_by_id_prefix``:
-# ``id COLLATE "C"`` ranges) get the index that the primary key's collation cannot give.
+# key (its foreign keys are off). ``sessions.prior_head``: the head the last appended
+# node followed, set by the append's one UPDATE from the row it replaces (before v3 the
+# append first locked the row with SELECT ... FOR UPDATE to read it). And run-id
+# prefixes (``RunStore.runs_by_id_prefix``: ``id COLLATE "C"`` ranges) get the index
+# that the primary key's collation cannot give.
 PG_V3 = """
 ALTER TABLE nodes DROP CONSTRAINT IF EXISTS nodes_session_id_fkey;
 ALTER TABLE sessions ADD COLUMN IF NOT EXISTS prior_head TEXT;
