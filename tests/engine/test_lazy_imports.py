@@ -1,24 +1,40 @@
-"""What starting the editor's server and the store readers loads: the model runtime and its
-HTTP client only when a Program runs."""
+"""What starting the editor's server, the store readers and the CLI loads: the model runtime
+and its HTTP client only when a Program runs, the durable package only for runs."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
+from openprogram.store import SessionStore
 
-def _loaded_after(code: str) -> set[str]:
+RUNTIME = ("httpx", "openprogram.runtime", "openprogram.durable.runner")
+
+
+def _loaded_after(code: str, watched: Sequence[str] = RUNTIME, cwd: Path | None = None) -> set[str]:
+    """Which of the ``watched`` modules a fresh interpreter has loaded after ``code`` (run in
+    ``cwd``, without ``$OPENPROGRAM_STORE``)."""
     probe = (
         f"{code}\nimport sys\n"
-        "print(' '.join(m for m in ('httpx', 'openprogram.runtime', "
-        "'openprogram.durable.runner') if m in sys.modules))"
+        f"print('loaded:', *(m for m in {tuple(watched)!r} if m in sys.modules))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=cwd,
+        env={**os.environ, "OPENPROGRAM_STORE": ""},
     )
-    return set(out.stdout.split())
+    last = out.stdout.splitlines()[-1].split()  # the line after what ``code`` printed
+    assert last[0] == "loaded:", out.stdout
+    return set(last[1:])
 
 
 @pytest.mark.parametrize(
@@ -62,3 +78,26 @@ def test_every_name_the_runtime_package_exports_resolves() -> None:
         "assert Runtime is R\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["sessions", "--help"], ["sessions"], ["show", "nosuch"]]
+)
+def test_the_session_commands_start_without_the_durable_package(
+    argv: list[str], tmp_path: Path
+) -> None:
+    """Every command's parser is built on each start: ``openprogram sessions``, ``show``
+    (here its error line, in a folder without a store) and ``--help`` do not load the
+    durable package, its step machinery and the run store (about 80 ms of a start)."""
+    code = f"from openprogram.cli.main import main\nmain({argv!r})"
+    assert _loaded_after(code, ("openprogram.durable",), cwd=tmp_path) == set()
+
+
+def test_show_reads_a_session_without_the_step_machinery(tmp_path: Path) -> None:
+    """``openprogram show`` reads the run records (``durable.queries``) but never runs a
+    step: ``from openprogram.durable import queries`` does not load ``durable.steps``."""
+    with SessionStore(tmp_path / ".openprogram") as store:
+        session = store.create_session("demo")
+    code = f"from openprogram.cli.main import main\nassert main(['show', {session!r}]) == 0"
+    watched = ("openprogram.durable.queries", "openprogram.durable.steps")
+    assert _loaded_after(code, watched, cwd=tmp_path) == {"openprogram.durable.queries"}

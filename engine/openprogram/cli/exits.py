@@ -32,11 +32,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from openprogram.contract.runs import RunStatus
-from openprogram.durable.errors import DeterminismError
 from openprogram.errors import OpenProgramError
+
+if TYPE_CHECKING:
+    from openprogram.durable.errors import DeterminismError
 
 
 class Exit(IntEnum):
@@ -79,9 +81,17 @@ def error_line(message: object) -> str:
     """``openprogram: error: <message>`` folded onto one line; for a
     :class:`~openprogram.durable.errors.DeterminismError` its headline so, then its
     findings verbatim, one per line."""
-    if isinstance(message, DeterminismError) and message.findings:
+    if _is_determinism_error(message) and message.findings:
         return "\n".join((error_line(message.headline), *message.findings))
     return "openprogram: error: " + " ".join(str(message).split())
+
+
+def _is_determinism_error(message: object) -> TypeGuard[DeterminismError]:
+    """Whether ``message`` is a determinism refusal, without loading the durable package:
+    one exists only once its module is loaded, so a command that never loads it
+    (``sessions``, ``show``, ``--help``) does not load it to print an error line."""
+    errors = sys.modules.get("openprogram.durable.errors")
+    return errors is not None and isinstance(message, errors.DeterminismError)
 
 
 _RUN_ID: ContextVar[str | None] = ContextVar("openprogram_cli_run_id", default=None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from openprogram.durable.errors import (
     DeterminismError,
@@ -22,7 +22,9 @@ from openprogram.durable.errors import (
     RunStateError,
     StepUsageError,
 )
-from openprogram.durable.steps import current_run_id, parallel, step, workflow
+
+if TYPE_CHECKING:
+    from openprogram.durable.steps import current_run_id, parallel, step, workflow
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,6 +55,12 @@ def __getattr__(name: str) -> Any:
     import importlib
     import importlib.util
 
+    if name in ("current_run_id", "parallel", "step", "workflow"):
+        # loaded on first use, then kept here: the run readers (``openprogram show``, the
+        # language server's run views) import this package without running a step
+        value = getattr(importlib.import_module("openprogram.durable.steps"), name)
+        globals()[name] = value
+        return value
     if importlib.util.find_spec(f"{__name__}.{name}") is not None:
         # ``from openprogram.durable import queries``: a submodule, which the import
         # system loads once this says it is not an attribute (without loading the runner,

@@ -14,11 +14,9 @@ import argparse
 import json
 
 from openprogram.cli.common import CliError, add_store_argument, cannot_write, open_existing_store
-from openprogram.cli.graph import graph_json, render_html
 from openprogram.cli.render import render_mermaid, render_tree
 from openprogram.cli.table import terminal_width
 from openprogram.contract.runs import RunStatus, paused_at, state_text
-from openprogram.durable import queries
 from openprogram.store import Session, resolve_root, store_url
 
 NAME = "show"
@@ -52,6 +50,8 @@ def execute(args: argparse.Namespace) -> int:
             f"no session {args.id!r}: there is no store at {where}; "
             "pass --store DIR|URL or set OPENPROGRAM_STORE"
         )
+    from openprogram.durable import queries  # not loaded by every command's parser
+
     with store:
         session = store.get_session(args.id)
         if session is None:  # a run's session: its id's unique prefix names it too
@@ -69,6 +69,8 @@ def execute(args: argparse.Namespace) -> int:
     elif args.format == "mermaid":
         text = render_mermaid(session, nodes)
     elif args.format == "html":
+        from openprogram.cli.graph import render_html
+
         text = render_html(*_graph(store_url(args.store) or store.location, session))
     else:
         location = store_url(args.store) or store.location
@@ -101,6 +103,9 @@ def execute(args: argparse.Namespace) -> int:
 
 def _graph(location: str, session: Session) -> tuple[str, str]:
     """The graph of the session (with its run's status and steps when it is a run), and a title."""
+    from openprogram.cli.graph import graph_json
+    from openprogram.durable import queries
+
     run = queries.get_run(location, session.id)
     if run is None:
         return graph_json(location, session.id), f"session {session.id}"
