@@ -88,6 +88,14 @@ def _nodes(folder: Path, run_id: str) -> list[dict[str, object]]:
     return list(json.loads(proc.stdout)["nodes"])
 
 
+def _timed(nodes: list[dict[str, object]]) -> bool:
+    """Every completed step's node has its step's measured duration in its metadata (the
+    node's exit, written with the step's result)."""
+    metadata = [n["metadata"] for n in nodes if n["status"] == "completed"]
+    durations = [m.get("duration_s") if isinstance(m, dict) else None for m in metadata]
+    return bool(durations) and all(isinstance(d, float) and d > 0 for d in durations)
+
+
 def _db(folder: Path) -> sqlite3.Connection:
     return sqlite3.connect(folder / "st" / "openprogram.db", timeout=30)
 
@@ -131,6 +139,7 @@ def test_another_process_reads_every_step_of_a_run_past_two_folds_while_it_runs(
     assert json.loads(out)["result"] == sum(range(N))
     nodes = _nodes(folder, run_id)
     assert len(nodes) == N + 1 and {n["status"] for n in nodes} == {"completed"}
+    assert _timed(nodes[1:])
     assert lines(folder, "effects.log") == [str(i) for i in range(N)]
     _assert_one_dag(folder)
 
@@ -149,6 +158,7 @@ def test_parallel_branches_past_a_fold_record_each_step_once(tmp_path: Path) -> 
         steps = [n for n in nodes if n["name"] == f"{name}-step"]
         assert [n["output"] for n in steps] == list(range(count))
         assert {n["status"] for n in steps} == {"completed"}
+        assert _timed(steps)
     with closing(_db(folder)) as db:
         keys = db.execute(
             "SELECT COUNT(*), COUNT(DISTINCT step_key) FROM run_steps WHERE kind = 'step'"
@@ -212,6 +222,7 @@ def test_two_runs_in_one_store_at_once_each_record_every_step_once(tmp_path: Pat
         ticks = [n for n in nodes if n["name"] == "tick"]
         assert [t["output"] for t in ticks] == list(range(n))
         assert {t["status"] for t in ticks} == {"completed"}
+        assert _timed(ticks)
         seqs = [node["seq"] for node in nodes]
         assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
     assert max(a for a, _ in spans) < min(b for _, b in spans), spans  # they overlapped

@@ -195,6 +195,28 @@ def test_closing_a_missing_node_is_a_store_error(tmp_path: Path) -> None:
     store.close()
 
 
+def test_every_node_exit_writes_the_same_row(tmp_path: Path) -> None:
+    """A node's exit as the lean recording writes it (``close_node``), as a returned step
+    writes it (``finish_node``, in the caller's transaction) and as the general path does
+    (``update_node``): the same output, status, time and metadata, the duration merged
+    into what the node had."""
+    store = SessionStore(tmp_path)
+    backend = store.backend
+    writer = SessionNodeWriter(store, store.create_session("exits"))
+    ids = [
+        writer.append("code", name, input={"x": 1}, metadata={"k": "v"}).id
+        for name in ("close", "finish", "update")
+    ]
+    backend.close_node(ids[0], "completed", '{"r": [1, 2]}', 0.25, 5.0)
+    with backend.transaction() as conn:
+        backend.finish_node(conn, ids[1], '{"r": [1, 2]}', 0.25, 5.0)
+    meta = {"duration_s": 0.25}
+    backend.update_node(ids[2], output={"r": [1, 2]}, status="completed", metadata=meta, now=5.0)
+    rows = [(n.output, n.status, n.updated_at, n.metadata) for n in store.list_nodes("exits")]
+    assert rows == [({"r": [1, 2]}, "completed", 5.0, {"k": "v", "duration_s": 0.25})] * 3
+    store.close()
+
+
 _text = st.text(max_size=8)
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | _text,

@@ -90,14 +90,32 @@ _FAST_APPEND_SQL = (
     "AND (SELECT head_pinned FROM sessions WHERE id = ?2) = 0 THEN ?3 + 1 END, "
     "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12) ON CONFLICT(id) DO NOTHING"
 )
+
+
+def node_exit(at: str, output: str, status: str, metadata: str) -> str:
+    """The assignments of a node's exit (an ``UPDATE``'s ``SET`` list): its time ``at``,
+    ``output`` (JSON text), ``status`` and new ``metadata``, each an SQL expression (a
+    placeholder such as ``?1``, or a literal). The one text of :meth:`SqliteBackend.finish_node`,
+    :meth:`~SqliteBackend.close_node` and a returned step's update (``store.sqlite_runs``)."""
+    return f"updated_at = {at}, output = {output}, status = {status}, metadata = {metadata}"
+
+
+def with_duration(duration: str) -> str:
+    """The node's metadata with ``duration_s`` set to ``duration`` (an expression whose value
+    is the JSON text of the number): ``metadata`` of :func:`node_exit`."""
+    return f"json_set(metadata, '$.\"duration_s\"', json({duration}))"
+
+
+# finish_node: (now, output, the duration's JSON, id).
 _FINISH_SQL = (
-    "UPDATE nodes SET updated_at = ?, output = ?, status = 'completed', "
-    "metadata = json_set(metadata, '$.\"duration_s\"', json(?)) WHERE id = ?"
+    "UPDATE nodes SET "
+    + node_exit("?1", "?2", "'completed'", with_duration("?3"))
+    + " WHERE id = ?4"
 )
-# close_node: the same row update_node writes for (output, status, {"duration_s": d}).
+# close_node: (now, output, status, the duration's JSON, id); the same row update_node
+# writes for (output, status, {"duration_s": d}).
 _CLOSE_SQL = (
-    "UPDATE nodes SET updated_at = ?, output = ?, status = ?, "
-    "metadata = json_set(metadata, '$.\"duration_s\"', json(?)) WHERE id = ?"
+    "UPDATE nodes SET " + node_exit("?1", "?2", "?3", with_duration("?4")) + " WHERE id = ?5"
 )
 _SESSION_SELECT = (
     "SELECT s.id, s.name, s.agent_id, "

@@ -36,7 +36,7 @@ from openprogram.store.runs import (
     held_by,
     step_insert,
 )
-from openprogram.store.sqlite import NODE_COLUMNS, SqliteBackend
+from openprogram.store.sqlite import NODE_COLUMNS, SqliteBackend, node_exit, with_duration
 from openprogram.store.step_log import GUESS_HOLDS, GUESS_HOLDS_SEQ
 
 #: Busy timeout of the read-only stores opened for tooling (editor, lint, listings).
@@ -100,32 +100,34 @@ _RELEASE_NODELESS_SQL = f"DELETE FROM {NODELESS} WHERE run_id = ?1 AND step_key 
 # writes it) and its result (``completed``), the latter only while this execution (?5)
 # holds the lease — a process that lost it never overwrites what the new owner recorded.
 _HOLDER = f"(step_key = ?6 AND run_id = ?4 AND {held_by('?4', '?5')})"
-#: The node's exit (?1 the time, ?2 the output, ?3 the duration's JSON) and the step's
-#: result columns with their values: the two halves of a returned step's update.
-_NODE_EXIT = (
-    "updated_at = ?1, output = ?2, status = 'completed', "
-    "metadata = json_set(metadata, '$.\"duration_s\"', json(?3))"
-)
+#: The node's exit (?1 the time, ?2 the output, ?3 the duration's JSON: the row
+#: ``SqliteBackend.finish_node`` writes) and the step's result columns with their values:
+#: the two halves of a returned step's update.
+_NODE_EXIT = node_exit("?1", "?2", "'completed'", with_duration("?3"))
 _STEP_RESULT = (("step_status", "'completed'"), ("step_result", "?2"), ("step_finished_at", "?1"))
 _COMPLETE_ON_NODE_SQL = (
     f"UPDATE nodes SET {_NODE_EXIT}, "
     + ", ".join(f"{c} = CASE WHEN {_HOLDER} THEN {v} ELSE {c} END" for c, v in _STEP_RESULT)
     + " WHERE id = ?7"
 )
+
+
 # The same row while it is in the step log (``lid`` ?4, taken from ``StepLog``): a row
 # still in the log proves that the lease it was inserted under holds (``store.step_log``),
 # so the result is written without the check.
-_COMPLETE_IN_LOG_SQL = (
-    f"UPDATE node_log SET {_NODE_EXIT}, "
-    + ", ".join(f"{c} = {v}" for c, v in _STEP_RESULT)
-    + " WHERE lid = ?4 AND id = ?5"
-)
+def _complete_in_log(node_exit_sets: str) -> str:
+    return (
+        f"UPDATE node_log SET {node_exit_sets}, "
+        + ", ".join(f"{c} = {v}" for c, v in _STEP_RESULT)
+        + " WHERE lid = ?4 AND id = ?5"
+    )
+
+
+_COMPLETE_IN_LOG_SQL = _complete_in_log(_NODE_EXIT)
 # The same when the node's metadata was ``{}`` at its insert: ?3 is its new metadata (the
 # text ``json_set`` writes). Its row still in the log means nobody wrote it since: every
 # other write folds the log first.
-_COMPLETE_IN_LOG_NEW_META_SQL = _COMPLETE_IN_LOG_SQL.replace(
-    "metadata = json_set(metadata, '$.\"duration_s\"', json(?3))", "metadata = ?3"
-)
+_COMPLETE_IN_LOG_NEW_META_SQL = _complete_in_log(node_exit("?1", "?2", "'completed'", "?3"))
 # Only the result, where SQLite has no JSON functions (the node's exit is then written by
 # ``finish_node``, which merges the metadata in Python).
 _COMPLETE_ON_NODE_PLAIN_SQL = (
