@@ -1,7 +1,9 @@
 """Runs on PostgreSQL, side by side in one run on one throwaway server (not a timed test).
 
 Starts a temporary PostgreSQL cluster (``tests/pgcluster.py``: the installed server
-binaries, ``fsync=on``) and measures on it, medians of ``--rounds``:
+binaries, ``fsync=on``) and measures on it, medians of ``--rounds`` (each round measures a
+step beside its floor, in alternating order; the per-round ratios and their median are
+printed too, since a shared host's load moves both between rounds):
 
 * ``floor off/on`` — a bare psycopg insert of one node-shaped row, autocommit (the insert
   and its commit in one statement, one round trip, as a step's write is), with
@@ -238,14 +240,24 @@ def main(argv: list[str] | None = None) -> int:
         rows: dict[str, list[float]] = {
             k: [] for k in ("f_off", "f_on", "f_tx_off", "f_tx_on", "process", "power")
         }
-        for _ in range(args.rounds):
-            rows["f_off"].append(floor(dsn, args.steps, "off"))
-            rows["f_on"].append(floor(dsn, args.steps, "on"))
+        for r in range(args.rounds):
+            # each step beside its floor, in alternating order (a drifting host load
+            # favours neither side); the reference floors after them
+            for mode, sync in (("process", "off"), ("power", "on")):
+                if r % 2 == 0:
+                    rows["f_" + sync].append(floor(dsn, args.steps, sync))
+                rows[mode].append(ours(cluster.create_database(), tmp, args.steps, mode))
+                if r % 2 == 1:
+                    rows["f_" + sync].append(floor(dsn, args.steps, sync))
             rows["f_tx_off"].append(floor(dsn, args.steps, "off", transaction=True))
             rows["f_tx_on"].append(floor(dsn, args.steps, "on", transaction=True))
-            rows["process"].append(ours(cluster.create_database(), tmp, args.steps, "process"))
-            rows["power"].append(ours(cluster.create_database(), tmp, args.steps, "power"))
         med = {k: statistics.median(v) for k, v in rows.items()}
+        paired = {
+            mode: statistics.median(
+                a / b for a, b in zip(rows[mode], rows["f_" + sync], strict=True)
+            )
+            for mode, sync in (("process", "off"), ("power", "on"))
+        }
         dbos = dbos_step(cluster.create_database(), args.steps)
         res = statistics.median(
             resume(cluster.create_database(), tmp, args.resume_steps, args.rounds)
@@ -283,10 +295,17 @@ def main(argv: list[str] | None = None) -> int:
         for label, value, target in checks:
             verdict = "PASS" if value <= target else "FAIL"
             print(f"  {verdict}  {label}: {value:.2f} (target <= {target})")
+        for mode, sync in (("process", "off"), ("power", "on")):
+            rounds = " ".join(
+                f"{a:.0f}/{b:.0f}" for a, b in zip(rows[mode], rows["f_" + sync], strict=True)
+            )
+            print(f"  rounds, {mode} / floor({sync}) µs: {rounds}; median of the "
+                  f"round ratios {paired[mode]:.2f}")  # fmt: skip
         print(f"  (reference) process / BEGIN-COMMIT floor(off): "
               f"{med['process'] / med['f_tx_off']:.2f}; power / BEGIN-COMMIT floor(on): "
               f"{med['power'] / med['f_tx_on']:.2f}")  # fmt: skip
-        print(json.dumps({"medians_us": med, "resume_s": res, "throughput": tput}))
+        print(json.dumps({"medians_us": med, "round_ratios": paired, "resume_s": res,
+                          "throughput": tput}))  # fmt: skip
     finally:
         cluster.stop()
     return 0
