@@ -8,6 +8,10 @@ printed too, since a shared host's load moves both between rounds):
 * ``floor off/on`` — a bare psycopg insert of one node-shaped row, autocommit (the insert
   and its commit in one statement, one round trip, as a step's write is), with
   ``synchronous_commit`` off / on: what a step's one commit cannot beat;
+* ``CPU per step`` — client plus server CPU (Linux ``/proc/PID/schedstat`` of the server's
+  processes) per floor insert and per step, the latter between the starts of a run's
+  second and last steps: the work a step costs, which the host's scheduling noise moves
+  far less than wall time;
 * ``floor in BEGIN/COMMIT`` — the same insert inside an explicit transaction (three round
   trips: ``BEGIN``, the insert, ``COMMIT``), for reference only: the floor this benchmark
   used until stop 28, which flattered the ratios by its extra two round trips;
@@ -74,9 +78,40 @@ PROGRAM_ENTRIES = ["chain"]
 OPENPROGRAM = str(Path(sys.executable).parent / "openprogram")
 
 
-def floor(dsn: str, n: int, sync: str, *, transaction: bool = False) -> float:
+def server_cpu_s(cluster: Cluster) -> float | None:
+    """CPU seconds the server's live processes have used (Linux ``schedstat``), or
+    ``None`` where that cannot be read. Read while the measured connection is open: a
+    backend that exits takes its count with it."""
+    total = 0
+    for pid in cluster.processes():
+        try:
+            total += int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+        except FileNotFoundError:  # exited meanwhile (not the measured one)
+            continue
+        except (OSError, ValueError, IndexError):
+            return None
+    return total / 1e9
+
+
+def _cpu(cluster: Cluster | None) -> tuple[float, float | None]:
+    return time.process_time(), None if cluster is None else server_cpu_s(cluster)
+
+
+def _cpu_us(
+    start: tuple[float, float | None], end: tuple[float, float | None], n: int
+) -> float | None:
+    """Client plus server CPU µs per item between two :func:`_cpu` readings."""
+    if start[1] is None or end[1] is None:
+        return None
+    return ((end[0] - start[0]) + (end[1] - start[1])) / n * 1e6
+
+
+def floor(
+    dsn: str, n: int, sync: str, *, transaction: bool = False, cluster: Cluster | None = None
+) -> tuple[float, float | None]:
     """µs per bare node-shaped insert + commit: autocommit (one round trip), or inside
-    an explicit ``BEGIN``/``COMMIT`` when ``transaction``."""
+    an explicit ``BEGIN``/``COMMIT`` when ``transaction``; and CPU µs per insert, client
+    plus server (with ``cluster``, on Linux)."""
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -87,6 +122,7 @@ def floor(dsn: str, n: int, sync: str, *, transaction: bool = False) -> float:
             "input TEXT, output TEXT, status TEXT, metadata TEXT, created_at DOUBLE PRECISION, "
             "updated_at DOUBLE PRECISION)"
         )
+        cpu = _cpu(cluster)
         t = time.perf_counter()
         for i in range(n):
             with conn.transaction() if transaction else nullcontext():
@@ -97,20 +133,37 @@ def floor(dsn: str, n: int, sync: str, *, transaction: bool = False) -> float:
                      "{}", time.time(), time.time()),
                     prepare=True,
                 )  # fmt: skip
-        return (time.perf_counter() - t) / n * 1e6
+        wall = (time.perf_counter() - t) / n * 1e6
+        return wall, _cpu_us(cpu, _cpu(cluster), n)
 
 
-def ours(dsn: str, tmp: Path, n: int, mode: str) -> float:
+def ours(
+    dsn: str, tmp: Path, n: int, mode: str, cluster: Cluster | None = None
+) -> tuple[float, float | None]:
+    """µs per step: ``(time(n) - time(0)) / n``; and CPU µs per step, client plus server,
+    between the starts of the second and the last step of the ``n``-step run (with
+    ``cluster``, on Linux: read while the run's connection is open)."""
     from openprogram.durable.runner import start_run
 
     ref = f"{tmp / 'prog.py'}:chain"
     times = {}
+    marks: list[tuple[float, float | None]] = []
+    spent = [0.0]  # reading the CPU counters is not the step's time
+
+    def progress(event: str, key: str) -> None:
+        if event == "start" and key in ("s#1", f"s#{n - 1}"):
+            t = time.perf_counter()
+            marks.append(_cpu(cluster))
+            spent[0] += time.perf_counter() - t
+
     for label, steps in (("warm", 10), ("zero", 0), ("full", n)):
+        watch = progress if label == "full" and cluster is not None else None
         t = time.perf_counter()
-        out = start_run(ref, {"n": steps}, store=dsn, durability=mode)
-        times[label] = time.perf_counter() - t
+        out = start_run(ref, {"n": steps}, store=dsn, durability=mode, on_progress=watch)
+        times[label] = time.perf_counter() - t - (spent[0] if watch else 0.0)
         assert out.status == "completed", out
-    return (times["full"] - times["zero"]) / n * 1e6
+    cpu = _cpu_us(marks[0], marks[1], n - 2) if len(marks) == 2 else None
+    return (times["full"] - times["zero"]) / n * 1e6, cpu
 
 
 def dbos_step(dsn: str, n: int) -> float | str:
@@ -240,17 +293,24 @@ def main(argv: list[str] | None = None) -> int:
         rows: dict[str, list[float]] = {
             k: [] for k in ("f_off", "f_on", "f_tx_off", "f_tx_on", "process", "power")
         }
+        cpu: dict[str, list[float]] = {k: [] for k in ("f_off", "f_on", "process", "power")}
+
+        def keep(key: str, measured: tuple[float, float | None]) -> None:
+            rows[key].append(measured[0])
+            if measured[1] is not None and key in cpu:
+                cpu[key].append(measured[1])
+
         for r in range(args.rounds):
             # each step beside its floor, in alternating order (a drifting host load
             # favours neither side); the reference floors after them
             for mode, sync in (("process", "off"), ("power", "on")):
                 if r % 2 == 0:
-                    rows["f_" + sync].append(floor(dsn, args.steps, sync))
-                rows[mode].append(ours(cluster.create_database(), tmp, args.steps, mode))
+                    keep("f_" + sync, floor(dsn, args.steps, sync, cluster=cluster))
+                keep(mode, ours(cluster.create_database(), tmp, args.steps, mode, cluster))
                 if r % 2 == 1:
-                    rows["f_" + sync].append(floor(dsn, args.steps, sync))
-            rows["f_tx_off"].append(floor(dsn, args.steps, "off", transaction=True))
-            rows["f_tx_on"].append(floor(dsn, args.steps, "on", transaction=True))
+                    keep("f_" + sync, floor(dsn, args.steps, sync, cluster=cluster))
+            keep("f_tx_off", floor(dsn, args.steps, "off", transaction=True))
+            keep("f_tx_on", floor(dsn, args.steps, "on", transaction=True))
         med = {k: statistics.median(v) for k, v in rows.items()}
         paired = {
             mode: statistics.median(
@@ -258,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             for mode, sync in (("process", "off"), ("power", "on"))
         }
+        cpu_med = {k: statistics.median(v) for k, v in cpu.items() if len(v) == args.rounds}
         dbos = dbos_step(cluster.create_database(), args.steps)
         res = statistics.median(
             resume(cluster.create_database(), tmp, args.resume_steps, args.rounds)
@@ -290,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         checks = [
             ("process / floor(off)", med["process"] / med["f_off"], 2.0),
             ("power / floor(on)", med["power"] / med["f_on"], 1.5),
-            ("resume 10k steps (s)", res, 0.5),
+            (f"resume {args.resume_steps} steps (s)", res, 0.5),
         ]
         for label, value, target in checks:
             verdict = "PASS" if value <= target else "FAIL"
@@ -301,11 +362,16 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(f"  rounds, {mode} / floor({sync}) µs: {rounds}; median of the "
                   f"round ratios {paired[mode]:.2f}")  # fmt: skip
+        if len(cpu_med) == 4:
+            print(f"  CPU per step, client + server (µs): floor off {cpu_med['f_off']:.0f}, "
+                  f"process {cpu_med['process']:.0f} ({cpu_med['process'] / cpu_med['f_off']:.2f}x); "
+                  f"floor on {cpu_med['f_on']:.0f}, power {cpu_med['power']:.0f} "
+                  f"({cpu_med['power'] / cpu_med['f_on']:.2f}x)")  # fmt: skip
         print(f"  (reference) process / BEGIN-COMMIT floor(off): "
               f"{med['process'] / med['f_tx_off']:.2f}; power / BEGIN-COMMIT floor(on): "
               f"{med['power'] / med['f_tx_on']:.2f}")  # fmt: skip
-        print(json.dumps({"medians_us": med, "round_ratios": paired, "resume_s": res,
-                          "throughput": tput}))  # fmt: skip
+        print(json.dumps({"medians_us": med, "round_ratios": paired, "cpu_us": cpu_med,
+                          "resume_s": res, "throughput": tput}))  # fmt: skip
     finally:
         cluster.stop()
     return 0
