@@ -11,9 +11,10 @@ import pytest
 
 from openprogram.durable import start_run
 from openprogram.errors import StoreError
-from openprogram.store import SessionStore
+from openprogram.store import SessionNodeWriter, SessionStore
 from openprogram.store.base import UNSET
 from openprogram.store.pg_migrations import PG_MIGRATIONS, migrate
+from openprogram.store.postgres_runs import PostgresRunStore
 from openprogram.store.runs import read_run_store
 
 PROGRAM = """
@@ -64,31 +65,29 @@ def test_a_v1_store_migrates_and_deleting_a_run_deletes_its_steps(
 
 
 def test_a_v2_store_migrates_to_v3_without_the_node_key_check(pg_dsn: str, tmp_path: Path) -> None:
-    """v3 drops ``nodes``' foreign key (its check ran at the end of every step) and adds
-    the index of run-id prefixes; a store made under v2 keeps its runs and sessions."""
+    """v3 drops ``nodes``' foreign key (its check ran at the end of every step), moves the
+    append to one UPDATE (``sessions.prior_head``) and indexes run-id prefixes; a session
+    written under v2 keeps its nodes and its next node follows its last one."""
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         migrate(conn, PG_MIGRATIONS[:2], pg_dsn)
+        conn.execute(
+            "INSERT INTO sessions (id, last_id, last_seq, last_seq_count, created_at, "
+            "updated_at) VALUES ('old', 'n1', 1, 1, 1.0, 1.0)"
+        )
+        conn.execute(
+            "INSERT INTO nodes (id, session_id, seq, kind, name, status, created_at, "
+            "updated_at) VALUES ('n1', 'old', 1, 'code', 'first', 'completed', 1.0, 1.0)"
+        )
     prog = tmp_path / "prog.py"
     prog.write_text(PROGRAM, encoding="utf-8")
     done = start_run(f"{prog}:main", {"n": 4}, store=pg_dsn)  # opening it migrates
     assert (done.status, done.result) == ("completed", 12)
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        fkeys = conn.execute(
-            "SELECT conname FROM pg_constraint WHERE conrelid = 'nodes'::regclass AND contype = 'f'"
-        ).fetchall()
-        assert fkeys == []
-        conn.execute("SET enable_seqscan = off")  # a tiny table: ask whether it can
-        plan = "\n".join(
-            r[0]
-            for r in conn.execute(
-                'EXPLAIN SELECT id FROM runs WHERE id COLLATE "C" >= %s AND id COLLATE "C" < %s',
-                (done.run_id[:6], done.run_id[:5] + chr(ord(done.run_id[5]) + 1)),
-            )
-        )
-        assert "runs_id_code_points" in plan, plan
-    # The session a node is appended to exists by construction, not by the dropped key:
-    # an append to a missing session writes nothing and says so.
     with SessionStore(pg_dsn) as store:
+        second = SessionNodeWriter(store, "old").append("code", "second")
+        assert (second.seq, second.predecessor_id) == (2, "n1")
+        assert [n.name for n in store.list_nodes("old")] == ["first", "second"]
+        # The session a node is appended to exists by construction, not by the dropped
+        # key: an append to a missing session writes nothing and says so.
         with pytest.raises(StoreError, match="'nope' does not exist"):
             store.backend.append_node(
                 "nope", "code", "n", node_id=None, input=None, output=None,
@@ -96,6 +95,20 @@ def test_a_v2_store_migrates_to_v3_without_the_node_key_check(pg_dsn: str, tmp_p
                 move_head=True, now=1.0,
             )  # fmt: skip
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        fkeys = conn.execute(
+            "SELECT conname FROM pg_constraint WHERE conrelid = 'nodes'::regclass AND contype = 'f'"
+        ).fetchall()
+        assert fkeys == []
         assert conn.execute("SELECT count(*) FROM nodes WHERE session_id = 'nope'").fetchone() == (
             0,
         )
+        conn.execute("SET enable_seqscan = off")  # a tiny table: ask whether it can
+        prefix = done.run_id[:6]
+        plan = "\n".join(
+            r[0]
+            for r in conn.execute(
+                "EXPLAIN " + PostgresRunStore.sql.runs_by_id_prefix,
+                (prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1), 5),
+            )
+        )
+        assert "runs_id_code_points" in plan, plan
