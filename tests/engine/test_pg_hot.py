@@ -14,6 +14,7 @@ import pytest
 
 from openprogram.durable import start_run
 from openprogram.errors import StoreError
+from openprogram.store import SessionStore
 from openprogram.store.pg_hot import NUL_IN_TEXT, HotStatement
 from openprogram.store.postgres import PostgresBackend
 from openprogram.store.runs import read_run_store
@@ -59,6 +60,12 @@ def test_what_steps_record_reads_back_as_written(pg_dsn: str, tmp_path: Path, la
     assert first == {"text": f"{label} ·", "x": 0.1, "half": 0.05}
     for s in steps:
         assert s.started_at <= s.finished_at  # type: ignore[attr-defined]
+    with SessionStore(pg_dsn) as store:  # each step's node exit: output, status, duration
+        nodes = {n.name: n for n in store.list_nodes(out.run_id)}  # type: ignore[attr-defined]
+    for s in steps:
+        node = nodes[s.name]  # type: ignore[attr-defined]
+        assert (node.status, node.output) == ("completed", json.loads(s.result))  # type: ignore[attr-defined]
+        assert isinstance(node.metadata["duration_s"], float) and node.metadata["duration_s"] >= 0
 
 
 def test_a_nul_in_a_step_name_is_refused_not_cut(pg_dsn: str, tmp_path: Path) -> None:

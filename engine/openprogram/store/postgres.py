@@ -34,7 +34,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from openprogram.errors import StoreError
-from openprogram.store.base import UNSET, StoreBackend, _Unset
+from openprogram.store.base import UNSET, StoreBackend, _Unset, node_exit
 from openprogram.store.ids import new_id
 from openprogram.store.jsoncodec import dumps as _dumps
 from openprogram.store.jsoncodec import loads as _loads
@@ -79,9 +79,14 @@ RETURNING seq, predecessor_id
 _APPEND_SQL = "WITH " + APPEND_CTES.format(where="") + APPEND_INSERT
 # A step's node exit: ``completed`` with its output and duration.
 FINISH_SQL = (
-    "UPDATE nodes SET updated_at = %(now)s, output = %(result)s, status = 'completed', "
-    "metadata = (metadata::jsonb || jsonb_build_object('duration_s', %(duration)s::float8))::text "
-    "WHERE id = %(done_node)s"
+    "UPDATE nodes SET "
+    + node_exit(
+        "%(now)s",
+        "%(result)s",
+        "'completed'",
+        "(metadata::jsonb || jsonb_build_object('duration_s', %(duration)s::float8))::text",
+    )
+    + " WHERE id = %(done_node)s"
 )
 
 

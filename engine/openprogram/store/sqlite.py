@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.errors import StoreError
-from openprogram.store.base import UNSET, StoreBackend, _Unset
+from openprogram.store.base import UNSET, StoreBackend, _Unset, node_exit
 from openprogram.store.ids import new_id
 from openprogram.store.jsoncodec import dumps as _dumps
 from openprogram.store.jsoncodec import loads as _loads
@@ -90,14 +90,6 @@ _FAST_APPEND_SQL = (
     "AND (SELECT head_pinned FROM sessions WHERE id = ?2) = 0 THEN ?3 + 1 END, "
     "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12) ON CONFLICT(id) DO NOTHING"
 )
-
-
-def node_exit(at: str, output: str, status: str, metadata: str) -> str:
-    """The assignments of a node's exit (an ``UPDATE``'s ``SET`` list): its time ``at``,
-    ``output`` (JSON text), ``status`` and new ``metadata``, each an SQL expression (a
-    placeholder such as ``?1``, or a literal). The one text of :meth:`SqliteBackend.finish_node`,
-    :meth:`~SqliteBackend.close_node` and a returned step's update (``store.sqlite_runs``)."""
-    return f"updated_at = {at}, output = {output}, status = {status}, metadata = {metadata}"
 
 
 def with_duration(duration: str) -> str:

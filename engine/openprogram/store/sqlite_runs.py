@@ -19,6 +19,7 @@ from typing import Any
 
 from openprogram.contract.runs import Durability
 from openprogram.errors import StoreError
+from openprogram.store.base import node_exit
 from openprogram.store.ids import new_id
 from openprogram.store.lease import Owner
 from openprogram.store.migrations import RELEASE_STEP_COLUMNS
@@ -36,7 +37,7 @@ from openprogram.store.runs import (
     held_by,
     step_insert,
 )
-from openprogram.store.sqlite import NODE_COLUMNS, SqliteBackend, node_exit, with_duration
+from openprogram.store.sqlite import NODE_COLUMNS, SqliteBackend, with_duration
 from openprogram.store.step_log import GUESS_HOLDS, GUESS_HOLDS_SEQ
 
 #: Busy timeout of the read-only stores opened for tooling (editor, lint, listings).
