@@ -132,3 +132,52 @@ def test_a_statement_is_numbered_once_per_name() -> None:
         stmt.values({"a": b"x", "b": None})
     with pytest.raises(ValueError, match="placeholders"):
         HotStatement("bad", "SELECT 'x' LIKE '%y'", ())
+
+
+FLAKY = """
+from pathlib import Path
+
+from openprogram import step
+
+FLAG = Path(__file__).with_name("fail-once")
+
+
+def count(i: int) -> int:
+    if i == 1 and FLAG.exists():
+        FLAG.unlink()
+        raise RuntimeError("the first try fails")
+    return i * 10
+
+
+def main(n: int) -> list:
+    return [step("count", count, i) for i in range(n)]
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+def test_a_step_that_failed_runs_again_on_resume(pg_dsn: str, tmp_path: Path) -> None:
+    """The step's record exists from its first try, so its second dispatch is the
+    statement that starts a recorded step again (``_STEP_AGAIN``), not the plain insert."""
+    from openprogram.durable import resume_run
+
+    prog = tmp_path / "flaky.py"
+    prog.write_text(FLAKY, encoding="utf-8")
+    (tmp_path / "fail-once").touch()
+    first = start_run(f"{prog}:main", {"n": 3}, store=pg_dsn)
+    assert first.status == "failed" and "the first try fails" in (first.error or ""), first
+    out = resume_run(first.run_id, store=pg_dsn)
+    assert out.status == "completed", out
+    assert out.result == [0, 10, 20]
+    runs = read_run_store(pg_dsn)
+    assert runs is not None
+    with runs:
+        steps = list(runs.load_steps(out.run_id))
+    assert [(s.occurrence, s.status, s.result) for s in steps] == [
+        (0, "completed", "0"), (1, "completed", "10"), (2, "completed", "20"),
+    ]  # fmt: skip
+    with SessionStore(pg_dsn) as store:  # the failed try's node and the second one's
+        nodes = [n for n in store.list_nodes(out.run_id) if n.name == "count"]
+    assert [n.status for n in nodes] == ["completed", "error", "completed", "completed"]

@@ -27,6 +27,8 @@ NUL_IN_TEXT = "PostgreSQL text fields cannot contain NUL (0x00) bytes"
 #: SQLSTATE of a prepared statement the server does not have (``invalid_sql_statement_name``:
 #: a new connection, or one that ran ``DISCARD ALL`` / ``DEALLOCATE ALL``).
 NOT_PREPARED = b"26000"
+#: SQLSTATE of an insert that hit a unique key (``unique_violation``).
+UNIQUE_VIOLATION = b"23505"
 
 _NAMED = re.compile(r"%\((\w+)\)s")
 

@@ -40,7 +40,7 @@ from openprogram.store.jsoncodec import dumps as _dumps
 from openprogram.store.jsoncodec import loads as _loads
 from openprogram.store.lease import env_seconds
 from openprogram.store.models import Node, Session
-from openprogram.store.pg_hot import NOT_PREPARED, HotStatement
+from openprogram.store.pg_hot import NOT_PREPARED, UNIQUE_VIOLATION, HotStatement
 from openprogram.store.pg_migrations import PG_MIGRATIONS, migrate, schema_version
 
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -499,31 +499,50 @@ class PostgresBackend(StoreBackend):
         pin[2] = conn.info.encoding == "utf-8"
         return pin[1]
 
-    def execute_hot(self, stmt: HotStatement, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    def execute_hot(
+        self, stmt: HotStatement, params: dict[str, Any], *, again: HotStatement | None = None
+    ) -> list[tuple[Any, ...]]:
         """Run ``stmt`` (a statement returning rows) through libpq on this thread's held
-        connection (:mod:`~openprogram.store.pg_hot`); through :meth:`execute` in a
-        transaction, outside a pinned block or on a connection that is not UTF-8."""
+        connection (:mod:`~openprogram.store.pg_hot`), then ``again`` — the same statement
+        handling the conflict — if ``stmt`` hit a unique key (the failed statement wrote
+        nothing: autocommit). Through :meth:`execute` (``again`` alone, when given) in a
+        transaction, where a failed statement would end it, outside a pinned block, or on
+        a connection that is not UTF-8."""
+        if again is None:
+            again = stmt
         pin = getattr(self._local, "pin", None)
         if pin is None or getattr(self._local, "tx", None) is not None:
-            return list(self.execute(stmt.sql, params))
+            return list(self.execute(again.sql, params))
         cur = self._pinned()
         if cur is None or not pin[2]:
-            return list(self.execute(stmt.sql, params))
-        psycopg = self._psycopg
+            return list(self.execute(again.sql, params))
         pgconn = pin[0].pgconn
         try:
             values = stmt.values(params)
-            result = pgconn.exec_prepared(stmt.name, values)
-            if result.status == _FATAL_ERROR and result.error_field(_SQLSTATE) == NOT_PREPARED:
-                prepared = pgconn.prepare(stmt.name, stmt.server_sql)
-                if prepared.status != _COMMAND_OK:
-                    raise psycopg.errors.error_from_result(prepared)
-                result = pgconn.exec_prepared(stmt.name, values)
+            result = self._exec_prepared(pgconn, stmt, values)
+            if (
+                again is not stmt
+                and result.status == _FATAL_ERROR
+                and result.error_field(_SQLSTATE) == UNIQUE_VIOLATION
+            ):
+                stmt = again
+                result = self._exec_prepared(pgconn, stmt, stmt.values(params))
             if result.status != _TUPLES_OK:
-                raise psycopg.errors.error_from_result(result)
-        except (psycopg.Error, ValueError) as exc:
+                raise self._psycopg.errors.error_from_result(result)
+        except (self._psycopg.Error, ValueError) as exc:
             raise self._error(exc) from None
         return stmt.rows(result)
+
+    def _exec_prepared(self, pgconn: Any, stmt: HotStatement, values: list[bytes | None]) -> Any:
+        """``stmt``'s result on ``pgconn``, prepared there first when the server does not
+        have it (a new connection, or ``DISCARD ALL`` / ``DEALLOCATE ALL``)."""
+        result = pgconn.exec_prepared(stmt.name, values)
+        if result.status == _FATAL_ERROR and result.error_field(_SQLSTATE) == NOT_PREPARED:
+            prepared = pgconn.prepare(stmt.name, stmt.server_sql)
+            if prepared.status != _COMMAND_OK:
+                raise self._psycopg.errors.error_from_result(prepared)
+            result = pgconn.exec_prepared(stmt.name, values)
+        return result
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         """Run one statement (in this thread's transaction if open); returns the cursor's
