@@ -134,6 +134,46 @@ def test_a_statement_is_numbered_once_per_name() -> None:
         HotStatement("bad", "SELECT 'x' LIKE '%y'", ())
 
 
+def test_constants_are_written_into_the_text() -> None:
+    consts = {"k": "code", "q": "it's", "m": True, "f": False, "p": None}
+    stmt = HotStatement("c", "SELECT %(a)s, %(k)s, %(q)s, %(m)s, %(f)s, %(p)s, %(a)s", (), consts)
+    assert stmt.server_sql == b"SELECT $1, 'code', 'it''s', true, false, NULL, $1"
+    assert stmt.keys == ("a",) and stmt.values({"a": 1}) == [b"1"]
+    assert stmt.sql == "SELECT %(a)s, 'code', 'it''s', true, false, NULL, %(a)s"  # psycopg's
+    with pytest.raises(ValueError, match="is not written"):
+        HotStatement("bad", "SELECT %(a)s", (), {"a": "100%"})
+
+
+def test_a_nodes_exit_writes_the_same_metadata_text_either_way(pg_dsn: str) -> None:
+    """``FINISH_SQL`` writes a plain node's metadata (``{}``) without parsing it: the text
+    is the one the JSON merge writes, which a node with metadata still takes."""
+    from openprogram.store.postgres import FINISH_SQL
+    from openprogram.store.session_store import SessionNodeWriter
+
+    backend = PostgresBackend(pg_dsn)
+    try:
+        store = SessionStore(backend=backend)
+        writer = SessionNodeWriter(store, store.create_session())
+        for duration in (0.0, 1e-7, 0.25, 123.456789, 1e300, -0.0, 3):
+            for meta in ({}, {"forks": ["a"], "duration_s": 9}):
+                node = writer.append("code", "s", metadata=meta)
+                backend.execute(
+                    FINISH_SQL,
+                    {"now": 1.0, "result": "1", "duration": duration, "done_node": node.id},
+                )
+                (merged,) = backend.execute(
+                    "SELECT (%s::jsonb || jsonb_build_object('duration_s', %s::float8))::text",
+                    (json.dumps(meta), duration),
+                )[0]
+                (text,) = backend.execute("SELECT metadata FROM nodes WHERE id = %s", (node.id,))[0]
+                assert text == merged
+                written = json.loads(text)
+                assert float(written.pop("duration_s")) == duration
+                assert written == {k: v for k, v in meta.items() if k != "duration_s"}
+    finally:
+        backend.close()
+
+
 FLAKY = """
 from pathlib import Path
 

@@ -84,7 +84,11 @@ FINISH_SQL = (
         "%(now)s",
         "%(result)s",
         "'completed'",
-        "(metadata::jsonb || jsonb_build_object('duration_s', %(duration)s::float8))::text",
+        # the common case, metadata '{}', without parsing it (the same text either way)
+        "CASE WHEN metadata = '{}' THEN "
+        "'{\"duration_s\": ' || to_jsonb(%(duration)s::float8)::text || '}' "
+        "ELSE (metadata::jsonb || jsonb_build_object('duration_s', %(duration)s::float8))::text "
+        "END",
     )
     + " WHERE id = %(done_node)s"
 )

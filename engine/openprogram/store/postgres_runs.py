@@ -77,11 +77,23 @@ _STEP_PARTS = {
     "append": APPEND_CTES.format(where="AND EXISTS (SELECT FROM call)"),
     "node": APPEND_INSERT,
 }
-_STEP = HotStatement("openprogram_step", _STEP_SQL.format(redispatch="", **_STEP_PARTS), (int, int))
+# What a step's node always is: a running ``code`` node that becomes the session's head
+# and follows the head before it (the general append binds these per node).
+_STEP_NODE: dict[str, str | bool | None] = {
+    "move": True, "kind": "code", "pred_default": True, "pred": None, "output": None,
+    "status": "running",
+}  # fmt: skip
+_STEP = HotStatement(
+    "openprogram_step",
+    _STEP_SQL.format(redispatch="", **_STEP_PARTS),
+    (int, int),
+    _STEP_NODE,
+)
 _STEP_AGAIN = HotStatement(
     "openprogram_step_again",
     _STEP_SQL.format(redispatch=REDISPATCH, **_STEP_PARTS),
     (int, int),
+    _STEP_NODE,
 )
 
 
@@ -171,11 +183,9 @@ class PostgresRunStore(RunStore):
                 "occ": None if call is None else call.occurrence,
                 "hash": None if call is None else call.input_hash,
                 "sid": None if node is None else node.session_id,
-                "nid": nid, "move": True, "kind": "code",
+                "nid": nid,
                 "caller": None if node is None else node.caller_id,
-                "pred_default": True, "pred": None,
                 "input": None if node is None else node.input_json,
-                "output": None, "status": "running",
                 "meta": "{}" if node is None else node.meta_json,
             },
             again=_STEP_AGAIN,
