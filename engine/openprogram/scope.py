@@ -84,9 +84,10 @@ _installed_writer: contextvars.ContextVar[SessionNodeWriter | None] = contextvar
 ENTRY_EXTRA = "op_entry"
 
 
-def current_frame() -> Frame | None:
-    """The innermost active frame in this thread/task, or ``None``."""
-    return _current.get()
+# The frame stack's three primitives are the ContextVar's own methods, not functions
+# wrapping them: a durable step calls each once (a Python call saved per use).
+current_frame: Callable[[], Frame | None] = _current.get
+"""The innermost active frame in this thread/task, or ``None``."""
 
 
 class RuntimeSlot:
@@ -424,15 +425,12 @@ def set_output(frame: Frame, value: Any) -> Any:
     return value
 
 
-def push_frame(frame: Frame) -> contextvars.Token[Frame | None]:
-    """Make ``frame`` (already recorded by the caller) the innermost one; undo with
-    :func:`pop_frame`. For layers that write a frame's node rows themselves."""
-    return _current.set(frame)
+push_frame: Callable[[Frame], contextvars.Token[Frame | None]] = _current.set
+"""``push_frame(frame)``: make ``frame`` (already recorded by the caller) the innermost
+one; undo with :func:`pop_frame`. For layers that write a frame's node rows themselves."""
 
-
-def pop_frame(token: contextvars.Token[Frame | None]) -> None:
-    """Undo :func:`push_frame`."""
-    _current.reset(token)
+pop_frame: Callable[[contextvars.Token[Frame | None]], None] = _current.reset
+"""``pop_frame(token)``: undo :func:`push_frame`."""
 
 
 def nearest_node_id(frame: Frame | None) -> str | None:

@@ -317,6 +317,9 @@ def main():
         out = start_run(f"{path}:main", {}, store=store)
         assert out.status == "failed", kind
         assert "step 'a'" in (out.error or ""), (kind, out.error)
+    # a result that is not JSON fails its step (a resume runs it again), saying why
+    assert "returned a set, which is not JSON" in (out.error or ""), out.error
+    assert steps_of(store, out.run_id) == [("a#0", "step", "failed")]
 
 
 def test_entry_and_argument_errors(prog_dir: Path, store: str) -> None:

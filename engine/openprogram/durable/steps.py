@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from hashlib import sha256
 from time import perf_counter
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from openprogram.branches import in_branch, new_fork
@@ -66,6 +67,8 @@ ProgressFn = Callable[[str, str], None]
 _canonical_json = make_dumps(sort_keys=True, compact=True, ensure_ascii=False, allow_nan=False)
 # json.dumps(value, ensure_ascii=False, allow_nan=False): a saved step result.
 _result_dumps = make_dumps(ensure_ascii=False, allow_nan=False)
+#: The options of a step's frame (none): one read-only empty mapping for every step.
+_NO_OPTIONS: Mapping[str, Any] = MappingProxyType({})
 _STOP = (RunPaused, RunCancelled, LeaseLost, RunReleased, KeyboardInterrupt, SystemExit)
 
 
@@ -268,8 +271,14 @@ def _input_text(kind: str, name: str, args: tuple[Any, ...], kwargs: Mapping[str
     ``{"args": [...], "kwargs": {...}}`` with sorted keys and no spaces, built from its two
     parts (``"args"`` sorts before ``"kwargs"``) without sorting the outer object."""
     try:
-        kw = _canonical_json(dict(kwargs)) if kwargs else "{}"
-        return f'{{"args":{_canonical_json(list(args))},"kwargs":{kw}}}'
+        # the encoder writes a tuple as the array its list would be (no copies): only a
+        # Mapping that is not a dict needs one (the C encoder takes exact dicts only)
+        kw = (
+            _canonical_json(kwargs if kwargs.__class__ is dict else dict(kwargs))
+            if kwargs
+            else "{}"
+        )
+        return f'{{"args":{_canonical_json(args)},"kwargs":{kw}}}'
     except (TypeError, ValueError) as exc:
         where = _first_non_json(args, kwargs)
         raise StepUsageError(
@@ -296,10 +305,15 @@ def _result_json(kind: str, name: str, value: Any) -> str:
     try:
         return _result_dumps(value)
     except (TypeError, ValueError) as exc:
-        raise StepUsageError(
-            f"{kind} '{name}' returned a {type(value).__name__}, which is not JSON ({exc}); "
-            "step results must be JSON values"
-        ) from None
+        raise _not_json_result(kind, name, value, exc) from None
+
+
+def _not_json_result(kind: str, name: str, value: Any, exc: Exception) -> StepUsageError:
+    """The error of a call whose result ``value`` is not JSON (``exc``: the encoder's)."""
+    return StepUsageError(
+        f"{kind} '{name}' returned a {type(value).__name__}, which is not JSON ({exc}); "
+        "step results must be JSON values"
+    )
 
 
 # -- step ------------------------------------------------------------------------------
@@ -374,7 +388,11 @@ def _run_step(
     :func:`flush`). Otherwise every record is written on its own.
     """
     db = ex.db
-    writer = current_writer()
+    parent = current_frame()
+    # current_writer() searches from this frame outwards: a writer of its own is the answer
+    writer = parent.writer if parent is not None and parent.writer is not None else None
+    if writer is None:
+        writer = current_writer()
     if writer is not ex.joined_writer:
         if not db.owns(writer) or not _plain_writer(writer):
             return _run_step_unjoined(
@@ -383,11 +401,10 @@ def _run_step(
         ex.joined_writer = writer
     assert writer is not None
     run_id = ex.run_id
-    parent = current_frame()
     call = StepCall(key, scope.path, pos, "step", name, occ, input_hash)
     spec = None
     if parent is None or not parent.hidden:
-        meta = code_metadata(None, {})  # as call_scope writes it (the forks of its branch)
+        meta = code_metadata(None, _NO_OPTIONS)  # as call_scope writes it (its branch's forks)
         spec = StepNode(
             writer.session_id,
             name,
@@ -403,7 +420,7 @@ def _run_step(
         # the state changed back meanwhile
         dispatched, node = db.write_step(run_id, ex.token, None, call, spec)
     node_id = None
-    frame = Frame(name, parent, None, writer)
+    frame = Frame(name, parent, None, writer, None, _NO_OPTIONS)
     if node is not None:
         node_id = frame.node_id = node[0]
         frame.start_seq = node[1]
@@ -416,7 +433,10 @@ def _run_step(
         if on_progress is not None:
             on_progress("start", key)
         value = fn(*args, **kwargs)
-        text = _result_json("step", name, value)
+        try:  # _result_json, without its call on the hot path
+            text = _result_dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise _not_json_result("step", name, value, exc) from None
     except BaseException as exc:
         try:
             if node_id is not None:
