@@ -31,6 +31,7 @@ the linter, the language server and its analysis worker import what they need.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -121,10 +122,23 @@ def _future_flags(module: Any) -> int:
     return flags
 
 
+#: Held inside :func:`reuse_dataclass_code`: its patches are the process's, so a thread
+#: entering while another is inside (runs started from several threads) waits for it
+#: instead of patching over its patch and removing it under it. Reentrant: an import
+#: inside may enter again (and finds the patch there: it changes nothing).
+_PATCHING = threading.RLock()
+
+
 @contextmanager
 def reuse_dataclass_code(*, attrs: bool = False) -> Iterator[None]:
     """Within: dataclasses defined by imports reuse the stored code of their methods;
-    ``attrs``: so do the classes ``attrs`` makes (which imports ``attrs``)."""
+    ``attrs``: so do the classes ``attrs`` makes (which imports ``attrs``). One thread at
+    a time (:data:`_PATCHING`)."""
+    with _PATCHING:
+        yield from _reuse_dataclass_code(attrs)
+
+
+def _reuse_dataclass_code(attrs: bool) -> Iterator[None]:
     import builtins
     import dataclasses
 

@@ -131,6 +131,46 @@ def test_dataclasses_made_with_stored_code_behave_the_same(tmp_path: Path) -> No
     assert len(_stored_file(tmp_path / "pycache")) == 1
 
 
+def test_threads_defining_dataclasses_at_once_each_get_the_stored_code(tmp_path: Path) -> None:
+    """Runs started from several threads check their Programs at once, each inside
+    ``reuse_dataclass_code``: no thread removes the patch under another (an
+    ``AttributeError`` on ``del dataclasses.exec``), every class works, and ``dataclasses``
+    is itself again afterwards."""
+    script = textwrap.dedent(
+        """\
+        import dataclasses, sys, threading
+        from openprogram_analyzers.dataclass_code import reuse_dataclass_code
+
+        sys.setswitchinterval(1e-6)  # switch threads as often as possible
+        start = threading.Barrier(8)
+        errors, made = [], []
+
+        def define(n):
+            start.wait()
+            try:
+                for i in range(25):
+                    with reuse_dataclass_code():
+                        cls = dataclasses.make_dataclass(f"C{n}_{i}", [("x", int), ("y", int)])
+                    made.append(cls(n, i) == cls(n, i) and repr(cls(1, 2)).endswith("(x=1, y=2)"))
+            except Exception as exc:
+                errors.append(repr(exc))
+
+        threads = [threading.Thread(target=define, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print(errors[:1], len(made), all(made), "exec" in vars(dataclasses))
+        """
+    )
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path / "pycache")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    assert out == "[] 200 True False\n"
+
+
 def test_attrs_classes_made_with_stored_code_behave_the_same(tmp_path: Path) -> None:
     """``reuse_dataclass_code(attrs=True)`` (the language server's protocol types): twice in
     fresh processes, compiled then from the stored code, nothing compiled the second
