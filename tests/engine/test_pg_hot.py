@@ -128,6 +128,14 @@ def test_a_statement_is_numbered_once_per_name() -> None:
     stmt = HotStatement("n", "SELECT %(a)s, %(b)s, %(a)s", (str, str, str))
     assert stmt.server_sql == b"SELECT $1, $2, $1" and stmt.keys == ("a", "b")
     assert stmt.values({"a": True, "b": 3}) == [b"t", b"3"]
+    assert stmt.values((True, 3)) == [b"t", b"3"]  # in its keys' order: the same values
+    assert stmt.named((True, 3)) == {"a": True, "b": 3}  # for psycopg's path
+    with pytest.raises(ValueError):
+        stmt.named((True,))
+    with pytest.raises(ValueError, match=r"NUL \(0x00\)"):
+        stmt.values(("a\x00", 1))
+    one = HotStatement("one", "SELECT %(a)s", (str,))
+    assert one.values({"a": "x"}) == one.values(("x",)) == [b"x"]
     with pytest.raises(TypeError, match="a bytes parameter"):
         stmt.values({"a": b"x", "b": None})
     with pytest.raises(ValueError, match="placeholders"):

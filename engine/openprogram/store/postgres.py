@@ -200,6 +200,7 @@ def scrub(text: str, url: str) -> str:
 
 
 _IDLE = 0  # libpq's PQTRANS_IDLE (psycopg.pq.TransactionStatus.IDLE)
+_CONNECTION_OK = 0  # libpq's CONNECTION_OK (psycopg.pq.ConnStatus.OK)
 # libpq's ExecStatusType (psycopg.pq.ExecStatus) and PG_DIAG_SQLSTATE (pq.DiagnosticField)
 _COMMAND_OK, _TUPLES_OK, _FATAL_ERROR = 1, 2, 7
 _SQLSTATE = ord("C")
@@ -210,13 +211,21 @@ def _idle(conn: Any) -> bool:
     idle connection has nothing to read unless the server closed it or sent it something
     (a restart's termination notice). No round trip."""
     try:
-        if conn.closed or conn.broken or conn.pgconn.transaction_status != _IDLE:
-            return False
         poller = select.poll()
         poller.register(conn.fileno(), select.POLLIN | select.POLLPRI)
-        return not poller.poll(0)
+        return _quiet(conn.pgconn, poller)
     except Exception:  # closed meanwhile, or no socket
         return False
+
+
+def _quiet(pgconn: Any, poller: Any) -> bool:
+    """:func:`_idle` for a connection whose socket ``poller`` watches already (a held
+    connection's, checked before each of its statements)."""
+    return bool(
+        pgconn.status == _CONNECTION_OK
+        and pgconn.transaction_status == _IDLE
+        and not poller.poll(0)
+    )
 
 
 def check_idle(conn: Any) -> None:
@@ -459,8 +468,9 @@ class PostgresBackend(StoreBackend):
         if getattr(self._local, "pin", None) is not None:
             yield
             return
-        # the held connection, a cursor of it, whether it takes hot statements (UTF-8)
-        self._local.pin = [None, None, False]
+        # the held connection, a cursor of it, whether it takes hot statements (UTF-8),
+        # a poller of its socket (_quiet)
+        self._local.pin = [None, None, False, None]
         try:
             yield
         finally:
@@ -483,9 +493,12 @@ class PostgresBackend(StoreBackend):
             return None
         conn = pin[0]
         if conn is not None:
-            if _idle(conn):
-                return pin[1]
-            pin[:] = [None, None, False]
+            try:
+                if _quiet(conn.pgconn, pin[3]):
+                    return pin[1]
+            except Exception:  # closed meanwhile
+                pass
+            pin[:] = [None, None, False, None]
             self._unpin(conn)
         with self._pin_lock:
             if self._pins >= self._pin_limit:
@@ -501,29 +514,44 @@ class PostgresBackend(StoreBackend):
             raise
         pin[1] = conn.cursor()
         pin[2] = conn.info.encoding == "utf-8"
+        pin[3] = select.poll()
+        pin[3].register(conn.fileno(), select.POLLIN | select.POLLPRI)
         return pin[1]
 
     def execute_hot(
-        self, stmt: HotStatement, params: dict[str, Any], *, again: HotStatement | None = None
+        self,
+        stmt: HotStatement,
+        params: dict[str, Any] | tuple[Any, ...],
+        *,
+        again: HotStatement | None = None,
     ) -> list[tuple[Any, ...]]:
-        """Run ``stmt`` (a statement returning rows) through libpq on this thread's held
-        connection (:mod:`~openprogram.store.pg_hot`), then ``again`` — the same statement
-        handling the conflict — if ``stmt`` hit a unique key (the failed statement wrote
-        nothing: autocommit). Through :meth:`execute` (``again`` alone, when given) in a
+        """Run ``stmt`` (a statement returning rows; ``params`` by name or in its
+        ``keys`` order) through libpq on this thread's held connection
+        (:mod:`~openprogram.store.pg_hot`), then ``again`` — the same statement handling
+        the conflict — if ``stmt`` hit a unique key (the failed statement wrote nothing:
+        autocommit). Through :meth:`execute` (``again`` alone, when given) in a
         transaction, where a failed statement would end it, outside a pinned block, or on
         a connection that is not UTF-8."""
         if again is None:
             again = stmt
-        pin = getattr(self._local, "pin", None)
-        if pin is None or getattr(self._local, "tx", None) is not None:
-            return list(self.execute(again.sql, params))
-        cur = self._pinned()
-        if cur is None or not pin[2]:
-            return list(self.execute(again.sql, params))
-        pgconn = pin[0].pgconn
+        local = self._local
+        pin = getattr(local, "pin", None)
+        if pin is None or getattr(local, "tx", None) is not None:
+            return list(self.execute(again.sql, again.named(params)))
+        conn = pin[0]
+        try:  # the held connection still healthy (the common case: no other call)
+            healthy = conn is not None and _quiet(conn.pgconn, pin[3])
+        except Exception:  # closed meanwhile
+            healthy = False
+        if not healthy:
+            if self._pinned() is None:  # swaps it for a checked one, or holds one
+                return list(self.execute(again.sql, again.named(params)))
+            conn = pin[0]
+        if not pin[2]:
+            return list(self.execute(again.sql, again.named(params)))
+        pgconn = conn.pgconn
         try:
-            values = stmt.values(params)
-            result = self._exec_prepared(pgconn, stmt, values)
+            result = self._exec_prepared(pgconn, stmt, stmt.values(params))
             if (
                 again is not stmt
                 and result.status == _FATAL_ERROR

@@ -95,6 +95,15 @@ _STEP_AGAIN = HotStatement(
     (int, int),
     _STEP_NODE,
 )
+# The order ``write_step`` passes the step's parameters in: the statements' own (checked
+# here, at import, so a change of the statement's text cannot pass them misplaced).
+_STEP_KEYS = (
+    "token", "run", "result", "now", "done_key", "duration", "done_node", "key", "scope",
+    "pos", "step_kind", "name", "occ", "hash", "has_call", "nid", "sid", "caller", "input",
+    "meta",
+)  # fmt: skip
+if _STEP.keys != _STEP_KEYS or _STEP_AGAIN.keys != _STEP_KEYS:  # pragma: no cover
+    raise ImportError(f"the step statement's parameters are {_STEP.keys}, not {_STEP_KEYS}")
 
 
 class PostgresRunStore(RunStore):
@@ -166,30 +175,35 @@ class PostgresRunStore(RunStore):
     ) -> tuple[bool, tuple[str, int] | None]:
         now = time.time()
         nid = new_id() if node is not None else None
-        rows = self.backend.execute_hot(
-            _STEP,
-            {
-                "run": run_id, "token": token, "now": now,
-                "done_key": None if done is None else done.key,
-                "result": None if done is None else done.text,
-                "done_node": None if done is None else done.node_id,
-                "duration": 0.0 if done is None else done.duration,
-                "has_call": call is not None,
-                "key": None if call is None else call.key,
-                "scope": None if call is None else call.scope,
-                "pos": None if call is None else call.position,
-                "step_kind": None if call is None else call.kind,
-                "name": None if call is None else call.name,
-                "occ": None if call is None else call.occurrence,
-                "hash": None if call is None else call.input_hash,
-                "sid": None if node is None else node.session_id,
-                "nid": nid,
-                "caller": None if node is None else node.caller_id,
-                "input": None if node is None else node.input_json,
-                "meta": "{}" if node is None else node.meta_json,
-            },
-            again=_STEP_AGAIN,
-        )  # fmt: skip
+        # in _STEP_KEYS order: a tuple, not a mapping to build and read at every step
+        if done is None:
+            done_key = result = done_node = None
+            duration = 0.0
+        else:
+            done_key, result, done_node, duration = done.key, done.text, done.node_id, done.duration
+        if call is None:
+            rows = self.backend.execute_hot(
+                _STEP,
+                (token, run_id, result, now, done_key, duration, done_node,
+                 None, None, None, None, None, None, None, False, nid,
+                 None if node is None else node.session_id,
+                 None if node is None else node.caller_id,
+                 None if node is None else node.input_json,
+                 "{}" if node is None else node.meta_json),
+                again=_STEP_AGAIN,
+            )  # fmt: skip
+        else:
+            rows = self.backend.execute_hot(
+                _STEP,
+                (token, run_id, result, now, done_key, duration, done_node,
+                 call.key, call.scope, call.position, call.kind, call.name, call.occurrence,
+                 call.input_hash, True, nid,
+                 None if node is None else node.session_id,
+                 None if node is None else node.caller_id,
+                 None if node is None else node.input_json,
+                 "{}" if node is None else node.meta_json),
+                again=_STEP_AGAIN,
+            )  # fmt: skip
         dispatched, seq = rows[0]
         if not dispatched or node is None:
             return bool(dispatched), None
