@@ -171,7 +171,9 @@ def dbos_step(dsn: str, n: int) -> float | str:
         from dbos import DBOS
     except ImportError:
         return "skipped: pip install dbos"
-    DBOS(config={"name": "bench", "system_database_url": dsn})  # type: ignore[typeddict-unknown-key]
+    DBOS(  # its INFO lines (about 80 at launch) would bury the figures
+        config={"name": "bench", "system_database_url": dsn, "log_level": "WARNING"}  # type: ignore[typeddict-unknown-key]
+    )
 
     @DBOS.step()
     def tiny(i: int) -> dict[str, object]:
