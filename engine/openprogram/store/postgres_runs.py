@@ -102,6 +102,8 @@ _STEP_KEYS = (
     "pos", "step_kind", "name", "occ", "hash", "has_call", "nid", "sid", "caller", "input",
     "meta",
 )  # fmt: skip
+#: ``key`` to ``has_call`` of a write without a call.
+_NO_CALL = (None, None, None, None, None, None, None, False)
 if _STEP.keys != _STEP_KEYS or _STEP_AGAIN.keys != _STEP_KEYS:  # pragma: no cover
     raise ImportError(f"the step statement's parameters are {_STEP.keys}, not {_STEP_KEYS}")
 
@@ -181,29 +183,18 @@ class PostgresRunStore(RunStore):
             duration = 0.0
         else:
             done_key, result, done_node, duration = done.key, done.text, done.node_id, done.duration
-        if call is None:
-            rows = self.backend.execute_hot(
-                _STEP,
-                (token, run_id, result, now, done_key, duration, done_node,
-                 None, None, None, None, None, None, None, False, nid,
-                 None if node is None else node.session_id,
-                 None if node is None else node.caller_id,
-                 None if node is None else node.input_json,
-                 "{}" if node is None else node.meta_json),
-                again=_STEP_AGAIN,
-            )  # fmt: skip
-        else:
-            rows = self.backend.execute_hot(
-                _STEP,
-                (token, run_id, result, now, done_key, duration, done_node,
-                 call.key, call.scope, call.position, call.kind, call.name, call.occurrence,
-                 call.input_hash, True, nid,
-                 None if node is None else node.session_id,
-                 None if node is None else node.caller_id,
-                 None if node is None else node.input_json,
-                 "{}" if node is None else node.meta_json),
-                again=_STEP_AGAIN,
-            )  # fmt: skip
+        called = _NO_CALL if call is None else (
+            call.key, call.scope, call.position, call.kind, call.name, call.occurrence,
+            call.input_hash, True,
+        )  # fmt: skip
+        noded = (nid, None, None, None, "{}") if node is None else (
+            nid, node.session_id, node.caller_id, node.input_json, node.meta_json,
+        )  # fmt: skip
+        rows = self.backend.execute_hot(
+            _STEP,
+            (token, run_id, result, now, done_key, duration, done_node, *called, *noded),
+            again=_STEP_AGAIN,
+        )
         dispatched, seq = rows[0]
         if not dispatched or node is None:
             return bool(dispatched), None
