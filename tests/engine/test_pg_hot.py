@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -206,9 +207,12 @@ PROGRAM_ENTRIES = ["main"]
 """
 
 
-def test_a_step_that_failed_runs_again_on_resume(pg_dsn: str, tmp_path: Path) -> None:
+def test_a_step_that_failed_runs_again_on_resume(
+    pg_cluster: Any, pg_dsn: str, tmp_path: Path
+) -> None:
     """The step's record exists from its first try, so its second dispatch is the
-    statement that starts a recorded step again (``_STEP_AGAIN``), not the plain insert."""
+    statement that starts a recorded step again (``_STEP_AGAIN``), at once: the server was
+    not sent a plain insert that fails (no error line about the run in its log)."""
     from openprogram.durable import resume_run
 
     prog = tmp_path / "flaky.py"
@@ -229,3 +233,5 @@ def test_a_step_that_failed_runs_again_on_resume(pg_dsn: str, tmp_path: Path) ->
     with SessionStore(pg_dsn) as store:  # the failed try's node and the second one's
         nodes = [n for n in store.list_nodes(out.run_id) if n.name == "count"]
     assert [n.status for n in nodes] == ["completed", "error", "completed", "completed"]
+    log = (pg_cluster.base / "log").read_text(errors="replace")
+    assert out.run_id not in log, [line for line in log.splitlines() if out.run_id in line]

@@ -401,7 +401,8 @@ def _run_step(
         ex.joined_writer = writer
     assert writer is not None
     run_id = ex.run_id
-    call = StepCall(key, scope.path, pos, "step", name, occ, input_hash)
+    again = bool(ex.recorded) and (scope.path, pos) in ex.recorded  # a step run again
+    call = StepCall(key, scope.path, pos, "step", name, occ, input_hash, again)
     spec = None
     if parent is None or not parent.hidden:
         meta = code_metadata(None, _NO_OPTIONS)  # as call_scope writes it (its branch's forks)
@@ -496,7 +497,8 @@ def _run_step_unjoined(
     """:func:`_run_step` when the DAG node goes elsewhere: each record commits alone."""
     db = ex.db
     flush(ex, scope)
-    call = StepCall(key, scope.path, pos, "step", name, occ, input_hash)
+    again = bool(ex.recorded) and (scope.path, pos) in ex.recorded
+    call = StepCall(key, scope.path, pos, "step", name, occ, input_hash, again)
     while not db.write_step(ex.run_id, ex.token, None, call)[0]:
         ex.check_control(scope, name, occ)  # raises: cancelled, pause asked, lease lost
     ex.progress("start", key)

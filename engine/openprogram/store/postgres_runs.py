@@ -49,9 +49,11 @@ from openprogram.store.runs import (
 # then its running node, appended only when ``call`` wrote a row. Returns (dispatch rows
 # written, node seq). ``{redispatch}``: empty in ``_STEP`` — a plain insert, the common
 # case of a key never recorded — and ``REDISPATCH`` in ``_STEP_AGAIN``, which runs when the
-# plain insert hit the key's record (a re-run of an uncertain or failed step). The plain
-# insert costs the server less: no speculative insertion, its pre-check and its confirm
-# record (6-13 µs of a step's 180-240, statement-level, interleaved).
+# plain insert hit the key's record (a re-run of an uncertain or failed step), or at once
+# for a step the run knows it recorded before (``StepCall.again``: no failed insert, no
+# error line in the server's log). The plain insert costs the server less: no speculative
+# insertion, its pre-check and its confirm record (6-13 µs of a step's 180-240,
+# statement-level, interleaved).
 _STEP_SQL = """
 WITH run AS (
     SELECT owner_token = %(token)s AS held, {may}%(token)s AS may
@@ -191,7 +193,7 @@ class PostgresRunStore(RunStore):
             nid, node.session_id, node.caller_id, node.input_json, node.meta_json,
         )  # fmt: skip
         rows = self.backend.execute_hot(
-            _STEP,
+            _STEP_AGAIN if call is not None and call.again else _STEP,
             (token, run_id, result, now, done_key, duration, done_node, *called, *noded),
             again=_STEP_AGAIN,
         )

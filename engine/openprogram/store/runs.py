@@ -444,7 +444,9 @@ class StepDone:
 
 @dataclass(slots=True)
 class StepCall:
-    """The identity of a called step, recorded ``dispatched`` before its function runs."""
+    """The identity of a called step, recorded ``dispatched`` before its function runs.
+    ``again``: the run has a record of it already (a failed or uncertain step run again),
+    which a backend may record anew without first trying a plain insert."""
 
     key: str
     scope: str
@@ -453,6 +455,7 @@ class StepCall:
     name: str
     occurrence: int
     input_hash: str
+    again: bool = False
 
 
 @dataclass(slots=True)
