@@ -165,6 +165,10 @@ class Editor:
         box.fill(name)
         self.page.locator(".quick-input-list .monaco-list-row", has_text=name).first.wait_for()
         self.page.keyboard.press("Enter")
+        # Quick Open closed: when the file's tab is open already (an earlier test), the
+        # tab is there before Enter is handled, and the next quick input a test waits for
+        # would be Quick Open's own box, still showing the file name
+        box.wait_for(state="hidden")
         self.page.locator(f'.tab[aria-label^="{name}"]').wait_for()
         self.focus_editor()
         self.page.keyboard.press("Control+Home")
