@@ -152,3 +152,30 @@ def test_runs_by_id_prefix_takes_the_prefix_as_written(linguistic: RunStore) -> 
     assert found(f"ab{top}") == (2, [f"ab{top}z", f"ab{top}"])
     assert found(top) == (3, [f"{top}{top}a", f"{top}{top}", top])
     assert found(f"{top}{top}", 1) == (2, [f"{top}{top}a"])
+
+
+@pytest.mark.parametrize("told", [True, False])
+def test_a_recorded_step_is_dispatched_again_whether_or_not_the_caller_said_so(
+    runs: RunStore, told: bool
+) -> None:
+    """A failed step run again is recorded anew. ``StepCall.again`` (the run knows it
+    recorded the step) lets PostgreSQL go straight to its statement for that; without it
+    (the key recorded at another position) the plain insert meets the record and the
+    statement that records it anew follows: the same outcome either way."""
+    from openprogram.store.runs import StepCall, StepNode
+
+    runs.store.create_session("r")
+    _insert(runs, "r", A)
+    first = StepCall("a#0", "", 0, "step", "a", 0, "h0")
+    again = StepCall("a#0", "", 0, "step", "a", 0, "h1", again=told)
+    with runs.pinned():  # as a run's steps are written (PostgreSQL: through libpq)
+        assert runs.write_step("r", A.token, None, first, StepNode("r", "a", "{}", None))[0]
+        runs.fail_step("r", "a#0", "boom", token=A.token)
+        dispatched, node = runs.write_step(
+            "r", A.token, None, again, StepNode("r", "a", "{}", None)
+        )
+    assert dispatched and node is not None
+    assert [(s.step_key, s.status, s.result) for s in runs.replay_steps("r")] == [
+        ("a#0", "dispatched", None),
+    ]
+    assert [n.status for n in runs.store.list_nodes("r")] == ["running", "running"]

@@ -339,7 +339,8 @@ def step(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any
     input_json = _input_text("step", name, args, kwargs)
     input_hash = sha256(input_json.encode()).hexdigest()
     pos, occ, key = scope.next_identity(name)
-    if ex.recorded and (scope.path, pos) in ex.recorded:
+    again = bool(ex.recorded) and (scope.path, pos) in ex.recorded  # recorded before
+    if again:
         # Replaying a recorded step reads nothing from the store (no round trip per step on
         # a resume); cancel, pause and the lease are checked when the next step dispatches.
         rec = ex.match(scope, "step", name, pos, occ, input_hash)
@@ -359,23 +360,20 @@ def step(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any
             )
     if ex.stop is not None and ex.stop.is_set():
         raise RunReleased(f"run {ex.run_id} released before step '{name}' (worker stopping)")
-    return _run_step(ex, scope, name, key, pos, occ, input_hash, fn, args, kwargs, input_json)
+    call = StepCall(key, scope.path, pos, "step", name, occ, input_hash, again)
+    return _run_step(ex, scope, call, fn, args, kwargs, input_json)
 
 
 def _run_step(
     ex: Executor,
     scope: Scope,
-    name: str,
-    key: str,
-    pos: int,
-    occ: int,
-    input_hash: str,
+    call: StepCall,
     fn: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     input_json: str,
 ) -> Any:
-    """Dispatch, run and complete one step (the hot path).
+    """Dispatch, run and complete the step ``call`` (the hot path).
 
     When the step's DAG node goes to this run's store through a plain session writer
     (the usual case), one transaction commits, before ``fn`` runs: the previous step's
@@ -388,6 +386,7 @@ def _run_step(
     :func:`flush`). Otherwise every record is written on its own.
     """
     db = ex.db
+    name, key, occ = call.name, call.key, call.occurrence
     parent = current_frame()
     # current_writer() searches from this frame outwards: a writer of its own is the answer
     writer = parent.writer if parent is not None and parent.writer is not None else None
@@ -396,13 +395,11 @@ def _run_step(
     if writer is not ex.joined_writer:
         if not db.owns(writer) or not _plain_writer(writer):
             return _run_step_unjoined(
-                ex, scope, name, key, pos, occ, input_hash, fn, args, kwargs
+                ex, scope, call, fn, args, kwargs
             )  # fmt: skip
         ex.joined_writer = writer
     assert writer is not None
     run_id = ex.run_id
-    again = bool(ex.recorded) and (scope.path, pos) in ex.recorded  # a step run again
-    call = StepCall(key, scope.path, pos, "step", name, occ, input_hash, again)
     spec = None
     if parent is None or not parent.hidden:
         meta = code_metadata(None, _NO_OPTIONS)  # as call_scope writes it (its branch's forks)
@@ -485,20 +482,15 @@ _PLAIN_WRITERS: dict[type, bool] = {}
 def _run_step_unjoined(
     ex: Executor,
     scope: Scope,
-    name: str,
-    key: str,
-    pos: int,
-    occ: int,
-    input_hash: str,
+    call: StepCall,
     fn: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> Any:
     """:func:`_run_step` when the DAG node goes elsewhere: each record commits alone."""
     db = ex.db
+    name, key, occ = call.name, call.key, call.occurrence
     flush(ex, scope)
-    again = bool(ex.recorded) and (scope.path, pos) in ex.recorded
-    call = StepCall(key, scope.path, pos, "step", name, occ, input_hash, again)
     while not db.write_step(ex.run_id, ex.token, None, call)[0]:
         ex.check_control(scope, name, occ)  # raises: cancelled, pause asked, lease lost
     ex.progress("start", key)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from operator import itemgetter
 from typing import Any
 
 #: psycopg's message for a NUL in a text parameter (the same error on either path).
@@ -41,7 +40,7 @@ class HotStatement:
     into its text as literals (``None``, ``bool`` or ``str``): fewer parameters to send,
     and the server binds fewer."""
 
-    __slots__ = ("_get", "columns", "keys", "name", "server_sql", "sql")
+    __slots__ = ("columns", "keys", "name", "server_sql", "sql")
 
     def __init__(
         self,
@@ -68,22 +67,17 @@ class HotStatement:
         self.server_sql = server_sql.encode()
         self.keys = tuple(keys)
         self.columns = tuple(columns)
-        self._get: Callable[[Mapping[str, Any]], tuple[Any, ...]] = (
-            itemgetter(*keys) if len(keys) > 1 else lambda p: tuple(p[k] for k in keys)
-        )
 
-    def values(self, params: Mapping[str, Any] | tuple[Any, ...]) -> list[bytes | None]:
-        """The parameters as libpq's text values, in the server's ``$n`` order:
-        ``params`` by name, or a tuple already in :attr:`keys` order (a statement run at
-        every step: no mapping to build and read)."""
-        args = params if params.__class__ is tuple else self._get(params)  # type: ignore[arg-type]
-        return [v.encode() if v.__class__ is str and "\x00" not in v else _text(v) for v in args]
+    def values(self, params: tuple[Any, ...]) -> list[bytes | None]:
+        """``params`` (in :attr:`keys` order: a statement run at every step builds no
+        mapping) as libpq's text values."""
+        if len(params) != len(self.keys):
+            raise ValueError(f"{len(params)} parameters for {len(self.keys)}: {self.keys}")
+        return [v.encode() if v.__class__ is str and "\x00" not in v else _text(v) for v in params]
 
-    def named(self, params: Mapping[str, Any] | tuple[Any, ...]) -> dict[str, Any]:
+    def named(self, params: tuple[Any, ...]) -> dict[str, Any]:
         """``params`` by name (for psycopg's path)."""
-        if isinstance(params, tuple):
-            return dict(zip(self.keys, params, strict=True))
-        return dict(params)
+        return dict(zip(self.keys, params, strict=True))
 
     def rows(self, result: Any) -> list[tuple[Any, ...]]:
         """The rows of a ``PGresult`` of this statement, each column converted."""

@@ -519,37 +519,26 @@ class PostgresBackend(StoreBackend):
         return pin[1]
 
     def execute_hot(
-        self,
-        stmt: HotStatement,
-        params: dict[str, Any] | tuple[Any, ...],
-        *,
-        again: HotStatement | None = None,
+        self, stmt: HotStatement, params: tuple[Any, ...], *, again: HotStatement | None = None
     ) -> list[tuple[Any, ...]]:
-        """Run ``stmt`` (a statement returning rows; ``params`` by name or in its
-        ``keys`` order) through libpq on this thread's held connection
-        (:mod:`~openprogram.store.pg_hot`), then ``again`` — the same statement handling
-        the conflict — if ``stmt`` hit a unique key (the failed statement wrote nothing:
-        autocommit). Through :meth:`execute` (``again`` alone, when given) in a
-        transaction, where a failed statement would end it, outside a pinned block, or on
-        a connection that is not UTF-8."""
+        """Run ``stmt`` (a statement returning rows; ``params`` in its ``keys`` order)
+        through libpq on this thread's held connection (:mod:`~openprogram.store.pg_hot`),
+        then ``again`` — the same statement handling the conflict — if ``stmt`` hit a
+        unique key (the failed statement wrote nothing: autocommit). Through
+        :meth:`execute` (``again`` alone, when given) in a transaction, where a failed
+        statement would end it, outside a pinned block, or on a connection that is not
+        UTF-8."""
         if again is None:
             again = stmt
-        local = self._local
-        pin = getattr(local, "pin", None)
-        if pin is None or getattr(local, "tx", None) is not None:
+        pin = getattr(self._local, "pin", None)
+        if (
+            pin is None
+            or getattr(self._local, "tx", None) is not None
+            or self._pinned() is None  # checks the held connection, swaps a dead one
+            or not pin[2]
+        ):
             return list(self.execute(again.sql, again.named(params)))
-        conn = pin[0]
-        try:  # the held connection still healthy (the common case: no other call)
-            healthy = conn is not None and _quiet(conn.pgconn, pin[3])
-        except Exception:  # closed meanwhile
-            healthy = False
-        if not healthy:
-            if self._pinned() is None:  # swaps it for a checked one, or holds one
-                return list(self.execute(again.sql, again.named(params)))
-            conn = pin[0]
-        if not pin[2]:
-            return list(self.execute(again.sql, again.named(params)))
-        pgconn = conn.pgconn
+        pgconn = pin[0].pgconn
         try:
             result = self._exec_prepared(pgconn, stmt, stmt.values(params))
             if (
