@@ -483,3 +483,46 @@ def test_runs_started_from_several_threads_share_one_complete_import(
     assert [(o.status, o.result, o.error) for o in outcomes] == [
         ("completed", 2 * x, None) for x in range(4)
     ]
+
+
+HIDDEN = """
+from openprogram import agentic_function
+
+
+@agentic_function(expose="hidden")
+def quietly(v: int) -> dict:
+    return step("h", act, "h", v)
+
+
+def main(n: int = 1) -> dict:
+    a = step("a", act, "a", n)
+    h = quietly(a["value"] + 1)
+    c = step("c", act, "c", h["value"] + 1)
+    return {"total": c["value"]}
+"""
+
+
+def test_steps_under_a_hidden_function_are_recorded_without_a_node(
+    prog_dir: Path, store: str
+) -> None:
+    # h's record has no DAG node (its frame is hidden): a step record between two that
+    # nodes hold, written, replayed and followed by a re-run on both backends
+    path = write_program(prog_dir, HIDDEN)
+    (prog_dir / "fail_c").touch()
+    out = start_run(ref(path), {"n": 1}, store=store)
+    assert out.status == "failed"
+    assert steps_of(store, out.run_id) == [
+        ("a#0", "step", "completed"),
+        ("h#0", "step", "completed"),
+        ("c#0", "step", "failed"),
+    ]
+    (prog_dir / "fail_c").unlink()
+    again = resume_run(out.run_id, store=store)
+    assert (again.status, again.result) == ("completed", {"total": 3})
+    assert calls(prog_dir) == ["a 1", "h 2", "c 3", "c 3"]  # a and h replayed, c re-run
+    assert [s[2] for s in steps_of(store, out.run_id)] == ["completed"] * 3
+    from openprogram.store import SessionStore
+
+    with SessionStore(store) as s:
+        names = [n.name for n in s.list_nodes(out.run_id) if n.kind == "code"]
+    assert names == ["main", "a", "c", "main", "c"]  # no node of h; the resume's own

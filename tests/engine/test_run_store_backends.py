@@ -179,3 +179,23 @@ def test_a_recorded_step_is_dispatched_again_whether_or_not_the_caller_said_so(
         ("a#0", "dispatched", None),
     ]
     assert [n.status for n in runs.store.list_nodes("r")] == ["running", "running"]
+
+
+def test_a_head_is_moved_only_to_a_node_of_its_own_session(runs: RunStore) -> None:
+    from openprogram.errors import StoreError
+    from openprogram.store import SessionNodeWriter
+
+    store = runs.store
+    mine = SessionNodeWriter(store, store.create_session("mine"))
+    other = SessionNodeWriter(store, store.create_session("other"))
+    first, _ = mine.append("user", "q1"), mine.append("user", "q2")
+    foreign = other.append("user", "elsewhere")
+    for bad in (foreign.id, "missing"):
+        with pytest.raises(StoreError, match=f"node '{bad}' is not in session 'mine'"):
+            mine.move_head(bad)
+    session = store.get_session("mine")
+    assert session is not None and session.head_id != first.id  # refused: not moved
+    mine.move_head(first.id)
+    assert mine.append("user", "q2b").predecessor_id == first.id  # a branch from q1
+    session = store.get_session("mine")
+    assert session is not None and session.head_id != foreign.id

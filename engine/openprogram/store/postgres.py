@@ -642,13 +642,14 @@ class PostgresBackend(StoreBackend):
         return rows[0][0]
 
     def set_head(self, session_id: str, node_id: str) -> None:
-        rows = self.execute("SELECT session_id FROM nodes WHERE id = %s", (node_id,))
-        if not rows or rows[0][0] != session_id:
-            raise self._not_in_session(node_id, session_id)
-        self.execute(
-            "UPDATE sessions SET head_id = %s, head_pinned = true, updated_at = %s WHERE id = %s",
-            (node_id, time.time(), session_id),
+        # one statement: the node's membership is checked by the update that pins it
+        changed = self.execute(
+            "UPDATE sessions SET head_id = %s, head_pinned = true, updated_at = %s "
+            "WHERE id = %s AND EXISTS (SELECT FROM nodes WHERE id = %s AND session_id = %s)",
+            (node_id, time.time(), session_id, node_id, session_id),
         )
+        if changed == 0:
+            raise self._not_in_session(node_id, session_id)
 
     # -- nodes -------------------------------------------------------------------------
     def append_node(
