@@ -231,3 +231,23 @@ def test_cancel_json_says_whether_the_cancel_took_effect(work: Path) -> None:
     code, out = cli_json("cancel", "0123456789abcdef", "--store", "st", cwd=work)
     assert code == 2 and out["run_id"] == "0123456789abcdef" and out["status"] == "error"
     assert "no run '0123456789abcdef'" in out["error"]
+
+
+def test_a_busy_worker_takes_its_next_run_as_one_ends_not_at_its_next_poll(work: Path) -> None:
+    # one slot, a poll of ten minutes: each run must start as the one before it ends
+    ids = []
+    for n in (1, 2, 3):
+        proc = cli(
+            "submit", "prog.py:main", "--args", json.dumps({"n": n}), "--store", "st", cwd=work
+        )
+        assert proc.returncode == 0, proc.stderr
+        ids.append(proc.stdout.strip())
+    try:
+        proc = subprocess.run(
+            [OPENPROGRAM, "worker", "--exit-when-idle", "--poll", "600", "--store", "st"],
+            capture_output=True, text=True, timeout=60, cwd=work, env=env(),
+        )  # fmt: skip
+    except subprocess.TimeoutExpired as exc:  # waiting out a poll between two runs
+        pytest.fail(f"the worker waited for its poll between runs: {exc.stdout!r}")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(proc.stdout.splitlines()) == sorted(f"run {i} completed" for i in ids)

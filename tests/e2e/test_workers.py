@@ -189,7 +189,9 @@ def test_kill_9_workers_at_random_points(work: Path, pg_dsn: str) -> None:
     runs_n = int(os.environ.get("OPENPROGRAM_FAULT_RUNS", "50"))
     steps = 20
     rnd = random.Random(15)
-    tags = {f"k{i}": _submit_api(work, pg_dsn, f"k{i}", steps, 0.0) for i in range(runs_n)}
+    # steps of 10 ms: a worker takes its next run as one ends, so runs of instant steps
+    # would all be done before the first kill
+    tags = {f"k{i}": _submit_api(work, pg_dsn, f"k{i}", steps, 0.01) for i in range(runs_n)}
     kills = 0
     deadline = time.monotonic() + 120  # the finisher below completes what is left
     while time.monotonic() < deadline:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -80,7 +81,15 @@ def run_worker(
     if on_started is not None:
         on_started(runs.location)
 
+    freed = threading.Event()  # an execution ended: its slot can claim at once
+
     def execute(run: RunRecord, owner: Owner) -> None:
+        try:
+            _execute(run, owner)
+        finally:
+            freed.set()
+
+    def _execute(run: RunRecord, owner: Owner) -> None:
         run_id = run.id
         detail: str | None = None
         try:
@@ -122,12 +131,29 @@ def run_worker(
                     and not _pending(runs, queue, warn)
                 ):
                     break
-                stop.wait(poll_s)
+                _wait(poll_s, stop, freed)
             for f in active:
                 f.result()
     finally:
         runs.close()
     return stats
+
+
+#: How often a waiting claim loop looks at ``stop`` while it waits for a free slot.
+_STOP_CHECK_S = 0.05
+
+
+def _wait(poll_s: float, stop: threading.Event, freed: threading.Event) -> None:
+    """Wait ``poll_s`` before the next claim, or less: until an execution ends (``freed``:
+    a busy worker takes its next run at once, not at its next poll) or ``stop`` is set
+    (seen within ``_STOP_CHECK_S``)."""
+    deadline = time.monotonic() + poll_s
+    while not stop.is_set() and not freed.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        freed.wait(min(left, _STOP_CHECK_S))
+    freed.clear()
 
 
 def _pending(runs: RunStore, queue: str, warn: Callable[[str], None]) -> bool:
