@@ -182,6 +182,36 @@ def test_submitted_runs_are_executed_by_exactly_one_worker(work: Path, pg_dsn: s
     }
 
 
+def test_an_idle_worker_takes_a_submitted_run_at_once_not_at_its_next_poll(
+    work: Path, pg_dsn: str
+) -> None:
+    # polls of ten minutes: a submitted run reaches a waiting worker by NOTIFY, and so
+    # does a run that a stopping worker gives back
+    first = _worker(work, pg_dsn, "--poll", "600")
+    second: subprocess.Popen[str] | None = None
+    time.sleep(2)  # up, its first claim found nothing: it waits
+    try:
+        quick = _submit(work, pg_dsn, "n1", 3)
+        deadline = time.monotonic() + 60
+        while _runs(pg_dsn)[quick][0] != "completed":
+            assert time.monotonic() < deadline, "the idle worker waited for its poll"
+            time.sleep(0.05)
+        long = _submit(work, pg_dsn, "n2", 500, 0.01)  # 5 s of steps: the first takes it
+        second = _worker(work, pg_dsn, "--poll", "600")
+        time.sleep(2)  # the second is up and waits too
+        first.send_signal(signal.SIGTERM)  # gives n2 back after its current step
+        assert first.wait(timeout=60) == 0
+        while _runs(pg_dsn)[long][0] != "completed":
+            assert time.monotonic() < deadline + 30, "the run given back waited for a poll"
+            time.sleep(0.05)
+        assert {pid for tag, _, pid in _effects(work) if tag == "n2"} == {first.pid, second.pid}
+    finally:
+        for w in (first, second):
+            if w is not None and w.poll() is None:
+                w.send_signal(signal.SIGTERM)
+                w.communicate(timeout=60)
+
+
 @pytest.mark.slow
 def test_kill_9_workers_at_random_points(work: Path, pg_dsn: str) -> None:
     # eager durability: a worker killed between two steps is taken over past the finished

@@ -81,7 +81,9 @@ def run_worker(
     if on_started is not None:
         on_started(runs.location)
 
-    freed = threading.Event()  # an execution ended: its slot can claim at once
+    # an execution ended (its slot can claim at once) or a run of the queue was announced
+    freed = threading.Event()
+    runs.watch_queue(queue, freed, stop)
 
     def execute(run: RunRecord, owner: Owner) -> None:
         try:
@@ -144,9 +146,10 @@ _STOP_CHECK_S = 0.05
 
 
 def _wait(poll_s: float, stop: threading.Event, freed: threading.Event) -> None:
-    """Wait ``poll_s`` before the next claim, or less: until an execution ends (``freed``:
-    a busy worker takes its next run at once, not at its next poll) or ``stop`` is set
-    (seen within ``_STOP_CHECK_S``)."""
+    """Wait ``poll_s`` before the next claim, or less: until ``freed`` is set — an
+    execution ended (a busy worker takes its next run at once, not at its next poll) or,
+    on PostgreSQL, a run of the queue was announced (an idle worker claims it at once) —
+    or ``stop`` is set (seen within ``_STOP_CHECK_S``)."""
     deadline = time.monotonic() + poll_s
     while not stop.is_set() and not freed.is_set():
         left = deadline - time.monotonic()

@@ -252,6 +252,8 @@ def _node(row: Sequence[Any]) -> Node:
 # The store reports a lost database itself, as one error; an application that configures
 # logging still receives the pool's records (they propagate past this handler).
 logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
+#: How often a listening thread (:meth:`PostgresBackend.listen`) looks at its stop event.
+_LISTEN_CHECK_S = 0.5
 
 CONNECT_TIMEOUT_S = 10
 """How long opening a connection waits for the server to answer: the first one and every
@@ -345,6 +347,7 @@ class PostgresBackend(StoreBackend):
         options.update(_unless_given(url, {"connect_timeout": CONNECT_TIMEOUT_S}))
         if keepalives:
             options.update(_unless_given(url, KEEPALIVES))
+        self._options = options
         try:  # one direct connection first: an unreachable server is a prompt, clear error
             psycopg.connect(url, **options).close()
         except Exception as exc:
@@ -369,6 +372,33 @@ class PostgresBackend(StoreBackend):
                     migrate(conn, PG_MIGRATIONS, self.location)
                 except psycopg.Error as exc:
                     raise self._error(exc) from None
+
+    def listen(
+        self, channel: str, payload: str, wake: threading.Event, stop: threading.Event
+    ) -> threading.Thread:
+        """Set ``wake`` whenever ``payload`` is notified on ``channel`` (``NOTIFY``), on a
+        connection of its own held by a daemon thread until ``stop`` is set; also when the
+        connection is (re)made, since a notification may have been missed meanwhile. A
+        database that went away is tried again every second: whoever waits on ``wake``
+        must not count on it (a worker still polls)."""
+
+        def loop() -> None:
+            psycopg = self._psycopg
+            while not stop.is_set():
+                try:
+                    with psycopg.connect(self.url, **self._options) as conn:
+                        conn.execute(f"LISTEN {channel}")
+                        wake.set()
+                        while not stop.is_set():
+                            for note in conn.notifies(timeout=_LISTEN_CHECK_S):
+                                if note.payload == payload:
+                                    wake.set()
+                except Exception:  # away, or closed under it: polling goes on meanwhile
+                    stop.wait(1.0)
+
+        thread = threading.Thread(target=loop, name=f"openprogram-listen:{channel}", daemon=True)
+        thread.start()
+        return thread
 
     def schema_version(self) -> int:
         """The database's schema version, read without writing (0: an empty database);

@@ -12,6 +12,7 @@ to the server's WAL before it returns). Workers claim queued runs with
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import AbstractContextManager
 from typing import Any
@@ -108,6 +109,10 @@ _STEP_KEYS = (
 _NO_CALL = (None, None, None, None, None, None, None, False)
 if _STEP.keys != _STEP_KEYS or _STEP_AGAIN.keys != _STEP_KEYS:  # pragma: no cover
     raise ImportError(f"the step statement's parameters are {_STEP.keys}, not {_STEP_KEYS}")
+
+
+#: The channel on which a queued run's queue is announced to idle workers (``NOTIFY``).
+QUEUE_CHANNEL = "openprogram_queued"
 
 
 class PostgresRunStore(RunStore):
@@ -209,6 +214,12 @@ class PostgresRunStore(RunStore):
         return True, (nid, seq)
 
     # -- runs ----------------------------------------------------------------------
+    def announce_queued(self, queue: str) -> None:
+        self._q("SELECT pg_notify(%s, %s)", (QUEUE_CHANNEL, queue))
+
+    def watch_queue(self, queue: str, wake: threading.Event, stop: threading.Event) -> None:
+        self.backend.listen(QUEUE_CHANNEL, queue, wake, stop)
+
     def claim_next(
         self, queue: str, owner: Owner, lease_s: float, *, limit: int | None = None
     ) -> RunRecord | None:

@@ -78,6 +78,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -581,6 +582,18 @@ class RunStore(ABC):
                 None if owner is None else now + lease_s, queue,
             ),
         )  # fmt: skip
+        if owner is None and queue is not None:
+            self.announce_queued(queue)
+
+    def announce_queued(self, queue: str) -> None:
+        """Tell the idle workers of ``queue`` that a run of it is queued (PostgreSQL:
+        ``NOTIFY``; elsewhere they find it at their next poll)."""
+        return None
+
+    def watch_queue(self, queue: str, wake: threading.Event, stop: threading.Event) -> None:
+        """Set ``wake`` when a run of ``queue`` is announced (:meth:`announce_queued`),
+        until ``stop`` is set (PostgreSQL: ``LISTEN``; elsewhere nothing)."""
+        return None
 
     def close_interrupted_nodes(self, run_id: str, token: str) -> int:
         """Close the run's session-DAG nodes an earlier execution left ``running`` (its
@@ -663,7 +676,13 @@ class RunStore(ABC):
     def release_run(self, run_id: str, token: str, *, requeue: bool) -> bool:
         """Give up the lease (``requeue``: back to ``queued`` for another worker)."""
         params = (bool(requeue), time.time(), run_id, token)
-        return self._changed(self.sql.release_run, params) == 1
+        if self._changed(self.sql.release_run, params) != 1:
+            return False
+        if requeue:  # another worker may take it now
+            run = self.get_run(run_id)
+            if run is not None and run.queue is not None:
+                self.announce_queued(run.queue)
+        return True
 
     def finish_run(
         self,
