@@ -9,10 +9,12 @@ import os
 import random
 import signal
 import subprocess
+import threading
 import time
 from collections import Counter
 from pathlib import Path
 
+import psycopg
 import pytest
 from resume_programs import ASK, OPENPROGRAM, env
 
@@ -487,3 +489,20 @@ def test_a_run_raising_a_base_exception_fails_once(work: Path, pg_dsn: str) -> N
     assert out.splitlines() == [f"run {rid} failed: {error}"], (out, err)
     assert _runs(pg_dsn)[rid][0] == "failed"
     assert _error(pg_dsn, rid) == error
+
+
+def test_a_worker_that_returns_stops_listening(work: Path, pg_dsn: str) -> None:
+    # in-process (a worker embedded in a program): no thread and no connection left behind
+    from openprogram.durable.worker import run_worker
+
+    run_id = _submit_api(work, pg_dsn, "e1", 2, 0.0)
+    stats = run_worker(pg_dsn, poll_s=0.05, exit_when_idle=True)
+    assert stats.finished == {"completed": 1}
+    assert _runs(pg_dsn)[run_id][0] == "completed"
+    assert [t.name for t in threading.enumerate() if t.name.startswith("openprogram-listen")] == []
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        listening = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %%' AND pid <> "
+            "pg_backend_pid()"
+        ).fetchone()
+    assert listening == (0,)

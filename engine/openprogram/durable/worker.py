@@ -83,7 +83,8 @@ def run_worker(
 
     # an execution ended (its slot can claim at once) or a run of the queue was announced
     freed = threading.Event()
-    runs.watch_queue(queue, freed, stop)
+    done = threading.Event()  # this worker returned: its listening ends with it
+    listener = runs.watch_queue(queue, freed, done)
 
     def execute(run: RunRecord, owner: Owner) -> None:
         try:
@@ -137,10 +138,15 @@ def run_worker(
             for f in active:
                 f.result()
     finally:
+        done.set()
+        if listener is not None:
+            listener.join(timeout=_LISTENER_JOIN_S)
         runs.close()
     return stats
 
 
+#: How long a returning worker waits for its listening thread to close its connection.
+_LISTENER_JOIN_S = 5.0
 #: How often a waiting claim loop looks at ``stop`` while it waits for a free slot.
 _STOP_CHECK_S = 0.05
 

@@ -217,8 +217,10 @@ class PostgresRunStore(RunStore):
     def announce_queued(self, queue: str) -> None:
         self._q("SELECT pg_notify(%s, %s)", (QUEUE_CHANNEL, queue))
 
-    def watch_queue(self, queue: str, wake: threading.Event, stop: threading.Event) -> None:
-        self.backend.listen(QUEUE_CHANNEL, queue, wake, stop)
+    def watch_queue(
+        self, queue: str, wake: threading.Event, stop: threading.Event
+    ) -> threading.Thread | None:
+        return self.backend.listen(QUEUE_CHANNEL, queue, wake, stop)
 
     def claim_next(
         self, queue: str, owner: Owner, lease_s: float, *, limit: int | None = None

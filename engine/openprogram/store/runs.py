@@ -590,9 +590,12 @@ class RunStore(ABC):
         ``NOTIFY``; elsewhere they find it at their next poll)."""
         return None
 
-    def watch_queue(self, queue: str, wake: threading.Event, stop: threading.Event) -> None:
+    def watch_queue(
+        self, queue: str, wake: threading.Event, stop: threading.Event
+    ) -> threading.Thread | None:
         """Set ``wake`` when a run of ``queue`` is announced (:meth:`announce_queued`),
-        until ``stop`` is set (PostgreSQL: ``LISTEN``; elsewhere nothing)."""
+        until ``stop`` is set (PostgreSQL: ``LISTEN``, by the thread returned; elsewhere
+        nothing)."""
         return None
 
     def close_interrupted_nodes(self, run_id: str, token: str) -> int:
