@@ -77,6 +77,12 @@ def _submit_api(work: Path, dsn: str, tag: str, n: int, pause: float) -> str:
     return submit_run(f"{work / 'prog.py'}:chain", {"tag": tag, "n": n, "pause": pause}, store=dsn)
 
 
+def _submit_api_on(work: Path, dsn: str, tag: str, queue: str) -> str:
+    from openprogram.durable.runner import submit_run
+
+    return submit_run(f"{work / 'prog.py'}:chain", {"tag": tag, "n": 2}, store=dsn, queue=queue)
+
+
 def _worker(
     work: Path, dsn: str, *args: str, lease: str = "2", durability: str = "process"
 ) -> subprocess.Popen[str]:
@@ -506,3 +512,15 @@ def test_a_worker_that_returns_stops_listening(work: Path, pg_dsn: str) -> None:
             "pg_backend_pid()"
         ).fetchone()
     assert listening == (0,)
+
+
+def test_a_run_is_submitted_even_when_its_announcement_fails(work: Path, pg_dsn: str) -> None:
+    # NOTIFY refuses a payload of 8000 bytes or more: the run is recorded all the same,
+    # and a worker of that queue finds it by polling
+    queue = "q" * 9000
+    run_id = _submit_api_on(work, pg_dsn, "a1", queue)
+    assert _runs(pg_dsn)[run_id][0] == "queued"
+    from openprogram.durable.worker import run_worker
+
+    stats = run_worker(pg_dsn, queue=queue, poll_s=0.05, exit_when_idle=True)
+    assert stats.finished == {"completed": 1}

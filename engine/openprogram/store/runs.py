@@ -583,12 +583,20 @@ class RunStore(ABC):
             ),
         )  # fmt: skip
         if owner is None and queue is not None:
-            self.announce_queued(queue)
+            self._announce(queue)
 
     def announce_queued(self, queue: str) -> None:
         """Tell the idle workers of ``queue`` that a run of it is queued (PostgreSQL:
         ``NOTIFY``; elsewhere they find it at their next poll)."""
         return None
+
+    def _announce(self, queue: str) -> None:
+        """:meth:`announce_queued`, best effort: the run is recorded already, and a worker
+        that hears nothing finds it at its next poll."""
+        try:
+            self.announce_queued(queue)
+        except StoreError:
+            pass
 
     def watch_queue(
         self, queue: str, wake: threading.Event, stop: threading.Event
@@ -682,9 +690,12 @@ class RunStore(ABC):
         if self._changed(self.sql.release_run, params) != 1:
             return False
         if requeue:  # another worker may take it now
-            run = self.get_run(run_id)
+            try:
+                run = self.get_run(run_id)
+            except StoreError:  # it finds the run at its next poll
+                return True
             if run is not None and run.queue is not None:
-                self.announce_queued(run.queue)
+                self._announce(run.queue)
         return True
 
     def finish_run(
