@@ -252,8 +252,9 @@ def _node(row: Sequence[Any]) -> Node:
 # The store reports a lost database itself, as one error; an application that configures
 # logging still receives the pool's records (they propagate past this handler).
 logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
-#: How often a listening thread (:meth:`PostgresBackend.listen`) looks at its stop event.
-_LISTEN_CHECK_S = 0.5
+#: How often a listening thread (:meth:`PostgresBackend.listen`) looks at its stop event:
+#: a returning worker waits that long at most for it (a wait of libpq's, no round trip).
+_LISTEN_CHECK_S = 0.1
 
 CONNECT_TIMEOUT_S = 10
 """How long opening a connection waits for the server to answer: the first one and every
