@@ -508,7 +508,7 @@ def test_a_worker_that_returns_stops_listening(work: Path, pg_dsn: str) -> None:
     assert [t.name for t in threading.enumerate() if t.name.startswith("openprogram-listen")] == []
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         listening = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %%' AND pid <> "
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND pid <> "
             "pg_backend_pid()"
         ).fetchone()
     assert listening == (0,)

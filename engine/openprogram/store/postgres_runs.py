@@ -214,8 +214,12 @@ class PostgresRunStore(RunStore):
         return True, (nid, seq)
 
     # -- runs ----------------------------------------------------------------------
-    def announce_queued(self, queue: str) -> None:
-        self._q("SELECT pg_notify(%s, %s)", (QUEUE_CHANNEL, queue))
+    def announce_queued(self, run_id: str) -> None:
+        # the queue read where it is sent: one statement, no row to bring back
+        self._q(
+            "SELECT pg_notify(%s, queue) FROM runs WHERE id = %s AND queue IS NOT NULL",
+            (QUEUE_CHANNEL, run_id),
+        )
 
     def watch_queue(
         self, queue: str, wake: threading.Event, stop: threading.Event

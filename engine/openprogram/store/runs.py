@@ -583,18 +583,18 @@ class RunStore(ABC):
             ),
         )  # fmt: skip
         if owner is None and queue is not None:
-            self._announce(queue)
+            self._announce(run_id)
 
-    def announce_queued(self, queue: str) -> None:
-        """Tell the idle workers of ``queue`` that a run of it is queued (PostgreSQL:
-        ``NOTIFY``; elsewhere they find it at their next poll)."""
+    def announce_queued(self, run_id: str) -> None:
+        """Tell the idle workers of the queued run ``run_id``'s queue that it is there
+        (PostgreSQL: ``NOTIFY``; elsewhere they find it at their next poll)."""
         return None
 
-    def _announce(self, queue: str) -> None:
+    def _announce(self, run_id: str) -> None:
         """:meth:`announce_queued`, best effort: the run is recorded already, and a worker
         that hears nothing finds it at its next poll."""
         try:
-            self.announce_queued(queue)
+            self.announce_queued(run_id)
         except StoreError:
             pass
 
@@ -690,12 +690,7 @@ class RunStore(ABC):
         if self._changed(self.sql.release_run, params) != 1:
             return False
         if requeue:  # another worker may take it now
-            try:
-                run = self.get_run(run_id)
-            except StoreError:  # it finds the run at its next poll
-                return True
-            if run is not None and run.queue is not None:
-                self._announce(run.queue)
+            self._announce(run_id)
         return True
 
     def finish_run(
