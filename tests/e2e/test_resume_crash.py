@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from resume_programs import (
@@ -146,26 +147,39 @@ class Trial:
     final: dict[str, object] = field(default_factory=dict)
 
 
-def _db_state(folder: Path) -> tuple[str, str, str | None, int | None] | None:
-    """``(run id, run status, last step status, its occurrence)`` or ``None`` (no run)."""
-    db = folder / "st" / "openprogram.db"
+def _query(folder: Path, store: str, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
+    """Rows of ``sql`` on the trial's store (``st`` in ``folder``, or a PostgreSQL URL);
+    ``[]`` when a SQLite store does not exist yet."""
+    if store.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(store, autocommit=True) as pg:
+            return pg.execute(sql.replace("?", "%s"), params).fetchall()
+    db = folder / store / "openprogram.db"
     if not db.exists():
-        return None
+        return []
     with closing(sqlite3.connect(db, timeout=30)) as conn:
-        run = conn.execute("SELECT id, status FROM runs").fetchone()
-        if run is None:
-            return None
-        last = conn.execute(
-            "SELECT status, occurrence FROM run_steps WHERE run_id = ? AND kind = 'step' "
-            "ORDER BY position DESC LIMIT 1",
-            (run[0],),
-        ).fetchone()
-    return run[0], run[1], last[0] if last else None, last[1] if last else None
+        return conn.execute(sql, params).fetchall()
 
 
-def _pause_of(folder: Path) -> tuple[str | None, int | None]:
-    with closing(sqlite3.connect(folder / "st" / "openprogram.db", timeout=30)) as conn:
-        row = conn.execute("SELECT pause_reason, paused_occurrence FROM runs").fetchone()
+def _db_state(folder: Path, store: str = "st") -> tuple[str, str, str | None, int | None] | None:
+    """``(run id, run status, last step status, its occurrence)`` or ``None`` (no run)."""
+    runs = _query(folder, store, "SELECT id, status FROM runs")
+    if not runs:
+        return None
+    run = runs[0]
+    last = _query(
+        folder,
+        store,
+        "SELECT status, occurrence FROM run_steps WHERE run_id = ? AND kind = 'step' "
+        "ORDER BY position DESC LIMIT 1",
+        (run[0],),
+    )
+    return run[0], run[1], last[0][0] if last else None, last[0][1] if last else None
+
+
+def _pause_of(folder: Path, store: str = "st") -> tuple[str | None, int | None]:
+    row = _query(folder, store, "SELECT pause_reason, paused_occurrence FROM runs")[0]
     return row[0], row[1]
 
 
@@ -188,7 +202,7 @@ def _kill_when(proc: subprocess.Popen[str], folder: Path, target: int) -> bool:
     return True
 
 
-def _crash_trial(folder: Path, seed: int) -> Trial:
+def _crash_trial(folder: Path, seed: int, store: str = "st") -> Trial:
     """Run the 200-step chain and SIGKILL it 1-3 times at seeded random points; after each
     kill, resume as a user would. A step's result is committed with the next step's
     identity, so a kill inside a step's function or between two steps leaves that step
@@ -198,11 +212,11 @@ def _crash_trial(folder: Path, seed: int) -> Trial:
     trial = Trial()
     targets = sorted(rng.sample(range(3, CHAIN_STEPS - 3), rng.randint(1, 3)))
     args = json.dumps({"n": CHAIN_STEPS})
-    proc = start("run", "prog.py:chain", "--args", args, "--store", "st", "--json", cwd=folder)
+    proc = start("run", "prog.py:chain", "--args", args, "--store", store, "--json", cwd=folder)
     for target in targets:
         if not _kill_when(proc, folder, target):
             break
-        state = _db_state(folder)
+        state = _db_state(folder, store)
         assert state is not None, "the run was not recorded before its first step"
         rid, status, last_status, last_occ = state
         if status == "completed":
@@ -210,22 +224,22 @@ def _crash_trial(folder: Path, seed: int) -> Trial:
         assert status == "running", state
         if last_status == "dispatched":  # never re-run silently
             trial.inside += 1
-            code, out = cli_json("resume", rid, "--store", "st", cwd=folder)
+            code, out = cli_json("resume", rid, "--store", store, cwd=folder)
             assert code == 3 and out["status"] == "paused", out
             assert out["paused_step"] == "s" and "rerun-uncertain" in out["error"], out
-            assert _pause_of(folder) == ("uncertain", last_occ)
+            assert _pause_of(folder, store) == ("uncertain", last_occ)
             assert last_occ is not None
             trial.uncertain[last_occ] += 1
             extra = ["--rerun-uncertain"]
         else:  # every started step saved (killed as the run was finishing)
             trial.between += 1
             extra = []
-        proc = start("resume", rid, "--store", "st", "--json", *extra, cwd=folder)
+        proc = start("resume", rid, "--store", store, "--json", *extra, cwd=folder)
     stdout, stderr = proc.communicate(timeout=120)
     if proc.returncode != 0:  # the last kill came after the run had completed
-        state = _db_state(folder)
+        state = _db_state(folder, store)
         assert state is not None and state[1] == "completed", (state, stderr)
-        code, runs = cli_json("runs", "--store", "st", cwd=folder)
+        code, runs = cli_json("runs", "--store", store, cwd=folder)
         trial.final = {"status": runs[0]["status"]}
     else:
         trial.final = json.loads(stdout)
@@ -241,7 +255,8 @@ def test_600_step_chain_killed_at_random_points(tmp_path: Path) -> None:
         f.mkdir()
     with ThreadPoolExecutor(max_workers=3) as pool:
         results = list(pool.map(_crash_trial, folders, range(trials)))
-    for folder, trial in zip(folders, results, strict=True):
+    _check_trials(folders, results)
+    for folder in folders:
         with closing(sqlite3.connect(folder / "st" / "openprogram.db")) as db:
             rows = db.execute("SELECT status, result FROM runs").fetchall()
             assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -252,6 +267,12 @@ def test_600_step_chain_killed_at_random_points(tmp_path: Path) -> None:
             ).fetchone()
             assert count == seqs == high - low + 1, folder
         assert rows == [("completed", str(CHAIN_TOTAL))], folder
+
+
+def _check_trials(folders: list[Path], results: list[Trial]) -> None:
+    """Every trial completed; a completed step's effect happened exactly once, an
+    uncertain one's at most once per explicit re-run; some kill left a step uncertain."""
+    for folder, trial in zip(folders, results, strict=True):
         assert trial.final.get("status") == "completed", trial.final
         assert set(trial.effects) == {str(i) for i in range(CHAIN_STEPS)}
         for i in range(CHAIN_STEPS):
@@ -260,3 +281,29 @@ def test_600_step_chain_killed_at_random_points(tmp_path: Path) -> None:
             else:  # a completed step's side effect happened exactly once
                 assert trial.effects[str(i)] == 1, (folder, i, trial.uncertain)
     assert sum(t.inside for t in results) >= 1, "no kill left a step uncertain"
+
+
+@pytest.mark.slow
+def test_the_chain_on_postgresql_killed_at_random_points(tmp_path: Path, pg_cluster: Any) -> None:
+    """The same trials on PostgreSQL (one database each), through the same CLI: a kill -9
+    inside a step or between two, resumed as a user would."""
+    trials = int(os.environ.get("OPENPROGRAM_CRASH_TRIALS_PG", "8"))
+    folders = [tmp_path / f"t{i}" for i in range(trials)]
+    stores = [pg_cluster.create_database() for _ in folders]
+    for f in folders:
+        f.mkdir()
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = list(pool.map(_crash_trial, folders, range(100, 100 + trials), stores))
+    _check_trials(folders, results)
+    for folder, store in zip(folders, stores, strict=True):
+        assert _query(folder, store, "SELECT status, result FROM runs") == [
+            ("completed", str(CHAIN_TOTAL))
+        ]
+        # every node once, in one gapless seq order; every step record once, completed
+        count, seqs, low, high = _query(
+            folder, store, "SELECT COUNT(*), COUNT(DISTINCT seq), MIN(seq), MAX(seq) FROM nodes"
+        )[0]
+        assert count == seqs == high - low + 1, folder
+        assert _query(folder, store, "SELECT status, count(*) FROM run_steps GROUP BY status") == [
+            ("completed", CHAIN_STEPS)
+        ], folder
