@@ -77,6 +77,20 @@ SELECT %(nid)s, %(sid)s, upd.seq, %(kind)s, %(name)s, %(caller)s,
 RETURNING seq, predecessor_id
 """
 _APPEND_SQL = "WITH " + APPEND_CTES.format(where="") + APPEND_INSERT
+# A node's update in one statement (``update_node``): its output when given, its status
+# when given, the metadata given merged into the stored object (the shallow merge of
+# Python's ``dict.update``: jsonb ``||``), and the time; returns the node.
+_UPDATE_SQL = f"""
+UPDATE nodes SET
+    output = CASE WHEN %(set_output)s THEN %(output)s ELSE output END,
+    status = COALESCE(%(status)s, status),
+    metadata = CASE WHEN %(meta)s::text IS NULL THEN metadata
+        WHEN metadata = '{{}}' THEN %(meta)s
+        ELSE (metadata::jsonb || %(meta)s::jsonb)::text END,
+    updated_at = %(now)s
+WHERE id = %(id)s
+RETURNING {_NODE_COLS}
+"""
 # A step's node exit: ``completed`` with its output and duration.
 FINISH_SQL = (
     "UPDATE nodes SET "
@@ -748,8 +762,43 @@ class PostgresBackend(StoreBackend):
     ) -> Node:
         try:
             out_json = None if output is UNSET or output is None else _dumps(output)
+            meta_json = _dumps(metadata) if metadata else None
         except (TypeError, ValueError, RecursionError) as exc:
-            raise StoreError(f"node {node_id!r}: output must be a JSON value ({exc})") from None
+            raise StoreError(
+                f"node {node_id!r}: output and metadata must be JSON values ({exc})"
+            ) from None
+        try:
+            rows = self.execute(
+                _UPDATE_SQL,
+                {
+                    "set_output": output is not UNSET, "output": out_json, "status": status,
+                    "meta": meta_json, "now": now, "id": node_id,
+                },
+            )  # fmt: skip
+        except StoreError as exc:
+            if "json" not in str(exc).lower():
+                raise
+            # NaN or Infinity in the metadata (given or stored), which jsonb refuses:
+            # merged in Python instead
+            return self._update_in_python(node_id, output, out_json, status, metadata, now)
+        if not rows:
+            raise StoreError(f"node {node_id!r} does not exist in {self.location}")
+        node = _node(rows[0])
+        if output is not UNSET:
+            node.output = output
+        return node
+
+    def _update_in_python(
+        self,
+        node_id: str,
+        output: Any | _Unset,
+        out_json: str | None,
+        status: str | None,
+        metadata: dict[str, Any] | None,
+        now: float,
+    ) -> Node:
+        """:meth:`update_node` with the metadata merged in Python, in a transaction
+        holding the node's row."""
         with self.transaction():
             rows = self.execute(
                 f"SELECT {_NODE_COLS} FROM nodes WHERE id = %s FOR UPDATE", (node_id,)
