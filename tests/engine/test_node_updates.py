@@ -58,6 +58,19 @@ def test_metadata_json_cannot_hold_is_merged_all_the_same(store: SessionStore) -
     assert (stored.metadata["best"], stored.metadata["n"]) == (math.inf, 2)
 
 
+def test_merged_metadata_keeps_its_values_and_their_types(store: SessionStore) -> None:
+    """A merge rewrites the stored object as Python merges it: a float written with an
+    exponent stays a float, text stays as written (jsonb would print 1e20 as an integer)."""
+    writer = SessionNodeWriter(store, "s")
+    node = writer.append("llm", "ask", metadata={"big": 1e20, "tiny": 1e-7, "name": "é"})
+    writer.update(node.id, metadata={"n": 1})
+    stored = store.get_node(node.id)
+    assert stored is not None
+    assert stored.metadata == {"big": 1e20, "tiny": 1e-7, "name": "é", "n": 1}
+    assert [type(v) for v in stored.metadata.values()] == [float, float, str, int]
+    assert list(stored.metadata) == ["big", "tiny", "name", "n"]  # in the order merged
+
+
 def test_an_unknown_node_is_refused(store: SessionStore) -> None:
     writer = SessionNodeWriter(store, "s")
     with pytest.raises(StoreError, match="'nope' does not exist"):

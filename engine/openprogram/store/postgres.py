@@ -77,18 +77,17 @@ SELECT %(nid)s, %(sid)s, upd.seq, %(kind)s, %(name)s, %(caller)s,
 RETURNING seq, predecessor_id
 """
 _APPEND_SQL = "WITH " + APPEND_CTES.format(where="") + APPEND_INSERT
-# A node's update in one statement (``update_node``): its output when given, its status
-# when given, the metadata given merged into the stored object (the shallow merge of
-# Python's ``dict.update``: jsonb ``||``), and the time; returns the node.
+# A node's update in one statement (``update_node``) when it merges no metadata into a
+# stored object — none given, or none stored: its output when given, its status when
+# given, the metadata given, and the time; returns the node (no row: the node is missing,
+# or its metadata is merged in Python, exactly as ``dict.update`` merges it).
 _UPDATE_SQL = f"""
 UPDATE nodes SET
     output = CASE WHEN %(set_output)s THEN %(output)s ELSE output END,
     status = COALESCE(%(status)s, status),
-    metadata = CASE WHEN %(meta)s::text IS NULL THEN metadata
-        WHEN metadata = '{{}}' THEN %(meta)s
-        ELSE (metadata::jsonb || %(meta)s::jsonb)::text END,
+    metadata = COALESCE(%(meta)s, metadata),
     updated_at = %(now)s
-WHERE id = %(id)s
+WHERE id = %(id)s AND (%(meta)s::text IS NULL OR metadata = '{{}}')
 RETURNING {_NODE_COLS}
 """
 # A step's node exit: ``completed`` with its output and duration.
@@ -767,22 +766,15 @@ class PostgresBackend(StoreBackend):
             raise StoreError(
                 f"node {node_id!r}: output and metadata must be JSON values ({exc})"
             ) from None
-        try:
-            rows = self.execute(
-                _UPDATE_SQL,
-                {
-                    "set_output": output is not UNSET, "output": out_json, "status": status,
-                    "meta": meta_json, "now": now, "id": node_id,
-                },
-            )  # fmt: skip
-        except StoreError as exc:
-            if "json" not in str(exc).lower():
-                raise
-            # NaN or Infinity in the metadata (given or stored), which jsonb refuses:
-            # merged in Python instead
+        rows = self.execute(
+            _UPDATE_SQL,
+            {
+                "set_output": output is not UNSET, "output": out_json, "status": status,
+                "meta": meta_json, "now": now, "id": node_id,
+            },
+        )  # fmt: skip
+        if not rows:  # missing (said there), or metadata to merge into what is stored
             return self._update_in_python(node_id, output, out_json, status, metadata, now)
-        if not rows:
-            raise StoreError(f"node {node_id!r} does not exist in {self.location}")
         node = _node(rows[0])
         if output is not UNSET:
             node.output = output
