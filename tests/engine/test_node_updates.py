@@ -5,6 +5,7 @@ that JSON cannot hold exactly, NaN and infinity, included), an unknown node refu
 from __future__ import annotations
 
 import math
+import threading
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ def test_an_update_keeps_what_it_does_not_set_and_merges_metadata(store: Session
     stored = store.get_node(node.id)
     assert stored is not None
     for n in (again, stored):
-        assert n.output == ["a", 2] or n.output == ("a", 2)
+        assert n.output == ["a", 2]  # read back: JSON's list
         assert n.status == "completed"
         assert n.metadata == {"model": "m", "tries": 2, "usage": {"in": 3, "out": 4}}
         assert n.input == {"q": 1}
@@ -69,6 +70,26 @@ def test_merged_metadata_keeps_its_values_and_their_types(store: SessionStore) -
     assert stored.metadata == {"big": 1e20, "tiny": 1e-7, "name": "é", "n": 1}
     assert [type(v) for v in stored.metadata.values()] == [float, float, str, int]
     assert list(stored.metadata) == ["big", "tiny", "name", "n"]  # in the order merged
+
+
+def test_concurrent_merges_into_one_node_lose_no_key(store: SessionStore) -> None:
+    """Writers merging into one node's metadata at once (a model call's usage, a tool's
+    trace) each keep what they merged: no update overwrites another's keys."""
+    writer = SessionNodeWriter(store, "s")
+    node = writer.append("llm", "ask", metadata={"model": "m"})
+
+    def merge(t: int) -> None:
+        for j in range(25):
+            SessionNodeWriter(store, "s").update(node.id, metadata={f"t{t}_{j}": j})
+
+    threads = [threading.Thread(target=merge, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    stored = store.get_node(node.id)
+    assert stored is not None
+    assert stored.metadata == {"model": "m"} | {f"t{t}_{j}": j for t in range(4) for j in range(25)}
 
 
 def test_an_unknown_node_is_refused(store: SessionStore) -> None:

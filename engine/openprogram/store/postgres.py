@@ -77,17 +77,21 @@ SELECT %(nid)s, %(sid)s, upd.seq, %(kind)s, %(name)s, %(caller)s,
 RETURNING seq, predecessor_id
 """
 _APPEND_SQL = "WITH " + APPEND_CTES.format(where="") + APPEND_INSERT
-# A node's update in one statement (``update_node``) when it merges no metadata into a
-# stored object — none given, or none stored: its output when given, its status when
-# given, the metadata given, and the time; returns the node (no row: the node is missing,
-# or its metadata is merged in Python, exactly as ``dict.update`` merges it).
+# A node's update (``update_node``): its output when given, its status when given, its
+# metadata when given, and the time; returns the node. ``old`` NULL: only when that merges
+# nothing into a stored object (no metadata given, or ``{}`` stored) — one statement, the
+# common case; else ``old`` is the stored metadata the given one was merged into (in
+# Python, as ``dict.update`` merges: jsonb would rewrite the object), and the update is
+# made only if it is still stored (compare-and-set). No row: the node is missing, or the
+# condition failed.
 _UPDATE_SQL = f"""
 UPDATE nodes SET
     output = CASE WHEN %(set_output)s THEN %(output)s ELSE output END,
     status = COALESCE(%(status)s, status),
     metadata = COALESCE(%(meta)s, metadata),
     updated_at = %(now)s
-WHERE id = %(id)s AND (%(meta)s::text IS NULL OR metadata = '{{}}')
+WHERE id = %(id)s AND CASE WHEN %(old)s::text IS NULL
+    THEN %(meta)s::text IS NULL OR metadata = '{{}}' ELSE metadata = %(old)s END
 RETURNING {_NODE_COLS}
 """
 # A step's node exit: ``completed`` with its output and duration.
@@ -766,59 +770,26 @@ class PostgresBackend(StoreBackend):
             raise StoreError(
                 f"node {node_id!r}: output and metadata must be JSON values ({exc})"
             ) from None
-        rows = self.execute(
-            _UPDATE_SQL,
-            {
-                "set_output": output is not UNSET, "output": out_json, "status": status,
-                "meta": meta_json, "now": now, "id": node_id,
-            },
-        )  # fmt: skip
-        if not rows:  # missing (said there), or metadata to merge into what is stored
-            return self._update_in_python(node_id, output, out_json, status, metadata, now)
-        node = _node(rows[0])
-        if output is not UNSET:
-            node.output = output
-        return node
-
-    def _update_in_python(
-        self,
-        node_id: str,
-        output: Any | _Unset,
-        out_json: str | None,
-        status: str | None,
-        metadata: dict[str, Any] | None,
-        now: float,
-    ) -> Node:
-        """:meth:`update_node` with the metadata merged in Python, in a transaction
-        holding the node's row."""
-        with self.transaction():
-            rows = self.execute(
-                f"SELECT {_NODE_COLS} FROM nodes WHERE id = %s FOR UPDATE", (node_id,)
-            )
+        params = {
+            "set_output": output is not UNSET, "output": out_json, "status": status,
+            "meta": meta_json, "now": now, "id": node_id, "old": None,
+        }  # fmt: skip
+        while True:
+            rows = self.execute(_UPDATE_SQL, params)
+            if rows:
+                node = _node(rows[0])
+                if output is not UNSET:
+                    node.output = output
+                return node
+            # missing, or metadata to merge into the stored object: read it, merge, and
+            # write if it is still the one read (another update in between: again)
+            rows = self.execute("SELECT metadata FROM nodes WHERE id = %s", (node_id,))
             if not rows:
                 raise StoreError(f"node {node_id!r} does not exist in {self.location}")
-            node = _node(rows[0])
-            if metadata:
-                node.metadata.update(metadata)
-            if output is not UNSET:
-                node.output = output
-            else:
-                out_json = rows[0][8]
-            if status is not None:
-                node.status = status
-            node.updated_at = now
-            try:
-                meta_json = _dumps(node.metadata)
-            except (TypeError, ValueError, RecursionError) as exc:
-                raise StoreError(
-                    f"node {node_id!r}: metadata must be JSON values ({exc})"
-                ) from None
-            self.execute(
-                "UPDATE nodes SET output = %s, status = %s, metadata = %s, updated_at = %s "
-                "WHERE id = %s",
-                (out_json, node.status, meta_json, now, node_id),
-            )
-        return node
+            stored: str = rows[0][0]
+            merged = _loads(stored) if stored else {}
+            merged.update(metadata or {})
+            params["meta"], params["old"] = _dumps(merged), stored  # both JSON already
 
     def get_node(self, node_id: str) -> Node | None:
         rows = self.execute(f"SELECT {_NODE_COLS} FROM nodes WHERE id = %s", (node_id,))
