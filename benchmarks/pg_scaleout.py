@@ -25,12 +25,19 @@ printed too, since a shared host's load moves both between rounds):
   (``openprogram worker --exit-when-idle``, timed from their start, so their start-up is
   included): runs/s and the scaling factor;
 * ``claim latency`` — one idle worker; runs submitted one at a time: submit to first step,
-  p50/p95.
+  p50/p95;
+* with ``--flush-delay-us N`` — ``power`` beside its floor again, on a second server whose
+  every WAL flush returns ``N`` µs later (``slow_flush.c``, built with the C compiler and
+  loaded with ``LD_PRELOAD``: a disk whose cache flush is that slow). The power ratio
+  depends on the disk: where a flush is fast (this machine: about 90 µs) a step's CPU sets
+  it; the issue's figures were taken where ``floor(on)`` was 2.37 ms
+  (``--flush-delay-us 2370``).
 
 Usage::
 
     .venv/bin/python benchmarks/pg_scaleout.py [--steps 300] [--rounds 3] [--runs 200]
         [--no-throughput]   # step costs and resume only (skips throughput, claim latency)
+        [--flush-delay-us 2370]   # also the step ratios with a slower WAL flush
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -275,6 +283,91 @@ def claim_latency(cluster: Cluster, tmp: Path, samples: int) -> list[float]:
     return out
 
 
+#: Each durability measured, and the ``synchronous_commit`` of its floor.
+MODES = (("process", "off"), ("power", "on"))
+
+
+def step_rounds(
+    cluster: Cluster,
+    tmp: Path,
+    steps: int,
+    rounds: int,
+    *,
+    modes: tuple[tuple[str, str], ...] = MODES,
+    references: bool = True,
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """µs per step and per floor insert (and their CPU µs), ``rounds`` of each: a step
+    beside its floor, in alternating order (a drifting host load favours neither side);
+    the ``references`` (the floors in ``BEGIN``/``COMMIT``) after them."""
+    dsn = cluster.create_database()
+    keys = [k for mode, sync in modes for k in (mode, "f_" + sync)]
+    rows: dict[str, list[float]] = {k: [] for k in (*keys, "f_tx_off", "f_tx_on")}
+    cpu: dict[str, list[float]] = {k: [] for k in keys}
+
+    def keep(key: str, measured: tuple[float, float | None]) -> None:
+        rows[key].append(measured[0])
+        if measured[1] is not None and key in cpu:
+            cpu[key].append(measured[1])
+
+    for r in range(rounds):
+        for mode, sync in modes:
+            if r % 2 == 0:
+                keep("f_" + sync, floor(dsn, steps, sync, cluster=cluster))
+            keep(mode, ours(cluster.create_database(), tmp, steps, mode, cluster))
+            if r % 2 == 1:
+                keep("f_" + sync, floor(dsn, steps, sync, cluster=cluster))
+        if references:
+            keep("f_tx_off", floor(dsn, steps, "off", transaction=True))
+            keep("f_tx_on", floor(dsn, steps, "on", transaction=True))
+    return rows, cpu
+
+
+def round_ratios(
+    rows: dict[str, list[float]], modes: tuple[tuple[str, str], ...] = MODES
+) -> dict[str, float]:
+    """Per mode, the median of its rounds' step/floor ratios."""
+    return {
+        mode: statistics.median(a / b for a, b in zip(rows[mode], rows["f_" + sync], strict=True))
+        for mode, sync in modes
+    }
+
+
+def build_slow_flush(into: Path) -> Path | None:
+    """``slow_flush.c`` built as a shared library in ``into`` (readable by the server's
+    user), or ``None`` without a C compiler."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        return None
+    lib = into / "slow_flush.so"
+    source = Path(__file__).resolve().parent / "slow_flush.c"
+    subprocess.run(
+        [compiler, "-O2", "-shared", "-fPIC", "-o", str(lib), str(source), "-ldl"], check=True
+    )
+    lib.chmod(0o755)
+    return lib
+
+
+def slow_flush_ratios(
+    bindir: Path, tmp: Path, delay_us: int, steps: int, rounds: int
+) -> tuple[dict[str, float], dict[str, float]] | str:
+    """``power`` beside ``floor(on)`` on a server whose WAL flush is ``delay_us`` slower:
+    medians (µs) and the round ratio. ``process`` commits without waiting for a flush, so
+    its ratio is not what such a disk changes (its server's WAL writer flushes less often
+    there, which moves both sides unevenly on two CPUs)."""
+    cluster = Cluster(bindir, fsync=True)
+    try:
+        lib = build_slow_flush(cluster.base)
+        if lib is None:
+            return "skipped: no C compiler (cc) to build slow_flush.c"
+        cluster.server_env = {"LD_PRELOAD": str(lib), "OPENPROGRAM_FLUSH_DELAY_US": str(delay_us)}
+        cluster.start()
+        power = (("power", "on"),)
+        rows, _ = step_rounds(cluster, tmp, steps, rounds, modes=power, references=False)
+    finally:
+        cluster.stop()
+    return {k: statistics.median(rows[k]) for k in ("f_on", "power")}, round_ratios(rows, power)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=300)
@@ -282,6 +375,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--resume-steps", type=int, default=10_000)
     parser.add_argument("--no-throughput", action="store_true")
+    parser.add_argument(
+        "--flush-delay-us",
+        type=int,
+        default=0,
+        help="also measure the step ratios with every WAL flush this much slower (the "
+        "issue's disk: 2370)",
+    )
     args = parser.parse_args(argv)
     bindir = find_bindir()
     if bindir is None:
@@ -291,35 +391,9 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="op-pg-bench-"))
     (tmp / "prog.py").write_text(PROGRAM, encoding="utf-8")
     try:
-        dsn = cluster.create_database()
-        rows: dict[str, list[float]] = {
-            k: [] for k in ("f_off", "f_on", "f_tx_off", "f_tx_on", "process", "power")
-        }
-        cpu: dict[str, list[float]] = {k: [] for k in ("f_off", "f_on", "process", "power")}
-
-        def keep(key: str, measured: tuple[float, float | None]) -> None:
-            rows[key].append(measured[0])
-            if measured[1] is not None and key in cpu:
-                cpu[key].append(measured[1])
-
-        for r in range(args.rounds):
-            # each step beside its floor, in alternating order (a drifting host load
-            # favours neither side); the reference floors after them
-            for mode, sync in (("process", "off"), ("power", "on")):
-                if r % 2 == 0:
-                    keep("f_" + sync, floor(dsn, args.steps, sync, cluster=cluster))
-                keep(mode, ours(cluster.create_database(), tmp, args.steps, mode, cluster))
-                if r % 2 == 1:
-                    keep("f_" + sync, floor(dsn, args.steps, sync, cluster=cluster))
-            keep("f_tx_off", floor(dsn, args.steps, "off", transaction=True))
-            keep("f_tx_on", floor(dsn, args.steps, "on", transaction=True))
+        rows, cpu = step_rounds(cluster, tmp, args.steps, args.rounds)
         med = {k: statistics.median(v) for k, v in rows.items()}
-        paired = {
-            mode: statistics.median(
-                a / b for a, b in zip(rows[mode], rows["f_" + sync], strict=True)
-            )
-            for mode, sync in (("process", "off"), ("power", "on"))
-        }
+        paired = round_ratios(rows)
         cpu_med = {k: statistics.median(v) for k, v in cpu.items() if len(v) == args.rounds}
         dbos = dbos_step(cluster.create_database(), args.steps)
         res = statistics.median(
@@ -358,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
         for label, value, target in checks:
             verdict = "PASS" if value <= target else "FAIL"
             print(f"  {verdict}  {label}: {value:.2f} (target <= {target})")
-        for mode, sync in (("process", "off"), ("power", "on")):
+        for mode, sync in MODES:
             rounds = " ".join(
                 f"{a:.0f}/{b:.0f}" for a, b in zip(rows[mode], rows["f_" + sync], strict=True)
             )
@@ -372,8 +446,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  (reference) process / BEGIN-COMMIT floor(off): "
               f"{med['process'] / med['f_tx_off']:.2f}; power / BEGIN-COMMIT floor(on): "
               f"{med['power'] / med['f_tx_on']:.2f}")  # fmt: skip
+        slow: dict[str, object] = {}
+        if args.flush_delay_us > 0:
+            found = slow_flush_ratios(bindir, tmp, args.flush_delay_us, args.steps, args.rounds)
+            if isinstance(found, str):
+                print(f"  with a WAL flush {args.flush_delay_us} µs slower: {found}")
+            else:
+                s_med, s_paired = found
+                slow = {
+                    "delay_us": args.flush_delay_us,
+                    "medians_us": s_med,
+                    "round_ratios": s_paired,
+                }
+                value = s_med["power"] / s_med["f_on"]
+                print(f"  with every WAL flush {args.flush_delay_us} µs slower (a second "
+                      f"server), median µs: floor(on) {s_med['f_on']:.1f}, power "
+                      f"{s_med['power']:.1f}")  # fmt: skip
+                print(f"  {'PASS' if value <= 1.5 else 'FAIL'}  power / floor(on), slower "
+                      f"flush: {value:.2f} (target <= 1.5; median of the round ratios "
+                      f"{s_paired['power']:.2f})")  # fmt: skip
         print(json.dumps({"medians_us": med, "round_ratios": paired, "cpu_us": cpu_med,
-                          "resume_s": res, "throughput": tput}))  # fmt: skip
+                          "resume_s": res, "throughput": tput, "slow_flush": slow}))  # fmt: skip
     finally:
         cluster.stop()
     return 0

@@ -39,9 +39,13 @@ def find_bindir() -> Path | None:
 class Cluster:
     """``Cluster(...).start()`` ... ``stop()``: one throwaway server."""
 
-    def __init__(self, bindir: Path, *, fsync: bool = False) -> None:
+    def __init__(
+        self, bindir: Path, *, fsync: bool = False, server_env: dict[str, str] | None = None
+    ) -> None:
+        """``server_env``: variables the server runs with (a benchmark's ``LD_PRELOAD``)."""
         self.bindir = bindir
         self.fsync = fsync
+        self.server_env = dict(server_env or {})
         self.base = Path(tempfile.mkdtemp(prefix="openprogram-pg-"))
         self.data = self.base / "data"
         self.as_root = os.geteuid() == 0
@@ -52,6 +56,8 @@ class Cluster:
 
     def _run(self, *argv: str) -> subprocess.CompletedProcess[str]:
         cmd = [str(self.bindir / argv[0]), *argv[1:]]
+        if self.server_env:  # through env(1): runuser may not pass the caller's variables
+            cmd = ["env", *(f"{k}={v}" for k, v in self.server_env.items()), *cmd]
         if self.as_root:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
