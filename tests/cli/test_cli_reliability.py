@@ -326,6 +326,7 @@ COMMANDS = [
     ("resume", "some-run"),
     ("runs",),
     ("cancel", "some-run"),
+    ("pause", "some-run"),
     ("sessions",),
     ("show", "some-run"),
 ]
@@ -385,7 +386,7 @@ def test_a_locked_store_gives_every_command_the_same_exit_and_hint(work: Path) -
 
 def test_an_unknown_id_is_the_same_usage_error_everywhere(work: Path) -> None:
     cli("run", "prog.py:plain", "--args", '{"x": 1}', "--store", "st", cwd=work)
-    for command in (("resume", "nope"), ("cancel", "nope"), ("show", "nope")):
+    for command in (("resume", "nope"), ("cancel", "nope"), ("pause", "nope"), ("show", "nope")):
         proc = cli(*command, "--store", "st", cwd=work)
         assert proc.returncode == 2, (command, proc.stderr)
         [line] = proc.stderr.strip().splitlines()

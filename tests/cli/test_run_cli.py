@@ -1,4 +1,4 @@
-"""``openprogram run/resume/runs/cancel`` in real subprocesses: exit codes, ``--json``."""
+"""``openprogram run/resume/runs/cancel/pause`` in real subprocesses: exit codes, ``--json``."""
 
 from __future__ import annotations
 
@@ -160,7 +160,7 @@ def test_a_json_error_about_a_given_run_carries_its_id(work: Path) -> None:
     code, done = cli_json("run", "prog.py:main", "--store", "st", cwd=work)
     assert code == 0
     rid = done["run_id"]
-    for command in ("resume", "approve", "deny"):
+    for command in ("resume", "approve", "deny", "pause"):
         code, out = cli_json(command, rid, "--store", "st", cwd=work)
         assert code == 2, (command, out)
         assert out["run_id"] == rid and out["status"] == "error", (command, out)
@@ -231,6 +231,76 @@ def test_cancel_json_says_whether_the_cancel_took_effect(work: Path) -> None:
     code, out = cli_json("cancel", "0123456789abcdef", "--store", "st", cwd=work)
     assert code == 2 and out["run_id"] == "0123456789abcdef" and out["status"] == "error"
     assert "no run '0123456789abcdef'" in out["error"]
+
+
+def test_pause_from_the_command_line_then_resume(work: Path) -> None:
+    """``openprogram pause``: a run another process executes is requested to pause and
+    pauses before its next step (that process exits 3); pausing it again says it is
+    paused; ``resume`` continues after the finished steps; a run whose process was killed
+    is paused at once; finished and unknown runs are refused (exit 2)."""
+    (work / "block_gate").touch()
+    executing = subprocess.Popen(
+        [OPENPROGRAM, "run", "prog.py:waiting", "--store", "st", "--json"],
+        cwd=work, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while "wait gate" not in calls(work):  # inside its workflow, between steps
+            assert executing.poll() is None, executing.communicate()
+            assert time.monotonic() < deadline, "the run never reached its workflow"
+            time.sleep(0.01)
+        code, runs = cli_json("runs", "--store", "st", cwd=work)
+        [rid] = [r["run_id"] for r in runs]
+        proc = cli("pause", rid[:8], "--store", "st", cwd=work)  # a prefix, as for cancel
+        assert proc.returncode == 0, proc.stderr
+        requested = "pause requested; the process executing it pauses it before its next step"
+        assert proc.stdout.strip() == f"run {rid}: {requested}"
+    finally:
+        (work / "block_gate").unlink()
+        stdout, _ = executing.communicate(timeout=120)
+    assert executing.returncode == 3, stdout
+    out = json.loads(stdout)
+    assert out["status"] == "paused" and out["paused_step"] == "c", out
+    assert calls(work) == ["a 1", "wait gate"]  # paused before step c
+
+    code, out = cli_json("pause", rid, "--store", "st", cwd=work)
+    assert code == 0 and out == {"run_id": rid, "status": "paused", "pause": "paused"}
+    code, listed = cli_json("runs", "--status", "paused", "--store", "st", cwd=work)
+    assert [r["run_id"] for r in listed] == [rid]
+    code, done = cli_json("resume", rid, "--store", "st", cwd=work)
+    assert code == 0 and done["result"] == {"total": 2}, done
+    assert calls(work) == ["a 1", "wait gate", "c 2"]  # step a and the workflow replayed
+
+    code, out = cli_json("pause", rid, "--store", "st", cwd=work)
+    assert code == 2 and out["run_id"] == rid and out["status"] == "error"
+    assert f"run {rid} is completed and cannot be paused" in out["error"]
+    proc = cli("pause", "0123456789abcdef", "--store", "st", cwd=work)
+    assert proc.returncode == 2 and "no run" in proc.stderr, proc
+
+    (work / "block_gate").touch()
+    killed = subprocess.Popen(
+        [OPENPROGRAM, "run", "prog.py:waiting", "--args", '{"n": 5}', "--store", "st"],
+        cwd=work, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while calls(work).count("wait gate") < 2:
+            assert killed.poll() is None, killed.communicate()
+            assert time.monotonic() < deadline, "the run never reached its workflow"
+            time.sleep(0.01)
+        killed.kill()
+        killed.communicate(timeout=60)
+    finally:
+        (work / "block_gate").unlink()
+    code, runs = cli_json("runs", "--store", "st", cwd=work)
+    [second] = [r["run_id"] for r in runs if r["run_id"] != rid]
+    proc = cli("pause", second, "--store", "st", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == (
+        f"run {second} paused; continue it with: openprogram resume {second}"
+    )
+    code, done = cli_json("resume", second, "--store", "st", cwd=work)
+    assert code == 0 and done["result"] == {"total": 6}, done
 
 
 def test_a_busy_worker_takes_its_next_run_as_one_ends_not_at_its_next_poll(work: Path) -> None:

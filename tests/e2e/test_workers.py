@@ -322,10 +322,9 @@ def test_cancel_reaches_the_worker_through_the_database(work: Path, pg_dsn: str)
 
 
 def test_a_pause_request_reaches_the_worker_and_resume_continues(work: Path, pg_dsn: str) -> None:
-    """``pause_run`` of a run a worker executes: the worker pauses it at its next step and
-    says so with the reason; ``openprogram resume`` continues after the finished step."""
-    from openprogram.durable import pause_run
-
+    """``openprogram pause`` of a run a worker executes: the worker pauses it at its next
+    step and says so with the reason; ``openprogram resume`` continues after the finished
+    step."""
     rid = _submit(work, pg_dsn, "z", 3)
     (work / "block_z").touch()
     w = _worker(work, pg_dsn, "--exit-when-idle")
@@ -333,7 +332,9 @@ def test_a_pause_request_reaches_the_worker_and_resume_continues(work: Path, pg_
     while not _effects(work):
         assert time.monotonic() < deadline
         time.sleep(0.02)
-    assert pause_run(rid, store=pg_dsn) == "running"  # requested: the worker executes it
+    proc = _cli(work, "pause", rid, "--store", pg_dsn, "--json")
+    assert proc.returncode == 0, proc.stderr  # requested: the worker executes it
+    assert json.loads(proc.stdout) == {"run_id": rid, "status": "running", "pause": "requested"}
     (work / "block_z").unlink()
     out, err = w.communicate(timeout=60)
     assert w.returncode == 0, err
