@@ -11,6 +11,10 @@ Requests (JSON params and results, camelCase keys):
   the cancel at its next step), the words of ``openprogram cancel --json``; answered
   within ``READ_BOUND_S`` as the reads are (a store that does not answer: an error
   naming it);
+* ``openprogram/pauseRun`` ``{runId}`` → ``{"status", "pause"}`` or ``{"error"}``
+  (``durable.pause_run``), the same way: ``pause`` is ``"paused"`` (``status``
+  ``paused``) or ``"requested"`` (``status`` ``running``: the process executing the run
+  pauses it before its next step), the words of ``openprogram pause --json``;
 * ``openprogram/entrySignature`` ``{uri, entry}`` → ``{"entry", "params", "template"}``;
 * ``openprogram/checkEntryArgs`` ``{uri, entry, args}`` (``args``: the JSON text of the keyword
   arguments, as ``--args`` takes it) → ``{"problems": [line...]}``: what the Run check would
@@ -54,6 +58,7 @@ T = TypeVar("T")
 RUNS = "openprogram/runs"
 RUN_STEPS = "openprogram/runSteps"
 CANCEL_RUN = "openprogram/cancelRun"
+PAUSE_RUN = "openprogram/pauseRun"
 ENTRY_SIGNATURE = "openprogram/entrySignature"
 CHECK_ENTRY_ARGS = "openprogram/checkEntryArgs"
 RUNS_CHANGED = "openprogram/runsChanged"
@@ -121,8 +126,8 @@ def short_json(text: str | None, limit: int = SHORT) -> str:
 
 def run_json(run: RunRow) -> dict[str, Any]:
     """A run as the Runs view lists it. ``status`` is ``interrupted`` for a ``running`` run
-    whose process is gone (resumable); ``cancelRequested``: a ``running`` run's cancel waits
-    for the process executing it (its next step)."""
+    whose process is gone (resumable); ``cancelRequested`` / ``pauseRequested``: a
+    ``running`` run's cancel / pause waits for the process executing it (its next step)."""
     info = RunInfo(
         id=run.id,
         function_qualname=run.function_qualname,
@@ -146,6 +151,7 @@ def run_json(run: RunRow) -> dict[str, Any]:
         "status": status,
         "resumable": info.resumable,
         "cancelRequested": run.cancel_requested and status == RunStatus.RUNNING,
+        "pauseRequested": run.pause_requested and status == RunStatus.RUNNING,
         "pausedStep": run.paused_step,
         "pausedOccurrence": run.paused_occurrence,
         "pauseReason": run.pause_reason,
@@ -164,26 +170,35 @@ def find_run_in(stores: list[FolderStore], run_id: str) -> tuple[FolderStore, Ru
     return None
 
 
-class Cancel:
-    """One ``openprogram/cancelRun``, done in a thread that :func:`cancel_payload` may give
-    up on: where it is (the store it finds the run in or cancels it in), and whether it was
-    given up on — then it writes nothing more (a run found after that is not cancelled)."""
+class RunAction:
+    """One ``openprogram/cancelRun`` or ``openprogram/pauseRun`` (``verb``), done in a
+    thread that :func:`action_payload` may give up on: where it is (the store it finds the
+    run in or acts on it in), and whether it was given up on — then it writes nothing more
+    (a run found after that is not cancelled or paused)."""
 
-    def __init__(self, stores: list[FolderStore], unread: list[str], run_id: str) -> None:
+    def __init__(
+        self, stores: list[FolderStore], unread: list[str], run_id: str, verb: str
+    ) -> None:
         self.stores = stores
         self.unread = unread  # why the stores the gate keeps from reads cannot be read
         self.run_id = run_id
+        self.verb = verb
         self.at: FolderStore | None = None
-        self.cancelling = False
+        self.acting = False
         self.given_up = False
         self._lock = threading.Lock()
 
-    def __call__(self) -> dict[str, Any]:
-        """``{"status", "cancel"}`` from the :class:`~openprogram.contract.runs.CancelOutcome`
-        of ``cancel_run`` (never ``--kill``: a run another process executes is only
-        requested to cancel), or ``{"error"}``."""
-        from openprogram.durable import cancel_run
+    def act(self, run_id: str, store: Path | str) -> dict[str, Any]:
+        """The answer: ``{"status", verb}`` from the outcome of ``cancel_run`` (never
+        ``--kill``: a run another process executes is only requested to cancel) or of
+        ``pause_run`` — the words of ``openprogram cancel/pause --json``."""
+        from openprogram.durable import cancel_run, pause_run
 
+        outcome = (cancel_run if self.verb == "cancel" else pause_run)(run_id, store=store)
+        return {"status": str(outcome.status), self.verb: str(outcome)}
+
+    def __call__(self) -> dict[str, Any]:
+        """The answer of :meth:`act`, or ``{"error"}``."""
         errors = list(self.unread)
         for fs in self.stores:
             self.at = fs
@@ -197,46 +212,47 @@ class Cancel:
             with self._lock:
                 if self.given_up:
                     return {}
-                self.cancelling = True
+                self.acting = True
             try:
-                outcome = cancel_run(run.id, store=fs.store)
+                return self.act(run.id, fs.store)
             except Exception as exc:  # RunStateError: already finished; StoreError
                 return {"error": str(exc)}
-            return {"status": str(outcome.status), "cancel": str(outcome)}
         missing = f"no run {self.run_id!r} in the workspace stores"
         return {
             "error": f"{missing} that could be read ({'; '.join(errors)})" if errors else missing
         }
 
     def give_up(self) -> str:
-        """Stop the cancel (nothing more is written) and say why: which store did not
-        answer, and whether the run's cancel may still be recorded."""
+        """Stop the action (nothing more is written) and say why: which store did not
+        answer, and whether the run's cancel or pause may still be recorded."""
         with self._lock:
             self.given_up = True
-            cancelling = self.cancelling
+            acting = self.acting
         where = self.at.shown if self.at is not None else ", ".join(f.shown for f in self.stores)
         said = f"store {where}: no answer within {READ_BOUND_S:g} s"
-        if cancelling:
+        if acting:
             return (
-                f"{said}; the cancel of run {self.run_id} is not confirmed (it may still be "
-                "recorded once the store answers)"
+                f"{said}; the {self.verb} of run {self.run_id} is not confirmed (it may still "
+                "be recorded once the store answers)"
             )
-        return f"{said}; run {self.run_id} was not cancelled"
+        done = "cancelled" if self.verb == "cancel" else "paused"
+        return f"{said}; run {self.run_id} was not {done}"
 
 
-async def cancel_payload(ls: OpenProgramLanguageServer, run_id: str) -> dict[str, Any]:
-    """``openprogram/cancelRun`` in the workspace stores (:class:`Cancel`), off the event
-    loop and awaited at most ``READ_BOUND_S`` as every read of the server
+async def action_payload(ls: OpenProgramLanguageServer, run_id: str, verb: str) -> dict[str, Any]:
+    """``openprogram/cancelRun`` (``verb`` ``cancel``) or ``openprogram/pauseRun``
+    (``pause``) in the workspace stores (:class:`RunAction`), off the event loop and
+    awaited at most ``READ_BOUND_S`` as every read of the server
     (``run_index.read_stores``): a store that does not answer (a frozen database) is an
     error naming it, its password hidden. Stores the gate keeps from reads are not asked;
     when no other has the run, the error says why they were not read."""
     stores = folder_stores(ls)
     readable = [fs for fs in stores if GATE.readable(fs.store)]
     unread = [e for e in (GATE.error(fs.store) for fs in stores if fs not in readable) if e]
-    cancel = Cancel(readable, unread, run_id)
+    action = RunAction(readable, unread, run_id, verb)
     given_up: dict[str, Any] = {}
-    answer = await read_stores([fs.db for fs in readable], cancel, given_up, writes=True)
-    return answer or {"error": cancel.give_up()}
+    answer = await read_stores([fs.db for fs in readable], action, given_up, writes=True)
+    return answer or {"error": action.give_up()}
 
 
 async def read_run(
@@ -390,7 +406,14 @@ def register(server: OpenProgramLanguageServer) -> None:
         run_id = param(params, "runId")
         if not isinstance(run_id, str) or not run_id:
             return {"error": f"no run {run_id!r} in the workspace stores"}
-        return await cancel_payload(ls, run_id)
+        return await action_payload(ls, run_id, "cancel")
+
+    @server.feature(PAUSE_RUN)
+    async def pause(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
+        run_id = param(params, "runId")
+        if not isinstance(run_id, str) or not run_id:
+            return {"error": f"no run {run_id!r} in the workspace stores"}
+        return await action_payload(ls, run_id, "pause")
 
     @server.feature(ENTRY_SIGNATURE)
     async def signature(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any] | None:

@@ -1,8 +1,9 @@
-"""Cancel Run from the editor (``openprogram/cancelRun``) of a run that a real
-``openprogram run`` process executes (issue 15): the cancel is only *requested* — the
-answer says so, and so does the Runs view — until that process reaches its next step and
-records ``cancelled``. On a SQLite store and on PostgreSQL (``pg_dsn``); real client over
-stdio, the run's process a real subprocess whose step waits on a file.
+"""Cancel Run and Pause Run from the editor (``openprogram/cancelRun``,
+``openprogram/pauseRun``) of a run that a real ``openprogram run`` process executes
+(issue 15): the cancel or pause is only *requested* — the answer says so, and so does the
+Runs view — until that process reaches its next step and records ``cancelled`` or
+``paused``. On a SQLite store and on PostgreSQL (``pg_dsn``); real client over stdio, the
+run's process a real subprocess whose step waits on a file.
 """
 
 from __future__ import annotations
@@ -120,6 +121,71 @@ async def test_cancel_of_a_run_another_process_executes_is_requested_until_its_n
         assert (shown["status"], shown["cancelRequested"]) == ("cancelled", False)
         again = await request(client, "openprogram/cancelRun", {"runId": run["id"]})
         assert again == {"error": f"run {run['id']} is already cancelled"}
+    finally:
+        block.unlink(missing_ok=True)
+        if owner.poll() is None:
+            owner.kill()
+        owner.communicate()
+        await stop(client)
+
+
+async def test_pause_of_a_run_another_process_executes_is_requested_until_its_next_step(
+    tmp_path: Path, store: str
+) -> None:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "prog.py").write_text(PROGRAM, encoding="utf-8")
+    block = folder / "block"
+    block.touch()
+    owner = subprocess.Popen(
+        [OPENPROGRAM, "run", "prog.py:gated", "--store", store, "--json"],
+        cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    client = await start([folder], options={"store": store})
+    try:
+        await wait_for(lambda: steps_log(folder) == ["wait 1"], "step 'wait' started", 60.0)
+        runs: list[dict[str, Any]] = []
+        for _ in range(400):  # until the server reads the store (a URL is probed first)
+            runs = await listed(client)
+            if runs:
+                break
+            await asyncio.sleep(0.05)
+        [run] = runs
+        assert (run["status"], run["pauseRequested"]) == ("running", False)
+
+        got = await request(client, "openprogram/pauseRun", {"runId": run["id"]})
+        assert got == {"status": "running", "pause": "requested"}
+        [shown] = await listed(client)
+        assert (shown["status"], shown["pauseRequested"], shown["cancelRequested"]) == (
+            "running",
+            True,
+            False,
+        )
+
+        block.unlink()  # the step returns; the process pauses the run before its next step
+        out, err = owner.communicate(timeout=120)
+        assert owner.returncode == 3, (out, err)
+        assert (json.loads(out)["status"], json.loads(out)["paused_step"]) == ("paused", "after")
+        assert steps_log(folder) == ["wait 1"]
+        [shown] = await listed(client)
+        assert (shown["status"], shown["pauseRequested"], shown["pauseReason"]) == (
+            "paused",
+            False,
+            "requested",
+        )
+        again = await request(client, "openprogram/pauseRun", {"runId": run["id"]})
+        assert again == {"status": "paused", "pause": "paused"}
+
+        resumed = subprocess.run(
+            [OPENPROGRAM, "resume", run["id"], "--store", store, "--json"],
+            cwd=folder, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert resumed.returncode == 0 and json.loads(resumed.stdout)["result"] == 20, resumed
+        assert steps_log(folder) == ["wait 1", "after 2"]
+        done = await request(client, "openprogram/pauseRun", {"runId": run["id"]})
+        assert done == {"error": f"run {run['id']} is completed and cannot be paused"}
+        missing = await request(client, "openprogram/pauseRun", {"runId": "0123456789abcdef"})
+        assert missing == {"error": "no run '0123456789abcdef' in the workspace stores"}
     finally:
         block.unlink(missing_ok=True)
         if owner.poll() is None:

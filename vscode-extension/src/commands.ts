@@ -24,6 +24,7 @@ export const CLIENT_COMMANDS = {
   refreshRuns: 'openprogram.refreshRuns',
   resumeFromView: 'openprogram.resumeFromView',
   cancelRun: 'openprogram.cancelRun',
+  pauseRun: 'openprogram.pauseRun',
   showRunGraph: 'openprogram.showRunGraph',
   copyRunId: 'openprogram.copyRunId',
 } as const;

@@ -82,6 +82,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register(CLIENT_COMMANDS.refreshRuns, () => runs.refresh());
   register(CLIENT_COMMANDS.resumeFromView, (node) => palette.resumeFromView(node));
   register(CLIENT_COMMANDS.cancelRun, (node) => palette.cancelRun(node));
+  register(CLIENT_COMMANDS.pauseRun, (node) => palette.pauseRun(node));
   register(CLIENT_COMMANDS.showRunGraph, (node) => palette.showRunGraph(node));
   register(CLIENT_COMMANDS.copyRunId, (node) => palette.copyRunId(node));
   disposables.push(

@@ -104,7 +104,15 @@ interface CancelAnswer {
   error?: string;
 }
 
+/** The server's `openprogram/pauseRun` answer (`pause` as in `openprogram pause --json`). */
+interface PauseAnswer {
+  status?: string;
+  pause?: 'paused' | 'requested';
+  error?: string;
+}
+
 const CANCEL_REQUESTED = 'requested';
+const PAUSE_REQUESTED = 'requested';
 const TOO_LATE = Symbol('too late');
 
 export class Palette implements ServerCommandRouter {
@@ -211,6 +219,23 @@ export class Palette implements ServerCommandRouter {
         void this.host.window.showErrorMessage(`OpenProgram: ${answer.error}`);
       } else if (answer?.cancel === CANCEL_REQUESTED) {
         void this.host.window.showInformationMessage(`cancel requested: the process executing run ${run.id} stops at its next step`);
+      }
+      this.host.refreshRuns();
+    });
+  }
+
+  /**
+   * Pause Run on a Runs-view item (or a typed run id). The server answers `{status, pause}`:
+   * `pause` is `paused`, or `requested` when another process executes the run — it stays
+   * running until that process pauses it before its next step, which the user is told.
+   */
+  pauseRun(node: unknown): Promise<void> {
+    return this.onRun(node, async (run) => {
+      const answer = (await this.request('openprogram/pauseRun', { runId: run.id })) as PauseAnswer | undefined;
+      if (answer?.error !== undefined) {
+        void this.host.window.showErrorMessage(`OpenProgram: ${answer.error}`);
+      } else if (answer?.pause === PAUSE_REQUESTED) {
+        void this.host.window.showInformationMessage(`pause requested: the process executing run ${run.id} pauses it before its next step`);
       }
       this.host.refreshRuns();
     });

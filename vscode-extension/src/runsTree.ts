@@ -12,6 +12,8 @@ export interface RunSummary {
   resumable: boolean;
   /** A running run whose cancel waits for the process executing it (its next step). */
   cancelRequested?: boolean;
+  /** A running run whose pause waits for the process executing it (its next step). */
+  pauseRequested?: boolean;
   pausedStep: string | null;
   pausedOccurrence: number | null;
   pauseReason: string | null;
@@ -129,10 +131,18 @@ export function runItem(run: RunSummary): ItemView {
     detail = run.error ?? 'failed';
   } else if (cancelRequested(run)) {
     detail = 'running, cancel requested';
+  } else if (pauseRequested(run)) {
+    detail = 'running, pause requested';
   } else {
     detail = run.status;
   }
-  const context = ['run', run.resumable ? 'resumable' : '', run.status === 'running' || run.status === 'paused' ? 'cancellable' : '']
+  const pausable = (run.status === 'running' && !pauseRequested(run)) || run.status === 'interrupted';
+  const context = [
+    'run',
+    run.resumable ? 'resumable' : '',
+    run.status === 'running' || run.status === 'paused' || run.status === 'interrupted' ? 'cancellable' : '',
+    pausable ? 'pausable' : '',
+  ]
     .filter((part) => part !== '')
     .join(' ');
   return {
@@ -142,6 +152,7 @@ export function runItem(run: RunSummary): ItemView {
       `run ${run.id}`,
       `${run.function} — ${run.status}`,
       cancelRequested(run) ? 'cancel requested: the process executing it stops at its next step' : '',
+      pauseRequested(run) ? 'pause requested: the process executing it pauses it before its next step' : '',
       run.error ?? '',
       run.programPath ?? '',
     ]
@@ -157,6 +168,11 @@ export function runItem(run: RunSummary): ItemView {
 /** Whether `run` is running with its cancel requested (the server's `cancelRequested`). */
 export function cancelRequested(run: RunSummary): boolean {
   return run.status === 'running' && run.cancelRequested === true;
+}
+
+/** Whether `run` is running with its pause requested (the server's `pauseRequested`). */
+export function pauseRequested(run: RunSummary): boolean {
+  return run.status === 'running' && run.pauseRequested === true;
 }
 
 export function stepItem(step: StepSummary): ItemView {

@@ -84,6 +84,26 @@ class CancelOutcome(str, enum.Enum):
         return RunStatus.RUNNING if self is CancelOutcome.REQUESTED else RunStatus.CANCELLED
 
 
+class PauseOutcome(str, enum.Enum):
+    """What pausing a run did (:func:`~openprogram.durable.runner.pause_run`): the
+    ``"pause"`` of ``openprogram pause --json`` and of the editor's
+    ``openprogram/pauseRun``."""
+
+    PAUSED = "paused"
+    """Done: the run's status is ``paused`` (it was already, or its process is gone)."""
+    REQUESTED = "requested"
+    """Another live process executes the run: it stays ``running`` until that process
+    pauses it before its next step (a safe point)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def status(self) -> RunStatus:
+        """The run's status right after the pause."""
+        return RunStatus.RUNNING if self is PauseOutcome.REQUESTED else RunStatus.PAUSED
+
+
 class Durability(str, enum.Enum):
     """When a step's result is committed (see ``openprogram.durable``)."""
 

@@ -71,6 +71,7 @@ class RunRow(NamedTuple):
     updated_at: float
     owner_alive: bool = False  # a running run whose lease is held (``store.lease``)
     cancel_requested: bool = False  # a cancel waits for the executing process (next step)
+    pause_requested: bool = False  # a pause waits for the executing process (next step)
     interrupted: bool = False  # running, no live owner (``store.lease.is_interrupted``)
 
 
@@ -275,6 +276,7 @@ def _run_row(r: RunRecord) -> RunRow:
         updated_at=float(r.updated_at or 0.0),
         owner_alive=owner_alive(r, now),
         cancel_requested=r.cancel_requested,
+        pause_requested=r.pause_requested,
         interrupted=is_interrupted(r, now),
     )
 

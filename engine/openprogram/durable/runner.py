@@ -22,6 +22,7 @@ from typing import Any
 from openprogram.contract.runs import (
     POLICIES,
     CancelOutcome,
+    PauseOutcome,
     PauseReason,
     Policy,
     RunStatus,
@@ -734,21 +735,24 @@ def execute_claimed(
         )
 
 
-def pause_run(run_id: str, *, store: str | os.PathLike[str] | None = None) -> str:
-    """Pause a run: a running run stops before its next step. Returns the run's status."""
+def pause_run(run_id: str, *, store: str | os.PathLike[str] | None = None) -> PauseOutcome:
+    """Pause a run; returns :attr:`PauseOutcome.PAUSED` (``"paused"``: it was paused
+    already, or no live process executes it), or :attr:`PauseOutcome.REQUESTED`
+    (``"requested"``) when another live process executes it: that process pauses it before
+    its next step (a safe point), with the reason ``requested``."""
     with open_run_store(store, create=False) as db:
         run = db.get_run(run_id)
         if run is None:
             raise RunNotFound(f"no run {run_id!r} in {db.location}")
         if run.status == RunStatus.PAUSED:
-            return RunStatus.PAUSED
+            return PauseOutcome.PAUSED
         if run.status != RunStatus.RUNNING:
             raise RunStateError(f"run {run_id} is {run.status} and cannot be paused")
         if owner_alive(run):
             db.request_pause(run_id)
-            return RunStatus.RUNNING
+            return PauseOutcome.REQUESTED
         db.set_paused(run_id, PauseReason.REQUESTED, f"run {run_id} paused on request")
-        return RunStatus.PAUSED
+        return PauseOutcome.PAUSED
 
 
 def cancel_run(

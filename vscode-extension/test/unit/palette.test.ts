@@ -366,3 +366,25 @@ test('Cancel Run says when the cancel is only requested (another process execute
   assert.equal(window.messages.length, 1, 'a done cancel shows in the Runs view, without a message');
   assert.equal(calls.refreshRuns, 2);
 });
+
+test('Pause Run says when the pause is only requested, shows an error as is, then refreshes', async () => {
+  const { palette, window, client, calls } = setup();
+  const node = { kind: 'run', run: { id: RUN_ID } };
+  client.answers['openprogram/pauseRun'] = { status: 'running', pause: 'requested' };
+
+  await palette.pauseRun(node);
+  assert.deepEqual(client.requests, [{ method: 'openprogram/pauseRun', params: { runId: RUN_ID } }]);
+  assert.deepEqual(window.messages, [
+    { level: 'info', text: `pause requested: the process executing run ${RUN_ID} pauses it before its next step`, actions: [] },
+  ]);
+  assert.equal(calls.refreshRuns, 1);
+
+  client.answers['openprogram/pauseRun'] = { status: 'paused', pause: 'paused' };
+  await palette.pauseRun(node);
+  assert.equal(window.messages.length, 1, 'a done pause shows in the Runs view, without a message');
+
+  client.answers['openprogram/pauseRun'] = { error: 'run 0123456789abcdef is completed and cannot be paused' };
+  await palette.pauseRun(node);
+  assert.deepEqual(window.messages[1], { level: 'error', text: 'OpenProgram: run 0123456789abcdef is completed and cannot be paused', actions: [] });
+  assert.equal(calls.refreshRuns, 3);
+});

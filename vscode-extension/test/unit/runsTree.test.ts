@@ -40,9 +40,23 @@ test('a running run whose cancel was requested says so until its process stops',
   assert.match(requested.description, /^running, cancel requested · /);
   assert.match(requested.tooltip, /\ncancel requested: the process executing it stops at its next step\n/);
   assert.equal(requested.icon, 'sync~spin');
-  assert.equal(requested.context, 'run cancellable');
+  assert.equal(requested.context, 'run cancellable pausable');
+  assert.equal(plain.context, 'run cancellable pausable');
   const gone = runItem({ ...RUN, status: 'cancelled', resumable: false, cancelRequested: true });
   assert.match(gone.description, /^cancelled · /);
+});
+
+test('a running run whose pause was requested says so and is not offered Pause again', () => {
+  const running = { ...RUN, status: 'running', resumable: false, pausedStep: null, pausedOccurrence: null, pauseReason: null };
+  const requested = runItem({ ...running, pauseRequested: true });
+  assert.match(requested.description, /^running, pause requested · /);
+  assert.match(requested.tooltip, /\npause requested: the process executing it pauses it before its next step\n/);
+  assert.equal(requested.context, 'run cancellable');
+  const interrupted = runItem({ ...running, status: 'interrupted', resumable: true });
+  assert.equal(interrupted.context, 'run resumable cancellable pausable', 'an interrupted run is paused or cancelled at once');
+  const paused = runItem({ ...RUN, pauseRequested: true });
+  assert.doesNotMatch(paused.description, /pause requested/);
+  assert.doesNotMatch(paused.context, /pausable/);
 });
 
 test('completed and failed runs show their result or error and offer no resume', () => {

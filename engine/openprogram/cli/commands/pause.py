@@ -5,10 +5,11 @@ is only *requested* to pause: that process pauses it before its next step (a saf
 and records it, with the reason ``requested``. A run whose process is gone is paused at
 once. ``openprogram resume RUN_ID`` continues a paused run after its last finished step.
 
-``--json`` prints one object: ``{"run_id", "status", "pause"}``, ``pause`` being
-``"requested"`` (the run is still ``running`` in its process) or ``"paused"`` (done: its
-``status`` is ``paused``); an error is the one error object of every command
-(``{"run_id", "status": "error", "error"}``).
+``--json`` prints one object: ``{"run_id", "status", "pause"}``, ``pause`` being the
+:class:`~openprogram.contract.runs.PauseOutcome` that
+:func:`~openprogram.durable.runner.pause_run` returned — ``"requested"`` (the run is still
+``running`` in its process) or ``"paused"`` (done: its ``status`` is ``paused``); an error
+is the one error object of every command (``{"run_id", "status": "error", "error"}``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import json
 from typing import Any
 
 from openprogram.cli.common import add_store_argument
-from openprogram.contract.runs import RunStatus
+from openprogram.contract.runs import PauseOutcome
 
 NAME = "pause"
 HELP = "pause a run before its next step"
@@ -36,14 +37,14 @@ def execute(ns: argparse.Namespace) -> int:
     from openprogram.errors import OpenProgramError
 
     try:
-        status = pause_run(ns.run_id, store=ns.store)
+        outcome = pause_run(ns.run_id, store=ns.store)
     except OpenProgramError as exc:
         return cs.command_error("pause", exc, ns.json)
-    requested = status == RunStatus.RUNNING
     if ns.json:
-        pause = "requested" if requested else "paused"
-        print(json.dumps({"run_id": ns.run_id, "status": str(status), "pause": pause}))
-    elif requested:
+        print(
+            json.dumps({"run_id": ns.run_id, "status": str(outcome.status), "pause": str(outcome)})
+        )
+    elif outcome is PauseOutcome.REQUESTED:
         print(
             f"run {ns.run_id}: pause requested; the process executing it pauses it before "
             "its next step"
