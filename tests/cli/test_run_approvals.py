@@ -183,3 +183,34 @@ def test_the_step_awaiting_approval_is_shown_paused_not_failed(
     }
     tree = _cli(folder, openai_server, "show", rid, "--store", st).stdout
     assert not [line for line in tree.splitlines() if "[error]" in line], tree
+
+
+def test_approve_with_a_queue_hands_the_run_to_a_worker(
+    paused: tuple[Path, str], openai_server: OpenAIServer, st: str
+) -> None:
+    """``approve RUN --queue Q``: the decision is recorded and the run goes to the
+    workers of ``Q`` (it is not resumed here); a worker resumes it with the run's model,
+    the approved tool runs once."""
+    folder, rid = paused
+    both = _cli(folder, openai_server, "approve", rid, "--no-resume", "--queue", "q1")
+    assert both.returncode == 2 and "give --no-resume or --queue" in both.stderr
+    proc = _cli(folder, openai_server, "approve", rid, "--queue", "q1", "--store", st, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert _json(proc) == {"run_id": rid, "status": "queued", "decision": "approved", "queue": "q1"}
+    assert (folder / "junk.txt").exists() and len(openai_server.requests) == 1  # not resumed
+    (listed,) = _json(_cli(folder, openai_server, "runs", "--json", "--store", st))
+    assert (listed["status"], listed["queue"], listed["pause_reason"]) == ("queued", "q1", None)
+
+    openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
+    openai_server.reply_text("Removed junk.txt.")
+    worker = _cli(
+        folder, openai_server,
+        *("worker", "--queue", "q1", "--exit-when-idle", "--poll", "0.05", "--store", st),
+    )  # fmt: skip
+    assert worker.returncode == 0, worker.stderr
+    assert worker.stdout.splitlines() == [f"run {rid} completed"]
+    assert not (folder / "junk.txt").exists()
+    done = _json(_cli(folder, openai_server, "resume", rid, "--store", st, "--json"))
+    assert "completed" in done["error"]
+    tool_result = openai_server.requests[-1].json["messages"][-1]
+    assert tool_result["role"] == "tool" and "deleted junk.txt" in tool_result["content"]

@@ -347,6 +347,72 @@ def test_a_pause_request_reaches_the_worker_and_resume_continues(work: Path, pg_
     assert Counter(i for _, i, _ in _effects(work)) == {0: 1, 1: 1, 2: 1}
 
 
+def test_a_paused_run_goes_back_to_the_workers_with_resume_queue(work: Path, pg_dsn: str) -> None:
+    """``resume RUN --queue Q`` of a run a worker paused (a pause request): the run is
+    queued on ``Q``, nothing executes here, and a worker of ``Q`` resumes it after its
+    finished step."""
+    rid = _submit(work, pg_dsn, "q", 3)
+    (work / "block_q").touch()
+    w = _worker(work, pg_dsn, "--exit-when-idle")
+    deadline = time.monotonic() + 60
+    while not _effects(work):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert _cli(work, "pause", rid, "--store", pg_dsn).returncode == 0
+    (work / "block_q").unlink()
+    w.communicate(timeout=60)
+    assert _runs(pg_dsn)[rid][:2] == ("paused", "requested")
+
+    proc = _cli(work, "resume", rid, "--queue", "later", "--store", pg_dsn, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"run_id": rid, "status": "queued", "queue": "later"}
+    assert _runs(pg_dsn)[rid] == ("queued", None, None)
+    assert [i for _, i, _ in _effects(work)] == [0]  # nothing ran here
+    out, err = _worker(work, pg_dsn, "--queue", "later", "--exit-when-idle").communicate(timeout=60)
+    assert out.splitlines() == [f"run {rid} completed"], (out, err)
+    assert Counter(i for _, i, _ in _effects(work)) == {0: 1, 1: 1, 2: 1}
+
+    again = _cli(work, "resume", rid, "--queue", "later", "--store", pg_dsn)
+    assert again.returncode == 2 and "completed" in again.stderr, again
+    empty = _cli(work, "resume", rid, "--queue", "", "--store", pg_dsn)
+    assert empty.returncode == 2 and "--queue needs a queue name" in empty.stderr, empty
+
+
+def test_an_uncertain_step_is_rerun_by_a_worker_only_with_rerun_uncertain(
+    work: Path, pg_dsn: str
+) -> None:
+    """A worker killed inside step 1: ``resume RUN --queue Q`` hands the run to the
+    workers, which pause it at that step as uncertain again; with ``--rerun-uncertain``
+    the worker runs step 1 again and completes the run. Completed steps never re-run."""
+    rid = _submit(work, pg_dsn, "u", 3, pause=1.0)  # each step takes a second
+    w = _worker(work, pg_dsn)
+    try:
+        deadline = time.monotonic() + 60
+        while len(_effects(work)) < 2:  # step 1 started
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        w.kill()
+        w.communicate(timeout=60)
+    assert [i for _, i, _ in _effects(work)] == [0, 1]
+
+    proc = _cli(work, "resume", rid, "--queue", "default", "--store", pg_dsn, "--json")
+    assert proc.returncode == 0, proc.stderr  # the dead worker's process is gone: no wait
+    out, _ = _worker(work, pg_dsn, "--exit-when-idle").communicate(timeout=60)
+    assert _runs(pg_dsn)[rid][:2] == ("paused", "uncertain"), out
+    assert out.startswith(f"run {rid} paused: step 's' (occurrence 1)"), out
+    assert [i for _, i, _ in _effects(work)] == [0, 1]  # not re-run silently
+
+    proc = _cli(work, "resume", rid, "--queue", "default", "--rerun-uncertain", "--store", pg_dsn)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        proc.stdout.strip() == f"run {rid} queued on 'default': a worker of that queue resumes it"
+    )
+    out, _ = _worker(work, pg_dsn, "--exit-when-idle").communicate(timeout=60)
+    assert out.splitlines() == [f"run {rid} completed"], out
+    assert Counter(i for _, i, _ in _effects(work)) == {0: 1, 1: 2, 2: 1}
+
+
 @pytest.mark.parametrize("poll", ["-1", "nan", "0"])
 def test_a_poll_interval_of_zero_or_below_is_a_usage_error(
     work: Path, pg_dsn: str, poll: str

@@ -89,6 +89,7 @@ __all__ = [
     "list_runs",
     "parallel",
     "pause_run",
+    "requeue_run",
     "resumable",
     "resume_interrupted",
     "resume_run",

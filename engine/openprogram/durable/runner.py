@@ -46,6 +46,7 @@ from openprogram.durable.errors import (
 )
 from openprogram.durable.policy import policy_for_resume, policy_for_start
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave
+from openprogram.durable.worker import DEFAULT_QUEUE
 from openprogram.errors import StoreError, raised_at
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
 from openprogram.runtime import paused_loops
@@ -81,6 +82,7 @@ __all__ = [
     "cancel_run",
     "list_runs",
     "pause_run",
+    "requeue_run",
     "resume_interrupted",
     "resume_run",
     "run_model",
@@ -644,6 +646,56 @@ def resume_run(
         return outcome
 
 
+#: The record of an uncertain step handed to the workers with ``rerun_uncertain``: failed,
+#: with this reason, until a worker runs the step again.
+RERUN_APPROVED = (
+    "started but its result was not saved (uncertain); re-run approved for the workers "
+    "(resume --queue --rerun-uncertain)"
+)
+
+
+def requeue_run(
+    run_id: str,
+    *,
+    store: str | os.PathLike[str] | None = None,
+    queue: str | None = None,
+    policy: str | None = None,
+    rerun_uncertain: bool = False,
+    force_takeover: bool = False,
+    model: str | None = None,
+) -> str:
+    """Hand a paused, failed or interrupted run to the workers of ``queue`` (default: the
+    queue it was submitted to, else ``default``) instead of resuming it in this process;
+    returns that queue. A worker resumes it with the normal rules (completed steps
+    replayed). The checks are :func:`resume_run`'s; nothing of the Program is loaded here
+    (the workers load it). ``policy`` becomes the run's code-change policy and ``model``,
+    when given, its model; with ``rerun_uncertain`` the steps uncertain now are run again
+    by the worker (each recorded ``failed`` with :data:`RERUN_APPROVED` until then). The
+    run is first claimed by compare-and-set, as a resume claims it, so no other process
+    executes it meanwhile."""
+    _check_model(model)
+    with open_run_store(store, create=False) as db:
+        run = _resumable_run(db, run_id, force_takeover=force_takeover)
+        pol = policy_for_resume(policy, run.program_path, run.policy)
+        target = queue or run.queue or DEFAULT_QUEUE
+        owner = Owner.this_process()
+        _claim(db, run, owner, lease_seconds())
+        try:
+            if rerun_uncertain:
+                for rec in db.load_steps(run_id):
+                    if rec.kind == "step" and rec.status == "dispatched":
+                        db.fail_step(run_id, rec.step_key, RERUN_APPROVED, token=owner.token)
+            handed = db.requeue_run(
+                run_id, owner.token, queue=target, policy=pol.value, model=model
+            )
+        except BaseException:
+            db.release_run(run_id, owner.token, requeue=False)  # interrupted, as it was
+            raise
+        if not handed:
+            raise RunClaimLost(f"run {run_id} was claimed by another process meanwhile")
+    return target
+
+
 def _prepare(
     entry: ProgramEntry, args: Mapping[str, Any] | None
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -664,7 +716,7 @@ def submit_run(
     args: Mapping[str, Any] | None = None,
     *,
     store: str | os.PathLike[str] | None = None,
-    queue: str = "default",
+    queue: str = DEFAULT_QUEUE,
     policy: str | None = None,
     model: str | None = None,
 ) -> str:

@@ -147,6 +147,7 @@ class RunRecord:
             "error": self.error,
             "queue": self.queue,
             "cancel_requested": self.cancel_requested,
+            "pause_requested": self.pause_requested,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }
@@ -288,6 +289,14 @@ class RunSql:
     release_run: str = (
         "UPDATE runs SET status = CASE WHEN ? THEN 'queued' ELSE status END, "
         "lease_expires_at = 0, updated_at = ? "
+        "WHERE id = ? AND owner_token = ? AND status = 'running'"
+    )
+    # parameters: queue, policy, model (NULL: keep), now, run, the token of the holder
+    requeue_run: str = (
+        "UPDATE runs SET status = 'queued', queue = ?, policy = ?, model = COALESCE(?, model), "
+        "result = NULL, error = NULL, paused_step = NULL, paused_occurrence = NULL, "
+        "pause_reason = NULL, pause_requested = 0, cancel_requested = 0, "
+        "lease_expires_at = NULL, updated_at = ? "
         "WHERE id = ? AND owner_token = ? AND status = 'running'"
     )
     finish_run: str = (
@@ -691,6 +700,18 @@ class RunStore(ABC):
             return False
         if requeue:  # another worker may take it now
             self._announce(run_id)
+        return True
+
+    def requeue_run(
+        self, run_id: str, token: str, *, queue: str, policy: str, model: str | None
+    ) -> bool:
+        """Hand the run the execution whose lease token is ``token`` holds to the workers
+        of ``queue`` (``queued``, its pause and error cleared), with ``policy`` and, when
+        given, ``model``; ``False`` when that execution no longer holds it."""
+        params = (queue, policy, model, time.time(), run_id, token)
+        if self._changed(self.sql.requeue_run, params) != 1:
+            return False
+        self._announce(run_id)
         return True
 
     def finish_run(

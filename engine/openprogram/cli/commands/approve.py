@@ -1,5 +1,6 @@
-"""``openprogram approve RUN_ID [--no-resume] [--store DIR] [--json]``: approve the tool call
-a run awaits (``awaiting_approval``) and resume the run. ``deny`` is its counterpart."""
+"""``openprogram approve RUN_ID [--no-resume | --queue Q] [--store DIR] [--json]``: approve
+the tool call a run awaits (``awaiting_approval``) and resume the run — here, or with
+``--queue Q`` on a worker of ``Q``. ``deny`` is its counterpart."""
 
 from __future__ import annotations
 
@@ -18,29 +19,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-resume", action="store_true", help="only record the decision; resume later"
     )
+    parser.add_argument(
+        "--queue",
+        default=None,
+        metavar="Q",
+        help="then hand the run to the workers of queue Q instead of resuming it here",
+    )
     add_store_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def decide(ns: argparse.Namespace, approve: bool) -> int:
     """Record the decision (``approve`` or deny) and report how the resumed run ended."""
+    from openprogram.cli.commands.resume import queued_line
     from openprogram.cli.progress import LiveProgress
     from openprogram.durable import cli_support as cs
     from openprogram.durable.approvals import approve_run, deny_run, pending_request
+    from openprogram.durable.runner import requeue_run
     from openprogram.errors import OpenProgramError
 
     command = NAME if approve else "deny"
+    if ns.queue is not None and (ns.no_resume or not ns.queue):
+        why = "--queue needs a queue name" if not ns.queue else "give --no-resume or --queue"
+        return cs.usage_error(command, why, ns.json)
+    verdict = "approved" if approve else "denied"
     progress = LiveProgress(command, ns.store)
     try:
         request = pending_request(ns.run_id, store=ns.store)
         with cs.stdout_to_stderr(ns.json):
             decide_fn = approve_run if approve else deny_run
-            outcome = decide_fn(ns.run_id, store=ns.store, resume=not ns.no_resume)
+            here = not ns.no_resume and ns.queue is None
+            outcome = decide_fn(ns.run_id, store=ns.store, resume=here)
+            if ns.queue is not None:
+                queue = requeue_run(ns.run_id, store=ns.store, queue=ns.queue)
     except OpenProgramError as exc:
         progress.close()
         return cs.usage_error(command, str(exc), ns.json)
     progress.close()
-    verdict = "approved" if approve else "denied"
+    if ns.queue is not None:
+        print(queued_line(ns.run_id, queue, ns.json, decision=verdict))
+        return cs.EXIT_OK
     if outcome is None:
         if ns.json:
             print(json.dumps({"run_id": ns.run_id, "status": "paused", "decision": verdict}))

@@ -1,5 +1,5 @@
-"""``openprogram deny RUN_ID [--no-resume] [--store DIR] [--json]``: deny the tool call a
-run awaits; the resumed run's model is told the call was denied."""
+"""``openprogram deny RUN_ID [--no-resume | --queue Q] [--store DIR] [--json]``: deny the
+tool call a run awaits; the resumed run's model is told the call was denied."""
 
 from __future__ import annotations
 

@@ -1,8 +1,12 @@
 """``openprogram resume RUN_ID [--policy P] [--model M] [--rerun-uncertain] [--force-takeover]
-[--store DIR] [--json]``.
+[--queue Q] [--store DIR] [--json]``.
 
 ``openprogram resume --all-interrupted`` resumes runs left running by a process that died
 within the last two hours (never paused, cancelled, uncertain or awaiting-approval runs).
+
+``--queue Q`` hands the run to the workers of ``Q`` instead of resuming it in this
+process (:func:`~openprogram.durable.runner.requeue_run`): it prints the queue and exits 0
+at once; ``--json`` prints ``{"run_id", "status": "queued", "queue"}``.
 """
 
 from __future__ import annotations
@@ -45,6 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="take over a run whose lease has not expired (its process must be gone)",
     )
     parser.add_argument(
+        "--queue",
+        default=None,
+        metavar="Q",
+        help="hand the run to the workers of queue Q instead of resuming it here (the "
+        "options above go with it)",
+    )
+    parser.add_argument(
         "--all-interrupted",
         action="store_true",
         help="resume every run interrupted by a dead process within two hours",
@@ -60,6 +71,8 @@ def execute(ns: argparse.Namespace) -> int:
 
     if ns.all_interrupted == bool(ns.run_id):
         return cs.usage_error("resume", "give either RUN_ID or --all-interrupted", ns.json)
+    if ns.queue is not None:
+        return requeue(ns)
     from openprogram.cli.progress import LiveProgress
 
     progress = LiveProgress("resume", ns.store)
@@ -99,6 +112,37 @@ def execute(ns: argparse.Namespace) -> int:
     if cs.EXIT_FAILED in codes:
         return cs.EXIT_FAILED
     return cs.EXIT_PAUSED if cs.EXIT_PAUSED in codes else cs.EXIT_OK
+
+
+def requeue(ns: argparse.Namespace) -> int:
+    """``resume RUN_ID --queue Q``: the run goes to the workers of ``Q``."""
+    from openprogram.durable import cli_support as cs
+    from openprogram.durable.runner import requeue_run
+    from openprogram.errors import OpenProgramError
+
+    if not ns.queue:
+        return cs.usage_error("resume", "--queue needs a queue name", ns.json)
+    try:
+        queue = requeue_run(
+            ns.run_id,
+            store=ns.store,
+            queue=ns.queue,
+            policy=ns.policy,
+            rerun_uncertain=ns.rerun_uncertain,
+            force_takeover=ns.force_takeover,
+            model=ns.model,
+        )
+    except OpenProgramError as exc:
+        return cs.command_error("resume", exc, ns.json)
+    print(queued_line(ns.run_id, queue, ns.json))
+    return cs.EXIT_OK
+
+
+def queued_line(run_id: str, queue: str, as_json: bool, **extra: str) -> str:
+    """What ``resume``/``approve``/``deny --queue`` print once the run is queued."""
+    if as_json:
+        return json.dumps({"run_id": run_id, "status": "queued", **extra, "queue": queue})
+    return f"run {run_id} queued on {queue!r}: a worker of that queue resumes it"
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
