@@ -239,13 +239,18 @@ class RunAction:
         return f"{said}; run {self.run_id} was not {done}"
 
 
-async def action_payload(ls: OpenProgramLanguageServer, run_id: str, verb: str) -> dict[str, Any]:
+async def action_payload(
+    ls: OpenProgramLanguageServer, run_id: object, verb: str
+) -> dict[str, Any]:
     """``openprogram/cancelRun`` (``verb`` ``cancel``) or ``openprogram/pauseRun``
     (``pause``) in the workspace stores (:class:`RunAction`), off the event loop and
     awaited at most ``READ_BOUND_S`` as every read of the server
     (``run_index.read_stores``): a store that does not answer (a frozen database) is an
     error naming it, its password hidden. Stores the gate keeps from reads are not asked;
-    when no other has the run, the error says why they were not read."""
+    when no other has the run, the error says why they were not read. A ``runId`` that is
+    not a string names no run."""
+    if not isinstance(run_id, str) or not run_id:
+        return {"error": f"no run {run_id!r} in the workspace stores"}
     stores = folder_stores(ls)
     readable = [fs for fs in stores if GATE.readable(fs.store)]
     unread = [e for e in (GATE.error(fs.store) for fs in stores if fs not in readable) if e]
@@ -403,17 +408,11 @@ def register(server: OpenProgramLanguageServer) -> None:
 
     @server.feature(CANCEL_RUN)
     async def cancel(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
-        run_id = param(params, "runId")
-        if not isinstance(run_id, str) or not run_id:
-            return {"error": f"no run {run_id!r} in the workspace stores"}
-        return await action_payload(ls, run_id, "cancel")
+        return await action_payload(ls, param(params, "runId"), "cancel")
 
     @server.feature(PAUSE_RUN)
     async def pause(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
-        run_id = param(params, "runId")
-        if not isinstance(run_id, str) or not run_id:
-            return {"error": f"no run {run_id!r} in the workspace stores"}
-        return await action_payload(ls, run_id, "pause")
+        return await action_payload(ls, param(params, "runId"), "pause")
 
     @server.feature(ENTRY_SIGNATURE)
     async def signature(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any] | None:

@@ -190,20 +190,28 @@ def test_a_bad_lease_length_is_a_clear_error(work: Path, lease: str) -> None:
     assert calls(work) == ["a 1", "slow 2", "c 3"]  # the bad runs started nothing
 
 
+def waiting_at_the_gate(work: Path, *args: str) -> subprocess.Popen[str]:
+    """``openprogram run prog.py:waiting ARGS --store st --json`` in a subprocess, once it
+    waits inside its workflow (between its steps) while the file ``block_gate`` exists."""
+    (work / "block_gate").touch()
+    before = calls(work).count("wait gate")
+    executing = subprocess.Popen(
+        [OPENPROGRAM, "run", "prog.py:waiting", *args, "--store", "st", "--json"],
+        cwd=work, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while calls(work).count("wait gate") == before:
+        assert executing.poll() is None, executing.communicate()
+        assert time.monotonic() < deadline, "the run never reached its workflow"
+        time.sleep(0.01)
+    return executing
+
+
 def test_cancel_json_says_whether_the_cancel_took_effect(work: Path) -> None:
     """``cancel --json``: one object, ``"cancel": "requested"`` for a run another live process
     executes (it stops at its next step), ``"cancelled"`` when done; errors as JSON."""
-    (work / "block_gate").touch()
-    executing = subprocess.Popen(
-        [OPENPROGRAM, "run", "prog.py:waiting", "--store", "st", "--json"],
-        cwd=work, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    executing = waiting_at_the_gate(work)
     try:
-        deadline = time.monotonic() + 60
-        while "wait gate" not in calls(work):  # inside its workflow, between steps
-            assert executing.poll() is None, executing.communicate()
-            assert time.monotonic() < deadline, "the run never reached its workflow"
-            time.sleep(0.01)
         code, runs = cli_json("runs", "--store", "st", cwd=work)
         [running] = [r["run_id"] for r in runs]
         code, out = cli_json("cancel", running, "--store", "st", cwd=work)
@@ -238,17 +246,8 @@ def test_pause_from_the_command_line_then_resume(work: Path) -> None:
     pauses before its next step (that process exits 3); pausing it again says it is
     paused; ``resume`` continues after the finished steps; a run whose process was killed
     is paused at once; finished and unknown runs are refused (exit 2)."""
-    (work / "block_gate").touch()
-    executing = subprocess.Popen(
-        [OPENPROGRAM, "run", "prog.py:waiting", "--store", "st", "--json"],
-        cwd=work, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    executing = waiting_at_the_gate(work)
     try:
-        deadline = time.monotonic() + 60
-        while "wait gate" not in calls(work):  # inside its workflow, between steps
-            assert executing.poll() is None, executing.communicate()
-            assert time.monotonic() < deadline, "the run never reached its workflow"
-            time.sleep(0.01)
         code, runs = cli_json("runs", "--store", "st", cwd=work)
         [rid] = [r["run_id"] for r in runs]
         proc = cli("pause", rid[:8], "--store", "st", cwd=work)  # a prefix, as for cancel
@@ -277,17 +276,8 @@ def test_pause_from_the_command_line_then_resume(work: Path) -> None:
     proc = cli("pause", "0123456789abcdef", "--store", "st", cwd=work)
     assert proc.returncode == 2 and "no run" in proc.stderr, proc
 
-    (work / "block_gate").touch()
-    killed = subprocess.Popen(
-        [OPENPROGRAM, "run", "prog.py:waiting", "--args", '{"n": 5}', "--store", "st"],
-        cwd=work, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    killed = waiting_at_the_gate(work, "--args", '{"n": 5}')
     try:
-        deadline = time.monotonic() + 60
-        while calls(work).count("wait gate") < 2:
-            assert killed.poll() is None, killed.communicate()
-            assert time.monotonic() < deadline, "the run never reached its workflow"
-            time.sleep(0.01)
         killed.kill()
         killed.communicate(timeout=60)
     finally:

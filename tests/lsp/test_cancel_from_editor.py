@@ -12,6 +12,8 @@ import asyncio
 import json
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +79,13 @@ async def listed(client: LanguageClient) -> list[dict[str, Any]]:
     return list(folder["runs"])
 
 
-async def test_cancel_of_a_run_another_process_executes_is_requested_until_its_next_step(
+@asynccontextmanager
+async def executing(
     tmp_path: Path, store: str
-) -> None:
+) -> AsyncIterator[tuple[Path, subprocess.Popen[str], LanguageClient, dict[str, Any]]]:
+    """``openprogram run prog.py:gated`` in a subprocess, held inside its step 'wait' (the
+    file ``block``), and a server over the same store: ``(folder, that process, the
+    client, the run as the Runs view lists it)``; the process is ended afterwards."""
     folder = tmp_path / "ws"
     folder.mkdir()
     (folder / "prog.py").write_text(PROGRAM, encoding="utf-8")
@@ -99,6 +105,19 @@ async def test_cancel_of_a_run_another_process_executes_is_requested_until_its_n
                 break
             await asyncio.sleep(0.05)
         [run] = runs
+        yield folder, owner, client, run
+    finally:
+        block.unlink(missing_ok=True)
+        if owner.poll() is None:
+            owner.kill()
+        owner.communicate()
+        await stop(client)
+
+
+async def test_cancel_of_a_run_another_process_executes_is_requested_until_its_next_step(
+    tmp_path: Path, store: str
+) -> None:
+    async with executing(tmp_path, store) as (folder, owner, client, run):
         assert (run["status"], run["cancelRequested"]) == ("running", False)
 
         got = await request(client, "openprogram/cancelRun", {"runId": run["id"]})
@@ -113,7 +132,7 @@ async def test_cancel_of_a_run_another_process_executes_is_requested_until_its_n
         assert (detail["run"]["status"], detail["run"]["cancelRequested"]) == ("running", True)
         assert [(s["label"], s["state"]) for s in detail["steps"]] == [("wait #0", "running")]
 
-        block.unlink()  # the step returns; the process stops before its next step
+        (folder / "block").unlink()  # the step returns; the process stops before its next step
         out, err = owner.communicate(timeout=120)
         assert owner.returncode == 1 and json.loads(out)["status"] == "cancelled", (out, err)
         assert steps_log(folder) == ["wait 1"]
@@ -121,36 +140,12 @@ async def test_cancel_of_a_run_another_process_executes_is_requested_until_its_n
         assert (shown["status"], shown["cancelRequested"]) == ("cancelled", False)
         again = await request(client, "openprogram/cancelRun", {"runId": run["id"]})
         assert again == {"error": f"run {run['id']} is already cancelled"}
-    finally:
-        block.unlink(missing_ok=True)
-        if owner.poll() is None:
-            owner.kill()
-        owner.communicate()
-        await stop(client)
 
 
 async def test_pause_of_a_run_another_process_executes_is_requested_until_its_next_step(
     tmp_path: Path, store: str
 ) -> None:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    (folder / "prog.py").write_text(PROGRAM, encoding="utf-8")
-    block = folder / "block"
-    block.touch()
-    owner = subprocess.Popen(
-        [OPENPROGRAM, "run", "prog.py:gated", "--store", store, "--json"],
-        cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    client = await start([folder], options={"store": store})
-    try:
-        await wait_for(lambda: steps_log(folder) == ["wait 1"], "step 'wait' started", 60.0)
-        runs: list[dict[str, Any]] = []
-        for _ in range(400):  # until the server reads the store (a URL is probed first)
-            runs = await listed(client)
-            if runs:
-                break
-            await asyncio.sleep(0.05)
-        [run] = runs
+    async with executing(tmp_path, store) as (folder, owner, client, run):
         assert (run["status"], run["pauseRequested"]) == ("running", False)
 
         got = await request(client, "openprogram/pauseRun", {"runId": run["id"]})
@@ -162,7 +157,8 @@ async def test_pause_of_a_run_another_process_executes_is_requested_until_its_ne
             False,
         )
 
-        block.unlink()  # the step returns; the process pauses the run before its next step
+        # the step returns; the process pauses the run before its next step
+        (folder / "block").unlink()
         out, err = owner.communicate(timeout=120)
         assert owner.returncode == 3, (out, err)
         assert (json.loads(out)["status"], json.loads(out)["paused_step"]) == ("paused", "after")
@@ -186,9 +182,3 @@ async def test_pause_of_a_run_another_process_executes_is_requested_until_its_ne
         assert done == {"error": f"run {run['id']} is completed and cannot be paused"}
         missing = await request(client, "openprogram/pauseRun", {"runId": "0123456789abcdef"})
         assert missing == {"error": "no run '0123456789abcdef' in the workspace stores"}
-    finally:
-        block.unlink(missing_ok=True)
-        if owner.poll() is None:
-            owner.kill()
-        owner.communicate()
-        await stop(client)

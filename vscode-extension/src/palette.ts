@@ -97,22 +97,18 @@ const RESUME_MODES: ReadonlyArray<{ label: string; options: ResumeOptions }> = [
 
 const ENTER_RUN_ID = '$(edit) Enter a run id…';
 
-/** The server's `openprogram/cancelRun` answer (`cancel` as in `openprogram cancel --json`). */
-interface CancelAnswer {
+/**
+ * The server's `openprogram/cancelRun` / `openprogram/pauseRun` answer: `cancel` / `pause` as
+ * in `openprogram cancel --json` / `openprogram pause --json`.
+ */
+interface RunActionAnswer {
   status?: string;
   cancel?: 'cancelled' | 'requested';
-  error?: string;
-}
-
-/** The server's `openprogram/pauseRun` answer (`pause` as in `openprogram pause --json`). */
-interface PauseAnswer {
-  status?: string;
   pause?: 'paused' | 'requested';
   error?: string;
 }
 
-const CANCEL_REQUESTED = 'requested';
-const PAUSE_REQUESTED = 'requested';
+const REQUESTED = 'requested';
 const TOO_LATE = Symbol('too late');
 
 export class Palette implements ServerCommandRouter {
@@ -213,15 +209,7 @@ export class Palette implements ServerCommandRouter {
    * running until that process stops at its next step, which the user is told.
    */
   cancelRun(node: unknown): Promise<void> {
-    return this.onRun(node, async (run) => {
-      const answer = (await this.request('openprogram/cancelRun', { runId: run.id })) as CancelAnswer | undefined;
-      if (answer?.error !== undefined) {
-        void this.host.window.showErrorMessage(`OpenProgram: ${answer.error}`);
-      } else if (answer?.cancel === CANCEL_REQUESTED) {
-        void this.host.window.showInformationMessage(`cancel requested: the process executing run ${run.id} stops at its next step`);
-      }
-      this.host.refreshRuns();
-    });
+    return this.requestOnRun(node, 'openprogram/cancelRun', 'cancel', (id) => `cancel requested: the process executing run ${id} stops at its next step`);
   }
 
   /**
@@ -230,15 +218,7 @@ export class Palette implements ServerCommandRouter {
    * running until that process pauses it before its next step, which the user is told.
    */
   pauseRun(node: unknown): Promise<void> {
-    return this.onRun(node, async (run) => {
-      const answer = (await this.request('openprogram/pauseRun', { runId: run.id })) as PauseAnswer | undefined;
-      if (answer?.error !== undefined) {
-        void this.host.window.showErrorMessage(`OpenProgram: ${answer.error}`);
-      } else if (answer?.pause === PAUSE_REQUESTED) {
-        void this.host.window.showInformationMessage(`pause requested: the process executing run ${run.id} pauses it before its next step`);
-      }
-      this.host.refreshRuns();
-    });
+    return this.requestOnRun(node, 'openprogram/pauseRun', 'pause', (id) => `pause requested: the process executing run ${id} pauses it before its next step`);
   }
 
   /** Show Run Graph on a Runs-view item (or a typed run id). */
@@ -321,6 +301,23 @@ export class Palette implements ServerCommandRouter {
       return undefined;
     }
     return asProblems(answer);
+  }
+
+  /**
+   * `method` (`openprogram/cancelRun` or `openprogram/pauseRun`) on the item's run: the
+   * server's `{error}` is shown as is, its `{[key]: 'requested'}` as `requested(runId)`; a done
+   * action shows in the Runs view, refreshed either way.
+   */
+  private requestOnRun(node: unknown, method: string, key: 'cancel' | 'pause', requested: (runId: string) => string): Promise<void> {
+    return this.onRun(node, async (run) => {
+      const answer = (await this.request(method, { runId: run.id })) as RunActionAnswer | undefined;
+      if (answer?.error !== undefined) {
+        void this.host.window.showErrorMessage(`OpenProgram: ${answer.error}`);
+      } else if (answer?.[key] === REQUESTED) {
+        void this.host.window.showInformationMessage(requested(run.id));
+      }
+      this.host.refreshRuns();
+    });
   }
 
   private request(method: string, params: object): Promise<unknown> {

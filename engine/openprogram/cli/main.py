@@ -71,7 +71,8 @@ def build_parser(modules: Sequence[ModuleType] | None = None) -> argparse.Argume
         if hasattr(mod, "register"):
             mod.register(subparsers)
         else:
-            sub = subparsers.add_parser(mod.NAME, help=getattr(mod, "HELP", None))
+            about = getattr(mod, "HELP", None)
+            sub = subparsers.add_parser(mod.NAME, help=about, description=about)
             mod.add_arguments(sub)
             sub.set_defaults(handler=mod.execute)
     return parser

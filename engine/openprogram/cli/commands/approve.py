@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from openprogram.cli.common import add_store_argument
 
@@ -71,10 +70,3 @@ def decide(ns: argparse.Namespace, approve: bool) -> int:
 
 def execute(ns: argparse.Namespace) -> int:
     return decide(ns, approve=True)
-
-
-def register(subparsers: Any) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = subparsers.add_parser(NAME, help=HELP, description=HELP)
-    add_arguments(parser)
-    parser.set_defaults(handler=execute)
-    return parser

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from openprogram.cli.common import add_store_argument
 from openprogram.contract.runs import CancelOutcome
@@ -56,10 +55,3 @@ def execute(ns: argparse.Namespace) -> int:
     else:
         print(f"run {ns.run_id} cancelled")
     return 0
-
-
-def register(subparsers: Any) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = subparsers.add_parser(NAME, help=HELP, description=HELP)
-    add_arguments(parser)
-    parser.set_defaults(handler=execute)
-    return parser

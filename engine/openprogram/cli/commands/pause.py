@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from openprogram.cli.common import add_store_argument
 from openprogram.contract.runs import PauseOutcome
@@ -52,10 +51,3 @@ def execute(ns: argparse.Namespace) -> int:
     else:
         print(f"run {ns.run_id} paused; continue it with: openprogram resume {ns.run_id}")
     return 0
-
-
-def register(subparsers: Any) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = subparsers.add_parser(NAME, help=HELP, description=HELP)
-    add_arguments(parser)
-    parser.set_defaults(handler=execute)
-    return parser

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from openprogram.cli.common import add_store_argument
 from openprogram.contract.runs import POLICIES
@@ -143,10 +142,3 @@ def queued_line(run_id: str, queue: str, as_json: bool, **extra: str) -> str:
     if as_json:
         return json.dumps({"run_id": run_id, "status": "queued", **extra, "queue": queue})
     return f"run {run_id} queued on {queue!r}: a worker of that queue resumes it"
-
-
-def register(subparsers: Any) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = subparsers.add_parser(NAME, help=HELP, description=HELP)
-    add_arguments(parser)
-    parser.set_defaults(handler=execute)
-    return parser

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
 
 from openprogram.cli.common import add_store_argument
 from openprogram.contract.runs import POLICIES
@@ -61,10 +60,3 @@ def execute(ns: argparse.Namespace) -> int:
         return cs.report_interrupted(exc, ns.json)
     progress.close()
     return cs.report_outcome(outcome, ns.json)
-
-
-def register(subparsers: Any) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = subparsers.add_parser(NAME, help=HELP, description=HELP)
-    add_arguments(parser)
-    parser.set_defaults(handler=execute)
-    return parser

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any
 
 from openprogram.cli.common import add_store_argument, no_store_note
 from openprogram.cli.table import format_table, terminal_width
@@ -89,10 +88,3 @@ def execute(ns: argparse.Namespace) -> int:
     for line in format_table(rows[0], rows[1:], flex=2, width=terminal_width()):
         print(line)
     return 0
-
-
-def register(subparsers: Any) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = subparsers.add_parser(NAME, help=HELP, description=HELP)
-    add_arguments(parser)
-    parser.set_defaults(handler=execute)
-    return parser

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from openprogram.cli.common import add_store_argument
 
@@ -45,10 +44,3 @@ def execute(ns: argparse.Namespace) -> int:
     else:
         print(rid)
     return 0
-
-
-def register(subparsers: Any) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = subparsers.add_parser(NAME, help=HELP, description=HELP)
-    add_arguments(parser)
-    parser.set_defaults(handler=execute)
-    return parser

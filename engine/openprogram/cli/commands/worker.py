@@ -93,10 +93,3 @@ def execute(ns: argparse.Namespace) -> int:
     except OpenProgramError as exc:
         return cs.usage_error("worker", str(exc), False)
     return 0
-
-
-def register(subparsers: Any) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = subparsers.add_parser(NAME, help=HELP, description=HELP)
-    add_arguments(parser)
-    parser.set_defaults(handler=execute)
-    return parser
