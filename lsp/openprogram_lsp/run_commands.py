@@ -5,7 +5,9 @@ Signatures (``workspace/executeCommand`` arguments, positional):
 * ``openprogram.run(uri, entry, args?)`` — ``args``: JSON object (or its text) of keyword
   arguments, default ``{}``.
 * ``openprogram.resume(run_id, options?)`` — ``options``: ``{"policy"?: "keep_original" |
-  "use_latest", "rerunUncertain"?: bool}``; unknown keys are an error.
+  "use_latest", "rerunUncertain"?: bool, "queue"?: string}``; unknown keys are an error.
+  With ``queue`` the run is handed to the workers of that queue (``resume --queue``)
+  instead of executing in the subprocess: the answer's status is ``queued``.
 * ``openprogram.showRuns(uri?, function?)`` — both optional (``null`` allowed): runs of
   the file (of one function of it), or of the whole workspace; newest first.
 
@@ -55,7 +57,8 @@ EXIT_STATUS = {0: "completed", 1: "failed", 2: "usage error", 3: "paused"}
 _ENTRY = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?\Z")
 MAX_STDOUT = 16 * 1024 * 1024
 POLICIES = ("keep_original", "use_latest")
-RESUME_OPTIONS = ("policy", "rerunUncertain")
+RESUME_OPTIONS = ("policy", "rerunUncertain", "queue")
+MAX_QUEUE_NAME = 200
 MAX_SHOWN_RUNS = 20
 
 
@@ -103,11 +106,15 @@ def parse_args_json(value: Any) -> dict[str, Any]:
     return value
 
 
-def parse_resume_options(value: Any) -> tuple[str | None, bool]:
-    """``(policy, rerun_uncertain)`` from ``{"policy"?, "rerunUncertain"?}`` (or null)."""
-    shape = 'options must be an object {"policy"?: "keep_original"|"use_latest", "rerunUncertain"?: bool}'
+def parse_resume_options(value: Any) -> tuple[str | None, bool, str | None]:
+    """``(policy, rerun_uncertain, queue)`` from ``{"policy"?, "rerunUncertain"?,
+    "queue"?}`` (or null)."""
+    shape = (
+        'options must be an object {"policy"?: "keep_original"|"use_latest", '
+        '"rerunUncertain"?: bool, "queue"?: string}'
+    )
     if value is None:
-        return None, False
+        return None, False, None
     if not isinstance(value, dict):
         raise CommandError(f"{shape}, got {type(value).__name__}")
     unknown = sorted(str(k) for k in value if k not in RESUME_OPTIONS)
@@ -119,13 +126,26 @@ def parse_resume_options(value: Any) -> tuple[str | None, bool]:
     rerun = value.get("rerunUncertain")
     if rerun is not None and not isinstance(rerun, bool):
         raise CommandError(f"rerunUncertain must be true or false, got {rerun!r}")
-    return policy, bool(rerun)
+    queue = value.get("queue")
+    if queue is not None and (
+        not isinstance(queue, str)
+        or not queue.strip()
+        or len(queue) > MAX_QUEUE_NAME
+        or not queue.isprintable()
+    ):
+        raise CommandError(f"queue must be a queue's name (printable text), got {queue!r}")
+    return policy, bool(rerun), queue
 
 
 def resume_argv(
-    interpreter: str, run_id: str, policy: str | None, rerun_uncertain: bool
+    interpreter: str,
+    run_id: str,
+    policy: str | None,
+    rerun_uncertain: bool,
+    queue: str | None = None,
 ) -> list[str]:
-    """Command line of ``openprogram resume`` for the workspace interpreter."""
+    """Command line of ``openprogram resume`` for the workspace interpreter (``--queue=Q``
+    in one word: a name that starts with ``-`` is not read as an option)."""
     if not is_run_id(run_id):
         raise CommandError(f"invalid run id: {run_id!r}")
     argv = [interpreter, "-m", "openprogram.cli", "resume", "--json"]
@@ -133,6 +153,8 @@ def resume_argv(
         argv += ["--policy", policy]
     if rerun_uncertain:
         argv.append("--rerun-uncertain")
+    if queue is not None:
+        argv.append(f"--queue={queue}")
     return [*argv, "--", run_id]
 
 
@@ -315,7 +337,7 @@ async def run_cli(
     summary = _summary(title, result)
     if token:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=summary))
-    ls.show(summary, error=result.get("status") not in ("completed", "paused"))
+    ls.show(summary, error=result.get("status") not in ("completed", "paused", "queued"))
     refresh_lenses(ls)
     return result
 
@@ -351,6 +373,8 @@ def _summary(title: str, result: dict[str, Any]) -> str:
     head = f"{title}: {status}" + (f" (run {run_id})" if run_id else "")
     if status == "completed":
         return f"{head} → {json.dumps(result.get('result'), default=str)[:500]}"
+    if status == "queued":
+        return f"{head} on queue {result.get('queue')!r}: a worker of that queue resumes it"
     if status == "paused":
         step = result.get("paused_step")
         return f"{head} at step {step!r}" + (f": {result['error']}" if result.get("error") else "")
@@ -390,7 +414,7 @@ def register(server: OpenProgramLanguageServer) -> None:
 
     @server.command(RESUME)
     async def resume(server_: LanguageServer, *args: Any) -> dict[str, Any]:
-        """``openprogram.resume(run_id, {"policy"?: str, "rerunUncertain"?: bool}?)``."""
+        """``openprogram.resume(run_id, {"policy"?, "rerunUncertain"?, "queue"?}?)``."""
         ls = cast("OpenProgramLanguageServer", server_)
         run_id = args[0] if args else None
         if not is_run_id(run_id):
@@ -405,10 +429,10 @@ def register(server: OpenProgramLanguageServer) -> None:
         try:
             if len(args) > 2:
                 raise CommandError("usage: openprogram.resume(run_id, options?)")
-            policy, rerun = parse_resume_options(args[1] if len(args) > 1 else None)
+            policy, rerun, queue = parse_resume_options(args[1] if len(args) > 1 else None)
             settings = ls.settings_for(folder)
             store = settings.store_dir()
-            argv = resume_argv(settings.interpreter(), run_id, policy, rerun)
+            argv = resume_argv(settings.interpreter(), run_id, policy, rerun, queue)
         except CommandError as exc:
             ls.show(f"openprogram.resume: {exc}", error=True)
             return {"status": "error", "error": str(exc)}

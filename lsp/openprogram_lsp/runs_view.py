@@ -152,6 +152,7 @@ def run_json(run: RunRow) -> dict[str, Any]:
         "resumable": info.resumable,
         "cancelRequested": run.cancel_requested and status == RunStatus.RUNNING,
         "pauseRequested": run.pause_requested and status == RunStatus.RUNNING,
+        "queue": run.queue,
         "pausedStep": run.paused_step,
         "pausedOccurrence": run.paused_occurrence,
         "pauseReason": run.pause_reason,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsp_harness import request, start, stop, wait_for
+from lsp_harness import execute, request, start, stop, wait_for
 from pytest_lsp import LanguageClient
 
 OPENPROGRAM = str(Path(sys.executable).parent / "openprogram")
@@ -172,11 +172,18 @@ async def test_pause_of_a_run_another_process_executes_is_requested_until_its_ne
         again = await request(client, "openprogram/pauseRun", {"runId": run["id"]})
         assert again == {"status": "paused", "pause": "paused"}
 
-        resumed = subprocess.run(
-            [OPENPROGRAM, "resume", run["id"], "--store", store, "--json"],
+        # Resume… on the workers: the run is queued, then a worker of that queue ends it
+        handed = await execute(client, "openprogram.resume", run["id"], {"queue": "later"})
+        assert handed == {
+            "run_id": run["id"], "status": "queued", "queue": "later", "exit_code": 0,
+        }  # fmt: skip
+        [shown] = await listed(client)
+        assert (shown["status"], shown["queue"], shown["pauseReason"]) == ("queued", "later", None)
+        worker = subprocess.run(
+            [OPENPROGRAM, "worker", "--queue", "later", "--exit-when-idle", "--store", store],
             cwd=folder, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
-        assert resumed.returncode == 0 and json.loads(resumed.stdout)["result"] == 20, resumed
+        assert worker.stdout.splitlines() == [f"run {run['id']} completed"], worker
         assert steps_log(folder) == ["wait 1", "after 2"]
         done = await request(client, "openprogram/pauseRun", {"runId": run["id"]})
         assert done == {"error": f"run {run['id']} is completed and cannot be paused"}

@@ -1,5 +1,5 @@
 """Command signatures shared with the VS Code extension: ``openprogram.showRuns(uri?,
-function?)`` and ``openprogram.resume(run_id, {policy?, rerunUncertain?}?)``.
+function?)`` and ``openprogram.resume(run_id, {policy?, rerunUncertain?, queue?}?)``.
 
 Real server over stdio, a real SQLite store, and a fake interpreter subprocess
 (``fake_cli.py``) that records the command line the server builds.
@@ -194,6 +194,8 @@ async def test_resume_options_reach_the_cli(
             ({"policy": "keep_original", "rerunUncertain": True},),
             ["--policy", "keep_original", "--rerun-uncertain"],
         ),
+        (({"queue": "reports"},), ["--queue=reports"]),
+        (({"queue": "-x", "rerunUncertain": True},), ["--rerun-uncertain", "--queue=-x"]),
     ]
     for options, extra in cases:
         result = await execute(client, "openprogram.resume", "0707070707070707", *options)
@@ -211,6 +213,9 @@ async def test_resume_rejects_other_option_shapes(
         (({"policy": "newest"},), "unknown policy 'newest'"),
         (({"rerun_uncertain": True},), "unknown option(s) rerun_uncertain"),
         (({"rerunUncertain": "yes"},), "rerunUncertain must be true or false"),
+        (({"queue": ""},), "queue must be a queue's name"),
+        (({"queue": 3},), "queue must be a queue's name"),
+        (({"queue": "a\nb"},), "queue must be a queue's name"),
     ]
     for options, message in bad:
         result = await execute(client, "openprogram.resume", "0707070707070707", *options)

@@ -113,27 +113,35 @@ const RUN_ID = /^[0-9a-f]{16}$/;
 export interface ResumeOptions {
   policy?: ResumePolicy;
   rerunUncertain?: boolean;
+  /** Hand the run to the workers of this queue instead of resuming it in the editor's process. */
+  queue?: string;
 }
 
 /**
  * Arguments of `openprogram.resume(run_id, options?)`: the run id, then an options object
- * `{policy?, rerunUncertain?}` with only the keys that are set.
+ * `{policy?, rerunUncertain?, queue?}` with only the keys that are set.
  */
 export function buildResumeArguments(runId: string, options: ResumeOptions = {}): unknown[] {
   const error = validateRunId(runId);
   if (error !== undefined) {
     throw new Error(error);
   }
-  const { policy, rerunUncertain } = options;
+  const { policy, rerunUncertain, queue } = options;
   if (policy !== undefined && !(RESUME_POLICIES as readonly string[]).includes(policy)) {
     throw new Error(`Unknown resume policy "${String(policy)}": use ${RESUME_POLICIES.join(' or ')}`);
   }
-  const sent: { policy?: ResumePolicy; rerunUncertain?: boolean } = {};
+  if (queue !== undefined && queue.trim() === '') {
+    throw new Error('A queue needs a name');
+  }
+  const sent: ResumeOptions = {};
   if (policy !== undefined) {
     sent.policy = policy;
   }
   if (rerunUncertain !== undefined) {
     sent.rerunUncertain = rerunUncertain;
+  }
+  if (queue !== undefined) {
+    sent.queue = queue;
   }
   return Object.keys(sent).length === 0 ? [runId.trim()] : [runId.trim(), sent];
 }
@@ -348,6 +356,9 @@ export function summarizeResult(result: unknown): string | undefined {
   }
   const run = typeof record.run_id === 'string' ? `Run ${record.run_id}` : 'Run';
   let text = `${run}: ${record.status}`;
+  if (record.status === 'queued' && typeof record.queue === 'string') {
+    text += ` on queue "${record.queue}"`;
+  }
   if (typeof record.paused_step === 'string' && record.paused_step !== '') {
     text += ` at step "${record.paused_step}"`;
   }

@@ -95,6 +95,14 @@ const RESUME_MODES: ReadonlyArray<{ label: string; options: ResumeOptions }> = [
   { label: 'Resume and re-run the uncertain step', options: { rerunUncertain: true } },
 ];
 
+/** Resume… modes of a run of `queue`: a worker of that queue resumes it (`resume --queue`). */
+function workerModes(queue: string): Array<{ label: string; options: ResumeOptions }> {
+  return [
+    { label: `Resume on the workers of queue "${queue}"`, options: { queue } },
+    { label: `Resume on the workers of queue "${queue}", re-running the uncertain step`, options: { queue, rerunUncertain: true } },
+  ];
+}
+
 const ENTER_RUN_ID = '$(edit) Enter a run id…';
 
 /**
@@ -200,7 +208,7 @@ export class Palette implements ServerCommandRouter {
 
   /** Resume… on a Runs-view item (or a typed run id). */
   resumeFromView(node: unknown): Promise<void> {
-    return this.onRun(node, (run) => this.resumeWithMode(run.id));
+    return this.onRun(node, (run) => this.resumeWithMode(run.id, run.queue));
   }
 
   /**
@@ -325,7 +333,7 @@ export class Palette implements ServerCommandRouter {
   }
 
   /** Run `action` on the run of a Runs-view item, or on a run id typed in the palette. */
-  private async onRun(node: unknown, action: (run: { id: string }) => Promise<void> | void): Promise<void> {
+  private async onRun(node: unknown, action: (run: { id: string; queue?: string | null }) => Promise<void> | void): Promise<void> {
     const run = runOf(node);
     if (run !== undefined) {
       await action(run);
@@ -367,8 +375,10 @@ export class Palette implements ServerCommandRouter {
   }
 
   /** Ask how to resume `runId`, then send `openprogram.resume(runId, {policy, rerunUncertain})`. */
-  private async resumeWithMode(runId: string): Promise<void> {
-    const mode = await this.host.window.showQuickPick(RESUME_MODES, { title: `Resume ${runId}` });
+  /** Resume… of `runId`: the modes, and for a run of a queue the same on its workers. */
+  private async resumeWithMode(runId: string, queue?: string | null): Promise<void> {
+    const modes = typeof queue === 'string' && queue !== '' ? [...RESUME_MODES, ...workerModes(queue)] : RESUME_MODES;
+    const mode = await this.host.window.showQuickPick(modes, { title: `Resume ${runId}` });
     if (mode === undefined) {
       return;
     }

@@ -14,6 +14,8 @@ export interface RunSummary {
   cancelRequested?: boolean;
   /** A running run whose pause waits for the process executing it (its next step). */
   pauseRequested?: boolean;
+  /** The queue it was submitted or handed to (workers execute it), or null. */
+  queue?: string | null;
   pausedStep: string | null;
   pausedOccurrence: number | null;
   pauseReason: string | null;

@@ -72,6 +72,7 @@ class RunRow(NamedTuple):
     owner_alive: bool = False  # a running run whose lease is held (``store.lease``)
     cancel_requested: bool = False  # a cancel waits for the executing process (next step)
     pause_requested: bool = False  # a pause waits for the executing process (next step)
+    queue: str | None = None  # the queue it was submitted or handed to (workers)
     interrupted: bool = False  # running, no live owner (``store.lease.is_interrupted``)
 
 
@@ -277,6 +278,7 @@ def _run_row(r: RunRecord) -> RunRow:
         owner_alive=owner_alive(r, now),
         cancel_requested=r.cancel_requested,
         pause_requested=r.pause_requested,
+        queue=r.queue,
         interrupted=is_interrupted(r, now),
     )
 

@@ -69,7 +69,7 @@ test('run arguments are [uri, entry, args] and reject bad names', () => {
   assert.match(validateEntryName('') ?? '', /PROGRAM_ENTRIES/);
 });
 
-test('resume arguments: run id, then an options object {policy?, rerunUncertain?}', () => {
+test('resume arguments: run id, then an options object {policy?, rerunUncertain?, queue?}', () => {
   assert.deepEqual(buildResumeArguments(' 0123456789abcdef '), ['0123456789abcdef']);
   assert.deepEqual(buildResumeArguments('0123456789abcdef', {}), ['0123456789abcdef']);
   assert.deepEqual(buildResumeArguments('0123456789abcdef', { policy: 'use_latest' }), ['0123456789abcdef', { policy: 'use_latest' }]);
@@ -86,6 +86,12 @@ test('resume arguments: run id, then an options object {policy?, rerunUncertain?
   );
   assert.throws(() => buildResumeArguments('', { policy: 'use_latest' }), /id of a paused run/);
   assert.throws(() => buildResumeArguments('0123456789abcdef', { policy: 'newest' as ResumePolicy }), /Unknown resume policy "newest"/);
+  // on the workers of a queue (`resume --queue`)
+  assert.deepEqual(buildResumeArguments('0123456789abcdef', { queue: 'reports', rerunUncertain: true }), [
+    '0123456789abcdef',
+    { rerunUncertain: true, queue: 'reports' },
+  ]);
+  assert.throws(() => buildResumeArguments('0123456789abcdef', { queue: ' ' }), /A queue needs a name/);
   assert.match(validateRunId('a b') ?? '', /no spaces/);
   assert.match(validateRunId('--all-interrupted') ?? '', /not a run id/);
   assert.equal(validateRunId('0123456789abcdef'), undefined);

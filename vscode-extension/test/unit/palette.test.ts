@@ -388,3 +388,16 @@ test('Pause Run says when the pause is only requested, shows an error as is, the
   assert.deepEqual(window.messages[1], { level: 'error', text: 'OpenProgram: run 0123456789abcdef is completed and cannot be paused', actions: [] });
   assert.equal(calls.refreshRuns, 3);
 });
+
+test('Resume… of a run of a queue also offers its workers; the pick sends the queue', async () => {
+  const { palette, window, client } = setup();
+  const workers = [`Resume on the workers of queue "reports"`, `Resume on the workers of queue "reports", re-running the uncertain step`];
+  window.picks.push(workers[1]);
+  await palette.resumeFromView({ kind: 'run', run: { id: RUN_ID, queue: 'reports' } });
+  assert.deepEqual(window.picksShown, [{ title: `Resume ${RUN_ID}`, labels: [...MODES, ...workers] }]);
+  assert.deepEqual(client.executed(), [['openprogram.resume', RUN_ID, { rerunUncertain: true, queue: 'reports' }]]);
+
+  window.picks.push(MODES[0]);
+  await palette.resumeFromView({ kind: 'run', run: { id: RUN_ID, queue: null } });
+  assert.deepEqual(window.picksShown[1], { title: `Resume ${RUN_ID}`, labels: MODES }, 'a run of no queue: only here');
+});
