@@ -413,6 +413,31 @@ def test_an_uncertain_step_is_rerun_by_a_worker_only_with_rerun_uncertain(
     assert Counter(i for _, i, _ in _effects(work)) == {0: 1, 1: 2, 2: 1}
 
 
+def test_resume_all_interrupted_leaves_a_run_of_a_queue_to_its_workers(
+    work: Path, pg_dsn: str
+) -> None:
+    """``resume --all-interrupted`` resumed a worker's interrupted run in the process that
+    typed it (or paused it): a run of a queue is now left to its workers, which take it
+    over once its lease expires."""
+    rid = _submit(work, pg_dsn, "i", 3, pause=1.0)  # each step takes a second
+    w = _worker(work, pg_dsn)
+    try:
+        deadline = time.monotonic() + 60
+        while len(_effects(work)) < 2:  # step 1 started
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        w.kill()
+        w.communicate(timeout=60)
+    proc = _cli(work, "resume", "--all-interrupted", "--store", pg_dsn, "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout) == {"runs": []}, proc
+    assert _runs(pg_dsn)[rid] == ("running", None, None)  # untouched: still interrupted
+    out, _ = _worker(work, pg_dsn, "--exit-when-idle").communicate(timeout=60)
+    assert out.startswith(f"run {rid} paused: step 's' (occurrence 1)"), out
+    assert _runs(pg_dsn)[rid][:2] == ("paused", "uncertain")
+    assert [i for _, i, _ in _effects(work)] == [0, 1]
+
+
 @pytest.mark.parametrize("poll", ["-1", "nan", "0"])
 def test_a_poll_interval_of_zero_or_below_is_a_usage_error(
     work: Path, pg_dsn: str, poll: str

@@ -922,14 +922,18 @@ def resume_interrupted(
     """Resume runs left ``running`` by a process that died, if interrupted within
     ``max_age_s`` (two hours). Paused, cancelled, uncertain and awaiting-approval runs
     are never resumed: a run whose last step was started without a saved result is
-    marked paused (uncertain) instead; older interrupted runs are marked paused.
-    ``model`` overrides each resumed run's own (:func:`run_model`)."""
+    marked paused (uncertain) instead; older interrupted runs are marked paused. Runs of
+    a queue are left to its workers, which take them over with the same rules
+    (``resume RUN_ID`` resumes one here). ``model`` overrides each resumed run's own
+    (:func:`run_model`)."""
     _check_model(model)
     outcomes: list[RunOutcome] = []
     if not _has_runs(store):
         return outcomes
     with open_run_store(store, create=False) as db:
-        candidates = [r for r in db.list_runs(RunStatus.RUNNING) if is_interrupted(r)]
+        candidates = [
+            r for r in db.list_runs(RunStatus.RUNNING) if r.queue is None and is_interrupted(r)
+        ]
         now = time.time()
         todo: list[str] = []
         for run in candidates:

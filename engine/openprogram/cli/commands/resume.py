@@ -2,7 +2,8 @@
 [--queue Q] [--store DIR] [--json]``.
 
 ``openprogram resume --all-interrupted`` resumes runs left running by a process that died
-within the last two hours (never paused, cancelled, uncertain or awaiting-approval runs).
+within the last two hours (never paused, cancelled, uncertain or awaiting-approval runs;
+runs of a queue are left to its workers).
 
 ``--queue Q`` hands the run to the workers of ``Q`` instead of resuming it in this
 process (:func:`~openprogram.durable.runner.requeue_run`): it prints the queue and exits 0
@@ -57,7 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--all-interrupted",
         action="store_true",
-        help="resume every run interrupted by a dead process within two hours",
+        help="resume every run interrupted by a dead process within two hours (runs of a "
+        "queue are left to its workers)",
     )
     add_store_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
