@@ -175,6 +175,24 @@ def test_a_requested_cancel_is_shown_until_the_process_records_it(
     assert table_rows(work)[1][:3] == [rid, "cancelled", "main"]
 
 
+def test_a_requested_pause_is_shown_until_the_process_pauses(
+    work: Path, blocked_in_slow: subprocess.Popen[str]
+) -> None:
+    """``pause`` of a run another process executes is a request: ``runs``, ``runs --json``
+    and ``show`` say so until that process pauses the run before its next step."""
+    rid = str(only_run(work)["run_id"])
+    proc = cli("pause", rid, "--store", "st", cwd=work)
+    assert proc.returncode == 0 and "pause requested" in proc.stdout, proc.stderr
+    assert table_rows(work)[1][:3] == [rid, "running (pause requested)", "main"]
+    assert (only_run(work)["pause_requested"], only_run(work)["cancel_requested"]) == (True, False)
+    shown = cli("show", rid, "--store", "st", cwd=work)
+    assert shown.stdout.splitlines()[0].endswith("; run running (pause requested)")
+    (work / "block_slow").unlink()
+    assert blocked_in_slow.wait(timeout=60) == 3
+    assert table_rows(work)[1][:4] == [rid, "paused (requested)", "main", "c"]
+    assert only_run(work)["pause_requested"] is False
+
+
 def test_a_failed_run_says_which_step_failed_and_where(work: Path) -> None:
     """A failed run said only ``RuntimeError: injected failure in c``: not the step that
     raised it nor the line (``show`` was the only way to find the step)."""

@@ -128,6 +128,7 @@ def state_text(
     *,
     interrupted: bool = False,
     cancel_requested: bool = False,
+    pause_requested: bool = False,
 ) -> str:
     """A run's state as ``openprogram runs`` and ``show`` print it: the stored status, and
     for a paused run its stored :class:`PauseReason` (the ``status`` and ``pause_reason``
@@ -135,11 +136,14 @@ def state_text(
     ``paused (awaiting_approval)``. A ``running`` run whose process is gone
     (``interrupted``: no live owner holds its lease) is ``interrupted``, as the editor's
     Runs view says: it is resumable, nothing executes it. A ``running`` run whose cancel
-    waits for the process executing it (its next step) is ``running (cancel requested)``."""
+    or pause waits for the process executing it (its next step) is ``running (cancel
+    requested)`` or ``running (pause requested)`` (a cancel is said first: it wins)."""
     if status == RunStatus.RUNNING and interrupted:
         return "interrupted"
     if status == RunStatus.RUNNING and cancel_requested:
         return f"{RunStatus.RUNNING} (cancel requested)"
+    if status == RunStatus.RUNNING and pause_requested:
+        return f"{RunStatus.RUNNING} (pause requested)"
     if status == RunStatus.PAUSED and pause_reason:
         return f"{RunStatus.PAUSED} ({pause_reason})"
     return str(status)

@@ -81,6 +81,7 @@ def execute(ns: argparse.Namespace) -> int:
             r.pause_reason,
             interrupted=r.id in stopped,
             cancel_requested=r.cancel_requested,
+            pause_requested=r.pause_requested,
         )
         at = stopped.get(r.id)
         step = r.paused_step or (at.name if at is not None else None)

@@ -87,6 +87,7 @@ def execute(args: argparse.Namespace) -> int:
                 run.pause_reason,
                 interrupted=interrupted,
                 cancel_requested=run.cancel_requested,
+                pause_requested=run.pause_requested,
             ) + (where if run.status == RunStatus.PAUSED or interrupted else "")
         width = terminal_width() if not args.output else None
         text = render_tree(session, nodes, width, run_state=state)
