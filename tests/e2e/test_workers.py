@@ -438,6 +438,63 @@ def test_resume_all_interrupted_leaves_a_run_of_a_queue_to_its_workers(
     assert [i for _, i, _ in _effects(work)] == [0, 1]
 
 
+def _submit_waiting(work: Path, dsn: str, tag: str, n: int, *args: str) -> subprocess.Popen[str]:
+    """``openprogram submit prog.py:chain --wait ARGS`` in a subprocess that takes a Ctrl-C
+    (SIGINT restored: a test session in the background would pass it on ignored)."""
+    return subprocess.Popen(
+        [OPENPROGRAM, "submit", "prog.py:chain", "--args", json.dumps({"tag": tag, "n": n}),
+         "--wait", "--store", dsn, *args],
+        cwd=work, env=env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+
+
+def test_submit_wait_reports_the_run_as_run_does(work: Path, pg_dsn: str) -> None:
+    """``submit --wait``: the run's outcome once a worker ends or pauses it, with run's
+    exit codes and output (0 completed; 3 paused, with the command that resumes it)."""
+    w = _worker(work, pg_dsn)
+    try:
+        done = _submit_waiting(work, pg_dsn, "w", 3, "--json")
+        out, err = done.communicate(timeout=60)
+        assert done.returncode == 0, err
+        result = json.loads(out)
+        assert (result["status"], result["result"]) == ("completed", 0 + 1 + 2), out
+        assert f"run {result['run_id']} queued on 'default'; waiting for a worker" in err
+
+        (work / "block_p").touch()
+        paused = _submit_waiting(work, pg_dsn, "p", 3)
+        deadline = time.monotonic() + 60
+        while not [e for e in _effects(work) if e[0] == "p"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        [rid] = [r for r, (status, _, _) in _runs(pg_dsn).items() if status == "running"]
+        assert _cli(work, "pause", rid, "--store", pg_dsn).returncode == 0
+        (work / "block_p").unlink()
+        out, err = paused.communicate(timeout=60)
+        assert paused.returncode == 3, (out, err)
+        assert out.splitlines()[0].startswith(f"run {rid} paused at step 's' (occurrence 1): ")
+        assert out.splitlines()[-1] == f"resume with: openprogram resume {rid}"
+    finally:
+        w.send_signal(signal.SIGTERM)
+        w.communicate(timeout=60)
+
+
+def test_ctrl_c_stops_the_wait_not_the_run(work: Path, pg_dsn: str) -> None:
+    waiting = _submit_waiting(work, pg_dsn, "n", 2, "--queue", "nobody")
+    assert waiting.stderr is not None
+    line = waiting.stderr.readline()  # "run ID queued on 'nobody'; waiting for a worker"
+    rid = line.split()[1]
+    waiting.send_signal(signal.SIGINT)
+    out, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 130, (line, out, err)
+    assert err.strip() == (
+        f"openprogram: error: stopped waiting; run {rid} stays with the workers of queue 'nobody'"
+    )
+    assert _runs(pg_dsn)[rid] == ("queued", None, None)
+    out, _ = _worker(work, pg_dsn, "--queue", "nobody", "--exit-when-idle").communicate(timeout=60)
+    assert out.splitlines() == [f"run {rid} completed"]
+
+
 @pytest.mark.parametrize("poll", ["-1", "nan", "0"])
 def test_a_poll_interval_of_zero_or_below_is_a_usage_error(
     work: Path, pg_dsn: str, poll: str

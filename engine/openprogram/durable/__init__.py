@@ -95,5 +95,7 @@ __all__ = [
     "resume_run",
     "start_run",
     "step",
+    "submit_run",
+    "wait_run",
     "workflow",
 ]

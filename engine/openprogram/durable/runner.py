@@ -89,6 +89,7 @@ __all__ = [
     "start_entry",
     "start_run",
     "submit_run",
+    "wait_run",
 ]
 
 INTERRUPTED_MAX_AGE_S = 2 * 3600.0
@@ -694,6 +695,27 @@ def requeue_run(
         if not handed:
             raise RunClaimLost(f"run {run_id} was claimed by another process meanwhile")
     return target
+
+
+#: The states in which a run waits for nobody: it ended, or it paused (for a person).
+SETTLED = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.PAUSED})
+
+
+def wait_run(
+    run_id: str, *, store: str | os.PathLike[str] | None = None, poll_s: float = 0.2
+) -> RunOutcome:
+    """Wait until the run ``run_id`` (queued for workers, or executing anywhere) completes,
+    fails, is cancelled or pauses, reading its state every ``poll_s`` seconds; returns
+    how it stands then. Waiting changes nothing: stopping it (Ctrl-C) leaves the run to
+    whoever executes it."""
+    with open_run_store(store, create=False) as db:
+        while True:
+            run = db.get_run(run_id)
+            if run is None:
+                raise RunNotFound(f"no run {run_id!r} in {db.location}")
+            if run.status in SETTLED:
+                return _outcome(db, run_id, run.status)
+            time.sleep(poll_s)
 
 
 def _prepare(
