@@ -331,3 +331,32 @@ def test_listing_a_store_that_does_not_exist_says_so(work: Path) -> None:
     assert cli("runs", "--store", "stt", cwd=work).stdout == "no runs (no store at stt)\n"
     assert cli("sessions", "--store", "stt", cwd=work).stdout == "No sessions (no store at stt).\n"
     assert cli("runs", "--status", "paused", "--store", "st", cwd=work).stdout == "no runs\n"
+
+
+def test_runs_of_queues_show_their_queue_and_filter_by_it(work: Path) -> None:
+    """A run submitted to a queue said nothing of it in the table (only ``--json``): a
+    QUEUE column now appears when a listed run has a queue; ``--queue Q`` lists Q's."""
+    assert (
+        cli("run", "prog.py:plain", "--args", '{"x": 1}', "--store", "st", cwd=work).returncode == 0
+    )
+    assert table_rows(work)[0] == ["RUN_ID", "STATUS", "ENTRY", "PAUSED_STEP", "UPDATED"]
+    ids = {}
+    for queue in ("reports", "mail"):
+        proc = cli(
+            "submit", "prog.py:plain", "--args", '{"x": 2}', "--queue", queue, "--store", "st",
+            cwd=work,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        ids[queue] = proc.stdout.strip()
+    header, *rows = table_rows(work)
+    assert header == ["RUN_ID", "STATUS", "ENTRY", "PAUSED_STEP", "QUEUE", "UPDATED"]
+    assert sorted((r[1], r[4]) for r in rows) == [
+        ("completed", "-"), ("queued", "mail"), ("queued", "reports"),
+    ]  # fmt: skip
+    proc = cli("runs", "--queue", "reports", "--store", "st", cwd=work)
+    [only] = proc.stdout.splitlines()[1:]
+    assert only.split()[:2] == [ids["reports"], "queued"] and "reports" in only.split()
+    listed = json.loads(cli("runs", "--queue", "mail", "--json", "--store", "st", cwd=work).stdout)
+    assert [(r["run_id"], r["queue"]) for r in listed] == [(ids["mail"], "mail")]
+    none = cli("runs", "--queue", "nowhere", "--store", "st", cwd=work)
+    assert none.returncode == 0 and none.stdout.startswith("no runs"), none

@@ -1,4 +1,4 @@
-"""``openprogram runs [--status S] [--json] [--store DIR]``: list run records.
+"""``openprogram runs [--status S] [--queue Q] [--json] [--store DIR]``: list run records.
 
 The table's STATUS says why a paused run paused (``paused (uncertain)``, ``paused
 (requested)``, ``paused (awaiting_approval)``: :func:`~openprogram.contract.runs.state_text`
@@ -6,6 +6,8 @@ of the ``status`` and ``pause_reason`` that ``--json`` prints), and ``interrupte
 ``running`` run whose process is gone (``--json``: ``"interrupted": true``), with the step
 it stopped in as its PAUSED_STEP (``"interrupted_step"``); ``running (cancel requested)``
 while a cancel waits for the process executing the run (``"cancel_requested": true``).
+A QUEUE column, when a listed run was submitted to a queue (``"queue"``); ``--queue Q``
+lists only the runs of ``Q``.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="only runs in this state (awaiting_approval: paused runs waiting for a decision; "
         "interrupted: running runs whose process is gone)",
     )
+    parser.add_argument("--queue", default=None, metavar="Q", help="only runs of queue Q")
     parser.add_argument("--json", action="store_true", help="print a JSON array of runs")
     add_store_argument(parser)
 
@@ -56,6 +59,8 @@ def execute(ns: argparse.Namespace) -> int:
         runs = list_runs(store=ns.store, status=status)
         if awaiting:
             runs = [r for r in runs if r.pause_reason == PauseReason.AWAITING_APPROVAL]
+        if ns.queue is not None:
+            runs = [r for r in runs if r.queue == ns.queue]
         stopped = interrupted_steps(runs, store=ns.store)  # running, but its process is gone
         if ns.status == INTERRUPTED:
             runs = [r for r in runs if r.id in stopped]
@@ -72,7 +77,10 @@ def execute(ns: argparse.Namespace) -> int:
     if not runs:
         print("no runs" + no_store_note(ns.store))
         return 0
-    rows = [("RUN_ID", "STATUS", "ENTRY", "PAUSED_STEP", "UPDATED")]
+    queues = any(r.queue is not None for r in runs)  # a fleet's runs: say whose they are
+    rows: list[tuple[str, ...]] = [
+        ("RUN_ID", "STATUS", "ENTRY", "PAUSED_STEP", *(("QUEUE",) if queues else ()), "UPDATED")
+    ]
     for r in runs:
         updated = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.updated_at))
         # "paused (uncertain)": why it paused; "interrupted": its process is gone
@@ -85,7 +93,8 @@ def execute(ns: argparse.Namespace) -> int:
         )
         at = stopped.get(r.id)
         step = r.paused_step or (at.name if at is not None else None)
-        rows.append((r.id, status, entry_name(r.entry), step or "-", updated))
+        queue = (r.queue or "-",) if queues else ()
+        rows.append((r.id, status, entry_name(r.entry), step or "-", *queue, updated))
     for line in format_table(rows[0], rows[1:], flex=2, width=terminal_width()):
         print(line)
     return 0
