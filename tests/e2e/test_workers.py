@@ -378,14 +378,10 @@ def test_a_paused_run_goes_back_to_the_workers_with_resume_queue(work: Path, pg_
     assert empty.returncode == 2 and "--queue needs a queue name" in empty.stderr, empty
 
 
-def test_an_uncertain_step_is_rerun_by_a_worker_only_with_rerun_uncertain(
-    work: Path, pg_dsn: str
-) -> None:
-    """A worker killed inside step 1: ``resume RUN --queue Q`` hands the run to the
-    workers, which pause it at that step as uncertain again; with ``--rerun-uncertain``
-    the worker runs step 1 again and completes the run. Completed steps never re-run."""
-    rid = _submit(work, pg_dsn, "u", 3, pause=1.0)  # each step takes a second
-    w = _worker(work, pg_dsn)
+def _killed_inside_step_1(work: Path, dsn: str, tag: str) -> str:
+    """A run of 3 one-second steps whose worker was killed (SIGKILL) inside step 1."""
+    rid = _submit(work, dsn, tag, 3, pause=1.0)
+    w = _worker(work, dsn)
     try:
         deadline = time.monotonic() + 60
         while len(_effects(work)) < 2:  # step 1 started
@@ -394,6 +390,16 @@ def test_an_uncertain_step_is_rerun_by_a_worker_only_with_rerun_uncertain(
     finally:
         w.kill()
         w.communicate(timeout=60)
+    return rid
+
+
+def test_an_uncertain_step_is_rerun_by_a_worker_only_with_rerun_uncertain(
+    work: Path, pg_dsn: str
+) -> None:
+    """A worker killed inside step 1: ``resume RUN --queue Q`` hands the run to the
+    workers, which pause it at that step as uncertain again; with ``--rerun-uncertain``
+    the worker runs step 1 again and completes the run. Completed steps never re-run."""
+    rid = _killed_inside_step_1(work, pg_dsn, "u")
     assert [i for _, i, _ in _effects(work)] == [0, 1]
 
     proc = _cli(work, "resume", rid, "--queue", "default", "--store", pg_dsn, "--json")
@@ -419,16 +425,7 @@ def test_resume_all_interrupted_leaves_a_run_of_a_queue_to_its_workers(
     """``resume --all-interrupted`` resumed a worker's interrupted run in the process that
     typed it (or paused it): a run of a queue is now left to its workers, which take it
     over once its lease expires."""
-    rid = _submit(work, pg_dsn, "i", 3, pause=1.0)  # each step takes a second
-    w = _worker(work, pg_dsn)
-    try:
-        deadline = time.monotonic() + 60
-        while len(_effects(work)) < 2:  # step 1 started
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-    finally:
-        w.kill()
-        w.communicate(timeout=60)
+    rid = _killed_inside_step_1(work, pg_dsn, "i")
     proc = _cli(work, "resume", "--all-interrupted", "--store", pg_dsn, "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout) == {"runs": []}, proc
     assert _runs(pg_dsn)[rid] == ("running", None, None)  # untouched: still interrupted
