@@ -55,8 +55,8 @@ def execute(ns: argparse.Namespace) -> int:
         else:
             print(rid)
         return 0
-    print(f"run {rid} queued on {ns.queue!r}; waiting for a worker", file=sys.stderr)
-    try:
+    try:  # a Ctrl-C once the run is recorded stops the wait, whenever it comes
+        print(f"run {rid} queued on {ns.queue!r}; waiting for a worker", file=sys.stderr)
         outcome = wait_run(rid, store=ns.store)
     except OpenProgramError as exc:
         return cs.command_error("submit", exc, ns.json)
