@@ -77,6 +77,8 @@ def test_bad_args_exit_2(work: Path, args: list[str], message: str) -> None:
         (["resume", "x", "--policy", "newest"], "argument --policy: invalid choice"),
         (["run"], "the following arguments are required"),
         (["cancel"], "the following arguments are required: RUN_ID"),
+        (["resume", "--all-interrupted", "--queue", "q"], "--queue hands one RUN_ID"),
+        (["resume", "0123456789abcdef", "--queue", ""], "--queue needs a queue name"),
     ],
 )
 def test_a_usage_error_is_one_error_line_and_with_json_one_object(

@@ -73,6 +73,9 @@ def execute(ns: argparse.Namespace) -> int:
     if ns.all_interrupted == bool(ns.run_id):
         return cs.usage_error("resume", "give either RUN_ID or --all-interrupted", ns.json)
     if ns.queue is not None:
+        if ns.all_interrupted:  # interrupted runs of a queue are its workers' already
+            why = "--queue hands one RUN_ID to the workers, not --all-interrupted"
+            return cs.usage_error("resume", why, ns.json)
         return requeue(ns)
     from openprogram.cli.progress import LiveProgress
 
