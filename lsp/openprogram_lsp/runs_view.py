@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
 
 T = TypeVar("T")
+#: What ``openprogram/cancelRun`` and ``openprogram/pauseRun`` ask of a run.
+Verb = Literal["cancel", "pause"]
 RUNS = "openprogram/runs"
 RUN_STEPS = "openprogram/runSteps"
 CANCEL_RUN = "openprogram/cancelRun"
@@ -178,7 +180,7 @@ class RunAction:
     (a run found after that is not cancelled or paused)."""
 
     def __init__(
-        self, stores: list[FolderStore], unread: list[str], run_id: str, verb: str
+        self, stores: list[FolderStore], unread: list[str], run_id: str, verb: Verb
     ) -> None:
         self.stores = stores
         self.unread = unread  # why the stores the gate keeps from reads cannot be read
@@ -241,7 +243,7 @@ class RunAction:
 
 
 async def action_payload(
-    ls: OpenProgramLanguageServer, run_id: object, verb: str
+    ls: OpenProgramLanguageServer, run_id: object, verb: Verb
 ) -> dict[str, Any]:
     """``openprogram/cancelRun`` (``verb`` ``cancel``) or ``openprogram/pauseRun``
     (``pause``) in the workspace stores (:class:`RunAction`), off the event loop and

@@ -214,3 +214,34 @@ def test_approve_with_a_queue_hands_the_run_to_a_worker(
     assert "completed" in done["error"]
     tool_result = openai_server.requests[-1].json["messages"][-1]
     assert tool_result["role"] == "tool" and "deleted junk.txt" in tool_result["content"]
+
+
+def test_api_deny_to_a_queue_then_wait_for_the_worker(
+    paused: tuple[Path, str], openai_server: OpenAIServer, st: str
+) -> None:
+    """The same through the public API, as a Python caller writes it:
+    ``deny_run(..., queue=Q)`` records the decision and queues the run (nothing resumes
+    here), ``wait_run`` returns once a worker of ``Q`` has finished it."""
+    import threading
+
+    from openprogram.durable import deny_run, wait_run
+
+    folder, rid = paused
+    store = str(folder / st) if st == "st" else st
+    assert deny_run(rid, store=store, queue="q2") is None
+    assert len(openai_server.requests) == 1 and (folder / "junk.txt").exists()
+    openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
+    openai_server.reply_text("Left junk.txt in place.")
+    done: list[Any] = []
+    waiter = threading.Thread(target=lambda: done.append(wait_run(rid, store=store)))
+    waiter.start()
+    worker = _cli(
+        folder, openai_server,
+        *("worker", "--queue", "q2", "--exit-when-idle", "--poll", "0.05", "--store", st),
+    )  # fmt: skip
+    waiter.join(timeout=60)
+    assert worker.returncode == 0, worker.stderr
+    [outcome] = done
+    assert (outcome.status, outcome.result) == ("completed", {"report": "Left junk.txt in place."})
+    assert (folder / "junk.txt").exists()
+    assert "denied by the user" in openai_server.requests[-1].json["messages"][-1]["content"]

@@ -492,6 +492,68 @@ def test_ctrl_c_stops_the_wait_not_the_run(work: Path, pg_dsn: str) -> None:
     assert out.splitlines() == [f"run {rid} completed"]
 
 
+def test_the_readme_fleet_commands_with_openprogram_store(work: Path, pg_dsn: str) -> None:
+    """README "Scaling out", as written there: the store in ``$OPENPROGRAM_STORE`` (no
+    ``--store``), a worker of ``reports`` and one of the default queue; ``runs --status
+    running --queue reports``, ``pause RUN_ID``, ``resume RUN_ID --queue reports`` and
+    ``submit ... --wait``."""
+    fleet = {**env(), "OPENPROGRAM_STORE": pg_dsn, "OPENPROGRAM_LEASE_S": "2"}
+
+    def op(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [OPENPROGRAM, *args], cwd=work, env=fleet, text=True, capture_output=True,
+            timeout=120,
+        )  # fmt: skip
+
+    def worker(*args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [OPENPROGRAM, "worker", "--poll", "0.05", *args], cwd=work, env=fleet, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+
+    workers = [worker("--queue", "reports", "--concurrency", "4"), worker()]
+    try:
+        (work / "block_r").touch()
+        submitted = op(
+            "submit", "prog.py:chain", "--args", '{"tag": "r", "n": 2}', "--queue", "reports"
+        )
+        assert submitted.returncode == 0, submitted.stderr
+        rid = submitted.stdout.strip()
+        deadline = time.monotonic() + 60
+        while not _effects(work):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        table = op("runs", "--status", "running", "--queue", "reports").stdout.splitlines()
+        assert table[0].split() == ["RUN_ID", "STATUS", "ENTRY", "PAUSED_STEP", "QUEUE", "UPDATED"]
+        assert table[1].split()[:5] == [rid, "running", "chain", "-", "reports"], table
+        assert "pause requested" in op("pause", rid).stdout
+        (work / "block_r").unlink()
+        deadline = time.monotonic() + 60
+        while _runs(pg_dsn)[rid][0] != "paused":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        resumed = op("resume", rid, "--queue", "reports")
+        assert (
+            resumed.stdout.strip()
+            == f"run {rid} queued on 'reports': a worker of that queue resumes it"
+        )
+        waited = op("submit", "prog.py:chain", "--args", '{"tag": "d", "n": 2}', "--wait")
+        assert waited.returncode == 0 and waited.stdout.splitlines()[0].endswith(" completed"), (
+            waited
+        )
+        deadline = time.monotonic() + 60
+        while _runs(pg_dsn)[rid][0] != "completed":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        for w in workers:
+            w.send_signal(signal.SIGTERM)
+            w.communicate(timeout=60)
+    assert Counter((t, i) for t, i, _ in _effects(work)) == {
+        ("r", 0): 1, ("r", 1): 1, ("d", 0): 1, ("d", 1): 1,
+    }  # fmt: skip
+
+
 @pytest.mark.parametrize("poll", ["-1", "nan", "0"])
 def test_a_poll_interval_of_zero_or_below_is_a_usage_error(
     work: Path, pg_dsn: str, poll: str

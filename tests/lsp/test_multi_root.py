@@ -141,3 +141,63 @@ async def test_each_folder_has_its_settings_store_runs_and_hints(
     assert [d.code for d in await diags_for(client, (gamma / "prog.py").as_uri(), 1)] == ["OP205"]
     [gamma_hint] = await hint_labels(client, (gamma / "prog.py").as_uri())
     assert gamma_hint.endswith("→ 10")
+
+
+PAUSER = """\
+from openprogram import step
+from openprogram.durable import current_run_id, pause_run
+
+
+def prepare(n: int) -> int:
+    pause_run(current_run_id())  # a person has to look before the next step
+    return n + 1
+
+
+def finish(n: int) -> int:
+    return n * 10
+
+
+def pipeline(n: int = 1) -> int:
+    return step("finish", finish, step("prepare", prepare, n))
+
+
+pipeline.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["pipeline"]
+"""
+
+
+@pytest.mark.lsp_init(folders=["alpha", "beta"])
+async def test_pause_and_resume_on_the_workers_in_the_second_folder(
+    client: LanguageClient, workspace: Path
+) -> None:
+    """A run of the second workspace folder's store (its default ``.openprogram``; the
+    first folder has a store setting): Pause Run finds it there, and Resume… on the
+    workers queues it in that store (the CLI gets beta's store, not alpha's); a worker
+    over beta's store completes it."""
+    alpha, beta = workspace / "alpha", workspace / "beta"
+    scoped(client, alpha, {"store": "alpha-runs"})
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    (beta / "pauser.py").write_text(PAUSER)
+    proc = subprocess.run(
+        [OPENPROGRAM, "run", "--json", "pauser.py:pipeline"],
+        cwd=beta, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    paused = json.loads(proc.stdout)
+    assert paused["status"] == "paused", paused
+    rid = paused["run_id"]
+    await runs_until(client, lambda got: got.get("beta") == [rid], "beta's store setting")
+
+    got = await client.protocol.send_request_async("openprogram/pauseRun", {"runId": rid})
+    assert (got._asdict() if hasattr(got, "_asdict") else got) == {
+        "status": "paused", "pause": "paused",
+    }  # fmt: skip
+    handed = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="openprogram.resume", arguments=[rid, {"queue": "q"}])
+    )
+    assert (handed["status"], handed["queue"]) == ("queued", "q"), handed
+    worker = subprocess.run(
+        [OPENPROGRAM, "worker", "--queue", "q", "--exit-when-idle"],
+        cwd=beta, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert worker.stdout.splitlines() == [f"run {rid} completed"], worker
+    assert not (alpha / "alpha-runs").exists()  # nothing was written to alpha's store

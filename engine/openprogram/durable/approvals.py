@@ -117,9 +117,13 @@ def refuse_undecided(db: RunStore, run_id: str, pause_reason: str | None) -> Non
 
 
 def _decide(
-    run_id: str, decision: ApprovalStatus, store: str | os.PathLike[str] | None, resume: bool
+    run_id: str,
+    decision: ApprovalStatus,
+    store: str | os.PathLike[str] | None,
+    resume: bool,
+    queue: str | None,
 ) -> RunOutcome | None:
-    from openprogram.durable.runner import resume_run
+    from openprogram.durable.runner import requeue_run, resume_run
     from openprogram.store.runs import open_run_store
 
     with open_run_store(store, create=False) as db:
@@ -139,18 +143,31 @@ def _decide(
             )
         if not db.decide_approval(run_id, pending[0], decision.value):
             raise RunStateError(f"the approval request of run {run_id} was decided meanwhile")
+    if queue is not None:  # the workers of the queue resume it (requeue_run)
+        requeue_run(run_id, store=store, queue=queue)
+        return None
     return resume_run(run_id, store=store) if resume else None
 
 
 def approve_run(
-    run_id: str, *, store: str | os.PathLike[str] | None = None, resume: bool = True
+    run_id: str,
+    *,
+    store: str | os.PathLike[str] | None = None,
+    resume: bool = True,
+    queue: str | None = None,
 ) -> RunOutcome | None:
-    """Approve the tool call a run awaits and (by default) resume the run."""
-    return _decide(run_id, ApprovalStatus.APPROVED, store, resume)
+    """Approve the tool call a run awaits and (by default) resume the run; with ``queue``
+    hand it to the workers of that queue instead (``None`` is returned)."""
+    return _decide(run_id, ApprovalStatus.APPROVED, store, resume, queue)
 
 
 def deny_run(
-    run_id: str, *, store: str | os.PathLike[str] | None = None, resume: bool = True
+    run_id: str,
+    *,
+    store: str | os.PathLike[str] | None = None,
+    resume: bool = True,
+    queue: str | None = None,
 ) -> RunOutcome | None:
-    """Deny the tool call a run awaits (the model is told) and (by default) resume it."""
-    return _decide(run_id, ApprovalStatus.DENIED, store, resume)
+    """Deny the tool call a run awaits (the model is told) and (by default) resume it; with
+    ``queue`` hand it to the workers of that queue instead (``None`` is returned)."""
+    return _decide(run_id, ApprovalStatus.DENIED, store, resume, queue)

@@ -684,7 +684,7 @@ def requeue_run(
         try:
             if rerun_uncertain:
                 for rec in db.load_steps(run_id):
-                    if rec.kind == "step" and rec.status == "dispatched":
+                    if rec.uncertain:
                         db.fail_step(run_id, rec.step_key, RERUN_APPROVED, token=owner.token)
             handed = db.requeue_run(
                 run_id, owner.token, queue=target, policy=pol.value, model=model

@@ -348,7 +348,7 @@ def step(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any
         if rec.status == "completed":
             ex.progress("skipped", key)
             return fast_loads(rec.result) if rec.result is not None else None
-        if rec.status == "dispatched" and not ex.rerun_uncertain:
+        if rec.uncertain and not ex.rerun_uncertain:
             raise RunPaused(
                 "uncertain",
                 f"step '{name}' (occurrence {occ}) of run {ex.run_id} was started but its "

@@ -179,6 +179,12 @@ class StepRecord:
     started_at: float | None = None
     finished_at: float | None = None
 
+    @property
+    def uncertain(self) -> bool:
+        """A step that was started but whose result was not saved: it may or may not have
+        taken effect (a resume pauses on it unless asked to re-run it)."""
+        return self.kind == "step" and self.status == "dispatched"
+
 
 #: A run's steps in call order — by start time, then scope and position (parallel scopes
 #: interleave by time) — as every backend's ``ORDER BY`` writes it; :func:`call_order_key`
@@ -810,7 +816,7 @@ class RunStore(ABC):
         """The run's first step that was started but whose result was not saved (what a
         resume reports as uncertain; where an interrupted run stopped), or ``None``."""
         return next(
-            (s for s in self.load_steps(run_id) if s.kind == "step" and s.status == "dispatched"),
+            (s for s in self.load_steps(run_id) if s.uncertain),
             None,
         )
 

@@ -34,7 +34,6 @@ def decide(ns: argparse.Namespace, approve: bool) -> int:
     from openprogram.cli.progress import LiveProgress
     from openprogram.durable import cli_support as cs
     from openprogram.durable.approvals import approve_run, deny_run, pending_request
-    from openprogram.durable.runner import requeue_run
     from openprogram.errors import OpenProgramError
 
     command = NAME if approve else "deny"
@@ -47,16 +46,13 @@ def decide(ns: argparse.Namespace, approve: bool) -> int:
         request = pending_request(ns.run_id, store=ns.store)
         with cs.stdout_to_stderr(ns.json):
             decide_fn = approve_run if approve else deny_run
-            here = not ns.no_resume and ns.queue is None
-            outcome = decide_fn(ns.run_id, store=ns.store, resume=here)
-            if ns.queue is not None:
-                queue = requeue_run(ns.run_id, store=ns.store, queue=ns.queue)
+            outcome = decide_fn(ns.run_id, store=ns.store, resume=not ns.no_resume, queue=ns.queue)
     except OpenProgramError as exc:
         progress.close()
         return cs.usage_error(command, str(exc), ns.json)
     progress.close()
     if ns.queue is not None:
-        print(queued_line(ns.run_id, queue, ns.json, decision=verdict))
+        print(queued_line(ns.run_id, ns.queue, ns.json, decision=verdict))
         return cs.EXIT_OK
     if outcome is None:
         if ns.json:
