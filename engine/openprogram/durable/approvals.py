@@ -13,17 +13,16 @@ until the request is decided).
 
 from __future__ import annotations
 
-import contextvars
 import json
 import os
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
 from openprogram.contract.runs import ApprovalStatus, PauseReason, RunStatus
 from openprogram.durable.errors import RunNotFound, RunPaused, RunStateError
 from openprogram.durable.steps import current_run_id
+from openprogram.store.runs import executing_store
 
 if TYPE_CHECKING:
     from openprogram.durable.runner import RunOutcome
@@ -36,12 +35,7 @@ __all__ = [
     "deny_run",
     "pending_request",
     "refuse_undecided",
-    "run_database",
 ]
-
-_db: contextvars.ContextVar[RunStore | None] = contextvars.ContextVar(
-    "openprogram_durable_run_db", default=None
-)
 
 
 class ApprovalPending(RunPaused):
@@ -50,16 +44,6 @@ class ApprovalPending(RunPaused):
     again on resume."""
 
     reruns_step = True
-
-
-@contextmanager
-def run_database(db: RunStore) -> Iterator[None]:
-    """Make ``db`` the store of the run executing in this context (runner use)."""
-    token = _db.set(db)
-    try:
-        yield
-    finally:
-        _db.reset(token)
 
 
 def _key(tool: str, arguments: Mapping[str, Any]) -> str:
@@ -71,7 +55,7 @@ def decide_in_run(tool: str, arguments: Mapping[str, Any]) -> bool | None:
     """Inside a durable run: ``True`` (approved) or ``False`` (denied) for this call, or
     :class:`ApprovalPending` when undecided. ``None`` outside a run."""
     run_id = current_run_id()
-    db = _db.get()
+    db = executing_store()
     if run_id is None or db is None:
         return None
     key = _key(tool, arguments)

@@ -30,7 +30,7 @@ from openprogram.contract.runs import (
     paused_at,
 )
 from openprogram.durable import checks, snapshot
-from openprogram.durable.approvals import refuse_undecided, run_database
+from openprogram.durable.approvals import refuse_undecided
 from openprogram.durable.errors import (
     DeterminismError,
     LeaseLost,
@@ -70,6 +70,7 @@ from openprogram.store.runs import (
     RunRecord,
     RunStore,
     StepRecord,
+    executing_in,
     open_run_store,
     read_run_store,
 )
@@ -270,7 +271,7 @@ def _execute_leased(
     try:
         with (
             use_writer(writer),
-            run_database(db),
+            executing_in(db),
             call_scope(entry.name, inputs=args) as frame,
         ):
             node_id = frame.node_id

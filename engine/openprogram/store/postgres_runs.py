@@ -213,6 +213,10 @@ class PostgresRunStore(RunStore):
         assert nid is not None
         return True, (nid, seq)
 
+    @property
+    def source(self) -> str:
+        return self.backend.url
+
     # -- runs ----------------------------------------------------------------------
     def announce_queued(self, run_id: str) -> None:
         # the queue read where it is sent: one statement, no row to bring back

@@ -75,14 +75,15 @@ may not have happened, so the run pauses naming it until it is re-run explicitly
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import sys
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
@@ -511,6 +512,13 @@ class RunStore(ABC):
         """Whether a step's result is committed with the next record (``process``/``power``)
         rather than on its own as soon as it returns (``eager``)."""
         return self.durability is not Durability.EAGER
+
+    @property
+    @abstractmethod
+    def source(self) -> str | os.PathLike[str]:
+        """What reopens this store (:func:`open_run_store`'s ``store``): the SQLite root, or
+        the PostgreSQL URL with its password — kept in memory only; :attr:`location` is
+        what is shown."""
 
     def close(self) -> None:
         self.store.close()
@@ -978,6 +986,39 @@ def _durability(durability: str | None) -> Durability:
     return Durability(mode)
 
 
+_executing: contextvars.ContextVar[RunStore | None] = contextvars.ContextVar(
+    "openprogram_executing_run_store", default=None
+)
+
+
+def executing_store() -> RunStore | None:
+    """The store of the run executing in this context (in its steps too), or ``None``."""
+    return _executing.get()
+
+
+@contextmanager
+def executing_in(db: RunStore) -> Iterator[None]:
+    """Make ``db`` the store of the run executing in this context (runner use). Inside it
+    the default store (no ``store`` given) is ``db``'s, not ``$OPENPROGRAM_STORE``'s: a
+    Program's ``pause_run(current_run_id())`` finds its run wherever it was started."""
+    token = _executing.set(db)
+    try:
+        yield
+    finally:
+        _executing.reset(token)
+
+
+def _in_run_default(
+    store: str | os.PathLike[str] | None,
+) -> str | os.PathLike[str] | None:
+    """``store``, or the executing run's store when none is given."""
+    if store is None or str(store) == "":
+        db = _executing.get()
+        if db is not None:
+            return db.source
+    return store
+
+
 def open_run_store(
     store: str | os.PathLike[str] | None = None,
     *,
@@ -989,7 +1030,7 @@ def open_run_store(
     opens that database (:mod:`openprogram.store.postgres_runs`)."""
     from openprogram.store.session_store import store_url
 
-    url = store_url(store)
+    url = store_url(store := _in_run_default(store))
     if url is not None:
         from openprogram.store.postgres_runs import PostgresRunStore
 
@@ -1008,7 +1049,7 @@ def read_run_store(
     ``$OPENPROGRAM_PG_WAIT_S``)."""
     from openprogram.store.session_store import store_url
 
-    url = store_url(store)
+    url = store_url(store := _in_run_default(store))
     if url is not None:
         from openprogram.store.postgres_runs import PostgresRunStore
 

@@ -15,6 +15,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from openprogram.contract.runs import Durability
@@ -251,6 +252,10 @@ class SqliteRunStore(RunStore):
             raise StoreError(f"{store.location}: not an SQLite store")
         super().__init__(store, durability)
         self._checkpointer = self.backend.checkpointer
+
+    @property
+    def source(self) -> Path:
+        return self.store.root_path
 
     # -- opening -------------------------------------------------------------------
     @classmethod
