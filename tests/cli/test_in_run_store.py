@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 from cli_programs import calls, cli, cli_json, env
+
 from pgcluster import BACKENDS
 
-PROGRAM = '''
+PROGRAM = """
 import os
 
 from openprogram import step
@@ -55,7 +56,7 @@ def give_up(n: int = 1) -> dict:
 review.__agent_options__ = {"resumable": True}
 give_up.__agent_options__ = {"resumable": True}
 PROGRAM_ENTRIES = ["review", "give_up"]
-'''
+"""
 
 
 @pytest.fixture(params=BACKENDS)
@@ -72,9 +73,7 @@ def work(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_a_program_pauses_its_own_run_in_the_store_it_was_started_with(
-    work: Path, st: str
-) -> None:
+def test_a_program_pauses_its_own_run_in_the_store_it_was_started_with(work: Path, st: str) -> None:
     code, out = cli_json("run", "prog.py:review", "--store", st, cwd=work)
     assert code == 3, out
     assert out["status"] == "paused" and out["paused_step"] == "c", out
@@ -96,7 +95,7 @@ def test_a_program_cancels_its_own_run_in_the_store_it_was_started_with(
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     assert "cancelled" in proc.stderr and "no store" not in proc.stderr, proc.stderr
     assert calls(work) == ["a"]
-    code, shown = cli_json("runs", "--status", "cancelled", "--store", st, cwd=work)
+    _, shown = cli_json("runs", "--status", "cancelled", "--store", st, cwd=work)
     assert len(shown) == 1
     assert not (work / ".openprogram").exists()
 

@@ -52,8 +52,17 @@ def test_claims_and_ends_compare_the_state_and_token_read_before(runs: RunStore)
     assert runs.release_run("queued", "token-b", requeue=True)
     assert runs.control_state("queued") == ("queued", False, False, "token-b")
 
-    # a pause "only if running" by a stale token is refused; by the holder it is stored
-    pause = {"step": "fetch", "occurrence": 2, "only_if_running": True}
+    # a pause or cancel request reaches only a running run under the token read
+    assert not runs.request_pause("queued", token="token-b")  # not running
+    assert not runs.request_pause("running", token="token-b")
+    assert not runs.request_cancel("running", token="token-b")
+    assert runs.control_state("running") == ("running", False, False, "token-a")
+    assert runs.request_pause("running", token="token-a")
+    assert runs.request_cancel("running", token="token-a")
+    assert runs.control_state("running") == ("running", True, True, "token-a")
+
+    # a pause by a stale token is refused; by the holder it is stored
+    pause = {"step": "fetch", "occurrence": 2}
     assert not runs.set_paused("running", PauseReason.UNCERTAIN, "m", token="token-b", **pause)
     assert runs.set_paused("running", PauseReason.UNCERTAIN, "m", token="token-a", **pause)
     run = runs.get_run("running")

@@ -814,20 +814,34 @@ def pause_run(run_id: str, *, store: str | os.PathLike[str] | None = None) -> Pa
     """Pause a run; returns :attr:`PauseOutcome.PAUSED` (``"paused"``: it was paused
     already, or no live process executes it), or :attr:`PauseOutcome.REQUESTED`
     (``"requested"``) when another live process executes it: that process pauses it before
-    its next step (a safe point), with the reason ``requested``."""
+    its next step (a safe point), with the reason ``requested``. Each write is a
+    compare-and-set on the run as read: a run that finished or was taken over meanwhile is
+    read again, never paused over what another process recorded."""
     with open_run_store(store, create=False) as db:
-        run = db.get_run(run_id)
-        if run is None:
-            raise RunNotFound(f"no run {run_id!r} in {db.location}")
-        if run.status == RunStatus.PAUSED:
-            return PauseOutcome.PAUSED
-        if run.status != RunStatus.RUNNING:
-            raise RunStateError(f"run {run_id} is {run.status} and cannot be paused")
-        if owner_alive(run):
-            db.request_pause(run_id)
-            return PauseOutcome.REQUESTED
-        db.set_paused(run_id, PauseReason.REQUESTED, f"run {run_id} paused on request")
-        return PauseOutcome.PAUSED
+        for _ in range(_CONTROL_ATTEMPTS):
+            run = db.get_run(run_id)
+            if run is None:
+                raise RunNotFound(f"no run {run_id!r} in {db.location}")
+            if run.status == RunStatus.PAUSED:
+                return PauseOutcome.PAUSED
+            if run.status != RunStatus.RUNNING:
+                raise RunStateError(f"run {run_id} is {run.status} and cannot be paused")
+            if owner_alive(run):
+                if db.request_pause(run_id, token=run.owner_token):
+                    return PauseOutcome.REQUESTED
+            elif db.set_paused(
+                run_id,
+                PauseReason.REQUESTED,
+                f"run {run_id} paused on request",
+                token=run.owner_token,
+            ):
+                return PauseOutcome.PAUSED
+    raise RunClaimLost(f"run {run_id} changed state meanwhile; try again")
+
+
+#: How often ``pause_run`` / ``cancel_run`` read a run again whose state changed between
+#: their read and their write.
+_CONTROL_ATTEMPTS = 5
 
 
 def cancel_run(
@@ -838,47 +852,60 @@ def cancel_run(
     it: that process stops at its next step (a safe point) and records the cancel itself.
     ``kill`` ends such a process of this machine (SIGTERM, then SIGKILL after a grace
     period) and records the cancel — for an entry stuck outside any step; a worker that
-    also executes other runs is refused (``RunStateError``)."""
+    also executes other runs is refused (``RunStateError``). Each write is a
+    compare-and-set on the run as read, as in :func:`pause_run`."""
     with open_run_store(store, create=False) as db:
-        run = db.get_run(run_id)
-        if run is None:
-            raise RunNotFound(f"no run {run_id!r} in {db.location}")
-        if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
-            raise RunStateError(f"run {run_id} is already {run.status}")
-        message = f"run {run_id} was cancelled"
-        if run.status == RunStatus.RUNNING and owner_alive(run):
-            db.request_cancel(run_id)
-            if not kill:
-                return CancelOutcome.REQUESTED
-            pid = local_pid(run.owner_proc)
-            if pid is None:
-                raise RunStateError(
-                    f"run {run_id} executes in process {run.owner_pid} on {run.owner_host}, "
-                    "not a process of this machine; its cancel was requested (it stops at "
-                    "its next step)"
-                )
-            others = [
-                r.id
-                for r in db.list_runs(RunStatus.RUNNING)
-                if r.owner_proc == run.owner_proc and r.id != run_id and owner_alive(r)
-            ]
-            if others:  # a worker executing other runs: killing it would interrupt them
-                raise RunStateError(
-                    f"run {run_id} executes in process {pid}, which also executes run(s) "
-                    f"{', '.join(others)}: --kill would end them too; its cancel was "
-                    "requested (it stops at its next step); SIGTERM to that worker ends it "
-                    "once each run finished its current step, giving them back to the queue"
-                )
-            _end_process(pid, run.owner_proc)
+        for _ in range(_CONTROL_ATTEMPTS):
             run = db.get_run(run_id)
-            if run is None or run.status == RunStatus.CANCELLED:
+            if run is None:
+                raise RunNotFound(f"no run {run_id!r} in {db.location}")
+            if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
+                raise RunStateError(f"run {run_id} is already {run.status}")
+            message = f"run {run_id} was cancelled"
+            if run.status == RunStatus.RUNNING and owner_alive(run):
+                if not db.request_cancel(run_id, token=run.owner_token):
+                    continue
+                if not kill:
+                    return CancelOutcome.REQUESTED
+                killed = _kill_owner(db, run)
+                if killed is None:
+                    return CancelOutcome.CANCELLED
+                run, message = killed
+            if db.cancel_run(
+                run_id, expected_status=run.status, expected_token=run.owner_token, error=message
+            ):
                 return CancelOutcome.CANCELLED
-            message = f"run {run_id} was cancelled (its process {pid} was killed)"
-        if db.cancel_run(
-            run_id, expected_status=run.status, expected_token=run.owner_token, error=message
-        ):
-            return CancelOutcome.CANCELLED
-        raise RunClaimLost(f"run {run_id} changed state meanwhile; try again")
+    raise RunClaimLost(f"run {run_id} changed state meanwhile; try again")
+
+
+def _kill_owner(db: RunStore, run: RunRecord) -> tuple[RunRecord, str] | None:
+    """End the local process executing ``run`` (``cancel --kill``); the run as read after,
+    with the cancel's message, or ``None`` when that process recorded the cancel itself."""
+    run_id = run.id
+    pid = local_pid(run.owner_proc)
+    if pid is None:
+        raise RunStateError(
+            f"run {run_id} executes in process {run.owner_pid} on {run.owner_host}, "
+            "not a process of this machine; its cancel was requested (it stops at "
+            "its next step)"
+        )
+    others = [
+        r.id
+        for r in db.list_runs(RunStatus.RUNNING)
+        if r.owner_proc == run.owner_proc and r.id != run_id and owner_alive(r)
+    ]
+    if others:  # a worker executing other runs: killing it would interrupt them
+        raise RunStateError(
+            f"run {run_id} executes in process {pid}, which also executes run(s) "
+            f"{', '.join(others)}: --kill would end them too; its cancel was "
+            "requested (it stops at its next step); SIGTERM to that worker ends it "
+            "once each run finished its current step, giving them back to the queue"
+        )
+    _end_process(pid, run.owner_proc)
+    after = db.get_run(run_id)
+    if after is None or after.status == RunStatus.CANCELLED:
+        return None
+    return after, f"run {run_id} was cancelled (its process {pid} was killed)"
 
 
 KILL_GRACE_S = 3.0
@@ -973,7 +1000,6 @@ def resume_interrupted(
                     msg,
                     step=s.name,
                     occurrence=s.occurrence,
-                    only_if_running=True,
                     token=run.owner_token,
                 )
                 outcomes.append(_outcome(db, run.id, RunStatus.PAUSED))
@@ -983,7 +1009,6 @@ def resume_interrupted(
                     PauseReason.INTERRUPTED,
                     f"run {run.id} was interrupted more than {max_age_s / 3600:g} h ago; "
                     "resume it explicitly",
-                    only_if_running=True,
                     token=run.owner_token,
                 )
                 outcomes.append(_outcome(db, run.id, RunStatus.PAUSED))

@@ -244,7 +244,8 @@ REDISPATCH = (
 _SET_PAUSED = (
     "UPDATE runs SET status = 'paused', pause_reason = ?, error = ?, "
     "paused_step = COALESCE(?, paused_step), "
-    "paused_occurrence = COALESCE(?, paused_occurrence), updated_at = ? WHERE id = ?"
+    "paused_occurrence = COALESCE(?, paused_occurrence), updated_at = ? WHERE id = ? "
+    "AND status = 'running' AND owner_token IS ?"
 )
 #: The error of a call whose process ended before it returned (killed, crashed, its
 #: machine lost), recorded when another execution takes the run over.
@@ -317,15 +318,20 @@ class RunSql:
         "cancel_requested = 0, lease_expires_at = NULL, updated_at = ? "
         "WHERE id = ? AND status = ? AND owner_token IS ?"
     )
-    request_cancel: str = "UPDATE runs SET cancel_requested = 1 WHERE id = ?"
+    request_cancel: str = (
+        "UPDATE runs SET cancel_requested = 1 WHERE id = ? AND status = 'running' "
+        "AND owner_token IS ?"
+    )
     close_interrupted_nodes: str = (
         "UPDATE nodes SET status = 'error', output = ?, updated_at = ? "
         "WHERE status = 'running' AND session_id = (SELECT session_id FROM runs "
         "WHERE id = ? AND status = 'running' AND owner_token = ?)"
     )
     set_paused: str = _SET_PAUSED
-    set_paused_if_running: str = _SET_PAUSED + " AND status = 'running' AND owner_token IS ?"
-    request_pause: str = "UPDATE runs SET pause_requested = 1 WHERE id = ?"
+    request_pause: str = (
+        "UPDATE runs SET pause_requested = 1 WHERE id = ? AND status = 'running' "
+        "AND owner_token IS ?"
+    )
     control_state: str = (
         "SELECT status, pause_requested, cancel_requested, owner_token FROM runs WHERE id = ?"
     )
@@ -762,9 +768,10 @@ class RunStore(ABC):
         params = (error, time.time(), run_id, str(expected_status), expected_token)
         return self._changed(self.sql.cancel_run, params) == 1
 
-    def request_cancel(self, run_id: str) -> None:
-        """Ask the executing process to cancel at its next step (``cancel_requested``)."""
-        self._changed(self.sql.request_cancel, (run_id,))
+    def request_cancel(self, run_id: str, *, token: str | None) -> bool:
+        """Ask the process executing the run to cancel it at its next step
+        (``cancel_requested``), if it still is ``running`` under ``token`` (as read)."""
+        return self._changed(self.sql.request_cancel, (run_id, token)) == 1
 
     def set_paused(
         self,
@@ -772,20 +779,19 @@ class RunStore(ABC):
         reason: str,
         message: str,
         *,
+        token: str | None,
         step: str | None = None,
         occurrence: int | None = None,
-        only_if_running: bool = False,
-        token: str | None = None,
     ) -> bool:
-        """Mark a run paused for ``reason``; with ``only_if_running`` only a ``running``
-        run still holding ``token`` (as read before), else returns ``False``."""
-        params: tuple[Any, ...] = (str(reason), message, step, occurrence, time.time(), run_id)
-        if only_if_running:
-            return self._changed(self.sql.set_paused_if_running, (*params, token)) == 1
+        """Compare-and-set: mark a run paused for ``reason`` if it still is ``running``
+        under ``token`` (as read before); ``False`` when it changed meanwhile."""
+        params = (str(reason), message, step, occurrence, time.time(), run_id, token)
         return self._changed(self.sql.set_paused, params) == 1
 
-    def request_pause(self, run_id: str) -> None:
-        self._changed(self.sql.request_pause, (run_id,))
+    def request_pause(self, run_id: str, *, token: str | None) -> bool:
+        """Ask the process executing the run to pause it before its next step
+        (``pause_requested``), if it still is ``running`` under ``token`` (as read)."""
+        return self._changed(self.sql.request_pause, (run_id, token)) == 1
 
     def control_state(self, run_id: str) -> tuple[str, bool, bool, str | None]:
         """``(status, pause_requested, cancel_requested, owner_token)`` — read between
