@@ -135,11 +135,11 @@ def ignores_sigint(pid: int) -> bool:
     return False
 
 
-def ctrl_c_in_step_slow(folder: Path, *extra: str) -> tuple[int, str, str]:
-    """``openprogram run prog.py:main --store st EXTRA`` interrupted by a Ctrl-C (SIGINT)
-    while its step 'slow' executes: ``(returncode, stdout, stderr)``."""
+def ctrl_c_in_step_slow(folder: Path, *extra: str, store: str = "st") -> tuple[int, str, str]:
+    """``openprogram run prog.py:main --store STORE EXTRA`` interrupted by a Ctrl-C
+    (SIGINT) while its step 'slow' executes: ``(returncode, stdout, stderr)``."""
     (folder / "block_slow").touch()
-    proc = spawn_interruptible("run", "prog.py:main", "--store", "st", *extra, cwd=folder)
+    proc = spawn_interruptible("run", "prog.py:main", "--store", store, *extra, cwd=folder)
     try:
         while "slow 2" not in calls(folder):
             assert proc.poll() is None, proc.communicate()

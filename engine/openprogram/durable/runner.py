@@ -683,19 +683,45 @@ def requeue_run(
         owner = Owner.this_process()
         _claim(db, run, owner, lease_seconds())
         try:
-            if rerun_uncertain:
-                for rec in db.load_steps(run_id):
-                    if rec.uncertain:
-                        db.fail_step(run_id, rec.step_key, RERUN_APPROVED, token=owner.token)
+            rerun = (
+                [rec.step_key for rec in db.load_steps(run_id) if rec.uncertain]
+                if rerun_uncertain
+                else []
+            )
             handed = db.requeue_run(
-                run_id, owner.token, queue=target, policy=pol.value, model=model
+                run_id,
+                owner.token,
+                queue=target,
+                policy=pol.value,
+                model=model,
+                rerun=rerun,
+                rerun_reason=RERUN_APPROVED,
             )
         except BaseException:
-            db.release_run(run_id, owner.token, requeue=False)  # interrupted, as it was
+            _give_back(db, run, owner.token)
             raise
         if not handed:
             raise RunClaimLost(f"run {run_id} was claimed by another process meanwhile")
     return target
+
+
+def _give_back(db: RunStore, run: RunRecord, token: str) -> None:
+    """Return ``run``, claimed under ``token`` for a hand-over that failed, to the state
+    it was read in: paused for a person stays paused (not interrupted, which
+    ``resume --all-interrupted`` would resume), failed stays failed. A store that fails
+    here too leaves the claim to expire."""
+    if run.status == RunStatus.RUNNING:  # interrupted: its lease expired, as it was
+        db.release_run(run.id, token, requeue=False)
+        return
+    db.finish_run(
+        run.id,
+        run.status,
+        error=run.error,
+        paused_step=run.paused_step,
+        paused_occurrence=run.paused_occurrence,
+        pause_reason=run.pause_reason,
+        token=token,
+    )
 
 
 #: The states in which a run waits for nobody: it ended, or it paused (for a person).

@@ -82,7 +82,7 @@ import sys
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
@@ -723,13 +723,27 @@ class RunStore(ABC):
         return True
 
     def requeue_run(
-        self, run_id: str, token: str, *, queue: str, policy: str, model: str | None
+        self,
+        run_id: str,
+        token: str,
+        *,
+        queue: str,
+        policy: str,
+        model: str | None,
+        rerun: Sequence[str] = (),
+        rerun_reason: str = "",
     ) -> bool:
         """Hand the run the execution whose lease token is ``token`` holds to the workers
         of ``queue`` (``queued``, its pause and error cleared), with ``policy`` and, when
-        given, ``model``; ``False`` when that execution no longer holds it."""
+        given, ``model``; ``False`` when that execution no longer holds it. The steps
+        ``rerun`` (keys) are recorded ``failed`` with ``rerun_reason`` in the same
+        transaction, so the workers run them again: all of it is stored, or none."""
         params = (queue, policy, model, time.time(), run_id, token)
-        if self._changed(self.sql.requeue_run, params) != 1:
+        with self.backend.transaction():
+            for key in rerun:
+                self.fail_step(run_id, key, rerun_reason, token=token)
+            changed = self._changed(self.sql.requeue_run, params)
+        if changed != 1:
             return False
         self._announce(run_id)
         return True
