@@ -3,7 +3,7 @@ start: the project's bytecode compiled once, the long tests first.
 
 ``pg_cluster`` starts one throwaway cluster per test session from the installed server
 binaries (``tests/pgcluster.py``) and stops it at the end; ``pg_dsn`` is a fresh empty
-database on it for one test. Only without the server binaries (``.ci/run`` installs them)
+database on it for one test; ``st`` runs a test once per backend with its ``--store``. Only without the server binaries (``.ci/run`` installs them)
 are the tests that need PostgreSQL skipped, with that reason. Under pytest-xdist each
 worker is a test session of its own, with its own cluster in its own directory (it
 listens only on a Unix socket there, so the clusters never meet).
@@ -23,7 +23,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from pgcluster import Cluster, find_bindir
+from pgcluster import BACKENDS, Cluster, find_bindir, store_for
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ["engine/openprogram", "analyzers/openprogram_analyzers", "lsp/openprogram_lsp"]
@@ -84,3 +84,10 @@ def pg_cluster() -> Iterator[Cluster]:
 @pytest.fixture()
 def pg_dsn(pg_cluster: Cluster) -> str:
     return pg_cluster.create_database()
+
+
+@pytest.fixture(params=BACKENDS)
+def st(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The ``--store`` of a test run once per backend: an SQLite directory under
+    ``tmp_path``, or the URL of a fresh PostgreSQL database."""
+    return store_for(request, tmp_path)

@@ -13,8 +13,6 @@ from pathlib import Path
 import pytest
 from cli_programs import calls, cli, cli_json, env
 
-from pgcluster import BACKENDS
-
 PROGRAM = """
 import os
 
@@ -57,14 +55,6 @@ review.__agent_options__ = {"resumable": True}
 give_up.__agent_options__ = {"resumable": True}
 PROGRAM_ENTRIES = ["review", "give_up"]
 """
-
-
-@pytest.fixture(params=BACKENDS)
-def st(request: pytest.FixtureRequest) -> str:
-    """``--store``: a directory other than the default, or a PostgreSQL URL."""
-    if request.param == "postgresql":
-        return str(request.getfixturevalue("pg_dsn"))
-    return "elsewhere"
 
 
 @pytest.fixture()

@@ -8,10 +8,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import pytest
 from cli_programs import calls, cli, cli_json, ctrl_c_in_step_slow, write_program
-
-from pgcluster import BACKENDS
 
 _SQLITE_TRIGGER = (
     "CREATE TRIGGER refuse_queued BEFORE UPDATE OF status ON runs "
@@ -27,13 +24,6 @@ CREATE TRIGGER refuse_queued BEFORE UPDATE OF status ON runs
 """
 
 
-@pytest.fixture(params=BACKENDS)
-def st(request: pytest.FixtureRequest) -> str:
-    if request.param == "postgresql":
-        return str(request.getfixturevalue("pg_dsn"))
-    return "st"
-
-
 def _refuse_queueing(folder: Path, st: str, refuse: bool) -> None:
     """Make the store itself refuse (or accept again) a run's move to ``queued``."""
     if st.startswith("postgresql://"):
@@ -45,7 +35,7 @@ def _refuse_queueing(folder: Path, st: str, refuse: bool) -> None:
             else:
                 conn.execute("DROP TRIGGER refuse_queued ON runs")
         return
-    with sqlite3.connect(folder / st / "openprogram.db") as conn:
+    with sqlite3.connect(Path(st) / "openprogram.db") as conn:
         conn.execute(_SQLITE_TRIGGER if refuse else "DROP TRIGGER refuse_queued")
     conn.close()
 

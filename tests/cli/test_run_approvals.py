@@ -19,8 +19,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 from loopback import OpenAIServer
 from loopback import openai_server as openai_server
 
-from pgcluster import BACKENDS
-
 OPENPROGRAM = str(Path(sys.executable).parent / "openprogram")
 
 PROGRAM = '''
@@ -72,14 +70,6 @@ def _cli(folder: Path, server: OpenAIServer, *args: str) -> subprocess.Completed
 
 def _json(proc: subprocess.CompletedProcess[str]) -> Any:
     return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-@pytest.fixture(params=BACKENDS)
-def st(request: pytest.FixtureRequest) -> str:
-    """``--store`` of the tests: ``st`` under the Program's folder, or a PostgreSQL URL."""
-    if request.param == "postgresql":
-        return str(request.getfixturevalue("pg_dsn"))
-    return "st"
 
 
 @pytest.fixture()
@@ -160,7 +150,7 @@ def test_api_approve_without_resume_then_resume(
     from openprogram.durable import approve_run
 
     folder, rid = paused
-    assert approve_run(rid, store=folder / st if st == "st" else st, resume=False) is None
+    assert approve_run(rid, store=st, resume=False) is None
     openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
     openai_server.reply_text("Removed.")
     proc = _cli(folder, openai_server, "resume", rid, "--store", st, "--json")
@@ -227,13 +217,12 @@ def test_api_deny_to_a_queue_then_wait_for_the_worker(
     from openprogram.durable import deny_run, wait_run
 
     folder, rid = paused
-    store = str(folder / st) if st == "st" else st
-    assert deny_run(rid, store=store, queue="q2") is None
+    assert deny_run(rid, store=st, queue="q2") is None
     assert len(openai_server.requests) == 1 and (folder / "junk.txt").exists()
     openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
     openai_server.reply_text("Left junk.txt in place.")
     done: list[Any] = []
-    waiter = threading.Thread(target=lambda: done.append(wait_run(rid, store=store)))
+    waiter = threading.Thread(target=lambda: done.append(wait_run(rid, store=st)))
     waiter.start()
     worker = _cli(
         folder, openai_server,
