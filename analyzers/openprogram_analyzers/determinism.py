@@ -21,6 +21,7 @@ import libcst as cst
 
 from openprogram.contract import steps as step_rules
 from openprogram.contract.primitives import PRIMITIVES
+from openprogram_analyzers.decorator_options import DECORATOR_NAMES
 from openprogram_analyzers.findings import Finding
 from openprogram_analyzers.index import (
     STDLIB_MODULES,
@@ -186,7 +187,9 @@ def _class_chain(index: ModuleIndex, qualname: str) -> list[str]:
 def resumable_functions(index: ModuleIndex) -> list[FunctionInfo]:
     """Resumable functions of the module: methods declared ``{"name": {"resumable": True}}``
     in a literal ``method_options`` of their class or of a base class (inherited options
-    apply to a subclass's override), ``@resumable`` functions, and functions given
+    apply to a subclass's override), ``@resumable`` and ``@agentic_function(resumable=True)``
+    functions, functions wrapped at module level (``main = resumable(_main)``,
+    ``main = agentic_function(resumable=True)(_main)``), and functions given
     ``__agent_options__ = {"resumable": True}`` (also in a ``for f in (a, b):`` loop)."""
     out: list[FunctionInfo] = []
     for cls in index.classes.values():
@@ -198,6 +201,18 @@ def resumable_functions(index: ModuleIndex) -> list[FunctionInfo]:
     for fn in index.functions.values():
         if fn.class_name is None and fn.parent is None and _decorated_resumable(index, fn):
             out.append(fn)
+    for values in index.module_assigns.values():
+        for value in values:
+            if (
+                isinstance(value, cst.Call)
+                and _makes_resumable(index, value.func)
+                and value.args
+                and value.args[0].keyword is None
+                and isinstance(value.args[0].value, cst.Name)
+            ):
+                found = index.function_at_module(value.args[0].value.value)
+                if found is not None and found not in out:
+                    out.append(found)
     for target, value in index.agent_options:
         if (
             isinstance(target, cst.Attribute)
@@ -213,15 +228,24 @@ def resumable_functions(index: ModuleIndex) -> list[FunctionInfo]:
 
 
 def _decorated_resumable(index: ModuleIndex, fn: FunctionInfo) -> bool:
-    for dec in fn.node.decorators:
-        target = index.resolve(dec.decorator)
-        if (
-            target is not None
-            and target.startswith("openprogram.")
-            and target.endswith(".resumable")
-        ):
-            return True
-    return False
+    return any(_makes_resumable(index, dec.decorator) for dec in fn.node.decorators)
+
+
+def _makes_resumable(index: ModuleIndex, expr: cst.BaseExpression) -> bool:
+    """Whether ``expr``, applied to a function, makes it resumable: ``resumable`` (however
+    imported) or ``agentic_function(..., resumable=True, ...)``."""
+    if isinstance(expr, cst.Call):
+        return index.resolve(expr.func) in DECORATOR_NAMES and any(
+            a.keyword is not None
+            and a.keyword.value == "resumable"
+            and isinstance(a.value, cst.Name)
+            and a.value.value == "True"
+            for a in expr.args
+        )
+    target = index.resolve(expr)
+    return (
+        target is not None and target.startswith("openprogram.") and target.endswith(".resumable")
+    )
 
 
 def _callee(index: ModuleIndex, fn: FunctionInfo, expr: cst.BaseExpression) -> FunctionInfo | None:

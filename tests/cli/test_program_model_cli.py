@@ -522,3 +522,59 @@ def test_a_helper_module_that_is_not_utf8_is_followed(tmp_path: Path, header: by
     line = header.count(b"\n") + 7  # CLOCK's time.time() is on its line 7
     assert linted[0].startswith(f"helpers.py:{line}:12: OP205 non-deterministic call time.time()")
     assert sorted(linted) == sorted(refused)
+
+
+DECLARED = """\
+import time as t
+{imports}
+from openprogram import step
+
+
+def double(n: int) -> int:
+    return 2 * n
+
+
+{decorator}
+def {name}(n: int = 1) -> dict:
+    started = t.time()
+    return {{"value": step("double", double, n)}}
+
+
+{after}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+# (imports, decorator, function name, what follows it): the ways to declare resumable
+DECLARATIONS = [
+    ("from openprogram.durable import resumable", "@resumable", "main", ""),
+    ("from openprogram import agentic_function", "@agentic_function(resumable=True)", "main", ""),
+    ("import openprogram as op", "@op.agentic_function(resumable=True, expose='io')", "main", ""),
+    ("from openprogram.durable import resumable as durable", "", "_main", "main = durable(_main)"),
+    (
+        "from openprogram import agentic_function",
+        "",
+        "_main",
+        "main = agentic_function(resumable=True)(_main)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("imports", "decorator", "name", "after"),
+    DECLARATIONS,
+    ids=[d[1] or d[3] for d in DECLARATIONS],
+)
+def test_lint_and_run_refuse_alike_however_resumable_is_declared(
+    tmp_path: Path, imports: str, decorator: str, name: str, after: str
+) -> None:
+    (tmp_path / "prog.py").write_text(
+        DECLARED.format(imports=imports, decorator=decorator, name=name, after=after),
+        encoding="utf-8",
+    )
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    (finding,) = [ln for ln in linted.stdout.splitlines() if " OP205 " in ln]
+    assert finding.startswith("prog.py:12:") and f"resumable function '{name}'" in finding
+    ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert finding in ran.stderr
