@@ -871,11 +871,11 @@ def compute_for(
     done: set[tuple[str, bool]] = set()
     for root in roots:
         if not chain and (root.is_async or root.yields):
-            what = "async function" if root.is_async else "generator"
+            what = "an async function" if root.is_async else "a generator"
             out.append(
                 DetFinding(
                     "OP208",
-                    f"'{root.qualname}' is resumable but is an {what}: resumable "
+                    f"'{root.qualname}' is resumable but is {what}: resumable "
                     "orchestrations must be plain synchronous functions",
                     root.node.name,
                 )

@@ -48,4 +48,16 @@ class RuleOP208(FamilyRule):
             range=(7, 15, 7, 21),
             message="is resumable but is an async function",
         ),
+        Invalid(
+            """
+            from openprogram import agentic_function, step
+
+
+            @agentic_function(resumable=True)
+            def report(topic: str):
+                yield step("write", str.upper, topic)
+            """,
+            range=(5, 5, 5, 11),
+            message="'report' is resumable but is a generator",
+        ),
     ]
