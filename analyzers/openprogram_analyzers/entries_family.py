@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from openprogram.contract import entries
 from openprogram.options import UNKNOWN, check_method_entry
 from openprogram_analyzers.index import ModuleIndex
 from openprogram_analyzers.literals import rebuild, string_value
@@ -24,14 +25,7 @@ def compute(ctx: Context) -> list[EntryFinding]:
     out: list[EntryFinding] = []
     for _target, value in index.program_entries:
         if not isinstance(value, (cst.List, cst.Tuple)):
-            out.append(
-                EntryFinding(
-                    "OP401",
-                    "PROGRAM_ENTRIES is not a literal list or tuple, so its entries cannot "
-                    "be found without running the module",
-                    value,
-                )
-            )
+            out.append(EntryFinding(*entries.not_a_list(), value))
             continue
         seen: set[str] = set()
         for el in value.elements:
@@ -41,11 +35,7 @@ def compute(ctx: Context) -> list[EntryFinding]:
                 out.append(EntryFinding("OP401", "PROGRAM_ENTRIES must not unpack (*...)", el))
                 continue
             if isinstance(expr, cst.Lambda):
-                out.append(
-                    EntryFinding(
-                        "OP403", "a lambda cannot be a Program entry: define a function", expr
-                    )
-                )
+                out.append(EntryFinding(*entries.anonymous_lambda(), expr))
                 continue
             if isinstance(expr, cst.Name):
                 name = expr.value
@@ -53,58 +43,32 @@ def compute(ctx: Context) -> list[EntryFinding]:
                 name = None  # bound Agent method: checked at run time
                 key = cst.Module([]).code_for_node(expr)
                 if key in seen:
-                    out.append(EntryFinding("OP404", f"duplicate entry {key!r}", expr))
+                    out.append(EntryFinding(*entries.duplicate(key), expr))
                 seen.add(key)
                 continue
             else:
                 name = string_value(expr)
                 if name is None:
-                    out.append(
-                        EntryFinding(
-                            "OP401",
-                            "each PROGRAM_ENTRIES item must be a name string or a function",
-                            expr,
-                        )
-                    )
+                    out.append(EntryFinding(*entries.not_a_name(), expr))
                     continue
             if name in seen:
-                out.append(EntryFinding("OP404", f"duplicate entry {name!r}", expr))
+                out.append(EntryFinding(*entries.duplicate(name), expr))
                 continue
             seen.add(name)
             if name not in index.defined:
-                out.append(
-                    EntryFinding(
-                        "OP402",
-                        f"entry {name!r} names nothing defined in this module",
-                        expr,
-                    )
-                )
+                out.append(EntryFinding(*entries.undefined(name), expr))
                 continue
             fn = index.function_at_module(name)
             if name.startswith("_"):
-                out.append(
-                    EntryFinding("OP403", f"entry {name!r} is private (starts with '_')", expr)
-                )
+                out.append(EntryFinding(*entries.private(name), expr))
             elif fn is not None and fn.yields:
-                out.append(
-                    EntryFinding(
-                        "OP403",
-                        f"entry {name!r} is a generator, which cannot be run as an entry",
-                        expr,
-                    )
-                )
+                out.append(EntryFinding(*entries.generator(name), expr))
             elif name in index.module_assigns and any(
                 isinstance(v, cst.Lambda) for v in index.module_assigns[name]
             ):
-                out.append(EntryFinding("OP403", f"entry {name!r} is a lambda", expr))
+                out.append(EntryFinding(*entries.lambda_entry(name), expr))
             elif fn is None and name not in index.classes and (kind := _constant(index, name)):
-                out.append(
-                    EntryFinding(
-                        "OP403",
-                        f"entry {name!r} is a {kind}, not a function or bound Agent method",
-                        expr,
-                    )
-                )
+                out.append(EntryFinding(*entries.not_a_function(name, kind), expr))
     for _target, value in index.agent_options:
         if not isinstance(value, cst.Dict):
             out.append(

@@ -282,7 +282,7 @@ def test_entry_naming_a_constant() -> None:
     """
     (found,) = analyze_source(textwrap.dedent(src), "prog.py")
     assert (found.code, found.line) == ("OP403", 6)
-    assert found.message == "entry 'LIMIT' is a int, not a function or bound Agent method"
+    assert found.message == "entry 'LIMIT' is an int, not a function or bound Agent method"
 
 
 PAUSING = """\

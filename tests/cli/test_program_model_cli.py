@@ -578,3 +578,41 @@ def test_lint_and_run_refuse_alike_however_resumable_is_declared(
     ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
     assert ran.returncode == 2, ran.stdout + ran.stderr
     assert finding in ran.stderr
+
+
+ENTRIES = """\
+def main(n: int = 1) -> int:
+    return n
+
+
+{extra}
+PROGRAM_ENTRIES = {entries}
+"""
+
+# (extra definitions, PROGRAM_ENTRIES, code): each refused by lint and by run alike
+BAD_ENTRIES = [
+    ("", '["main", "mian"]', "OP402"),
+    ("go = lambda n=1: n", '["main", "go"]', "OP403"),
+    ("", "[main, lambda: 1]", "OP403"),
+    ("def _helper() -> int:\n    return 1", '["main", "_helper"]', "OP403"),
+    ("def numbers():\n    yield 1", '["main", "numbers"]', "OP403"),
+    ("LIMIT = 3", '["main", "LIMIT"]', "OP403"),
+    ("", '["main", "main"]', "OP404"),
+    ("", '{"main"}', "OP401"),
+]
+
+
+@pytest.mark.parametrize(("extra", "entries", "code"), BAD_ENTRIES, ids=[e[1] for e in BAD_ENTRIES])
+def test_bad_program_entries_get_the_same_code_and_message_from_lint_and_run(
+    tmp_path: Path, extra: str, entries: str, code: str
+) -> None:
+    (tmp_path / "prog.py").write_text(
+        ENTRIES.format(extra=extra, entries=entries), encoding="utf-8"
+    )
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    (finding,) = [ln for ln in linted.stdout.splitlines() if f" {code} " in ln]
+    said = finding.split(f" {code} ", 1)[1]
+    ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert ran.stderr.strip().splitlines()[-1].endswith(f"prog.py: {code} {said}"), ran.stderr

@@ -5,6 +5,7 @@ Each fact lives in exactly one submodule here and is imported wherever it is nee
 * :mod:`openprogram.contract.runs` — run states, pause reasons, code-change policies,
   durability modes.
 * :mod:`openprogram.contract.steps` — step-name and step-function rules (``(code, message)``).
+* :mod:`openprogram.contract.entries` — the ``PROGRAM_ENTRIES`` rules (``(code, message)``).
 * :mod:`openprogram.contract.primitives` — the parameters of the control-flow primitives
   (``repeat_until``, ``validate_and_retry``, ``conditional``).
 * :mod:`openprogram.contract.store_root` — the DB file name and store-root resolution.

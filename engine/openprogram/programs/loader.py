@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from openprogram.contract import entries
 from openprogram.errors import OpenProgramError, raised_at
 
 __all__ = [
@@ -199,13 +200,12 @@ def _entry(name: str, obj: Any, module: types.ModuleType) -> ProgramEntry:
         func = getattr(obj, "__func__", obj)
         qualname = func.__qualname__
     else:
-        raise EntryError(
-            f"entry {name!r} of {module.__name__} is a {type(obj).__name__}, not a function "
-            "or bound Agent method"
-        )
+        raise _refused(module, entries.not_a_function(name, type(obj).__name__))
     inner = inspect.unwrap(func)
-    if inner.__name__ == "<lambda>" or inspect.isgeneratorfunction(inner):
-        raise EntryError(f"entry {name!r} is a lambda or a generator, which cannot be run")
+    if inner.__name__ == "<lambda>":
+        raise _refused(module, entries.lambda_entry(name))
+    if inspect.isgeneratorfunction(inner):
+        raise _refused(module, entries.generator(name))
     for holder in (obj, func, inner):
         extra = getattr(holder, "__agent_options__", None)
         if isinstance(extra, Mapping):
@@ -228,26 +228,43 @@ def entry_for(name: str, obj: Any, module: types.ModuleType) -> ProgramEntry:
 
 
 def list_entries(module: types.ModuleType) -> dict[str, ProgramEntry]:
-    """The entries listed by ``PROGRAM_ENTRIES`` (empty when the module lists none)."""
+    """The entries listed by ``PROGRAM_ENTRIES`` (empty when the module lists none). A list
+    that ``openprogram-lint`` refuses (OP401-OP404) is refused here with the same code and
+    message (:mod:`openprogram.contract.entries`)."""
     listed = getattr(module, "PROGRAM_ENTRIES", None)
     if listed is None:
         return {}
     if not isinstance(listed, (list, tuple)):
-        raise EntryError(f"{module.__name__}: PROGRAM_ENTRIES must be a list or tuple")
+        raise _refused(module, entries.not_a_list())
     by_identity = {id(v): k for k, v in vars(module).items() if not k.startswith("__")}
     out: dict[str, ProgramEntry] = {}
     for item in listed:
         if isinstance(item, str):
             if item not in vars(module):
-                raise EntryError(
-                    f"{module.__name__}: PROGRAM_ENTRIES names {item!r}, which is not defined"
-                )
+                raise _refused(module, entries.undefined(item))
             name, obj = item, getattr(module, item)
         else:
-            name = str(by_identity.get(id(item)) or getattr(item, "__name__", repr(item)))
+            found = by_identity.get(id(item))
+            if found is None and getattr(item, "__name__", None) == "<lambda>":
+                raise _refused(module, entries.anonymous_lambda())
+            name = str(found or getattr(item, "__name__", repr(item)))
             obj = item
+        if name.startswith("_"):
+            raise _refused(module, entries.private(name))
+        if name in out:
+            raise _refused(module, entries.duplicate(name))
         out[name] = _entry(name, obj, module)
     return out
+
+
+def _refused(module: types.ModuleType, problem: entries.Problem) -> EntryError:
+    """The error of an entry rule ``problem`` (code, message), located as lint locates it:
+    ``prog.py: OP402 entry 'mian' names nothing defined in this module``."""
+    from openprogram.durable.checks import display_path
+
+    path = getattr(module, "__file__", None)
+    code, message = problem
+    return EntryError(f"{display_path(path) if path else module.__name__}: {code} {message}")
 
 
 def load_entry(ref: str) -> ProgramEntry:

@@ -1,0 +1,47 @@
+"""The ``PROGRAM_ENTRIES`` rules, as ``(code, message)``: what ``openprogram-lint`` reports
+(OP401-OP404) and what the loader refuses at run time, with the same code and text."""
+
+from __future__ import annotations
+
+Problem = tuple[str, str]
+
+
+def not_a_list() -> Problem:
+    return (
+        "OP401",
+        "PROGRAM_ENTRIES is not a literal list or tuple, so its entries cannot be found "
+        "without running the module",
+    )
+
+
+def not_a_name() -> Problem:
+    return "OP401", "each PROGRAM_ENTRIES item must be a name string or a function"
+
+
+def undefined(name: str) -> Problem:
+    return "OP402", f"entry {name!r} names nothing defined in this module"
+
+
+def private(name: str) -> Problem:
+    return "OP403", f"entry {name!r} is private (starts with '_')"
+
+
+def anonymous_lambda() -> Problem:
+    return "OP403", "a lambda cannot be a Program entry: define a function"
+
+
+def lambda_entry(name: str) -> Problem:
+    return "OP403", f"entry {name!r} is a lambda"
+
+
+def generator(name: str) -> Problem:
+    return "OP403", f"entry {name!r} is a generator, which cannot be run as an entry"
+
+
+def not_a_function(name: str, kind: str) -> Problem:
+    article = "an" if kind[:1].lower() in "aeiou" else "a"
+    return "OP403", f"entry {name!r} is {article} {kind}, not a function or bound Agent method"
+
+
+def duplicate(name: str) -> Problem:
+    return "OP404", f"duplicate entry {name!r}"
