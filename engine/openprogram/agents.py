@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import sys
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -415,6 +416,20 @@ def _method_signatures(cls: type) -> dict[str, inspect.Signature | Sequence[str]
     return out
 
 
+def _class_location(cls: type) -> str:
+    """``Name of prog.py`` for a class of a Program file (whose module name is generated),
+    ``module.Name`` for a class of an importable module."""
+    from openprogram.programs.loader import PROGRAM_MODULE_PREFIX
+
+    module = sys.modules.get(cls.__module__)
+    path = getattr(module, "__file__", None)
+    if cls.__module__.startswith(PROGRAM_MODULE_PREFIX) and path:
+        from openprogram.durable.checks import display_path
+
+        return f"{cls.__qualname__} of {display_path(path)}"
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 def _merged_options(cls: type) -> tuple[dict[str, dict[str, Any]], set[str]]:
     """``method_options`` merged along the MRO, and the methods bases made tools."""
     merged: dict[str, dict[str, Any]] = {}
@@ -539,7 +554,7 @@ class Agent:
             problems = check_method_options(own, _method_signatures(cls), tool_methods=base_tools)
             if problems:
                 code, message, _path = problems[0]
-                raise ValueError(f"{code} {message} (in class {cls.__module__}.{cls.__qualname__})")
+                raise ValueError(f"{code} {message} (in class {_class_location(cls)})")
         cls._op_method_options = merged
         _wrap_members(cls)
         _register_tools(cls)

@@ -616,3 +616,27 @@ def test_bad_program_entries_get_the_same_code_and_message_from_lint_and_run(
     ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
     assert ran.returncode == 2, ran.stdout + ran.stderr
     assert ran.stderr.strip().splitlines()[-1].endswith(f"prog.py: {code} {said}"), ran.stderr
+
+
+def test_a_bad_method_options_entry_reads_in_run_as_lint_prints_it(tmp_path: Path) -> None:
+    (tmp_path / "prog.py").write_text(
+        "from openprogram import Agent as Base\n\n\n"
+        "class Helper(Base):\n"
+        '    method_options = {"go": {"cache": True}}\n\n'
+        "    def go(self, q: str) -> str:\n"
+        "        return q\n\n\n"
+        "def main() -> int:\n"
+        "    return 1\n\n\n"
+        'PROGRAM_ENTRIES = ["main"]\n',
+        encoding="utf-8",
+    )
+    linted = lint("prog.py", cwd=tmp_path)
+    (finding,) = [ln for ln in linted.stdout.splitlines() if " OP106 " in ln]
+    assert finding.startswith("prog.py:5:30: ")
+    ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    said = finding.removeprefix("prog.py:5:30: ")
+    assert f"prog.py: importing the Program failed: {said} (in class Helper of prog.py)" in (
+        ran.stderr
+    )
+    assert "_openprogram_program_" not in ran.stderr

@@ -37,6 +37,7 @@ from openprogram.durable.errors import (
 )
 from openprogram.durable.steps import current_run_id
 from openprogram.programs.loader import (
+    PROGRAM_MODULE_PREFIX,
     EntryError,
     ProgramEntry,
     entry_for,
@@ -70,7 +71,7 @@ def in_run() -> bool:
 def _entry_ref(module: types.ModuleType, qualname: str, target: Any) -> str:
     listed = {id(e.target): name for name, e in _listed(module).items()}
     name = listed.get(id(target), qualname)
-    if module.__name__ == "__main__" or module.__name__.startswith("_openprogram_program_"):
+    if module.__name__ == "__main__" or module.__name__.startswith(PROGRAM_MODULE_PREFIX):
         path = getattr(module, "__file__", None)
         if not path:
             raise StepUsageError(

@@ -15,6 +15,7 @@ import importlib.machinery
 import importlib.util
 import inspect
 import os
+import re
 import sys
 import threading
 import types
@@ -127,6 +128,12 @@ def _file_lock(path: Path) -> threading.RLock:
         return _FILE_LOCKS.setdefault(path, threading.RLock())
 
 
+#: The start of the module name a Program file is loaded under (its stem and a digest of
+#: its path follow).
+PROGRAM_MODULE_PREFIX = "_openprogram_program_"
+_RULE = re.compile(r"OP\d{3} ")
+
+
 def _syntax_error(exc: SyntaxError, path: Path | None, location: str) -> str:
     """``FILE:LINE: syntax error: ...`` naming the file that has the error: the Program as
     given (``location``), or a module it imports (a helper next to it)."""
@@ -140,7 +147,7 @@ def _syntax_error(exc: SyntaxError, path: Path | None, location: str) -> str:
 
 def _load_file(path: Path, location: str) -> types.ModuleType:
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]
-    name = f"_openprogram_program_{path.stem}_{digest}"
+    name = f"{PROGRAM_MODULE_PREFIX}{path.stem}_{digest}"
     st = path.stat()
     signature = (st.st_mtime_ns, st.st_size)
     cached = sys.modules.get(name)
@@ -161,9 +168,9 @@ def _load_file(path: Path, location: str) -> types.ModuleType:
         raise EntryError(_syntax_error(exc, path, location)) from None
     except (Exception, SystemExit) as exc:  # SystemExit: not the Program's exit code for the CLI
         del sys.modules[name]
-        raise EntryError(
-            f"{location}: importing the Program failed: {exc!r}{_where(exc)}"
-        ) from None
+        # a rule's rejection (an Agent's method_options) reads as lint prints it
+        said = str(exc) if isinstance(exc, ValueError) and _RULE.match(str(exc)) else repr(exc)
+        raise EntryError(f"{location}: importing the Program failed: {said}{_where(exc)}") from None
     module.__openprogram_signature__ = signature  # type: ignore[attr-defined]  # complete now
     return module
 
