@@ -702,6 +702,23 @@ def _agent_instance(
     return None
 
 
+def agent_instance_at(
+    index: ModuleIndex, function: str | None, expr: cst.BaseExpression
+) -> str | None:
+    """The Agent class ``expr`` is an instance of, where it is written: in the function
+    ``function`` (qualname; its locals shadow the module's names) or at module level."""
+    fn = index.functions.get(function) if function else None
+    if fn is not None:
+        return _agent_instance(index, fn, expr, fn.locals())
+    found = index.agent_class_of_call(expr)
+    if found is not None or not isinstance(expr, cst.Name):
+        return found
+    for value in index.module_assigns.get(expr.value, []):
+        if value is not None and (found := index.agent_class_of_call(value)) is not None:
+            return found
+    return None
+
+
 def _agent_class(index: ModuleIndex, expr: cst.BaseExpression, shadowed: set[str]) -> bool:
     """``Writer`` (a class of this module deriving from Agent) or the imported ``Agent``."""
     if not isinstance(expr, (cst.Name, cst.Attribute)):

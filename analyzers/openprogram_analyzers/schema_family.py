@@ -12,6 +12,7 @@ from typing import Any
 import libcst as cst
 
 from openprogram.schema_grammar import OPAQUE, TypeRef, check_menu, msg_duplicate_option
+from openprogram_analyzers.determinism import agent_instance_at
 from openprogram_analyzers.index import CallSite, ModuleIndex
 from openprogram_analyzers.literals import rebuild, string_value
 from openprogram_analyzers.rule import Context
@@ -45,14 +46,17 @@ def _menu_arg(index: ModuleIndex, site: CallSite) -> cst.BaseExpression | None:
 
 
 def _is_agent_call(index: ModuleIndex, site: CallSite) -> bool:
+    """A call of an Agent instance: ``MyAgent(...)(..., choices=...)``, or a name bound to
+    one (``bot = Agent(); bot(..., choices=...)``), as the determinism rules see it."""
     func = site.node.func
-    if isinstance(func, cst.Call):  # MyAgent(...)(..., choices=...)
+    if isinstance(func, cst.Call):
         name = index.resolve(func.func)
         cls = index.classes.get(name or "")
-        return (cls is not None and cls.method_options is not None) or (
+        if (cls is not None and cls.method_options is not None) or (
             name is not None and name.startswith("openprogram.")
-        )
-    return False
+        ):
+            return True
+    return agent_instance_at(index, site.function, func) is not None
 
 
 TYPE_LIKE_BUILTINS = frozenset(

@@ -41,4 +41,17 @@ class RuleOP301(FamilyRule):
             range=(5, 62, 5, 72),
             message="exactly one element template, got 2",
         ),
+        Invalid(
+            """
+            from openprogram import Agent
+
+            triage = Agent()
+
+
+            def pick(ticket: str) -> object:
+                return triage(ticket, choices={"tag": ("Tag it", {"tags": []})})
+            """,
+            range=(7, 63, 7, 65),
+            message="exactly one element template, got 0",
+        ),
     ]
