@@ -130,7 +130,8 @@ class Scope:
     root: FunctionInfo
     orchestration: dict[str, list[tuple[str, cst.CSTNode]]] = field(default_factory=dict)
     dependencies: dict[str, list[tuple[str, cst.CSTNode]]] = field(default_factory=dict)
-    workflow_bodies: set[str] = field(default_factory=set)  # reached through workflow(...)
+    # reached through workflow(...) or a durable parallel({...}) branch: what each is
+    workflow_bodies: dict[str, str] = field(default_factory=dict)
 
 
 def step_kind(site: CallSite) -> str | None:
@@ -427,6 +428,10 @@ def run_now_sites(index: ModuleIndex, fn: FunctionInfo, shadowed: set[str]) -> l
     return [site for site in fn.calls if not site.deferred or id(site.node) in now]
 
 
+#: What a function run by a durable primitive is, when it runs again on resume.
+_BODIES = {"workflow": "workflow body", "parallel": "parallel branch"}
+
+
 def build_scope(
     index: ModuleIndex,
     root: FunctionInfo,
@@ -435,11 +440,12 @@ def build_scope(
 ) -> Scope:
     """Functions reached from ``root``: its orchestration body (helpers it calls) and its
     step dependencies (functions passed to ``step``/``workflow``/``parallel`` and their
-    helpers); those reached through a ``workflow(...)`` body are marked, since a model
-    call there is asked again when an interrupted workflow resumes."""
+    helpers); those reached through a ``workflow(...)`` body or a durable
+    ``parallel({...})`` branch are marked, since a model call there is asked again when
+    the interrupted workflow or branch resumes."""
     scope = Scope(root=root)
-    Todo = tuple[FunctionInfo, list[tuple[str, cst.CSTNode]], bool, bool]
-    todo: list[Todo] = [(root, list(chain), orchestration, False)]
+    Todo = tuple[FunctionInfo, list[tuple[str, cst.CSTNode]], bool, str]
+    todo: list[Todo] = [(root, list(chain), orchestration, "")]
     while todo:
         fn, chain, orch, in_workflow = todo.pop(0)
         table = scope.orchestration if orch else scope.dependencies
@@ -449,7 +455,7 @@ def build_scope(
             continue
         table[fn.qualname] = chain
         if in_workflow:
-            scope.workflow_bodies.add(fn.qualname)
+            scope.workflow_bodies[fn.qualname] = in_workflow
         # nested functions belong to the same scope as their parent
         for info in index.children.get(fn.qualname, ()):
             todo.append((info, chain, orch, in_workflow))
@@ -466,13 +472,14 @@ def build_scope(
                 if dep is not None and dep is not fn:
                     link = (f"'{fn.qualname}' passes '{dep.qualname}' to {primitive} here", expr)
                     todo.append((dep, [*chain, link], orch, in_workflow))
-            nested = step_kind(site) == "workflow"
+            kind = step_kind(site)
+            body = _BODIES.get(kind or "", "")
             for expr in _step_callables(site):
                 dep = _callee(index, fn, expr)
                 if dep is not None:
-                    what = "a workflow" if nested else "a step"
+                    what = f"a {kind}" if kind in ("workflow", "parallel") else "a step"
                     link = (f"'{fn.qualname}' passes '{dep.qualname}' to {what} here", expr)
-                    todo.append((dep, [*chain, link], False, nested))
+                    todo.append((dep, [*chain, link], False, body))
     for q in list(scope.dependencies):
         if q in scope.orchestration:
             del scope.dependencies[q]
@@ -629,10 +636,12 @@ def _check_workflow_body(
     fn: FunctionInfo,
     out: list[DetFinding],
     chain: list[tuple[str, cst.CSTNode]],
+    body: str,
 ) -> None:
-    """OP206 on model calls in a ``workflow(...)`` body: an interrupted workflow runs its
-    body again on resume, so a model call there (not in a step) is asked twice."""
-    where = f"workflow body '{fn.qualname}'"
+    """OP206 on model calls in a ``workflow(...)`` body or a durable ``parallel({...})``
+    branch (``body`` says which): an interrupted one runs its body again on resume, so a
+    model call there (not in a step) is asked twice."""
+    where = f"{body} '{fn.qualname}'"
     shadowed = fn.locals()
     for site in run_now_sites(index, fn, shadowed):
         imported = index.resolve_imported(site.node.func, shadowed) or ""
@@ -906,7 +915,7 @@ def compute_for(
                 fn = index.functions[qual]
                 _check_function(index, fn, orch, mutated, out, path)
                 if not orch and qual in scope.workflow_bodies:
-                    _check_workflow_body(index, fn, out, path)
+                    _check_workflow_body(index, fn, out, path, scope.workflow_bodies[qual])
     seen: set[tuple[str, int]] = set()
     unique: list[DetFinding] = []
     for f in out:

@@ -22,8 +22,9 @@ class RuleOP206(FamilyRule):
     so a model call in them is reported where it is written. So are the callables of a
     control-flow ``parallel([...])`` (``openprogram.parallel`` given a list runs it): they
     run at once, in threads of the caller, not as steps. The durable
-    ``parallel({"branch": (fn, args, kwargs)})`` runs each ``fn`` as a step: its model
-    calls are fine.
+    ``parallel({"branch": (fn, args, kwargs)})`` runs each ``fn`` as a workflow body of
+    its own: an interrupted branch runs it again on resume, so its model calls belong in
+    steps too.
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP206`` suppresses it.
     """
@@ -163,7 +164,7 @@ class RuleOP206(FamilyRule):
 
 
             def ask(topic: str) -> str:
-                return op.llm("research " + topic)
+                return op.step("research", op.llm, "research " + topic)
 
 
             def main(a: str, b: str) -> dict[str, str]:
@@ -208,6 +209,22 @@ class RuleOP206(FamilyRule):
             """,
             range=(5, 12, 5, 35),
             message="model call (openprogram.agent) directly in workflow body 'review'",
+        ),
+        Invalid(
+            """
+            import openprogram as op
+
+
+            def review(text: str) -> str:
+                return op.llm("review " + text)
+
+
+            @op.agentic_function(resumable=True)
+            def main(text: str) -> dict:
+                return op.parallel({"first": (review, (text,), {}), "second": (str.upper, (text,), {})})
+            """,
+            range=(5, 12, 5, 36),
+            message="model call (openprogram.llm) directly in parallel branch 'review'",
         ),
         Invalid(
             """
