@@ -316,3 +316,48 @@ def test_threads_opening_one_new_store_at_once_all_get_it(tmp_path: Path) -> Non
         for t in threads:
             t.join()
         assert errors == [], (attempt, errors)
+
+
+RUN_PROGRAM = """
+from openprogram import step
+
+
+def tiny(i: int) -> int:
+    return i
+
+
+def chain(n: int) -> int:
+    return sum(step("s", tiny, i) for i in range(n))
+
+
+chain.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["chain"]
+"""
+
+
+def test_a_sessions_summary_reads_only_its_own_nodes(tmp_path: Path) -> None:
+    """A session's node count and last update read its own nodes through the index, in
+    ``nodes`` and in the step log: a new run's session costs the same in a store of
+    millions of nodes (an aggregate over the view ``nodes_all`` read them all)."""
+    from openprogram.durable import start_run
+    from openprogram.store.sqlite import _SESSION_SELECT
+
+    (tmp_path / "prog.py").write_text(RUN_PROGRAM, encoding="utf-8")
+    root = tmp_path / "store"
+    big = start_run(f"{tmp_path}/prog.py:chain", {"n": 40}, store=root)
+    small = start_run(f"{tmp_path}/prog.py:chain", {"n": 2}, store=root)
+    with SessionStore(root) as s:
+        counts = {x.id: x.node_count for x in s.list_sessions()}
+        assert counts == {big.run_id: 41, small.run_id: 3}  # the entry's node and a step's
+        latest = max(n.updated_at for n in s.list_nodes(small.run_id))
+        assert s.get_session(small.run_id).updated_at >= latest
+    with sqlite3.connect(store_db_path(root)) as conn:
+        plan = [
+            row[3]
+            for row in conn.execute(
+                "EXPLAIN QUERY PLAN " + _SESSION_SELECT + " WHERE s.id = ?", (small.run_id,)
+            )
+        ]
+    conn.close()
+    assert not [step for step in plan if step.startswith("SCAN nodes")], plan
+    assert [step for step in plan if "USING" in step and "nodes_session_seq" in step], plan

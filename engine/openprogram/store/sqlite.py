@@ -109,14 +109,19 @@ _FINISH_SQL = (
 _CLOSE_SQL = (
     "UPDATE nodes SET " + node_exit("?1", "?2", "?3", with_duration("?4")) + " WHERE id = ?5"
 )
+# The session's nodes, each table on its own: SQLite pushes no correlated condition into
+# the view ``nodes_all`` (a UNION ALL), so an aggregate over it read every node of the
+# store, and a new run's session took seconds in a store of millions of nodes.
+_SESSION_NODES = ("FROM nodes WHERE session_id = s.id", "FROM node_log WHERE session_id = s.id")
 _SESSION_SELECT = (
     "SELECT s.id, s.name, s.agent_id, "
     f"CASE WHEN s.head_pinned THEN s.head_id ELSE {_log_last_id('s.id')} END, "
     "s.metadata, s.created_at, "
-    "MAX(s.updated_at, COALESCE((SELECT MAX(updated_at) FROM nodes_all "
-    "WHERE session_id = s.id), 0)), "
-    "(SELECT COUNT(*) FROM nodes_all WHERE session_id = s.id) "
-    "FROM sessions s"
+    "MAX(s.updated_at, "
+    + ", ".join(f"COALESCE((SELECT MAX(updated_at) {t}), 0)" for t in _SESSION_NODES)
+    + "), "
+    + " + ".join(f"(SELECT COUNT(*) {t})" for t in _SESSION_NODES)
+    + " FROM sessions s"
 )
 
 _TERMINAL = frozenset(("completed", "error", "cancelled"))
