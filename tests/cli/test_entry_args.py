@@ -132,3 +132,15 @@ def test_the_message_starts_with_the_signature_as_the_def_spells_it(
         "openprogram: error: count(items: list[int], label: str | None = None, "
         "**rest: object) -> int: argument 'items' expects list[int], got string \"x\""
     )
+
+
+def test_text_the_output_cannot_encode_is_escaped_not_a_traceback(work: Path) -> None:
+    """A lone surrogate is valid JSON (``"\\ud800"``) but not UTF-8: the run completes and
+    is reported as completed (exit 0), the text escaped; ``--json`` stays valid JSON that
+    gives the same string back."""
+    names = '{"n": 1, "names": ["\\ud800", "\u00e9\\udfff"]}'
+    proc = cli("run", "prog.py:main", "--args", names, "--store", "st", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and '"\\ud800"' in proc.stdout
+    code, out = cli_json("run", "prog.py:main", "--args", names, "--store", "st", cwd=work)
+    assert code == 0 and out["result"]["names"] == ["\ud800", "\u00e9\udfff"], out

@@ -78,9 +78,21 @@ def build_parser(modules: Sequence[ModuleType] | None = None) -> argparse.Argume
     return parser
 
 
+def _escape_unencodable_output() -> None:
+    """Text the terminal's encoding cannot hold — a lone surrogate (``"\\ud800"`` in
+    ``--args`` or a result), or any character on a non-UTF-8 terminal — is printed as its
+    backslash escape rather than failing after the run completed; in JSON output that
+    escape is JSON's own, so the object stays valid."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    _escape_unencodable_output()
     try:
         modules = command_modules()
         if args_list:
