@@ -221,6 +221,22 @@ def test_a_libpq_keyword_string_is_refused_without_its_password(
     assert sorted(p.name for p in work.iterdir()) == ["prog.py"]  # nothing created
 
 
+@pytest.mark.parametrize(
+    "command",
+    [("runs",), ("run", "prog.py:main"), ("sessions",), ("resume", "--all-interrupted")],
+    ids=" ".join,
+)
+def test_with_json_a_refused_store_is_one_json_object(work: Path, command: tuple[str, ...]) -> None:
+    """``--json`` prints one object on stdout also for this error (these commands printed
+    nothing there), the password hidden in it as on stderr."""
+    proc = cli(work, *command, "--store", CONNINFO, "--json")
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stdout.strip().splitlines()
+    out = json.loads(line)
+    assert out["status"] == "error" and "libpq keyword string" in out["error"], out
+    assert "password=***" in out["error"] and SECRET not in proc.stdout + proc.stderr
+
+
 def test_lint_with_a_libpq_keyword_string_store(work: Path) -> None:
     proc = cli(work, "--store", CONNINFO, "prog.py", tool="openprogram-lint")
     assert proc.returncode == 2 and SECRET not in proc.stdout + proc.stderr, proc.stderr

@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from openprogram._version import __version__
-from openprogram.cli.common import error, resolve_run_arg
+from openprogram.cli.common import resolve_run_arg
 from openprogram.cli.exits import CliError, Exit, code_for, command_run, report_error
 from openprogram.cli.parsing import RedactingParser
 from openprogram.errors import OpenProgramError
@@ -120,11 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     return report_error(exc, code=code_for(exc), as_json=as_json)
         with command_run(run_id):
             return int(handler(args) or 0)
-    except (CliError, OpenProgramError) as exc:
-        error(exc)
-        return code_for(exc)
+    except (CliError, OpenProgramError) as exc:  # with --json, also the one JSON object
+        return report_error(exc, code=code_for(exc), as_json="--json" in args_list)
     except KeyboardInterrupt as exc:
-        error("interrupted")
-        return code_for(exc)
+        return report_error("interrupted", code=code_for(exc), as_json="--json" in args_list)
     except BrokenPipeError:  # e.g. `openprogram sessions | head`
         return 0

@@ -65,7 +65,7 @@ def execute(ns: argparse.Namespace) -> int:
         if ns.status == INTERRUPTED:
             runs = [r for r in runs if r.id in stopped]
     except OpenProgramError as exc:
-        return cs.command_error("runs", exc, False)
+        return cs.command_error("runs", exc, ns.json)
     if ns.json:
         out = []
         for r in runs:
