@@ -107,6 +107,26 @@ def test_a_resumed_run_shows_no_call_of_its_killed_execution_as_running(
     assert calls(work).count("c 3") == 1  # the run went on from the re-run step: once
 
 
+@pytest.mark.parametrize("verb", ["cancel", "pause", "resume --all-interrupted"])
+def test_a_killed_run_cancelled_or_paused_here_shows_no_call_as_running(
+    work: Path, blocked_in_slow: subprocess.Popen[str], verb: str
+) -> None:
+    """A killed run cancelled or paused from the command line kept its killed calls
+    ``[running]`` in ``show`` (only a resume closed them): they are closed at the cancel or
+    the pause, as errors that say why."""
+    blocked_in_slow.send_signal(signal.SIGKILL)
+    blocked_in_slow.wait(timeout=60)
+    rid = str(only_run(work)["run_id"])
+    argv = [*verb.split(), *([] if "--all-interrupted" in verb else [rid])]
+    done = cli(*argv, "--store", "st", cwd=work)
+    assert done.returncode in (0, 1, 3), done.stderr
+    shown = cli("show", rid, "--store", "st", cwd=work)
+    assert shown.returncode == 0, shown.stderr
+    assert "[running]" not in shown.stdout, shown.stdout
+    closed = [line for line in shown.stdout.splitlines() if "[error]" in line]
+    assert [line.split("[")[0].strip(" │├└─") for line in closed] == ["code main", "code slow"]
+
+
 def test_a_run_that_executes_is_shown_running(
     work: Path, blocked_in_slow: subprocess.Popen[str]
 ) -> None:
