@@ -489,12 +489,13 @@ def check_entry(
         return EntryCheck([missing], [])
     loader = follow_imports(index, os.path.dirname(os.path.abspath(path)))
     ctx = Context(source, path, index, enabled)
-    for f in determinism.compute_for(index, [fn]):
+    reached = reached_functions(index, [fn])
+    # the entry's orchestration and what it runs: its step calls' names and functions too
+    for f in [*determinism.compute_for(index, [fn]), *determinism.step_usage(index, reached)]:
         if f.code in enabled:
             ctx.report(f.code, f.node, f.message, related=f.chain)
     found = resolve(module, path, ctx.pending)
     kept = apply_suppressions(source, path, found, enabled)
-    reached = reached_functions(index, [fn])
     kept.extend(_followed_findings(module, path, index, reached, loader, enabled))
     return EntryCheck(kept, list(reached), loader.files)
 

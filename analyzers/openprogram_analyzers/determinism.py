@@ -14,7 +14,7 @@ OP208 apply to both; OP205–OP207 to the orchestration body only.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -926,13 +926,14 @@ def compute_for(
     return unique
 
 
-def step_usage(index: ModuleIndex) -> list[DetFinding]:
-    """OP212/OP213 on every literal ``step``/``workflow``/``parallel`` call of the module:
-    the runtime's own rules (:mod:`openprogram.contract.steps`), same code and message."""
+def step_usage(index: ModuleIndex, within: Collection[str] | None = None) -> list[DetFinding]:
+    """OP212/OP213 on every literal ``step``/``workflow``/``parallel`` call of the module
+    (``within``: only those in these functions, by qualname): the runtime's own rules
+    (:mod:`openprogram.contract.steps`), same code and message."""
     out: list[DetFinding] = []
     for site in index.calls:
         kind = step_kind(site)
-        if kind is None:
+        if kind is None or (within is not None and site.function not in within):
             continue
         named: list[tuple[str, cst.BaseExpression, list[cst.BaseExpression]]] = []
         if kind in ("step", "workflow"):

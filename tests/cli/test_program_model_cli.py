@@ -640,3 +640,34 @@ def test_a_bad_method_options_entry_reads_in_run_as_lint_prints_it(tmp_path: Pat
         ran.stderr
     )
     assert "_openprogram_program_" not in ran.stderr
+
+
+STEP_USAGE = [
+    ('step("add one", lambda y: y + 1, n)', "OP213"),
+    ('step("a/b", abs, n)', "OP212"),
+    ('step("", abs, n)', "OP212"),
+    ('workflow("w#1", abs, n)', "OP212"),
+]
+
+
+@pytest.mark.parametrize(("call", "code"), STEP_USAGE, ids=[c[0] for c in STEP_USAGE])
+def test_a_bad_step_is_refused_before_the_run_is_recorded(
+    tmp_path: Path, call: str, code: str
+) -> None:
+    """The pre-run check reports OP212/OP213 as lint does: the run is refused (exit 2)
+    with lint's line and nothing recorded, instead of failing at the step (exit 1)."""
+    (tmp_path / "prog.py").write_text(
+        "from openprogram import step, workflow\n"
+        "from openprogram.durable import resumable\n\n\n"
+        "@resumable\n"
+        "def main(n: int = 2) -> int:\n"
+        f"    return {call}\n\n\n"
+        'PROGRAM_ENTRIES = ["main"]\n',
+        encoding="utf-8",
+    )
+    linted = lint("prog.py", cwd=tmp_path)
+    (finding,) = [ln for ln in linted.stdout.splitlines() if f" {code} " in ln]
+    ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert finding in ran.stderr
+    assert not (tmp_path / "st").exists()  # nothing recorded, not even the store
