@@ -167,8 +167,13 @@ def test_corrupted_store(tmp_path: Path) -> None:
     db.write_bytes(b"garbage" * 1000)
     for args in (("sessions", "--json"), ("show", "demo")):
         proc = cli(*args, "--store", str(tmp_path))
-        assert proc.returncode == 2 and proc.stdout == ""
-        assert "corrupted" in _assert_one_line_error(proc)
+        assert proc.returncode == 2
+        said = _assert_one_line_error(proc)
+        assert "corrupted" in said
+        if "--json" in args:  # the one JSON object, also for an error
+            assert json.loads(proc.stdout)["status"] == "error", proc.stdout
+        else:
+            assert proc.stdout == ""
     assert db.read_bytes() == b"garbage" * 1000
 
 
