@@ -19,7 +19,7 @@ def rebuild(
 ) -> tuple[Any, Locations]:
     """Literal value of ``node`` (``opaque`` where not literal) and its locations by path.
 
-    ``name_value`` maps a Name/Attribute to a value (e.g. a type reference); by default they
+    ``name_value`` maps a Name/Attribute/Subscript to a value (e.g. a type reference); by default they
     are opaque (except True/False/None).
     """
     builder = _Rebuild(opaque, name_value)
@@ -94,7 +94,7 @@ class _Rebuild:
             if isinstance(inner, (int, float)) and not isinstance(inner, bool):
                 return -inner
             return opaque
-        if isinstance(n, (cst.Name, cst.Attribute)) and self.name_value is not None:
+        if isinstance(n, (cst.Name, cst.Attribute, cst.Subscript)) and self.name_value is not None:
             return self.name_value(n)
         return opaque
 

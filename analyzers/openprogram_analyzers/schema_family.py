@@ -65,9 +65,16 @@ TYPE_LIKE_BUILTINS = frozenset(
 
 
 def _name_value(index: ModuleIndex) -> Any:
-    """Type-like names become type references; other names (variables) stay opaque."""
+    """Type-like names become type references, and so do parameterised types
+    (``list[int]``: reported as unsupported, as the runtime reports them); other names
+    (variables) stay opaque."""
 
     def value(node: cst.BaseExpression) -> Any:
+        if isinstance(node, cst.Subscript):  # list[int], typing.List[int]: not a schema
+            base = index.resolve(node.value) or ""
+            if base in TYPE_LIKE_BUILTINS or base.startswith("typing."):
+                return TypeRef(index.module.code_for_node(node))
+            return OPAQUE
         name = index.resolve(node)
         if name is None:
             return OPAQUE

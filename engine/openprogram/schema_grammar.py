@@ -202,6 +202,8 @@ def describe(value: Any) -> str:
         return f"a {len(value)}-tuple"
     if value is None:
         return "None"
+    if getattr(value, "__origin__", None) is not None:  # list[int], typing.List[int]
+        return repr(value)
     return f"a {type(value).__name__} value"
 
 

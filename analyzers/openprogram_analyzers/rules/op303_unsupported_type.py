@@ -42,4 +42,15 @@ class RuleOP303(FamilyRule):
             range=(5, 54, 5, 61),
             message="unsupported schema type complex",
         ),
+        Invalid(
+            """
+            from openprogram import decision
+
+
+            def pick() -> object:
+                return decision.make("Pick", {"go": ("Go", {"ids": list[int]})})
+            """,
+            range=(5, 56, 5, 65),
+            message="unsupported schema type list[int]: use",
+        ),
     ]
