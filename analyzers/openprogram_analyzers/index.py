@@ -220,6 +220,8 @@ class IndexBuilder(cst.CSTVisitor):
         super().__init__()
         self.index = ModuleIndex(module=module)
         self.hooks = hooks or {}
+        # the module's own statements: a def or class among them rebinds an imported name
+        self._top_level = {id(stmt) for stmt in module.body}
         self._func_stack: list[FunctionInfo] = []
         self._class_stack: list[ClassInfo] = []
         self._scope_kinds: list[str] = []  # "class" | "function" | "lambda"
@@ -291,12 +293,20 @@ class IndexBuilder(cst.CSTVisitor):
             self.index.classes[info.qualname] = info
             if self._at_module():
                 self.index.defined.add(node.name.value)
+                self._rebinds(node)
             self._class_stack.append(info)
         else:
             self._class_stack.append(ClassInfo("<local>", node, []))
             if self._func is not None:
                 self._func.assigned.add(node.name.value)
         self._scope_kinds.append("class")
+
+    def _rebinds(self, node: cst.FunctionDef | cst.ClassDef) -> None:
+        """A module-level ``def``/``class`` after ``from random import choice`` rebinds
+        ``choice``: from there on the name is the module's own, not the import. (One in a
+        branch, such as an ``except ImportError:`` fallback, leaves the import in place.)"""
+        if id(node) in self._top_level:
+            self.index.imports.pop(node.name.value, None)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self._class_stack.pop()
@@ -316,6 +326,7 @@ class IndexBuilder(cst.CSTVisitor):
         else:
             qual = node.name.value
             self.index.defined.add(node.name.value)
+            self._rebinds(node)
         info = FunctionInfo(
             qualname=qual,
             node=node,

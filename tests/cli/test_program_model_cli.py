@@ -671,3 +671,63 @@ def test_a_bad_step_is_refused_before_the_run_is_recorded(
     assert ran.returncode == 2, ran.stdout + ran.stderr
     assert finding in ran.stderr
     assert not (tmp_path / "st").exists()  # nothing recorded, not even the store
+
+
+SHADOWED = """\
+from random import choice
+{between}
+from openprogram import step
+from openprogram.durable import resumable
+
+
+{definition}
+
+
+def work(x: int) -> int:
+    return x
+
+
+@resumable
+def main() -> int:
+    return step("w", work, choice([1, 2]))
+
+
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("between", "definition", "refused"),
+    [
+        ("", "def choice(xs: list[int]) -> int:\n    return xs[0]", False),
+        (
+            "",
+            "class choice(int):\n    def __new__(cls, xs: list[int]) -> int:\n        return xs[0]",
+            False,
+        ),
+        (
+            "",
+            "try:\n    from random import choice\nexcept ImportError:\n"
+            "    def choice(xs: list[int]) -> int:\n        return xs[0]",
+            True,
+        ),
+    ],
+    ids=["def", "class", "fallback def"],
+)
+def test_a_module_function_named_like_an_import_is_the_modules_own(
+    tmp_path: Path, between: str, definition: str, refused: bool
+) -> None:
+    """``def choice`` after ``from random import choice`` rebinds the name: lint and run
+    both took the call for random.choice (OP205) and refused a deterministic Program. A
+    fallback in an ``except ImportError:`` branch leaves the import in place."""
+    (tmp_path / "prog.py").write_text(
+        SHADOWED.format(between=between, definition=definition), encoding="utf-8"
+    )
+    linted = lint("prog.py", cwd=tmp_path)
+    ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    if refused:
+        assert linted.returncode == 1 and " OP205 " in linted.stdout, linted.stdout
+        assert ran.returncode == 2 and " OP205 " in ran.stderr, ran.stderr
+    else:
+        assert linted.returncode == 0, linted.stdout + linted.stderr
+        assert ran.returncode == 0, ran.stderr
