@@ -151,6 +151,16 @@ def test_api_approve_without_resume_then_resume(
 
     folder, rid = paused
     assert approve_run(rid, store=st, resume=False) is None
+    # decided: it waits for a resume now, and says so (it was listed as awaiting approval)
+    waiting = _json(_cli(folder, openai_server, "runs", "--status", "awaiting_approval",
+                         "--store", st, "--json"))  # fmt: skip
+    assert waiting == []
+    [run] = _json(_cli(folder, openai_server, "runs", "--store", st, "--json"))
+    assert (run["status"], run["pause_reason"]) == ("paused", "requested")
+    assert run["error"] == (
+        f"the call of tool 'delete_file' was approved; continue the run with: "
+        f"openprogram resume {rid}"
+    )
     openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
     openai_server.reply_text("Removed.")
     proc = _cli(folder, openai_server, "resume", rid, "--store", st, "--json")

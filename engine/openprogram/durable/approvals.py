@@ -127,6 +127,16 @@ def _decide(
             )
         if not db.decide_approval(run_id, pending[0], decision.value):
             raise RunStateError(f"the approval request of run {run_id} was decided meanwhile")
+        if not resume and queue is None and db.pending_approval(run_id) is None:
+            # it waits for a resume now, not for a decision
+            db.repause(
+                run_id,
+                PauseReason.REQUESTED,
+                f"the call of tool {pending[1]!r} was {decision.value}; continue the run "
+                f"with: openprogram resume {run_id}",
+                was=PauseReason.AWAITING_APPROVAL,
+            )
+            return None
     if queue is not None:  # the workers of the queue resume it (requeue_run)
         requeue_run(run_id, store=store, queue=queue)
         return None

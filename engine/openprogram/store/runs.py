@@ -328,6 +328,11 @@ class RunSql:
         "WHERE id = ? AND status = 'running' AND owner_token = ?)"
     )
     set_paused: str = _SET_PAUSED
+    # parameters: the new reason, its message, now, run, the reason it must have now
+    repause: str = (
+        "UPDATE runs SET pause_reason = ?, error = ?, updated_at = ? "
+        "WHERE id = ? AND status = 'paused' AND pause_reason = ?"
+    )
     request_pause: str = (
         "UPDATE runs SET pause_requested = 1 WHERE id = ? AND status = 'running' "
         "AND owner_token IS ?"
@@ -801,6 +806,12 @@ class RunStore(ABC):
         under ``token`` (as read before); ``False`` when it changed meanwhile."""
         params = (str(reason), message, step, occurrence, time.time(), run_id, token)
         return self._changed(self.sql.set_paused, params) == 1
+
+    def repause(self, run_id: str, reason: str, message: str, *, was: str) -> bool:
+        """Compare-and-set: a paused run paused for ``was`` is paused for ``reason`` now
+        (an approval decided without resuming: it waits for a resume, not a decision)."""
+        params = (str(reason), message, time.time(), run_id, str(was))
+        return self._changed(self.sql.repause, params) == 1
 
     def request_pause(self, run_id: str, *, token: str | None) -> bool:
         """Ask the process executing the run to pause it before its next step
