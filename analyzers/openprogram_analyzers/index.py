@@ -156,9 +156,36 @@ class ModuleIndex:
         import (``import time as t`` -> ``t.time`` is ``time.time``; ``from random import
         choice`` -> ``choice`` is ``random.choice``), unless a local of that name shadows it."""
         head = _head(expr)
-        if head is None or head in shadowed or head not in self.imports:
+        if head is None or head in shadowed:
             return None
-        return self.resolve(expr)
+        if head in self.imports:
+            return self.resolve(expr)
+        target = self.module_alias(head)
+        dotted = self.resolve(expr) if target is not None else None
+        return None if target is None or dotted is None else target + dotted[len(head) :]
+
+    def module_alias(self, name: str, _depth: int = 0) -> str | None:
+        """The import ``name`` stands for when the module binds it once to an imported name
+        or attribute (``clock = time``, ``now = time.time``, ``pick = choice``)."""
+        values = self.module_assigns.get(name)
+        if (
+            _depth > 4
+            or not values
+            or len(values) != 1
+            or not isinstance(values[0], (cst.Name, cst.Attribute))
+            or name in self.functions
+            or name in self.classes
+        ):
+            return None
+        value = values[0]
+        head = _head(value)
+        if head is None:
+            return None
+        if head in self.imports:
+            return self.resolve(value)
+        target = self.module_alias(head, _depth + 1)
+        dotted = self.resolve(value) if target is not None else None
+        return None if target is None or dotted is None else target + dotted[len(head) :]
 
     def function_at_module(self, name: str) -> FunctionInfo | None:
         info = self.functions.get(name)

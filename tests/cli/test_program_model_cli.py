@@ -44,6 +44,10 @@ SPELLINGS = [
     ("from urllib.request import urlopen", 'page = urlopen("http://127.0.0.1:9")', "OP206"),
     ("import os", 'home = os.environ["HOME"]', "OP205"),
     ("from os import getenv", 'home = getenv("HOME")', "OP205"),
+    # a module-level alias of an import
+    ("import time\nclock = time", "started = clock.time()", "OP205"),
+    ("import time\nnow = time.time", "started = now()", "OP205"),
+    ("from random import choice\npick = choice", "x = pick([1, 2])", "OP205"),
     # model calls: an agent loop, a Planner whose workflow() calls llm()/agent()
     ("from openprogram import goal", 'done = goal("tidy the notes")', "OP206"),
     # a model-judged condition; a model call in what repeat_until runs at once
