@@ -256,6 +256,20 @@ def _callee(index: ModuleIndex, fn: FunctionInfo, expr: cst.BaseExpression) -> F
             nested = index.functions.get(f"{fn.qualname}.<locals>.{expr.value}")
             return nested
         return index.function_at_module(expr.value)
+    if (
+        isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Call)
+        and isinstance(expr.value.func, cst.Name)
+        and expr.value.func.value == "super"
+        and "super" not in index.defined
+        and fn.class_name is not None
+    ):  # super().ask(q): the method of a base class of the method's own
+        cls = index.classes.get(fn.class_name)
+        for base in cls.bases if cls is not None else []:
+            found = _lookup_method(index, base, expr.attr.value) if base else None
+            if found is not None:
+                return found
+        return None
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
         owner = expr.value.value
         if owner in ("self", "cls") and fn.class_name is not None:

@@ -228,6 +228,28 @@ class RuleOP206(FamilyRule):
         ),
         Invalid(
             """
+            from openprogram import Agent, step
+
+
+            class Base(Agent):
+                def ask(self, q: str) -> str:
+                    return self(q)
+
+
+            class Reporter(Base):
+                method_options = {"report": {"resumable": True}}
+
+                def ask(self, q: str) -> str:
+                    return super().ask(q.strip())
+
+                def report(self, topic: str) -> str:
+                    return step("save", str.upper, self.ask(topic))
+            """,
+            range=(6, 16, 6, 23),
+            message="model call (self) directly in helper 'Base.ask'",
+        ),
+        Invalid(
+            """
             from openprogram.programs.workflow import plan_and_run
 
 
