@@ -856,7 +856,6 @@ def pause_run(run_id: str, *, store: str | os.PathLike[str] | None = None) -> Pa
                 if db.request_pause(run_id, token=run.owner_token):
                     return PauseOutcome.REQUESTED
                 continue
-            _close_dead_calls(db, run)
             paused = f"run {run_id} paused on request"
             if db.set_paused(run_id, PauseReason.REQUESTED, paused, token=run.owner_token):
                 return PauseOutcome.PAUSED
@@ -895,20 +894,11 @@ def cancel_run(
                 if killed is None:
                     return CancelOutcome.CANCELLED
                 run, message = killed
-            _close_dead_calls(db, run)
             if db.cancel_run(
                 run_id, expected_status=run.status, expected_token=run.owner_token, error=message
             ):
                 return CancelOutcome.CANCELLED
     raise RunClaimLost(f"run {run_id} changed state meanwhile; try again")
-
-
-def _close_dead_calls(db: RunStore, run: RunRecord) -> None:
-    """Before a run whose process is gone is paused or cancelled here: close the calls
-    that process left ``running`` in the run's tree (``error``, interrupted), as the
-    run's next execution would; nothing when it is not ``running`` under the token read."""
-    if run.status == RunStatus.RUNNING and run.owner_token is not None:
-        db.close_interrupted_nodes(run.id, run.owner_token)
 
 
 def _kill_owner(db: RunStore, run: RunRecord) -> tuple[RunRecord, str] | None:
@@ -1027,7 +1017,6 @@ def resume_interrupted(
                     "but its result was not saved; check its effect, then resume with "
                     "--rerun-uncertain"
                 )
-                _close_dead_calls(db, run)
                 db.set_paused(
                     run.id,
                     PauseReason.UNCERTAIN,
@@ -1038,7 +1027,6 @@ def resume_interrupted(
                 )
                 outcomes.append(_outcome(db, run.id, RunStatus.PAUSED))
             elif now - db.last_activity(run.id) > max_age_s:
-                _close_dead_calls(db, run)
                 db.set_paused(
                     run.id,
                     PauseReason.INTERRUPTED,

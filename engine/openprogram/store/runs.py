@@ -640,7 +640,7 @@ class RunStore(ABC):
         nothing)."""
         return None
 
-    def close_interrupted_nodes(self, run_id: str, token: str) -> int:
+    def close_interrupted_nodes(self, run_id: str, token: str | None) -> int:
         """Close the run's session-DAG nodes an earlier execution left ``running`` (its
         process was killed or crashed, its machine lost): ``error``, with
         :data:`INTERRUPTED_CALL` as their error. Called by the execution holding the
@@ -783,9 +783,14 @@ class RunStore(ABC):
     def cancel_run(
         self, run_id: str, *, expected_status: str, expected_token: str | None, error: str
     ) -> bool:
-        """Compare-and-set: mark the run ``cancelled`` if it is still as read."""
+        """Compare-and-set: mark the run ``cancelled`` if it is still as read (a
+        ``running`` one: its process is gone, and its running calls are closed as in
+        :meth:`set_paused`)."""
         params = (error, time.time(), run_id, str(expected_status), expected_token)
-        return self._changed(self.sql.cancel_run, params) == 1
+        with self.backend.transaction():
+            if expected_status == RunStatus.RUNNING:
+                self.close_interrupted_nodes(run_id, expected_token)
+            return self._changed(self.sql.cancel_run, params) == 1
 
     def request_cancel(self, run_id: str, *, token: str | None) -> bool:
         """Ask the process executing the run to cancel it at its next step
@@ -803,9 +808,13 @@ class RunStore(ABC):
         occurrence: int | None = None,
     ) -> bool:
         """Compare-and-set: mark a run paused for ``reason`` if it still is ``running``
-        under ``token`` (as read before); ``False`` when it changed meanwhile."""
+        under ``token`` (as read before: a run whose process is gone); ``False`` when it
+        changed meanwhile. The calls that process left ``running`` in the run's tree are
+        closed in the same transaction, as interrupted errors (as a takeover closes them)."""
         params = (str(reason), message, step, occurrence, time.time(), run_id, token)
-        return self._changed(self.sql.set_paused, params) == 1
+        with self.backend.transaction():
+            self.close_interrupted_nodes(run_id, token)
+            return self._changed(self.sql.set_paused, params) == 1
 
     def repause(self, run_id: str, reason: str, message: str, *, was: str) -> bool:
         """Compare-and-set: a paused run paused for ``was`` is paused for ``reason`` now
