@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
-import sys
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from openprogram.context import Context
+from openprogram.errors import RuleViolation, defined_in
 from openprogram.options import check_method_options
 from openprogram.programs.registry import REGISTRY, Tool, ToolOptions
 from openprogram.safepoints import checkpoint
@@ -416,20 +416,6 @@ def _method_signatures(cls: type) -> dict[str, inspect.Signature | Sequence[str]
     return out
 
 
-def _class_location(cls: type) -> str:
-    """``Name of prog.py`` for a class of a Program file (whose module name is generated),
-    ``module.Name`` for a class of an importable module."""
-    from openprogram.programs.loader import PROGRAM_MODULE_PREFIX
-
-    module = sys.modules.get(cls.__module__)
-    path = getattr(module, "__file__", None)
-    if cls.__module__.startswith(PROGRAM_MODULE_PREFIX) and path:
-        from openprogram.durable.checks import display_path
-
-        return f"{cls.__qualname__} of {display_path(path)}"
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
 def _merged_options(cls: type) -> tuple[dict[str, dict[str, Any]], set[str]]:
     """``method_options`` merged along the MRO, and the methods bases made tools."""
     merged: dict[str, dict[str, Any]] = {}
@@ -554,7 +540,7 @@ class Agent:
             problems = check_method_options(own, _method_signatures(cls), tool_methods=base_tools)
             if problems:
                 code, message, _path = problems[0]
-                raise ValueError(f"{code} {message} (in class {_class_location(cls)})")
+                raise RuleViolation(code, message, defined_in("class", cls))
         cls._op_method_options = merged
         _wrap_members(cls)
         _register_tools(cls)

@@ -11,6 +11,34 @@ class OpenProgramError(Exception):
     """Base class of every error raised by OpenProgram."""
 
 
+class RuleViolation(ValueError):
+    """A lint rule's finding, raised where the Program is defined (an Agent's
+    ``method_options``, ``@agentic_function(...)`` options): ``str`` is lint's code and
+    message, then where (``OP106 'cache' is a tool-only option ... (in class Helper of
+    prog.py)``)."""
+
+    def __init__(self, code: str, message: str, where: str) -> None:
+        super().__init__(f"{code} {message} (in {where})")
+        self.code = code
+
+
+def defined_in(kind: str, obj: object) -> str:
+    """``class Helper of prog.py`` for a class or function of a Program file (whose module
+    name is generated), ``class pkg.mod.Helper`` for one of an importable module."""
+    import sys
+
+    from openprogram.programs.loader import PROGRAM_MODULE_PREFIX
+
+    module_name = str(getattr(obj, "__module__", ""))
+    qualname = str(getattr(obj, "__qualname__", obj))
+    path = getattr(sys.modules.get(module_name), "__file__", None)
+    if module_name.startswith(PROGRAM_MODULE_PREFIX) and path:
+        from openprogram.durable.checks import display_path
+
+        return f"{kind} {qualname} of {display_path(path)}"
+    return f"{kind} {module_name}.{qualname}"
+
+
 class ConfigError(OpenProgramError, ValueError):
     """Bad or missing configuration (model string, provider, base URL, store path)."""
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from openprogram.agents import ScopedMethod
+from openprogram.errors import RuleViolation, defined_in
 from openprogram.options import check_method_entry
 from openprogram.programs.registry import REGISTRY, Tool
 
@@ -57,7 +58,7 @@ def _checked(fn: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:
     problems = check_method_entry(fn.__name__, options, inspect.signature(fn))
     if problems:
         code, message, _path = problems[0]
-        raise ValueError(f"{code} {message} (in function {fn.__module__}.{fn.__qualname__})")
+        raise RuleViolation(code, message, defined_in("function", fn))
     return options
 
 

@@ -735,3 +735,21 @@ def test_a_module_function_named_like_an_import_is_the_modules_own(
     else:
         assert linted.returncode == 0, linted.stdout + linted.stderr
         assert ran.returncode == 0, ran.stderr
+
+
+def test_a_bad_decorator_option_reads_in_run_as_lint_prints_it(tmp_path: Path) -> None:
+    (tmp_path / "prog.py").write_text(
+        "import openprogram as op\n\n\n"
+        '@op.agentic_function(expose="everything")\n'
+        "def main() -> int:\n"
+        "    return 1\n\n\n"
+        'PROGRAM_ENTRIES = ["main"]\n',
+        encoding="utf-8",
+    )
+    linted = lint("prog.py", cwd=tmp_path)
+    (finding,) = [ln for ln in linted.stdout.splitlines() if " OP104 " in ln]
+    said = finding.split(": ", 1)[1]
+    ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert f"importing the Program failed: {said} (in function main of prog.py)" in ran.stderr
+    assert "_openprogram_program_" not in ran.stderr

@@ -159,6 +159,7 @@ def test_lint_reports_decorator_arguments_with_the_runtime_message(tmp_path: Pat
         [sys.executable, str(path)], capture_output=True, text=True, timeout=120, cwd=tmp_path
     )
     runtime_line = run.stderr.strip().splitlines()[-1]
-    assert runtime_line.startswith("ValueError: OP104 ")
-    message = runtime_line.removeprefix("ValueError: ").split(" (in function")[0]
+    raised = "openprogram.errors.RuleViolation: "  # a ValueError: `except ValueError` holds
+    assert runtime_line.startswith(raised + "OP104 "), runtime_line
+    message = runtime_line.removeprefix(raised).split(" (in function")[0]
     assert f"prog.py:4:26: {message}" in proc.stdout, proc.stdout

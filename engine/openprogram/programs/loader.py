@@ -15,7 +15,6 @@ import importlib.machinery
 import importlib.util
 import inspect
 import os
-import re
 import sys
 import threading
 import types
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.contract import entries
-from openprogram.errors import OpenProgramError, raised_at
+from openprogram.errors import OpenProgramError, RuleViolation, raised_at
 
 __all__ = [
     "EntryError",
@@ -131,7 +130,6 @@ def _file_lock(path: Path) -> threading.RLock:
 #: The start of the module name a Program file is loaded under (its stem and a digest of
 #: its path follow).
 PROGRAM_MODULE_PREFIX = "_openprogram_program_"
-_RULE = re.compile(r"OP\d{3} ")
 
 
 def _syntax_error(exc: SyntaxError, path: Path | None, location: str) -> str:
@@ -169,7 +167,7 @@ def _load_file(path: Path, location: str) -> types.ModuleType:
     except (Exception, SystemExit) as exc:  # SystemExit: not the Program's exit code for the CLI
         del sys.modules[name]
         # a rule's rejection (an Agent's method_options) reads as lint prints it
-        said = str(exc) if isinstance(exc, ValueError) and _RULE.match(str(exc)) else repr(exc)
+        said = str(exc) if isinstance(exc, RuleViolation) else repr(exc)
         raise EntryError(f"{location}: importing the Program failed: {said}{_where(exc)}") from None
     module.__openprogram_signature__ = signature  # type: ignore[attr-defined]  # complete now
     return module
