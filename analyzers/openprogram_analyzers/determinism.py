@@ -702,16 +702,16 @@ def _env_finding(
 
 
 def _agent_instance(
-    index: ModuleIndex, fn: FunctionInfo, expr: cst.BaseExpression, shadowed: set[str]
+    index: ModuleIndex, fn: FunctionInfo | None, expr: cst.BaseExpression, shadowed: set[str]
 ) -> str | None:
     """The Agent class ``expr`` is an instance of: ``Agent(...)``, ``Writer()``, or a name
-    bound to one in the function or at module level."""
+    bound to one in the function ``fn`` (``None``: module level) or at module level."""
     found = index.agent_class_of_call(expr)
     if found is not None or not isinstance(expr, cst.Name):
         return found
     name = expr.value
     values: list[cst.BaseExpression | None]
-    if name in fn.bindings:
+    if fn is not None and name in fn.bindings:
         values = list(fn.bindings[name])
     elif name in shadowed:
         return None
@@ -731,15 +731,7 @@ def agent_instance_at(
     """The Agent class ``expr`` is an instance of, where it is written: in the function
     ``function`` (qualname; its locals shadow the module's names) or at module level."""
     fn = index.functions.get(function) if function else None
-    if fn is not None:
-        return _agent_instance(index, fn, expr, fn.locals())
-    found = index.agent_class_of_call(expr)
-    if found is not None or not isinstance(expr, cst.Name):
-        return found
-    for value in index.module_assigns.get(expr.value, []):
-        if value is not None and (found := index.agent_class_of_call(value)) is not None:
-            return found
-    return None
+    return _agent_instance(index, fn, expr, fn.locals() if fn is not None else set())
 
 
 def _agent_class(index: ModuleIndex, expr: cst.BaseExpression, shadowed: set[str]) -> bool:

@@ -158,33 +158,29 @@ class ModuleIndex:
         head = _head(expr)
         if head is None or head in shadowed:
             return None
-        if head in self.imports:
-            return self.resolve(expr)
-        target = self.module_alias(head)
-        dotted = self.resolve(expr) if target is not None else None
-        return None if target is None or dotted is None else target + dotted[len(head) :]
+        return self._through_imports(expr)
 
-    def module_alias(self, name: str, _depth: int = 0) -> str | None:
-        """The import ``name`` stands for when the module binds it once to an imported name
-        or attribute (``clock = time``, ``now = time.time``, ``pick = choice``)."""
-        values = self.module_assigns.get(name)
-        if (
-            _depth > 4
-            or not values
-            or len(values) != 1
-            or not isinstance(values[0], (cst.Name, cst.Attribute))
-            or name in self.functions
-            or name in self.classes
-        ):
-            return None
-        value = values[0]
-        head = _head(value)
+    def _through_imports(self, expr: cst.BaseExpression, depth: int = 0) -> str | None:
+        """``expr``'s dotted name when its head is an import, or a name the module binds
+        once to an imported name or attribute (``clock = time``, ``now = time.time``,
+        followed up to five links)."""
+        head = _head(expr)
         if head is None:
             return None
         if head in self.imports:
-            return self.resolve(value)
-        target = self.module_alias(head, _depth + 1)
-        dotted = self.resolve(value) if target is not None else None
+            return self.resolve(expr)
+        values = self.module_assigns.get(head)
+        if (
+            depth > 4
+            or not values
+            or len(values) != 1
+            or not isinstance(values[0], (cst.Name, cst.Attribute))
+            or head in self.functions
+            or head in self.classes
+        ):
+            return None
+        target = self._through_imports(values[0], depth + 1)
+        dotted = self.resolve(expr) if target is not None else None
         return None if target is None or dotted is None else target + dotted[len(head) :]
 
     def function_at_module(self, name: str) -> FunctionInfo | None:

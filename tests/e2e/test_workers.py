@@ -96,6 +96,14 @@ def _worker(
     )
 
 
+def _wait_for_first_effect(work: Path) -> None:
+    """Until a step of the Program recorded its effect (a worker executes the run)."""
+    deadline = time.monotonic() + 60
+    while not _effects(work):
+        assert time.monotonic() < deadline, "no step ran within 60 s"
+        time.sleep(0.02)
+
+
 def _effects(work: Path) -> list[tuple[str, int, int]]:
     log = work / "effects.log"
     if not log.exists():
@@ -283,10 +291,7 @@ def test_sigterm_finishes_the_step_and_releases_the_run(work: Path, pg_dsn: str)
     rid = _submit(work, pg_dsn, "t", 6, 0.0)
     (work / "block_t").touch()
     w = _worker(work, pg_dsn)
-    deadline = time.monotonic() + 60
-    while not _effects(work):
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    _wait_for_first_effect(work)
     w.send_signal(signal.SIGTERM)
     time.sleep(0.3)
     (work / "block_t").unlink()  # the current step finishes...
@@ -304,10 +309,7 @@ def test_cancel_reaches_the_worker_through_the_database(work: Path, pg_dsn: str)
     (work / "block_c").touch()
     w = _worker(work, pg_dsn)
     try:
-        deadline = time.monotonic() + 60
-        while not _effects(work):
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        _wait_for_first_effect(work)
         proc = _cli(work, "cancel", rid, "--store", pg_dsn)
         assert proc.returncode == 0 and "cancel requested" in proc.stdout, proc
         (work / "block_c").unlink()
@@ -328,10 +330,7 @@ def test_a_pause_request_reaches_the_worker_and_resume_continues(work: Path, pg_
     rid = _submit(work, pg_dsn, "z", 3)
     (work / "block_z").touch()
     w = _worker(work, pg_dsn, "--exit-when-idle")
-    deadline = time.monotonic() + 60
-    while not _effects(work):
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    _wait_for_first_effect(work)
     proc = _cli(work, "pause", rid, "--store", pg_dsn, "--json")
     assert proc.returncode == 0, proc.stderr  # requested: the worker executes it
     assert json.loads(proc.stdout) == {"run_id": rid, "status": "running", "pause": "requested"}
@@ -354,10 +353,7 @@ def test_a_paused_run_goes_back_to_the_workers_with_resume_queue(work: Path, pg_
     rid = _submit(work, pg_dsn, "q", 3)
     (work / "block_q").touch()
     w = _worker(work, pg_dsn, "--exit-when-idle")
-    deadline = time.monotonic() + 60
-    while not _effects(work):
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    _wait_for_first_effect(work)
     assert _cli(work, "pause", rid, "--store", pg_dsn).returncode == 0
     (work / "block_q").unlink()
     w.communicate(timeout=60)
@@ -519,10 +515,7 @@ def test_the_readme_fleet_commands_with_openprogram_store(work: Path, pg_dsn: st
         )
         assert submitted.returncode == 0, submitted.stderr
         rid = submitted.stdout.strip()
-        deadline = time.monotonic() + 60
-        while not _effects(work):
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        _wait_for_first_effect(work)
         table = op("runs", "--status", "running", "--queue", "reports").stdout.splitlines()
         assert table[0].split() == ["RUN_ID", "STATUS", "ENTRY", "PAUSED_STEP", "QUEUE", "UPDATED"]
         assert table[1].split()[:5] == [rid, "running", "chain", "-", "reports"], table
