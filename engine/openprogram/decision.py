@@ -22,22 +22,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Union
 
+from openprogram.errors import MenuViolation
 from openprogram.schema_grammar import (
     CALL_KEYS,
     FieldSpec,
     ValueMismatch,
+    check_menu,
     compile_field,
     compile_schema,
     describe,
-    duplicate_names,
     json_type_name,
-    msg_bad_list_item,
-    msg_bad_option_name,
-    msg_duplicate_option,
-    msg_handler_tuple,
-    msg_reserved_tuple,
+    list_item_name,
     placeholder,
     scalar_type_name,
+    schema_path_text,
     type_label,
     validate_value,
 )
@@ -154,94 +152,77 @@ class Menu:
 
 
 def normalize_options(options: Any, *, context: Any = None) -> Menu:
-    """Turn a dict- or list-form menu into a :class:`Menu`; ``TypeError`` on bad shapes."""
+    """Turn a dict- or list-form menu into a :class:`Menu`.
+
+    A menu that breaks the grammar raises :class:`~openprogram.errors.MenuViolation` (a
+    ``TypeError``) with the code and message ``openprogram-lint`` reports for the same
+    menu written literally (:func:`~openprogram.schema_grammar.check_menu`, OP301–OP306);
+    an empty menu or a list-form function without a usable name raises ``TypeError``.
+    """
     if isinstance(options, Menu):
         return options
-    entries: list[Option] = []
+    problems = check_menu(options)
+    if problems:
+        first = problems[0]
+        raise MenuViolation(first.code, first.message, _menu_location(options, first.path))
+    entries: list[Option]
     if isinstance(options, Mapping):
-        for key, handler in options.items():
-            if not isinstance(key, str) or not key:
-                raise TypeError(msg_bad_option_name(describe(key)))
-            entries.append(_dict_option(key, handler, context))
-    elif isinstance(options, (list, tuple)):
+        entries = [_dict_option(key, handler, context) for key, handler in options.items()]
+    else:  # a list or tuple (check_menu)
         entries = [_list_option(item, context) for item in options]
-    else:
-        raise TypeError(f"decision options must be a dict or a list, got {describe(options)}")
     if not entries:
         raise TypeError("a decision menu needs at least one option")
-    for _, name in duplicate_names(e.name for e in entries):
-        raise TypeError(msg_duplicate_option(name))
     return Menu({e.name: e for e in entries}, raw=options)
+
+
+def _menu_location(options: Any, path: tuple[str | int, ...]) -> str:
+    """Where a :class:`~openprogram.schema_grammar.SchemaProblem` is in a menu:
+    ``decision option 'a', schema['n']``, ``decision menu item 2 'yes'`` (``path`` starts
+    at the option's key or index, then the index of the schema in its tuple, then the
+    schema's own path)."""
+    if not path:
+        return "a decision menu"
+    head = path[0]
+    if isinstance(options, Mapping):
+        where = f"decision option {head!r}"
+    else:  # a list: the item's index, then its name if it has one
+        name = list_item_name(options[head])
+        where = f"decision menu item {head}" + (f" {name!r}" if name else "")
+    return f"{where}, {schema_path_text(path[2:])}" if len(path) > 2 else where
 
 
 def _is_function(handler: Any) -> bool:
     return callable(handler) and not isinstance(handler, type)
 
 
+# The option builders below read a menu check_menu accepted: every tuple is of a shape
+# the grammar allows, every name is a non-empty string, every schema compiles.
+
+
 def _dict_option(name: str, handler: Any, context: Any) -> Option:
     if isinstance(handler, tuple):
-        if len(handler) != 2:
-            raise TypeError(f"option {name!r}: {msg_reserved_tuple(len(handler), 'dict')}")
         first, second = handler
-        if isinstance(second, str):
-            if _is_function(first):
-                return _function_option(name, first, second, context)
-            return Option(name, "value", description=second, value=first)
-        if isinstance(first, str) and isinstance(second, Mapping):
+        if not isinstance(second, str):
             return _schema_option(name, first, second)
-        raise TypeError(f"option {name!r}: {msg_handler_tuple(describe(second))}")
+        if _is_function(first):
+            return _function_option(name, first, second, context)
+        return Option(name, "value", description=second, value=first)
     if _is_function(handler):
         return _function_option(name, handler, None, context)
     return Option(name, "value", value=handler)
 
 
 def _list_option(item: Any, context: Any) -> Option:
-    if isinstance(item, str):
-        return _text_option(item, None)
-    if _is_function(item):
-        return _function_option(_callable_name(item), item, None, context)
-    if isinstance(item, tuple):
-        if len(item) == 2 and isinstance(item[1], str):
-            first, desc = item
-            if isinstance(first, str):
-                return _text_option(first, desc)
-            if _is_function(first):
-                return _function_option(_callable_name(first), first, desc, context)
-            raise TypeError(msg_bad_list_item(describe(first)))
-        if len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], Mapping):
-            raise TypeError(
-                f"list-form schema option {item[0]!r} needs a description: write "
-                "('name', 'description', schema)"
-            )
-        if len(item) == 2:
-            raise TypeError(msg_handler_tuple(describe(item[1])))
-        if len(item) == 3 and isinstance(item[0], str) and isinstance(item[1], str):
-            if not isinstance(item[2], Mapping):
-                raise TypeError(
-                    f"option {item[0]!r}: schema must be a dict, got {describe(item[2])}"
-                )
-            _check_name(item[0])
-            return _schema_option(item[0], item[1], item[2])
-        raise TypeError(msg_reserved_tuple(len(item), "list"))
-    raise TypeError(msg_bad_list_item(describe(item)))
-
-
-def _check_name(name: str) -> None:
-    if not name:
-        raise TypeError(msg_bad_option_name("an empty string"))
-
-
-def _text_option(name: str, description: str | None) -> Option:
-    _check_name(name)
-    return Option(name, "value", description=description, value=name)
+    if isinstance(item, tuple) and len(item) == 3:
+        return _schema_option(item[0], item[1], item[2])
+    head, desc = item if isinstance(item, tuple) else (item, None)
+    if isinstance(head, str):
+        return Option(head, "value", description=desc, value=head)
+    return _function_option(_callable_name(head), head, desc, context)
 
 
 def _schema_option(name: str, description: str, schema: Mapping[str, Any]) -> Option:
-    try:
-        fields = compile_schema(schema)
-    except TypeError as exc:
-        raise TypeError(f"option {name!r}: {exc}") from None
-    return Option(name, "schema", description=description, fields=fields)
+    return Option(name, "schema", description=description, fields=compile_schema(schema))
 
 
 def _callable_name(fn: Any) -> str:

@@ -13,13 +13,22 @@ class OpenProgramError(Exception):
 
 class RuleViolation(ValueError):
     """A lint rule's finding, raised where the Program is defined (an Agent's
-    ``method_options``, ``@agentic_function(...)`` options): ``str`` is lint's code and
-    message, then where (``OP106 'cache' is a tool-only option ... (in class Helper of
-    prog.py)``)."""
+    ``method_options``, ``@agentic_function(...)`` options) or where it uses a value lint
+    could not see (a decision menu built at run time, :class:`MenuViolation`): ``str`` is
+    lint's code and message, then where (``OP106 'cache' is a tool-only option ... (in
+    class Helper of prog.py)``)."""
 
     def __init__(self, code: str, message: str, where: str) -> None:
         super().__init__(f"{code} {message} (in {where})")
         self.code = code
+        self.message = message
+
+
+class MenuViolation(RuleViolation, TypeError):
+    """A decision menu (``decision.make``, ``agent(choices=...)``) that breaks the menu
+    and schema grammar, found when the call reads it: lint's OP301–OP306 code and
+    message, then where in the menu (``OP303 unsupported schema type list[int]: ... (in
+    decision option 'a', schema['n'])``). A ``TypeError``, as a bad menu shape always was."""
 
 
 def defined_in(kind: str, obj: object) -> str:

@@ -1,11 +1,12 @@
 """The decision-option and payload-schema grammar (pure, stdlib only).
 
 This module is the single source of truth for the shapes accepted by
-``decision.make`` / ``agent(choices=...)``. The runtime compiles option payload schemas
-with :func:`compile_schema` (raising ``TypeError``) and the static analyzer calls the
-``check_*`` functions (returning :class:`SchemaProblem` with an ``OP3xx`` code) on
-literal values it rebuilt from source. Both share the message builders below, so a
-runtime ``TypeError`` and a lint finding say the same thing.
+``decision.make`` / ``agent(choices=...)``. Both sides call :func:`check_menu` (returning
+:class:`SchemaProblem` with an ``OP3xx`` code): the static analyzer on literal values it
+rebuilt from source, the runtime on the menu a call gets (``decision.normalize_options``
+raises the first problem as ``openprogram.errors.MenuViolation``, a ``TypeError``), so
+a run and a lint finding carry the same code and message. :func:`compile_schema`
+compiles a payload schema (``TypeError`` if it is invalid).
 
 Schema grammar (a field's type, recursively):
 
@@ -165,6 +166,13 @@ def msg_duplicate_option(name: str) -> str:
 
 def msg_bad_option_name(found: str) -> str:
     return f"option names must be non-empty strings, got {found}"
+
+
+def msg_list_schema_description(name: str) -> str:
+    return (
+        f"list-form schema option {name!r} needs a description: write "
+        "('name', 'description', schema)"
+    )
 
 
 def msg_bad_list_item(found: str) -> str:
@@ -449,16 +457,24 @@ def check_handler(
             return [SchemaProblem("OP305", msg_reserved_tuple(len(handler), form), path)]
         if kind == "value_description" and form == "list":
             first = handler[0]
-            if not (callable(first) or isinstance(first, (str, TypeRef)) or is_opaque(first)):
+            if not (_list_item_head(first) or is_opaque(first)):
                 return [SchemaProblem("OP305", msg_bad_list_item(describe(first)), path)]
+        if kind == "schema" and form == "list":
+            name = handler[0] if isinstance(handler[0], str) else "..."
+            return [SchemaProblem("OP305", msg_list_schema_description(name), path)]
         if kind == "schema":
             return _check_option_schema(handler[1], (*path, 1))
         if kind == "named_schema":
             return _check_option_schema(handler[2], (*path, 2))
         return []
-    if form == "list" and not (callable(handler) or isinstance(handler, (str, TypeRef))):
+    if form == "list" and not _list_item_head(handler):
         return [SchemaProblem("OP305", msg_bad_list_item(describe(handler)), path)]
     return []
+
+
+def _list_item_head(item: Any) -> bool:
+    """A list-form option's head: a name string or a function (a class is not one)."""
+    return isinstance(item, (str, TypeRef)) or (callable(item) and not isinstance(item, type))
 
 
 def _check_option_schema(schema: Any, path: tuple[str | int, ...]) -> list[SchemaProblem]:
@@ -490,7 +506,7 @@ def list_item_name(item: Any) -> str | None:
     if isinstance(item, TypeRef):
         return item.short
     name = getattr(item, "__name__", None)
-    return name if isinstance(name, str) else None
+    return name if isinstance(name, str) and name != "<lambda>" else None
 
 
 def check_menu(options: Any) -> list[SchemaProblem]:
@@ -506,6 +522,8 @@ def check_menu(options: Any) -> list[SchemaProblem]:
         return problems
     if isinstance(options, (list, tuple)):
         for i, item in enumerate(options):
+            if list_item_name(item) == "":
+                problems.append(SchemaProblem("OP306", msg_bad_option_name(describe("")), (i,)))
             problems.extend(check_handler(item, form="list", path=(i,)))
         for i, name in duplicate_names(list_item_name(item) for item in options):
             problems.append(SchemaProblem("OP306", msg_duplicate_option(name), (i,)))
@@ -559,8 +577,12 @@ def _compile(node: Any) -> FieldSpec:
 def _with_path(problem: SchemaProblem) -> str:
     if not problem.path:
         return problem.message
-    where = "".join(f"[{p!r}]" for p in problem.path)
-    return f"schema{where}: {problem.message}"
+    return f"{schema_path_text(problem.path)}: {problem.message}"
+
+
+def schema_path_text(path: Sequence[str | int]) -> str:
+    """Where a node is in a payload schema: ``schema['steps'][0]``."""
+    return "schema" + "".join(f"[{p!r}]" for p in path)
 
 
 # ----------------------------------------------------------------------------- validating

@@ -753,3 +753,67 @@ def test_a_bad_decorator_option_reads_in_run_as_lint_prints_it(tmp_path: Path) -
     assert ran.returncode == 2, ran.stdout + ran.stderr
     assert f"importing the Program failed: {said} (in function main of prog.py)" in ran.stderr
     assert "_openprogram_program_" not in ran.stderr
+
+
+# (menu, code): a bad decision menu of each kind lint reports (OP301-OP306)
+BAD_MENUS = [
+    ('{"a": ("d", {"n": [str, int]})}', "OP301"),
+    ('{"a": ("d", {"f": {"type": {"x": str}}})}', "OP302"),
+    ('{"a": ("d", {"f": {"description": 3}})}', "OP302"),
+    ('{"a": ("desc", {"n": list[int]}), "b": "x"}', "OP303"),
+    ('{"a": ("d", {"n": {"type": "int"}})}', "OP302"),
+    ('{"a": ("d", {"n": {"type": complex}})}', "OP303"),
+    ('{"a": ("d", {"decision": str})}', "OP303"),
+    ('{"a": ("d", {"n": {"type": list, "fields": {"x": str}}})}', "OP303"),
+    ('{"a": ("d", {"n": {"type": int, "options": ["x"]}})}', "OP304"),
+    ('{"a": ("d", {"n": {"options": []}})}', "OP304"),
+    ('{"a": ("d", {"n": {"options": [1, "x"]}})}', "OP304"),
+    ('{"pair": (1, 2)}', "OP305"),
+    ('{"x": (1, 2, 3)}', "OP305"),
+    ('["yes", 42]', "OP305"),
+    ('[("plan", {"goal": str}), "stop"]', "OP305"),
+    ('[("plan", "d", "x")]', "OP305"),
+    ('[(3, "three")]', "OP305"),
+    ('["yes", "no", "yes"]', "OP306"),
+    ('{"": "x", "b": "y"}', "OP306"),
+    ('["", "no"]', "OP306"),
+]
+
+MENU_PROGRAM = """\
+from openprogram import decision
+
+
+def main(q: str) -> object:
+{body}
+
+
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+@pytest.mark.parametrize(("menu", "code"), BAD_MENUS, ids=[m[0] for m in BAD_MENUS])
+def test_a_bad_menu_built_at_run_time_fails_with_lints_code_and_message(
+    tmp_path: Path, menu: str, code: str
+) -> None:
+    """A menu lint sees (a literal in the call) and the same menu lint cannot see (built
+    in a variable): the run of the second fails with the code and message lint prints
+    for the first. It failed with a bare TypeError without the code."""
+    (tmp_path / "literal.py").write_text(
+        MENU_PROGRAM.format(body=f"    return decision.make(q, {menu})"), encoding="utf-8"
+    )
+    (tmp_path / "prog.py").write_text(
+        MENU_PROGRAM.format(body=f"    menu = {menu}\n    return decision.make(q, menu)"),
+        encoding="utf-8",
+    )
+    linted = lint("literal.py", "prog.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    (finding,) = [ln for ln in linted.stdout.splitlines() if ln.startswith("literal.py:")]
+    said = finding.split(": ", 1)[1]
+    assert said.startswith(f"{code} ")
+    assert "prog.py:" not in linted.stdout  # lint cannot see the built menu
+    ran = cli("run", "prog.py:main", "--args", '{"q": "pick"}', "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    (failed,) = [ln for ln in ran.stderr.splitlines() if " failed: " in ln]
+    reason = failed.split(" failed: MenuViolation: ", 1)[1]
+    assert reason.split(" (in ", 1)[0] == said, (reason, said)
+    assert reason.endswith("(at prog.py:6 in main)"), reason

@@ -21,6 +21,7 @@ from openprogram.decision import (
     render_options,
     resolve_decision,
 )
+from openprogram.errors import RuleViolation
 
 
 def analyze_sentiment(
@@ -121,6 +122,13 @@ def test_list_form_kinds_and_names() -> None:
 def test_bad_option_shapes_raise_type_error(options: Any, match: str) -> None:
     with pytest.raises(TypeError, match=match):
         normalize_options(options)
+
+
+def test_a_bad_menu_raises_lints_code_as_a_type_error() -> None:
+    with pytest.raises(TypeError) as raised:
+        normalize_options({"x": ("d", {"n": {"options": []}})})
+    assert isinstance(raised.value, RuleViolation) and raised.value.code == "OP304"
+    assert str(raised.value).startswith("OP304 meta-spec 'options' must be a non-empty list")
 
 
 def test_two_tuple_value_is_value_plus_description() -> None:

@@ -42,4 +42,15 @@ class RuleOP305(FamilyRule):
             range=(5, 44, 5, 48),
             message="a 2-tuple in handler position",
         ),
+        Invalid(
+            """
+            from openprogram import decision
+
+
+            def pick() -> object:
+                return decision.make("Pick", [("plan", {"goal": str}), "stop"])
+            """,
+            range=(5, 36, 5, 57),
+            message="list-form schema option 'plan' needs a description",
+        ),
     ]

@@ -9,7 +9,8 @@ from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 
 class RuleOP306(FamilyRule):
-    """Why: Option names of a menu must be unique; the model could not tell them apart.
+    """Why: Option names of a menu must be unique, non-empty strings; the model could not
+    tell them apart.
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP306`` suppresses it.
     """
@@ -40,5 +41,16 @@ class RuleOP306(FamilyRule):
             """,
             range=(5, 48, 5, 53),
             message="duplicate option name 'yes'",
+        ),
+        Invalid(
+            """
+            from openprogram import decision
+
+
+            def pick() -> object:
+                return decision.make("Pick", ["yes", ""])
+            """,
+            range=(5, 42, 5, 44),
+            message="option names must be non-empty strings",
         ),
     ]
