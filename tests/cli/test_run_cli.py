@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -313,3 +314,87 @@ def test_a_busy_worker_takes_its_next_run_as_one_ends_not_at_its_next_poll(work:
         pytest.fail(f"the worker waited for its poll between runs: {exc.stdout!r}")
     assert proc.returncode == 0, proc.stderr
     assert sorted(proc.stdout.splitlines()) == sorted(f"run {i} completed" for i in ids)
+
+
+CLASS_LEVEL = '''
+import os
+
+from openprogram import Agent, step
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def act(name: str, value: int) -> int:
+    with open(os.path.join(HERE, "calls.log"), "a", encoding="utf-8") as f:
+        f.write(name + " " + str(value) + "\\n")
+    if os.path.exists(os.path.join(HERE, "fail_" + name)):
+        raise RuntimeError("injected failure in " + name)
+    return value + 1
+
+
+class Bot(Agent):
+    method_options = {"go": {"resumable": True}}
+
+    @{decorator}
+    def go({receiver}n: int = 1) -> int:
+        """Two steps."""
+        a = step("a", act, "a", n)
+        return step("c", act, "c", a)
+
+
+go = Bot.go
+PROGRAM_ENTRIES = ["go"]
+'''
+
+
+@pytest.mark.parametrize(
+    ("decorator", "receiver"), [("staticmethod", ""), ("classmethod", "cls, ")]
+)
+def test_a_resumable_static_or_class_method_entry_runs_and_resumes(
+    tmp_path: Path, decorator: str, receiver: str
+) -> None:
+    """An Agent's resumable @staticmethod / @classmethod exported as ``go = Bot.go`` was
+    refused: "OP403 entry 'go' is a BoundScoped, not a function or bound Agent method".
+    It runs, and resumes from its saved source (keep_original) past its completed step."""
+    prog = tmp_path / "prog.py"
+    prog.write_text(
+        CLASS_LEVEL.replace("{decorator}", decorator).replace("{receiver}", receiver),
+        encoding="utf-8",
+    )
+    (tmp_path / "fail_c").touch()
+    code, out = cli_json("run", "prog.py:go", "--args", '{"n": 2}', "--store", "st", cwd=tmp_path)
+    assert code == 1 and out["status"] == "failed", out
+    assert "injected failure in c" in out["error"]
+    (tmp_path / "fail_c").unlink()
+    # the saved source runs on resume, not this edit
+    prog.write_text(prog.read_text().replace('step("c", act, "c", a)', "a * 100"))
+    code, again = cli_json("resume", out["run_id"], "--store", "st", cwd=tmp_path)
+    assert code == 0 and again["status"] == "completed" and again["result"] == 4, again
+    assert calls(tmp_path) == ["a 2", "c 3", "c 3"]
+    shown = cli("show", out["run_id"], "--store", "st", cwd=tmp_path)
+    assert "code go [completed]" in shown.stdout, shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("decorator", "receiver"), [("staticmethod", ""), ("classmethod", "cls, ")]
+)
+def test_a_direct_call_of_a_resumable_static_or_class_method_runs_durably(
+    tmp_path: Path, decorator: str, receiver: str
+) -> None:
+    """``Bot.go(n=2)`` from Python is a durable run (it raised the same OP403 error)."""
+    (tmp_path / "prog.py").write_text(
+        CLASS_LEVEL.replace("{decorator}", decorator).replace("{receiver}", receiver),
+        encoding="utf-8",
+    )
+    (tmp_path / "call.py").write_text("from prog import Bot\n\nprint(Bot.go(n=2))\n")
+    proc = subprocess.run(
+        [sys.executable, "call.py"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**env(), "OPENPROGRAM_STORE": str(tmp_path / "st")},
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "4", proc.stderr
+    listed = json.loads(cli("runs", "--json", "--store", "st", cwd=tmp_path).stdout)
+    assert [r["status"] for r in listed] == ["completed"], listed

@@ -131,7 +131,8 @@ def restore(
     """The saved entry function compiled against the module's current globals.
 
     For a method entry the saved methods are bound to ``instance`` (set on the instance,
-    so ``self.helper(...)`` resolves to the saved helper).
+    so ``self.helper(...)`` resolves to the saved helper); a staticmethod or classmethod
+    entry (``instance`` is ``None``) is served by its class.
     """
     namespace: dict[str, Any] = dict(module.__dict__)
     for alias, modname in snapshot.get("modules", {}).items():
@@ -152,25 +153,60 @@ def restore(
         if not callable(fn):
             raise ProgramLoadError(f"saved source does not define {qualname}")
         return fn
-    if instance is None:
-        raise ProgramLoadError(f"{qualname} is a method but no instance was loaded")
+    methods: dict[str, str] = snapshot.get("methods", {})
+    if instance is None:  # a staticmethod or classmethod entry: no instance to bind to
+        owner, _, name = qualname.rpartition(".")
+        if name not in methods:
+            raise ProgramLoadError(f"saved source does not define {qualname}")
+        return _bind_to_class(
+            _method(methods[name], name, namespace, filename, lines), module, owner
+        )
     bound: dict[str, Any] = {}
-    for mname, src in snapshot.get("methods", {}).items():
-        local: dict[str, Any] = {}
-        try:
-            exec(_compile(src, filename, lines.get(f".{mname}", 1)), namespace, local)
-        except Exception as exc:
-            raise ProgramLoadError(f"cannot compile the saved source of {mname}: {exc}") from None
-        fn = local.get(mname)
-        if not callable(fn):
-            raise ProgramLoadError(f"saved source does not define {mname}")
-        bound[mname] = _bind(fn, mname, instance)
+    for mname, src in methods.items():
+        bound[mname] = _bind(_method(src, mname, namespace, filename, lines), mname, instance)
     for mname, meth in bound.items():
         try:
             instance.__dict__[mname] = meth
         except AttributeError:  # pragma: no cover - instances without __dict__
             object.__setattr__(instance, mname, meth)
     return bound[qualname.rsplit(".", 1)[1]]
+
+
+def _method(
+    src: str, name: str, namespace: dict[str, Any], filename: str, lines: dict[str, int]
+) -> Any:
+    """The saved method ``name`` compiled against ``namespace``, as its class body made it
+    (a ``staticmethod`` or ``classmethod`` object when its source has that decorator)."""
+    local: dict[str, Any] = {}
+    try:
+        exec(_compile(src, filename, lines.get(f".{name}", 1)), namespace, local)
+    except Exception as exc:
+        raise ProgramLoadError(f"cannot compile the saved source of {name}: {exc}") from None
+    fn = local.get(name)
+    if not (callable(fn) or isinstance(fn, classmethod)):
+        raise ProgramLoadError(f"saved source does not define {name}")
+    return fn
+
+
+def _bind_to_class(member: Any, module: types.ModuleType, owner: str) -> Any:
+    """A saved staticmethod / classmethod ``member`` as its class ``owner`` of ``module``
+    serves it: through the class's call-scope descriptor (an ``Agent`` method keeps
+    recording its ``code`` node) when it has one."""
+    cls: Any = module
+    for part in owner.split("."):
+        cls = getattr(cls, part, None)
+    name = getattr(member, "__name__", "")
+    current: Any = inspect.getattr_static(cls, name, None) if isinstance(cls, type) else None
+    kind = getattr(current, "kind", None)
+    if isinstance(member, staticmethod):
+        fn, expected = member.__func__, "static"
+    elif isinstance(member, classmethod):
+        fn, expected = member.__func__, "class"
+    else:
+        raise ProgramLoadError(f"{owner}.{name} is a method but no instance was loaded")
+    if kind == expected and hasattr(current, "func") and hasattr(current, "owner"):
+        return type(current)(fn, kind, current.owner).__get__(None, cls)
+    return fn if expected == "static" else types.MethodType(fn, cls)
 
 
 def _bind(fn: Callable[..., Any], name: str, instance: Any) -> Any:

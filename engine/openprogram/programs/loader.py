@@ -1,7 +1,8 @@
 """Loading Program entries: ``FILE.py:ENTRY`` or ``MODULE:ENTRY``.
 
 A Program module lists its public entries in ``PROGRAM_ENTRIES`` — a list/tuple of
-module-level names, or of the functions / bound ``Agent`` methods themselves.
+module-level names, or of the functions / bound ``Agent`` methods themselves (an
+``Agent``'s staticmethod or classmethod too: ``entry = Bot.method``).
 ``__agent_options__`` on an entry (a dict) gives its metadata; for a bound method the
 class's ``method_options`` (merged along the MRO) apply too. An entry is *resumable* when
 ``resumable`` is true in those options.
@@ -204,6 +205,10 @@ def _entry(name: str, obj: Any, module: types.ModuleType) -> ProgramEntry:
     elif inspect.isfunction(obj) or inspect.ismethod(obj):
         func = getattr(obj, "__func__", obj)
         qualname = func.__qualname__
+    elif _is_scoped(obj):  # an Agent's staticmethod or classmethod (no instance)
+        func = obj.__func__
+        qualname = func.__qualname__
+        options.update(obj.method_options)
     else:
         raise _refused(module, entries.not_a_function(name, type(obj).__name__))
     inner = inspect.unwrap(func)
@@ -224,6 +229,12 @@ def _entry(name: str, obj: Any, module: types.ModuleType) -> ProgramEntry:
         instance=instance,
         options=options,
     )
+
+
+def _is_scoped(obj: Any) -> bool:
+    from openprogram.agents import BoundScoped  # agents imports the tool registry
+
+    return isinstance(obj, BoundScoped)
 
 
 def entry_for(name: str, obj: Any, module: types.ModuleType) -> ProgramEntry:
