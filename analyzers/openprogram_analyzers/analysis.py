@@ -290,7 +290,7 @@ def _run(
     if builder.index.imports and os.path.isfile(path):
         # helper modules next to the Program, spelt like ``path`` (``prog.py`` ->
         # ``helpers.py``), resolved before the rules read the index
-        loader = follow_imports(builder.index, os.path.dirname(path))
+        loader = follow_imports(builder.index, path)
     for rule in rule_list:
         rule.check(ctx)
     if models is not None:
@@ -414,13 +414,15 @@ FOLLOWED_CODES = frozenset(f"OP20{i}" for i in range(1, 9))
 """What a first-party helper module reached from a resumable function can be reported for."""
 
 
-def follow_imports(index: ModuleIndex, base: str) -> HelperLoader:
-    """Mark the first-party imports of ``index`` (modules next to the Program, in ``base``)
-    and resolve what helper modules re-export: the one way the pre-run check and
+def follow_imports(index: ModuleIndex, path: str) -> HelperLoader:
+    """Resolve the relative imports of ``index`` (the Program file ``path``), mark its
+    first-party imports (modules next to the Program, or in the folder holding its
+    package) and resolve what helper modules re-export: the one way the pre-run check and
     ``openprogram-lint`` see a Program's imports."""
     from openprogram_analyzers.first_party import HelperLoader, mark_first_party, resolve_reexports
 
-    loader = HelperLoader(base)
+    loader = HelperLoader(os.path.dirname(path))
+    loader.absolute(index, path)
     mark_first_party(index, loader)
     resolve_reexports(index, loader)
     return loader
@@ -487,7 +489,7 @@ def check_entry(
             1,
         )
         return EntryCheck([missing], [])
-    loader = follow_imports(index, os.path.dirname(os.path.abspath(path)))
+    loader = follow_imports(index, os.path.abspath(path))
     ctx = Context(source, path, index, enabled)
     reached = reached_functions(index, [fn])
     # the entry's orchestration and what it runs: its step calls' names and functions too

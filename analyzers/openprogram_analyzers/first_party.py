@@ -5,8 +5,11 @@ helpers import fetch_time``, ``from .helpers import fetch_time``) runs that code
 orchestration body, so the helper is checked like a same-module helper rather than
 trusted. A name a helper module only re-exports (``from time import time as now`` in
 ``helpers.py``) resolves to what it really is. First-party means: a module file found
-next to the Program (``helpers.py``, ``pkg/util.py``, ``pkg/__init__.py``); the standard
-library and installed packages are never read.
+next to the Program (``helpers.py``, ``pkg/util.py``, ``pkg/__init__.py``), or, for a
+Program in a package, in the folder holding its top package (where ``openprogram run``
+imports the package from: ``from .helpers import x`` in ``pkg/mod.py`` is
+``pkg/helpers.py``, ``from .. import util`` in ``pkg/sub/mod.py`` is ``pkg/util.py``);
+the standard library and installed packages are never read.
 
 The pre-run check (``analysis.check_entry``) and ``openprogram-lint`` (``analysis._run``)
 follow helpers through this one loader, so both report the same findings. What a result
@@ -24,6 +27,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from openprogram.contract.packages import package_of
 from openprogram_analyzers.digest import blake2b_hex, file_digest, stat_key
 from openprogram_analyzers.index import (
     STDLIB_MODULES,
@@ -71,6 +75,7 @@ class HelperLoader:
 
     def __init__(self, base: str) -> None:
         self.base = Path(base)
+        self.roots = [self.base]  # where first-party modules are found (see ``absolute``)
         self.loaded: dict[str, HelperModule | None] = {}
         self.probed: dict[str, str | None] = {}  # candidate file -> stat key (None: missing)
         self._digests: dict[str, str] = {}
@@ -93,10 +98,35 @@ class HelperLoader:
         if root in STDLIB_MODULES or root == "openprogram":
             return None
         rel = Path(*dotted.split("."))
-        for candidate in (self.base / rel.with_suffix(".py"), self.base / rel / "__init__.py"):
-            if self._exists(candidate):
-                return candidate
+        for folder in self.roots:
+            for candidate in (folder / rel.with_suffix(".py"), folder / rel / "__init__.py"):
+                if self._exists(candidate):
+                    return candidate
         return None
+
+    def absolute(self, index: ModuleIndex, path: str) -> None:
+        """Resolve the relative imports of the module file ``path`` as Python does against
+        its package (``from .helpers import now`` in ``pkg/mod.py`` imports
+        ``pkg.helpers.now``), and find modules in the folder holding its top package too.
+        Left as they are when the file is in no package (Python refuses them then) or
+        they reach above its top package."""
+        relative = [(local, imp) for local, imp in index.imports.items() if imp.relative]
+        if not relative:
+            return
+        found = package_of(path, lambda candidate: self._exists(Path(candidate)))
+        if found is None:
+            return
+        package = found[0].split(".")
+        # the folder holding the top package, spelt as ``path`` is
+        holder = Path(os.path.normpath(Path(path).parent.joinpath(*[".."] * len(package))))
+        if holder not in self.roots:
+            self.roots.append(holder)
+        for local, imp in relative:
+            if imp.level > len(package):
+                continue
+            parent = ".".join(package[: len(package) - imp.level + 1])
+            module = f"{parent}.{imp.module}" if imp.module else parent
+            index.imports[local] = ImportInfo(module, imp.name, imp.node, imp.level)
 
     def load(self, dotted: str) -> HelperModule | None:
         """The parsed module, or None: not first-party, unreadable, not UTF-8, or not
@@ -123,6 +153,8 @@ class HelperLoader:
                     helper = HelperModule(key, parsed[0], parsed[1], build_index(parsed[1]))
                 except RecursionError:
                     helper = None
+                else:
+                    self.absolute(helper.index, key)
             self.loaded[key] = helper
         return self.loaded[key]
 

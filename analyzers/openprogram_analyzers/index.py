@@ -94,10 +94,16 @@ class ClassInfo:
 
 @dataclass
 class ImportInfo:
-    module: str  # absolute module ("" for relative imports' unknown parent)
+    # absolute module; for a relative import what follows its dots ("" for ``from . import
+    # x``) until ``first_party`` resolves it against the file's package
+    module: str
     name: str | None  # imported attribute (from-import) or None for `import x`
     node: cst.CSTNode
-    relative: bool = False
+    level: int = 0  # the dots of a relative import (``from ..x import y``: 2)
+
+    @property
+    def relative(self) -> bool:
+        return self.level > 0
 
     @property
     def dotted(self) -> str:
@@ -521,7 +527,7 @@ class IndexBuilder(cst.CSTVisitor):
         if func is not None:
             func.imports.append(node)
         module = _dotted_name(node.module) if node.module is not None else ""
-        relative = bool(node.relative)
+        level = len(node.relative)
         if isinstance(node.names, cst.ImportStar):
             return False
         for alias in node.names:
@@ -531,7 +537,7 @@ class IndexBuilder(cst.CSTVisitor):
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
                 else name
             )
-            info = ImportInfo(module=module, name=name, node=alias, relative=relative)
+            info = ImportInfo(module=module, name=name, node=alias, level=level)
             self._record_import(local, info, alias)
         return False
 

@@ -36,12 +36,12 @@ def defined_in(kind: str, obj: object) -> str:
     name is generated), ``class pkg.mod.Helper`` for one of an importable module."""
     import sys
 
-    from openprogram.programs.loader import PROGRAM_MODULE_PREFIX
+    from openprogram.programs.loader import is_program_module
 
     module_name = str(getattr(obj, "__module__", ""))
     qualname = str(getattr(obj, "__qualname__", obj))
     path = getattr(sys.modules.get(module_name), "__file__", None)
-    if module_name.startswith(PROGRAM_MODULE_PREFIX) and path:
+    if is_program_module(module_name) and path:
         from openprogram.durable.checks import display_path
 
         return f"{kind} {qualname} of {display_path(path)}"

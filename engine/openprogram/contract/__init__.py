@@ -11,6 +11,8 @@ Each fact lives in exactly one submodule here and is imported wherever it is nee
 * :mod:`openprogram.contract.store_root` — the DB file name and store-root resolution.
 * :mod:`openprogram.contract.nodes` — node kinds and node states.
 * :mod:`openprogram.contract.suppressions` — noqa comment patterns.
+* :mod:`openprogram.contract.packages` — the package a Program file belongs to (its
+  relative imports).
 * :mod:`openprogram.contract.pyproject` — the ``[tool.openprogram]`` table of the nearest
   ``pyproject.toml``.
 

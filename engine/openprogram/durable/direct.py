@@ -37,10 +37,10 @@ from openprogram.durable.errors import (
 )
 from openprogram.durable.steps import current_run_id
 from openprogram.programs.loader import (
-    PROGRAM_MODULE_PREFIX,
     EntryError,
     ProgramEntry,
     entry_for,
+    is_program_module,
     list_entries,
     load_program,
     parse_entry_ref,
@@ -71,7 +71,7 @@ def in_run() -> bool:
 def _entry_ref(module: types.ModuleType, qualname: str, target: Any) -> str:
     listed = {id(e.target): name for name, e in _listed(module).items()}
     name = listed.get(id(target), qualname)
-    if module.__name__ == "__main__" or module.__name__.startswith(PROGRAM_MODULE_PREFIX):
+    if module.__name__ == "__main__" or is_program_module(module.__name__):
         path = getattr(module, "__file__", None)
         if not path:
             raise StepUsageError(

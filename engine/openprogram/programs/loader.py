@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.contract import entries
+from openprogram.contract.packages import package_of
 from openprogram.errors import OpenProgramError, RuleViolation, raised_at
 
 __all__ = [
@@ -129,8 +130,13 @@ def _file_lock(path: Path) -> threading.RLock:
 
 
 #: The start of the module name a Program file is loaded under (its stem and a digest of
-#: its path follow).
+#: its path follow; a file in a package is a submodule of it: ``pkg._openprogram_program_mod_…``).
 PROGRAM_MODULE_PREFIX = "_openprogram_program_"
+
+
+def is_program_module(name: str) -> bool:
+    """Whether ``name`` is the generated name of a Program file loaded by path."""
+    return name.rpartition(".")[2].startswith(PROGRAM_MODULE_PREFIX)
 
 
 def _syntax_error(exc: SyntaxError, path: Path | None, location: str) -> str:
@@ -147,6 +153,14 @@ def _syntax_error(exc: SyntaxError, path: Path | None, location: str) -> str:
 def _load_file(path: Path, location: str) -> types.ModuleType:
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]
     name = f"{PROGRAM_MODULE_PREFIX}{path.stem}_{digest}"
+    package = package_of(str(path))
+    if package is not None:
+        # a module of its package, as under ``python -m pkg.mod``: its relative imports
+        # resolve (``from .helpers import x``), against the package found on ``sys.path``
+        # from the folder holding it; the generated name keeps two files of one stem apart
+        name = f"{package[0]}.{name}"
+        if package[1] not in sys.path:
+            sys.path.insert(0, package[1])
     st = path.stat()
     signature = (st.st_mtime_ns, st.st_size)
     cached = sys.modules.get(name)
