@@ -132,7 +132,9 @@ def _analyze(
     enabled = cfg.enabled_codes(RULES, path)
     if not enabled or (prefilter and not may_trigger(source)):
         return []
-    with cyclic_gc_paused():
+    from openprogram_analyzers.guard import recursion_headroom
+
+    with cyclic_gc_paused(), recursion_headroom():
         return _analyze_parsed(source, path, enabled, recorded_steps, models, deps, helpers_at_call)
 
 
@@ -180,20 +182,7 @@ def _analyze_parsed(
     except RecursionError:
         if models is not None:
             models[:] = [None]
-        if "OP001" not in enabled:
-            return []
-        return [
-            Finding(
-                "OP001",
-                "file is too deeply nested to analyse (recursion limit)",
-                "error",
-                path,
-                1,
-                1,
-                1,
-                1,
-            )
-        ]
+        return [_out_of_recursion(path)] if "OP001" in enabled else []
     # One SourceText per file: lines split and comments tokenized once, not per finding;
     # suppression fixes only for the findings that survive the suppressions.
     text = SourceText(source)
@@ -336,6 +325,13 @@ def resolve(module: cst.Module, path: str, pending: list[Pending]) -> list[Findi
     return out
 
 
+def _out_of_recursion(path: str) -> Finding:
+    """OP001 for an analysis that ran out of recursion (lint and the pre-run check)."""
+    from openprogram_analyzers.guard import RECURSION_LIMIT_MESSAGE
+
+    return Finding("OP001", RECURSION_LIMIT_MESSAGE, "error", path, 1, 1, 1, 1)
+
+
 def parse_checked(source: str, path: str) -> cst.Module | Finding:
     """The libcst module of ``source``, or the OP001 finding saying why there is none.
 
@@ -468,6 +464,16 @@ def check_entry(
 ) -> EntryCheck:
     """``openprogram-lint`` restricted to one resumable entry: same rules, messages,
     suppressions (``# noqa: OP205``) and config; OP900 is left to the linter."""
+    from openprogram_analyzers.guard import recursion_headroom
+
+    with recursion_headroom():
+        try:
+            return _check_entry(source, path, qualname, config)
+        except RecursionError:
+            return EntryCheck([_out_of_recursion(path)], [])
+
+
+def _check_entry(source: str, path: str, qualname: str, config: LintConfig | None) -> EntryCheck:
     from openprogram_analyzers import determinism
 
     cfg = config or config_for(path)

@@ -96,12 +96,14 @@ def program_model_of(source: str) -> ProgramModel | None:
     """The model of ``source``; None when it is not analysed (does not parse, or too deep
     or large for libcst: the guard decides, as for every check)."""
     from openprogram_analyzers.analysis import parse_checked
+    from openprogram_analyzers.guard import recursion_headroom
 
     module = parse_checked(source, "<model>")
     if not isinstance(module, cst.Module):
         return None
     try:
-        return program_model(build_index(module))
+        with recursion_headroom():
+            return program_model(build_index(module))
     except RecursionError:
         return None
 
