@@ -78,6 +78,7 @@ FILE_CALLS = frozenset(
     {
         "open",
         "io.open",
+        "os.open",
         "os.remove",
         "os.unlink",
         "os.rename",

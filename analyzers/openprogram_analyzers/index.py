@@ -7,6 +7,9 @@ imports, globals and their mutations, classes with ``method_options``,
 
 from __future__ import annotations
 
+import builtins
+import functools
+import importlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -136,6 +139,8 @@ class ModuleIndex:
     # ``helpers.now`` -> ``time.time`` when the first-party module ``helpers`` (imported as
     # a module) only re-exports ``now`` (filled by ``first_party.resolve_reexports``)
     reexports: dict[str, ImportInfo] = field(default_factory=dict)
+    # module-level ``from M import *`` in source order (``name`` is None)
+    star_imports: list[ImportInfo] = field(default_factory=list)
 
     def resolve(self, expr: cst.BaseExpression) -> str | None:
         """Import-resolved dotted name of a Name/Attribute chain (None otherwise)."""
@@ -256,6 +261,7 @@ class IndexBuilder(cst.CSTVisitor):
         self._scope_kinds: list[str] = []  # "class" | "function" | "lambda"
         self._skip_names: set[int] = set()
         self._lambda_depth = 0
+        self._used: set[str] = set()  # every name read or bound, for star imports
 
     # --------------------------------------------------------------- dispatcher
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -398,6 +404,7 @@ class IndexBuilder(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) in self._skip_names:
             return
+        self._used.add(node.value)
         func = self._func
         if func is not None:
             func.loads.append(node)
@@ -529,6 +536,8 @@ class IndexBuilder(cst.CSTVisitor):
         module = _dotted_name(node.module) if node.module is not None else ""
         level = len(node.relative)
         if isinstance(node.names, cst.ImportStar):
+            if self._at_module():
+                self.index.star_imports.append(ImportInfo(module, None, node, relative))
             return False
         for alias in node.names:
             name = _dotted_name(alias.name)
@@ -540,6 +549,10 @@ class IndexBuilder(cst.CSTVisitor):
             info = ImportInfo(module=module, name=name, node=alias, level=level)
             self._record_import(local, info, alias)
         return False
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if self.index.star_imports:
+            bind_star_names(self.index, self._used)
 
     def _record_import(self, local: str, info: ImportInfo, node: cst.CSTNode) -> None:
         if self._at_module():
@@ -568,6 +581,83 @@ class IndexBuilder(cst.CSTVisitor):
                 base = base.value
             if isinstance(base, cst.Name):
                 self._mutation(base.value, node)
+
+
+#: Standard-library modules whose import does something (prints, opens a browser): what
+#: they export is not looked up.
+_NOISY_MODULES = frozenset({"this", "antigravity", "__main__"})
+
+
+@functools.cache
+def star_exports(module: str) -> frozenset[str] | None:
+    """The names ``from module import *`` binds, for a standard-library or ``openprogram``
+    module (imported to read them: its ``__all__``, else its names without a leading
+    underscore); None for other modules (the analyzer imports no user or third-party code)."""
+    root = module.split(".")[0]
+    if root != "openprogram" and (root not in STDLIB_MODULES or root in _NOISY_MODULES):
+        return None
+    try:
+        imported = importlib.import_module(module)
+    except Exception:  # not importable here: its names are unknown
+        return None
+    names = getattr(imported, "__all__", None)
+    if names is None:
+        names = [n for n in dir(imported) if not n.startswith("_")]
+    return frozenset(str(n) for n in names)
+
+
+def _exports(imp: ImportInfo) -> frozenset[str] | None:
+    return None if imp.relative else star_exports(imp.module)
+
+
+def _star_source(index: ModuleIndex, name: str) -> ImportInfo | None:
+    """The ``from M import *`` that binds ``name``, which the module binds nowhere else:
+    the last one exporting it. A module whose names are unknown (user or third-party
+    code) binds it when no earlier star import may, unless the name is private or a
+    builtin (then it may be the builtin): otherwise the name would not exist."""
+    stars = index.star_imports
+    for i in range(len(stars) - 1, -1, -1):
+        exports = _exports(stars[i])
+        if exports is not None:
+            if name in exports:
+                return stars[i]
+            continue
+        if name.startswith("_") or hasattr(builtins, name):
+            return None
+        earlier = [_exports(e) for e in stars[:i]]
+        return stars[i] if all(e is not None and name not in e for e in earlier) else None
+    return None
+
+
+def bind_star_names(index: ModuleIndex, used: set[str]) -> None:
+    """Enter the names the module uses from its ``from M import *`` into the import table
+    (``from time import *`` then ``time()`` is ``time.time()``), as ``from M import name``
+    would, and resolve again what the traversal resolved before it knew them: call
+    targets, class bases, ``os.environ`` reads."""
+    declared = {name for fn in index.functions.values() for name in fn.globals_declared}
+    bound: set[str] = set()
+    for name in sorted(used - index.defined - declared):
+        star = _star_source(index, name)
+        if star is not None:
+            index.imports[name] = ImportInfo(star.module, name, star.node, star.relative)
+            index.defined.add(name)
+            bound.add(name)
+    if not bound:
+        return
+    for site in index.calls:
+        if site.head in bound:
+            site.target = index.resolve(site.node.func)
+    for cls in index.classes.values():
+        cls.bases = [index.resolve(a.value) for a in cls.node.bases if a.keyword is None]
+    for fn in index.functions.values():
+        local = fn.locals()
+        fn.env_reads.extend(
+            node
+            for node in fn.loads
+            if node.value in bound
+            and node.value not in local
+            and index.imports[node.value].dotted == "os.environ"
+        )
 
 
 def _dotted_name(node: cst.BaseExpression) -> str:

@@ -48,6 +48,12 @@ SPELLINGS = [
     ("import time\nclock = time", "started = clock.time()", "OP205"),
     ("import time\nnow = time.time", "started = now()", "OP205"),
     ("from random import choice\npick = choice", "x = pick([1, 2])", "OP205"),
+    # a star import binds what the module exports
+    ("from time import *", "started = time()", "OP205"),
+    ("from random import *", "x = random()", "OP205"),
+    ("from os import *", 'home = environ["HOME"]', "OP205"),
+    ("from os import *", 'fd = open("notes.txt", O_RDONLY)', "OP206"),  # os.open
+    ("from openprogram import *", 'out = llm("hi")', "OP206"),
     # model calls: an agent loop, a Planner whose workflow() calls llm()/agent()
     ("from openprogram import goal", 'done = goal("tidy the notes")', "OP206"),
     # a model-judged condition; a model call in what repeat_until runs at once
@@ -106,6 +112,23 @@ def test_lint_and_run_refuse_every_spelling(
     assert ran.returncode == 2, ran.stdout + ran.stderr
     # the run refuses with the linter's own line, verbatim
     assert finding in ran.stderr
+
+
+# (imports, line): spellings next to those above that are deterministic and stay clean
+LOOKALIKES = [
+    # the module's own time() rebinds the star-imported one
+    ("from time import *\n\n\ndef time() -> float:\n    return 0.0", "started = time()"),
+    ("from time import *", 'started = step("stamp", time)'),
+]
+
+
+@pytest.mark.parametrize(("imports", "line"), LOOKALIKES, ids=[s[0] for s in LOOKALIKES])
+def test_lint_and_run_accept_lookalikes(tmp_path: Path, imports: str, line: str) -> None:
+    write(tmp_path, imports, line)
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    code, out = cli_json("run", "prog.py:main", "--args", '{"n": 3}', "--store", "st", cwd=tmp_path)
+    assert (code, out["status"], out["result"]) == (0, "completed", {"value": 6}), out
 
 
 @pytest.mark.parametrize(
