@@ -17,6 +17,8 @@ from typing import Any
 
 import libcst as cst
 
+from openprogram_analyzers.literals import string_value
+
 MUTATING_METHODS = frozenset(
     {
         "append",
@@ -166,10 +168,35 @@ class ModuleIndex:
         """The one import table: dotted name of ``expr`` when its head is a module-level
         import (``import time as t`` -> ``t.time`` is ``time.time``; ``from random import
         choice`` -> ``choice`` is ``random.choice``), unless a local of that name shadows it."""
+        expr = self.literal_getattr(expr, shadowed)
         head = _head(expr)
         if head is None or head in shadowed:
             return None
         return self._through_imports(expr)
+
+    def literal_getattr(
+        self, expr: cst.BaseExpression, shadowed: frozenset[str] | set[str] = frozenset()
+    ) -> cst.BaseExpression:
+        """``expr`` with ``getattr(x, "name")`` (the builtin, a literal attribute name) written
+        ``x.name``, also inside an attribute chain: ``getattr(time, "time")`` is ``time.time``."""
+        if isinstance(expr, cst.Attribute):
+            value = self.literal_getattr(expr.value, shadowed)
+            return expr if value is expr.value else expr.with_changes(value=value)
+        if not (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Name)
+            and expr.func.value == "getattr"
+            and "getattr" not in shadowed
+            and "getattr" not in self.defined
+            and len(expr.args) == 2
+            and all(a.keyword is None and not a.star for a in expr.args)
+        ):
+            return expr
+        name = string_value(expr.args[1].value)
+        if name is None or not name.isidentifier():
+            return expr
+        owner = self.literal_getattr(expr.args[0].value, shadowed)
+        return cst.Attribute(value=owner, attr=cst.Name(name))
 
     def _through_imports(self, expr: cst.BaseExpression, depth: int = 0) -> str | None:
         """``expr``'s dotted name when its head is an import, or a name the module binds
@@ -181,16 +208,16 @@ class ModuleIndex:
         if head in self.imports:
             return self.resolve(expr)
         values = self.module_assigns.get(head)
+        if depth > 4 or not values or len(values) != 1 or values[0] is None:
+            return None
+        value = self.literal_getattr(values[0])
         if (
-            depth > 4
-            or not values
-            or len(values) != 1
-            or not isinstance(values[0], (cst.Name, cst.Attribute))
+            not isinstance(value, (cst.Name, cst.Attribute))
             or head in self.functions
             or head in self.classes
         ):
             return None
-        target = self._through_imports(values[0], depth + 1)
+        target = self._through_imports(value, depth + 1)
         dotted = self.resolve(expr) if target is not None else None
         return None if target is None or dotted is None else target + dotted[len(head) :]
 

@@ -54,6 +54,10 @@ SPELLINGS = [
     ("from os import *", 'home = environ["HOME"]', "OP205"),
     ("from os import *", 'fd = open("notes.txt", O_RDONLY)', "OP206"),  # os.open
     ("from openprogram import *", 'out = llm("hi")', "OP206"),
+    # getattr with a literal attribute name is the attribute
+    ("import time", 'started = getattr(time, "time")()', "OP205"),
+    ('import time\nnow = getattr(time, "time")', "started = now()", "OP205"),
+    ("import os", 'code = getattr(os, "system")("true")', "OP206"),
     # model calls: an agent loop, a Planner whose workflow() calls llm()/agent()
     ("from openprogram import goal", 'done = goal("tidy the notes")', "OP206"),
     # a model-judged condition; a model call in what repeat_until runs at once
@@ -119,6 +123,8 @@ LOOKALIKES = [
     # the module's own time() rebinds the star-imported one
     ("from time import *\n\n\ndef time() -> float:\n    return 0.0", "started = time()"),
     ("from time import *", 'started = step("stamp", time)'),
+    ("import math", 'x = getattr(math, "floor")(2.5)'),
+    ("import time", 'x = getattr(time, "time")'),  # not called here
 ]
 
 
