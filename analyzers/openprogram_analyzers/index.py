@@ -201,21 +201,33 @@ class ModuleIndex:
     def _through_imports(self, expr: cst.BaseExpression, depth: int = 0) -> str | None:
         """``expr``'s dotted name when its head is an import, or a name the module binds
         once to an imported name or attribute (``clock = time``, ``now = time.time``,
-        followed up to five links)."""
+        followed up to five links), or an attribute of a name the module binds once to an
+        instance of an imported class: ``rng = random.Random()`` makes ``rng.random``
+        ``random.Random.random`` (a class is spelt in CapWords; ``rng`` itself is no
+        import)."""
         head = _head(expr)
         if head is None:
             return None
         if head in self.imports:
             return self.resolve(expr)
         values = self.module_assigns.get(head)
-        if depth > 4 or not values or len(values) != 1 or values[0] is None:
-            return None
-        value = self.literal_getattr(values[0])
         if (
-            not isinstance(value, (cst.Name, cst.Attribute))
+            depth > 4
+            or not values
+            or len(values) != 1
+            or values[0] is None
             or head in self.functions
             or head in self.classes
         ):
+            return None
+        value = self.literal_getattr(values[0])
+        if isinstance(value, cst.Call) and isinstance(expr, cst.Attribute):
+            cls = self._through_imports(self.literal_getattr(value.func), depth + 1)
+            dotted = self.resolve(expr)
+            if cls is None or dotted is None or not cls.rsplit(".", 1)[-1][:1].isupper():
+                return None
+            return cls + dotted[len(head) :]
+        if not isinstance(value, (cst.Name, cst.Attribute)):
             return None
         target = self._through_imports(value, depth + 1)
         dotted = self.resolve(expr) if target is not None else None

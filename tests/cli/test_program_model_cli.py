@@ -58,6 +58,10 @@ SPELLINGS = [
     ("import time", 'started = getattr(time, "time")()', "OP205"),
     ('import time\nnow = getattr(time, "time")', "started = now()", "OP205"),
     ("import os", 'code = getattr(os, "system")("true")', "OP206"),
+    # a generator made at module level: seeded or not, every run of the process shares it
+    ("import random\nrng = random.Random()", "x = rng.random()", "OP205"),
+    ("import random\nrng = random.Random(0)", "x = rng.choice([1, 2])", "OP205"),
+    ("from random import SystemRandom\nrng = SystemRandom()", "x = rng.randint(1, 6)", "OP205"),
     # model calls: an agent loop, a Planner whose workflow() calls llm()/agent()
     ("from openprogram import goal", 'done = goal("tidy the notes")', "OP206"),
     # a model-judged condition; a model call in what repeat_until runs at once
@@ -125,6 +129,8 @@ LOOKALIKES = [
     ("from time import *", 'started = step("stamp", time)'),
     ("import math", 'x = getattr(math, "floor")(2.5)'),
     ("import time", 'x = getattr(time, "time")'),  # not called here
+    ("import random\nrng = random.Random(0)", 'x = step("pick", rng.choice, [1, 2])'),
+    ("from fractions import Fraction\nhalf = Fraction(1, 2)", "x = half.limit_denominator(10)"),
 ]
 
 

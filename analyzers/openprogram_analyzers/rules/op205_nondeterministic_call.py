@@ -10,7 +10,10 @@ from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 class RuleOP205(FamilyRule):
     """Why: A resumed run replays the orchestration body: ``time.time()``, ``random.random()``,
-    ``uuid.uuid4()``... return different values then. Call them inside a step.
+    ``uuid.uuid4()``... return different values then. Call them inside a step. So does a
+    generator made at module level (``rng = random.Random(7)``, ``SystemRandom()``), seeded
+    or not: it is shared by every run of the process and each call advances it, so a
+    resumed run continues its sequence instead of replaying it.
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP205`` suppresses it.
     """
@@ -34,6 +37,22 @@ class RuleOP205(FamilyRule):
                     return step("stamp", time.time)
             """
         ),
+        Valid(
+            """
+            import random
+
+            from openprogram import step
+
+            rng = random.Random(7)
+
+
+            def main(options: list[str]) -> str:
+                return step("pick", rng.choice, options)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """
+        ),
     ]
     INVALID: ClassVar[list[Invalid]] = [
         Invalid(
@@ -52,5 +71,24 @@ class RuleOP205(FamilyRule):
             """,
             range=(10, 19, 10, 30),
             message="non-deterministic call time.time()",
+        ),
+        Invalid(
+            """
+            import random
+
+            from openprogram import step
+
+            rng = random.Random(7)
+
+
+            def main(options: list[str]) -> str:
+                first = rng.choice(options)
+                return step("save", str.upper, first)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(9, 13, 9, 32),
+            message="non-deterministic call random.Random.choice()",
         ),
     ]
