@@ -14,7 +14,7 @@ OP208 apply to both; OP205–OP207 to the orchestration body only.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -69,6 +69,9 @@ MODEL_CALLS = frozenset(
         "run_workflow_code",
     }
 )
+#: What makes an ``openprogram`` model runtime, and its methods that send the model a request
+RUNTIME_MAKERS = frozenset({"create_runtime", "Runtime"})
+RUNTIME_REQUESTS = frozenset({"exec", "exec_full", "ask_for_decision"})
 ENV_CALLS = frozenset({"os.getenv", "os.getenvb"})
 SELF = frozenset({"self", "cls"})
 NETWORK_ROOTS = frozenset(
@@ -702,28 +705,94 @@ def _env_finding(
     )
 
 
-def _agent_instance(
-    index: ModuleIndex, fn: FunctionInfo | None, expr: cst.BaseExpression, shadowed: set[str]
+def _instance(
+    index: ModuleIndex,
+    fn: FunctionInfo | None,
+    expr: cst.BaseExpression,
+    shadowed: set[str],
+    made: Callable[[cst.BaseExpression], str | None],
+    depth: int = 0,
 ) -> str | None:
-    """The Agent class ``expr`` is an instance of: ``Agent(...)``, ``Writer()``, or a name
-    bound to one in the function ``fn`` (``None``: module level) or at module level."""
-    found = index.agent_class_of_call(expr)
-    if found is not None or not isinstance(expr, cst.Name):
+    """What ``made`` says the object ``expr`` evaluates to is (an Agent class, a model
+    runtime): ``made(expr)`` itself (``Agent(...)``), a name bound to such a value in the
+    function ``fn`` (``None``: module level) or at module level (one of its values is
+    enough: it may be one), a class attribute (``W.bot``, ``self.bot``: see
+    :func:`_class_attribute`), or a call of a function of the module that returns one
+    (``make_bot()``), followed up to five links."""
+    found = made(expr)
+    if found is not None or depth > 4:
         return found
-    name = expr.value
-    values: list[cst.BaseExpression | None]
-    if fn is not None and name in fn.bindings:
-        values = list(fn.bindings[name])
-    elif name in shadowed:
+    if isinstance(expr, cst.Name):
+        scope = fn if fn is not None and expr.value in fn.bindings else None
+        if scope is None and expr.value in shadowed:
+            return None
+        values = scope.bindings[expr.value] if scope else index.module_assigns.get(expr.value, [])
+        inner = scope.locals() if scope else set()
+        for value in values:
+            found = _instance(index, scope, value, inner, made, depth + 1) if value else None
+            if found is not None:
+                return found
         return None
-    else:
-        values = list(index.module_assigns.get(name, []))
-    for value in values:
-        if value is not None:
-            found = index.agent_class_of_call(value)
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+        owner = expr.value.value
+        cls = fn.class_name if fn is not None and owner in SELF else None
+        if owner in index.classes and owner not in shadowed:
+            cls = owner
+        value = _class_attribute(index, cls, expr.attr.value) if cls else None
+        return _instance(index, None, value, set(), made, depth + 1) if value else None
+    if isinstance(expr, cst.Call):
+        factory: FunctionInfo | None = None
+        if fn is not None:
+            factory = _callee(index, fn, expr.func)
+        elif isinstance(expr.func, cst.Name) and expr.func.value not in shadowed:
+            factory = index.function_at_module(expr.func.value)
+        if factory is None:
+            return None
+        for ret in factory.returns:
+            found = (
+                _instance(index, factory, ret.value, factory.locals(), made, depth + 1)
+                if ret.value
+                else None
+            )
             if found is not None:
                 return found
     return None
+
+
+def _class_attribute(index: ModuleIndex, cls_name: str, attr: str) -> cst.BaseExpression | None:
+    """The value ``attr`` is bound to in the body of the class ``cls_name`` or of its
+    nearest base class binding it (``bot = Bot()``): only when that is its one binding
+    there, it is no method, and the module assigns no ``x.<attr>`` anywhere (an instance
+    attribute of that name may hide it)."""
+    if any(
+        isinstance(node, cst.Attribute) and node.attr.value == attr
+        for _, _, node in index.mutations
+    ):
+        return None
+    for owner in _class_chain(index, cls_name):
+        info = index.classes[owner]
+        if attr in info.methods or attr in info.rebound:
+            return None
+        if attr in info.attributes:
+            return info.attributes[attr]
+    return None
+
+
+def _agent_instance(
+    index: ModuleIndex, fn: FunctionInfo | None, expr: cst.BaseExpression, shadowed: set[str]
+) -> str | None:
+    """The Agent class ``expr`` is an instance of: ``Agent(...)``, ``Writer()``, a name bound
+    to one, a class attribute holding one, a call of a factory returning one."""
+    return _instance(index, fn, expr, shadowed, index.agent_class_of_call)
+
+
+def _runtime_made(index: ModuleIndex, expr: cst.BaseExpression) -> str | None:
+    """``create_runtime(...)`` / ``Runtime(...)`` of ``openprogram``: what makes it."""
+    if not isinstance(expr, cst.Call):
+        return None
+    imported = index.resolve_imported(expr.func) or ""
+    last = imported.rsplit(".", 1)[-1]
+    return imported if imported.startswith("openprogram.") and last in RUNTIME_MAKERS else None
 
 
 def agent_instance_at(
@@ -767,13 +836,21 @@ def _side_effect(
         return "model call"
     if target == "self" or (last == "exec" and "runtime" in imported):
         return "model call"
-    # calls through Agent instances, Agent classes and their methods
-    owner: cst.BaseExpression | None = func.value if isinstance(func, cst.Attribute) else func
-    if isinstance(owner, cst.Name) and isinstance(func, cst.Attribute) and owner.value in SELF:
+    # an Agent instance called (bot(q), make_bot()(q), self.bot(q) with a class attribute)
+    if _agent_instance(index, fn, func, shadowed) is not None:
+        return "model call"
+    # calls through Agent instances, Agent classes and their methods; a runtime's requests
+    owner = func.value if isinstance(func, cst.Attribute) else None
+    method = func.attr.value if isinstance(func, cst.Attribute) else ""
+    if isinstance(owner, cst.Name) and owner.value in SELF:
         owner = None  # own methods are followed as helpers
     if owner is not None and (
         _agent_instance(index, fn, owner, shadowed) is not None
-        or (isinstance(func, cst.Attribute) and _agent_class(index, owner, shadowed))
+        or _agent_class(index, owner, shadowed)
+        or (
+            method in RUNTIME_REQUESTS
+            and _instance(index, fn, owner, shadowed, lambda e: _runtime_made(index, e))
+        )
     ):
         return "model call"
     root = imported.split(".")[0]

@@ -72,6 +72,8 @@ class FunctionInfo:
     bindings: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
     # ``os.environ`` reads (subscript, attribute) in the body
     env_reads: list[cst.CSTNode] = field(default_factory=list)
+    # ``return`` statements of the body (not of nested functions)
+    returns: list[cst.Return] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -93,8 +95,10 @@ class ClassInfo:
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
     method_options: cst.BaseExpression | None = None
     method_options_target: cst.CSTNode | None = None
-    # class-body assignments (``classify = _impl``): name -> assigned value
+    # class-body assignments (``classify = _impl``): name -> first assigned value
     attributes: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    # class-body names bound more than once, or not by a plain assignment
+    rebound: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -328,8 +332,11 @@ class IndexBuilder(cst.CSTVisitor):
             self.index.module_assigns.setdefault(name, []).append(value)
             self.index.module_assign_nodes.setdefault(name, node)
         elif self._in_class_body() and self._class_stack:
+            cls = self._class_stack[-1]
+            if value is None or name in cls.attributes:
+                cls.rebound.add(name)
             if value is not None:
-                self._class_stack[-1].attributes.setdefault(name, value)
+                cls.attributes.setdefault(name, value)
         elif func is not None and self._scope_kinds[-1] == "function":
             func.assigned.add(name)
             if value is not None:
@@ -477,6 +484,10 @@ class IndexBuilder(cst.CSTVisitor):
             self._skip_names.add(id(item.name))
         if self._func is not None:
             self._func.nonlocals.append(node)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if self._func is not None and self._scope_kinds[-1] == "function":
+            self._func.returns.append(node)
 
     def visit_Yield(self, node: cst.Yield) -> None:
         if self._func is not None and self._scope_kinds[-1] == "function":

@@ -64,6 +64,28 @@ SPELLINGS = [
     ("from random import SystemRandom\nrng = SystemRandom()", "x = rng.randint(1, 6)", "OP205"),
     # model calls: an agent loop, a Planner whose workflow() calls llm()/agent()
     ("from openprogram import goal", 'done = goal("tidy the notes")', "OP206"),
+    # an Agent made by a factory or held by a class; a model runtime's request
+    (
+        "from openprogram import Agent\n\n\ndef make_bot() -> Agent:\n    return Agent()",
+        'out = make_bot()("hi")',
+        "OP206",
+    ),
+    (
+        "from openprogram import Agent\n\n\nclass Team:\n    bot = Agent()",
+        'out = Team.bot("hi")',
+        "OP206",
+    ),
+    (
+        "from openprogram import create_runtime",
+        'out = create_runtime("scripted:echo").exec("hi")',
+        "OP206",
+    ),
+    ("import openprogram as op", 'out = op.Runtime("scripted:echo").exec_full("hi")', "OP206"),
+    (
+        'from openprogram import create_runtime\nrt = create_runtime("scripted:echo")',
+        'out = rt.exec("hi")',
+        "OP206",
+    ),
     # a model-judged condition; a model call in what repeat_until runs at once
     ("import openprogram as op", 'out = op.repeat_until(lambda: n, "it is even")', "OP206"),
     (
@@ -131,6 +153,10 @@ LOOKALIKES = [
     ("import time", 'x = getattr(time, "time")'),  # not called here
     ("import random\nrng = random.Random(0)", 'x = step("pick", rng.choice, [1, 2])'),
     ("from fractions import Fraction\nhalf = Fraction(1, 2)", "x = half.limit_denominator(10)"),
+    # a factory or class attribute that holds no Agent; a runtime used without a request
+    ("def make_fmt() -> object:\n    return str.upper", 'out = make_fmt()("hi")'),
+    ("class Team:\n    fmt = str.upper", 'out = Team.fmt("hi")'),
+    ("from openprogram import create_runtime", 'create_runtime("scripted:echo").close()'),
 ]
 
 
@@ -264,6 +290,50 @@ def test_model_call_through_agent_in_inherited_resumable(tmp_path: Path, line: s
     assert linted.returncode == 1 and "OP206 model call" in linted.stdout, linted.stdout
     ran = cli("run", "prog.py:report", "--args", '{"topic": "x"}', "--store", "st", cwd=tmp_path)
     assert ran.returncode == 2 and "OP206 model call" in ran.stderr, ran.stdout + ran.stderr
+
+
+TEAM_PROGRAM = textwrap.dedent(
+    """\
+    from openprogram import Agent, step
+
+
+    class Base:
+        reviewer = Agent()
+
+        def make_writer(self) -> Agent:
+            return Agent()
+
+
+    class Team(Base):
+        method_options = {"report": {"resumable": True}}
+
+        def report(self, topic: str) -> str:
+            {line}
+            return step("echo", str.upper, topic)
+
+
+    report = Team().report
+    PROGRAM_ENTRIES = ["report"]
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'topic = self.reviewer("judge " + topic)',  # a class attribute of the base class
+        "topic = self.make_writer()(topic)",  # what a factory method returns
+        'topic = Team.reviewer("judge " + topic)',
+    ],
+)
+def test_model_call_through_class_attribute_or_factory_method(tmp_path: Path, line: str) -> None:
+    (tmp_path / "prog.py").write_text(TEAM_PROGRAM.replace("{line}", line), encoding="utf-8")
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    (finding,) = [ln for ln in linted.stdout.splitlines() if " OP206 model call" in ln]
+    assert finding.startswith("prog.py:15:"), finding
+    ran = cli("run", "prog.py:report", "--args", '{"topic": "x"}', "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2 and finding in ran.stderr, ran.stdout + ran.stderr
 
 
 def test_inherited_resumable_without_model_call_runs(tmp_path: Path) -> None:

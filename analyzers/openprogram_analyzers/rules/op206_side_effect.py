@@ -11,7 +11,10 @@ from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 class RuleOP206(FamilyRule):
     """Why: Side effects in the orchestration body run again on every resume. Put model calls,
     network, file and subprocess work into ``step('name', fn, ...)``. Model calls are
-    ``llm``/``agent``, a call through an Agent instance or class, the judgements of the
+    ``llm``/``agent``, a call through an Agent instance or class (also one a function of the
+    module returns, ``make_bot()(q)``, or a class attribute holds, ``self.bot(q)`` with
+    ``bot = Bot()`` in the class body), a model runtime's request
+    (``create_runtime().exec(q)``, ``rt.exec_full(q)``), the judgements of the
     control-flow primitives and ``goal``, and a Planner run (``plan_and_run``,
     ``run_workflow_code``: its ``llm()``/``agent()`` calls run again). The body of a
     durable ``workflow(name, fn, ...)`` is orchestration too: an interrupted workflow runs
@@ -174,6 +177,23 @@ class RuleOP206(FamilyRule):
             main.__agent_options__ = {"resumable": True}
             """
         ),
+        Valid(
+            """
+            from openprogram import Agent, create_runtime, step
+
+
+            class Team:
+                method_options = {"report": {"resumable": True}}
+                bot = Agent()
+
+                def __init__(self) -> None:
+                    self.bot = str.upper  # the instance attribute hides the class's Agent
+
+                def report(self, topic: str) -> str:
+                    create_runtime("scripted:echo").close()
+                    return step("save", str.lower, self.bot(topic))
+            """
+        ),
     ]
     INVALID: ClassVar[list[Invalid]] = [
         Invalid(
@@ -247,6 +267,53 @@ class RuleOP206(FamilyRule):
             """,
             range=(6, 16, 6, 23),
             message="model call (self) directly in helper 'Base.ask'",
+        ),
+        Invalid(
+            """
+            from openprogram import Agent, step
+
+
+            def make_bot() -> Agent:
+                return Agent()
+
+
+            def main(topic: str) -> str:
+                return step("save", str.upper, make_bot()(topic))
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(9, 36, 9, 53),
+            message="model call (make_bot())",
+        ),
+        Invalid(
+            """
+            from openprogram import Agent, step
+
+
+            class Team:
+                method_options = {"report": {"resumable": True}}
+                bot = Agent()
+
+                def report(self, topic: str) -> str:
+                    return step("save", str.upper, self.bot(topic))
+            """,
+            range=(9, 40, 9, 55),
+            message="model call (self.bot)",
+        ),
+        Invalid(
+            """
+            from openprogram import create_runtime
+
+
+            def main(topic: str) -> str:
+                return create_runtime().exec("summarize " + topic)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(5, 12, 5, 55),
+            message="model call (create_runtime().exec)",
         ),
         Invalid(
             """
