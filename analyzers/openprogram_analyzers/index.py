@@ -304,7 +304,7 @@ class IndexBuilder(cst.CSTVisitor):
         self._scope_kinds: list[str] = []  # "class" | "function" | "lambda"
         self._skip_names: set[int] = set()
         self._lambda_depth = 0
-        self._used: set[str] = set()  # every name read or bound, for star imports
+        self._module_names: set[str] = set()  # names outside functions, for star imports
 
     # --------------------------------------------------------------- dispatcher
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -450,9 +450,10 @@ class IndexBuilder(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) in self._skip_names:
             return
-        self._used.add(node.value)
         func = self._func
-        if func is not None:
+        if func is None:
+            self._module_names.add(node.value)
+        else:
             func.loads.append(node)
             imp = self.index.imports.get(node.value)
             if imp is not None and imp.dotted == "os.environ":
@@ -602,7 +603,7 @@ class IndexBuilder(cst.CSTVisitor):
 
     def leave_Module(self, original_node: cst.Module) -> None:
         if self.index.star_imports:
-            bind_star_names(self.index, self._used)
+            bind_star_names(self.index, self._module_names)
 
     def _record_import(self, local: str, info: ImportInfo, node: cst.CSTNode) -> None:
         if self._at_module():
@@ -679,12 +680,22 @@ def _star_source(index: ModuleIndex, name: str) -> ImportInfo | None:
     return None
 
 
-def bind_star_names(index: ModuleIndex, used: set[str]) -> None:
+def bind_star_names(index: ModuleIndex, module_names: set[str]) -> None:
     """Enter the names the module uses from its ``from M import *`` into the import table
     (``from time import *`` then ``time()`` is ``time.time()``), as ``from M import name``
     would, and resolve again what the traversal resolved before it knew them: call
-    targets, class bases, ``os.environ`` reads."""
-    declared = {name for fn in index.functions.values() for name in fn.globals_declared}
+    targets, class bases, ``os.environ`` reads. The names: those outside functions
+    (``module_names``) and the free names of functions, which the module binds nowhere."""
+    used = set(module_names)
+    declared: set[str] = set()
+    for fn in index.functions.values():
+        own = fn.locals()
+        parent = index.functions.get(fn.parent) if fn.parent else None
+        while parent is not None:
+            own |= parent.locals()
+            parent = index.functions.get(parent.parent) if parent.parent else None
+        used.update(node.value for node in fn.loads if node.value not in own)
+        declared.update(fn.globals_declared)
     bound: set[str] = set()
     for name in sorted(used - index.defined - declared):
         star = _star_source(index, name)

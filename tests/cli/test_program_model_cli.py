@@ -378,6 +378,8 @@ PROGRAM_ENTRIES = ["main"]
         ("from helpers import now", "text = text + str(now())"),  # a re-export of time.time
         ("import helpers", "text = text + str(helpers.now())"),  # the same, as an attribute
         ("import helpers as h", "text = text + str(h.now())"),
+        ("from helpers import *", "text = stamp(text)"),  # a star import of the helper
+        ("from helpers import *", "text = text + str(now())"),
     ],
 )
 def test_first_party_helper_module_is_followed(tmp_path: Path, imports: str, line: str) -> None:
