@@ -10,13 +10,17 @@ from __future__ import annotations
 import builtins
 import functools
 import importlib
+import importlib.util
+import os
 import sys
+import sysconfig
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import libcst as cst
 
+import openprogram
 from openprogram_analyzers.literals import string_value
 
 MUTATING_METHODS = frozenset(
@@ -588,7 +592,7 @@ class IndexBuilder(cst.CSTVisitor):
         level = len(node.relative)
         if isinstance(node.names, cst.ImportStar):
             if self._at_module():
-                self.index.star_imports.append(ImportInfo(module, None, node, relative))
+                self.index.star_imports.append(ImportInfo(module, None, node, level=level))
             return False
         for alias in node.names:
             name = _dotted_name(alias.name)
@@ -639,13 +643,43 @@ class IndexBuilder(cst.CSTVisitor):
 _NOISY_MODULES = frozenset({"this", "antigravity", "__main__"})
 
 
+def _stdlib_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    return tuple({os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib")})
+
+
+def _is_standard(root: str) -> bool:
+    """Whether the top-level module ``root`` that ``import`` would load here is the
+    standard library's or this ``openprogram``, found without running any code (a user's
+    ``csv.py`` or ``random/`` earlier on the path shadows the standard one: its code must
+    not run in the analyzer, which may be the language server)."""
+    try:
+        spec = importlib.util.find_spec(root)  # a top-level name: nothing is imported
+    except (ImportError, ValueError):
+        return False
+    if spec is None:
+        return False
+    if spec.origin in ("built-in", "frozen"):
+        return True
+    where = os.path.realpath(spec.origin or next(iter(spec.submodule_search_locations or ()), ""))
+    if root == "openprogram":
+        return where.startswith(os.path.dirname(os.path.realpath(openprogram.__file__)) + os.sep)
+    return any(
+        where.startswith(d + os.sep) and f"{os.sep}site-packages{os.sep}" not in where[len(d) :]
+        for d in _stdlib_dirs()
+    )
+
+
 @functools.cache
 def star_exports(module: str) -> frozenset[str] | None:
     """The names ``from module import *`` binds, for a standard-library or ``openprogram``
     module (imported to read them: its ``__all__``, else its names without a leading
-    underscore); None for other modules (the analyzer imports no user or third-party code)."""
+    underscore, once :func:`_is_standard` says the module found is the standard one); None
+    for other modules (the analyzer imports no user or third-party code)."""
     root = module.split(".")[0]
     if root != "openprogram" and (root not in STDLIB_MODULES or root in _NOISY_MODULES):
+        return None
+    if module not in sys.modules and not _is_standard(root):
         return None
     try:
         imported = importlib.import_module(module)
@@ -700,7 +734,7 @@ def bind_star_names(index: ModuleIndex, module_names: set[str]) -> None:
     for name in sorted(used - index.defined - declared):
         star = _star_source(index, name)
         if star is not None:
-            index.imports[name] = ImportInfo(star.module, name, star.node, star.relative)
+            index.imports[name] = ImportInfo(star.module, name, star.node, level=star.level)
             index.defined.add(name)
             bound.add(name)
     if not bound:

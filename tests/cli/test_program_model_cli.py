@@ -4,6 +4,7 @@ and honour the same suppressions and config."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -167,6 +168,33 @@ def test_lint_and_run_accept_lookalikes(tmp_path: Path, imports: str, line: str)
     assert linted.returncode == 0, linted.stdout + linted.stderr
     code, out = cli_json("run", "prog.py:main", "--args", '{"n": 3}', "--store", "st", cwd=tmp_path)
     assert (code, out["status"], out["result"]) == (0, "completed", {"value": 6}), out
+
+
+def test_lint_runs_no_code_of_a_project_module_named_like_the_standard_library(
+    tmp_path: Path,
+) -> None:
+    """`from colorsys import *` with the project's own colorsys.py first on the path (the
+    project on PYTHONPATH, as a language server is often started): the analyzer reads a
+    standard module's names by importing it, and must not import (run) the project's
+    module instead; the star import of time still resolves."""
+    (tmp_path / "colorsys.py").write_text(
+        'open("RAN", "w").write("project code ran in the analyzer")\n', encoding="utf-8"
+    )
+    write(tmp_path, "from colorsys import *\nfrom time import *", "started = time()")
+    linted = subprocess.run(
+        [LINT, "--no-cache", "prog.py"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={
+            **os.environ,
+            "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        },
+    )
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    assert " OP205 non-deterministic call time.time()" in linted.stdout
+    assert not (tmp_path / "RAN").exists()
 
 
 @pytest.mark.parametrize(
