@@ -717,7 +717,8 @@ def _instance(
     runtime): ``made(expr)`` itself (``Agent(...)``), a name bound to such a value in the
     function ``fn`` (``None``: module level) or at module level (one of its values is
     enough: it may be one), a class attribute (``W.bot``, ``self.bot``: see
-    :func:`_class_attribute`), or a call of a function of the module that returns one
+    :func:`_class_attribute`), an instance attribute a method assigns one to
+    (``self.bot = Bot()`` in ``__init__``: :func:`_instance_attribute`), or a call of a function of the module that returns one
     (``make_bot()``), followed up to five links."""
     found = made(expr)
     if found is not None or depth > 4:
@@ -739,7 +740,18 @@ def _instance(
         if owner in index.classes and owner not in shadowed:
             cls = owner
         value = _class_attribute(index, cls, expr.attr.value) if cls else None
-        return _instance(index, None, value, set(), made, depth + 1) if value else None
+        if value is not None:
+            return _instance(index, None, value, set(), made, depth + 1)
+        if cls is None or owner != "self":
+            return None
+        for method_q, assigned in _instance_attribute(index, cls, expr.attr.value):
+            method = index.functions.get(method_q)
+            if method is None or assigned is None:
+                continue
+            found = _instance(index, method, assigned, method.locals(), made, depth + 1)
+            if found is not None:
+                return found
+        return None
     if isinstance(expr, cst.Call):
         factory: FunctionInfo | None = None
         if fn is not None:
@@ -776,6 +788,18 @@ def _class_attribute(index: ModuleIndex, cls_name: str, attr: str) -> cst.BaseEx
         if attr in info.attributes:
             return info.attributes[attr]
     return None
+
+
+def _instance_attribute(
+    index: ModuleIndex, cls_name: str, attr: str
+) -> list[tuple[str, cst.BaseExpression | None]]:
+    """The values ``self.<attr>`` is assigned in the methods of ``cls_name`` and its base
+    classes (``self.bot = Bot()`` in ``__init__``): any of them may be the one it holds."""
+    return [
+        pair
+        for owner in _class_chain(index, cls_name)
+        for pair in index.classes[owner].instance_attributes.get(attr, ())
+    ]
 
 
 def _agent_instance(

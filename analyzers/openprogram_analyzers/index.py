@@ -103,6 +103,11 @@ class ClassInfo:
     attributes: dict[str, cst.BaseExpression] = field(default_factory=dict)
     # class-body names bound more than once, or not by a plain assignment
     rebound: set[str] = field(default_factory=set)
+    # ``self.<name> = value`` in the class's methods: name -> (method qualname, value;
+    # None where the target is not assigned one value: ``self.x += 1``, unpacking)
+    instance_attributes: dict[str, list[tuple[str, cst.BaseExpression | None]]] = field(
+        default_factory=dict
+    )
 
 
 @dataclass
@@ -360,6 +365,20 @@ class IndexBuilder(cst.CSTVisitor):
                 base = base.value
             if isinstance(base, cst.Name):
                 self._mutation(base.value, target)
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+                self._instance_attribute(target.value.value, target.attr.value, value)
+
+    def _instance_attribute(self, owner: str, attr: str, value: cst.BaseExpression | None) -> None:
+        """Record ``self.<attr> = value`` made in a method of a module-level class (its
+        first parameter named ``self``)."""
+        func = self._func
+        cls = self.index.classes.get(func.class_name) if func and func.class_name else None
+        if func is None or cls is None or func.parent is not None:
+            return
+        params = func.node.params.params
+        if owner != "self" or not params or params[0].name.value != "self":
+            return
+        cls.instance_attributes.setdefault(attr, []).append((func.qualname, value))
 
     def _mutation(self, name: str, node: cst.CSTNode) -> None:
         func = self._func

@@ -364,6 +364,57 @@ def test_model_call_through_class_attribute_or_factory_method(tmp_path: Path, li
     assert ran.returncode == 2 and finding in ran.stderr, ran.stdout + ran.stderr
 
 
+TEAM_INIT_PROGRAM = textwrap.dedent(
+    """\
+    from openprogram import Agent, step
+
+
+    class Base(Agent):
+        def __init__(self, fmt=str.upper) -> None:
+            super().__init__()
+            self.critic = Agent()
+            self.fmt = fmt
+            self.plain = str.strip
+
+
+    class Team(Base):
+        method_options = {"report": {"resumable": True}}
+
+        def report(self, topic: str) -> str:
+            {line}
+            return step("echo", str.upper, topic)
+
+
+    report = Team().report
+    PROGRAM_ENTRIES = ["report"]
+    """
+)
+
+
+def test_model_call_through_an_instance_attribute(tmp_path: Path) -> None:
+    """The most common spelling: an Agent kept in ``self.critic`` by ``__init__`` (of the
+    base class) and called in a resumable method."""
+    line = 'topic = self.critic("judge " + topic)'
+    (tmp_path / "prog.py").write_text(TEAM_INIT_PROGRAM.replace("{line}", line), encoding="utf-8")
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    (finding,) = [ln for ln in linted.stdout.splitlines() if " OP206 model call" in ln]
+    assert finding.startswith("prog.py:16:"), finding
+    ran = cli("run", "prog.py:report", "--args", '{"topic": "x"}', "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2 and finding in ran.stderr, ran.stdout + ran.stderr
+
+
+@pytest.mark.parametrize("line", ["topic = self.fmt(topic)", "topic = self.plain(topic)"])
+def test_instance_attribute_holding_no_agent_stays_clean(tmp_path: Path, line: str) -> None:
+    (tmp_path / "prog.py").write_text(TEAM_INIT_PROGRAM.replace("{line}", line), encoding="utf-8")
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    code, out = cli_json(
+        "run", "prog.py:report", "--args", '{"topic": " x "}', "--store", "s", cwd=tmp_path
+    )
+    assert (code, out["status"]) == (0, "completed"), out
+
+
 def test_inherited_resumable_without_model_call_runs(tmp_path: Path) -> None:
     (tmp_path / "prog.py").write_text(
         AGENT_PROGRAM.replace("{line}", "topic = topic.strip()"), encoding="utf-8"

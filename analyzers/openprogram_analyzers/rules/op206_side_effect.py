@@ -13,7 +13,7 @@ class RuleOP206(FamilyRule):
     network, file and subprocess work into ``step('name', fn, ...)``. Model calls are
     ``llm``/``agent``, a call through an Agent instance or class (also one a function of the
     module returns, ``make_bot()(q)``, or a class attribute holds, ``self.bot(q)`` with
-    ``bot = Bot()`` in the class body), a model runtime's request
+    ``bot = Bot()`` in the class body or ``self.bot = Bot()`` in a method), a model runtime's request
     (``create_runtime().exec(q)``, ``rt.exec_full(q)``), the judgements of the
     control-flow primitives and ``goal``, and a Planner run (``plan_and_run``,
     ``run_workflow_code``: its ``llm()``/``agent()`` calls run again). The body of a
@@ -465,5 +465,24 @@ class RuleOP206(FamilyRule):
             """,
             range=(6, 12, 6, 38),
             message="model call (openprogram.agent) directly in helper 'ask'",
+        ),
+        Invalid(
+            """
+            from openprogram import Agent, step
+
+
+            class Team(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def __init__(self) -> None:
+                    super().__init__()
+                    self.critic = Agent()
+
+                def report(self, topic: str) -> str:
+                    notes = self.critic("judge " + topic)
+                    return step("save", str.upper, notes)
+            """,
+            range=(12, 17, 12, 46),
+            message="model call (self.critic) directly in resumable function 'Team.report'",
         ),
     ]
