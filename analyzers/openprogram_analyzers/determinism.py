@@ -29,6 +29,7 @@ from openprogram_analyzers.index import (
     FunctionInfo,
     ModuleIndex,
     is_agent_base,
+    looks_like_class,
 )
 from openprogram_analyzers.literals import is_literal_string, string_value
 from openprogram_analyzers.rule import Context
@@ -541,7 +542,7 @@ def _third_party(index: ModuleIndex, name: str) -> str | None:
         kind = "third-party"
     if imp.name is None:
         return f"{kind} module {imp.module!r}"
-    if imp.name[:1].isupper():
+    if looks_like_class(imp.name):
         return f"{kind} class {imp.dotted!r}"
     return None
 

@@ -237,7 +237,7 @@ class ModuleIndex:
         if isinstance(value, cst.Call) and isinstance(expr, cst.Attribute):
             cls = self._through_imports(self.literal_getattr(value.func), depth + 1)
             dotted = self.resolve(expr)
-            if cls is None or dotted is None or not cls.rsplit(".", 1)[-1][:1].isupper():
+            if cls is None or dotted is None or not looks_like_class(cls):
                 return None
             return cls + dotted[len(head) :]
         if not isinstance(value, (cst.Name, cst.Attribute)):
@@ -283,6 +283,14 @@ class ModuleIndex:
         if target in self.classes and self.is_agent_class(target):
             return target
         return None
+
+
+def looks_like_class(name: str) -> bool:
+    """Whether ``name`` (its last dotted part) is spelt as PEP 8 spells a class, CapWords
+    (``Random``, ``SplitResult``), not a constant (``RATE``, ``MAX_TRIES``): all the
+    analyzer knows of a name it does not import."""
+    short = name.rsplit(".", 1)[-1]
+    return short[:1].isupper() and not short.isupper()
 
 
 def is_agent_base(dotted: str) -> bool:

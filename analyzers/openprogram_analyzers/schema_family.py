@@ -13,7 +13,7 @@ import libcst as cst
 
 from openprogram.schema_grammar import OPAQUE, TypeRef, check_menu, msg_duplicate_option
 from openprogram_analyzers.determinism import agent_instance_at
-from openprogram_analyzers.index import CallSite, ModuleIndex
+from openprogram_analyzers.index import CallSite, ModuleIndex, looks_like_class
 from openprogram_analyzers.literals import rebuild, string_value
 from openprogram_analyzers.rule import Context
 
@@ -81,7 +81,7 @@ def _name_value(index: ModuleIndex) -> Any:
         short = name.rsplit(".", 1)[-1]
         if (
             name in TYPE_LIKE_BUILTINS
-            or short[:1].isupper()
+            or looks_like_class(short)
             or index.function_at_module(name) is not None
         ):
             return TypeRef(name)

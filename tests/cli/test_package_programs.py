@@ -41,13 +41,13 @@ from openprogram.durable import resumable
 
 from .. import helpers
 from ..helpers import act
-from .rates import markup
+from .rates import MARKUP  # a constant, not a class (OP208 is for classes)
 
 
 @resumable
 def main(n: int = 1) -> dict:
     a = step("a", act, "a", n)
-    b = step("b", helpers.act, "b", a * markup)
+    b = step("b", helpers.act, "b", a * MARKUP)
     return {"total": b}
 
 
@@ -77,7 +77,7 @@ def _package(root: Path) -> Path:
     (root / "shop" / "__init__.py").write_text("", encoding="utf-8")
     (orders / "__init__.py").write_text("", encoding="utf-8")
     (root / "shop" / "helpers.py").write_text(HELPERS, encoding="utf-8")
-    (orders / "rates.py").write_text("markup = 10\n", encoding="utf-8")
+    (orders / "rates.py").write_text("MARKUP = 10\n", encoding="utf-8")
     (orders / "flow.py").write_text(FLOW, encoding="utf-8")
     (orders / "stamped.py").write_text(STAMPED, encoding="utf-8")
     return root
