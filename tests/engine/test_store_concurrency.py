@@ -22,6 +22,8 @@ from openprogram.store import SessionStore, SessionNodeWriter
 root, sid, tag, count, go = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 store = SessionStore(root)
 writer = SessionNodeWriter(store, sid)
+if go != "-":
+    Path(f"{go}.{tag}").touch()  # opened: ready to start
 while go != "-" and not Path(go).exists():
     time.sleep(0.001)
 i = 0
@@ -103,7 +105,12 @@ def test_two_processes_and_the_parent_append_to_one_session(tmp_path: Path) -> N
             for tag in ("p1", "p2")
         ]
         writer = SessionNodeWriter(store, sid)
-        time.sleep(0.3)  # let both children open the store
+        # both children have opened the store (a fixed sleep lost this race on a loaded
+        # machine: one child finished before the other started, and nothing overlapped)
+        deadline = time.monotonic() + 60
+        while not all(Path(f"{go}.{tag}").exists() for tag in ("p1", "p2")):
+            assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+            time.sleep(0.01)
         go.touch()
         local_seqs = []
         for i in range(100):
