@@ -11,8 +11,9 @@ from openprogram.contract.suppressions import (
     LINE_IGNORE,
     LINE_NOQA,
     MAY_SUPPRESS,
-    comments,
+    Layout,
     file_noqa_codes,
+    layout,
     merge_file_level,
 )
 from openprogram_analyzers.findings import Finding, Fix, TextEdit
@@ -36,21 +37,33 @@ class SourceText:
     def __init__(self, source: str) -> None:
         self.source = source
         self._lines: list[str] | None = None
-        self._comments: list[tuple[int, int, str]] | None = None
+        self._layout: Layout | None = None
         self._by_line: dict[int, list[tuple[int, str]]] | None = None
 
     def line(self, number: int) -> str:
-        """Text of 1-based line ``number`` ('' outside the source)."""
+        """Text of 1-based line ``number`` ('' outside the source), lines as Python counts
+        them (``\n`` / ``\r\n``; a form feed or U+2028 inside a line ends none)."""
         if self._lines is None:
-            self._lines = self.source.splitlines()
+            self._lines = [ln.removesuffix("\r") for ln in self.source.split("\n")]
         idx = number - 1
         return self._lines[idx] if 0 <= idx < len(self._lines) else ""
 
+    def layout(self) -> Layout:
+        """Comments and joined lines (tokenized once)."""
+        if self._layout is None:
+            self._layout = layout(self.source)
+        return self._layout
+
     def comments(self) -> list[tuple[int, int, str]]:
         """``(line, column0, text)`` of every comment (tokenized once)."""
-        if self._comments is None:
-            self._comments = comments(self.source)
-        return self._comments
+        return self.layout().comments if "#" in self.source else []
+
+    def suppressed_lines(self, finding: Finding) -> set[int]:
+        """The lines whose suppression comment applies to ``finding``: its first and last
+        line, and for either one continued by a backslash or inside a multi-line string,
+        the line ending that run of joined lines, where its comment can go."""
+        lines = {finding.line, finding.end_line}
+        return lines | {self.layout().comment_line_of(line) for line in lines}
 
     def comments_on(self, line: int) -> list[tuple[int, str]]:
         """``(column0, text)`` of the comments starting on ``line``."""
@@ -109,7 +122,7 @@ def apply_suppressions(
     kept: list[Finding] = []
     for f in findings:
         suppressed = False
-        for line in {f.line, f.end_line}:
+        for line in text.suppressed_lines(f):
             for s in by_line.get(line, ()):
                 if not s.codes or f.code in s.codes:
                     s.used.add(f.code)
@@ -160,22 +173,29 @@ def _remove_code_fix(source: SourceText, s: Suppression, code: str) -> Fix:
     return Fix(f"remove unused suppression of {code}", (edit,), safe=True)
 
 
-def suppression_fix(source: str | SourceText, finding: Finding) -> Fix:
-    """A fix adding ``# noqa: CODE`` at the end of the finding's line (merging codes).
+def suppression_fix(source: str | SourceText, finding: Finding) -> Fix | None:
+    """A fix adding ``# noqa: CODE`` where Python reads it as a comment of the finding's
+    line (merging codes): at the end of that line, or of the last line of a run joined to
+    it by backslash continuations or a multi-line string. None when there is no such
+    place (the source does not tokenize, or the line holds a file-level comment).
 
     Pass one :class:`SourceText` for many findings of a file: it tokenizes only once.
     """
     src = source if isinstance(source, SourceText) else SourceText(source)
-    text = src.line(finding.line)
-    for col, comment in src.comments_on(finding.line):
+    where = src.layout()
+    if not where.complete:
+        return None
+    line = where.comment_line_of(finding.line)
+    title = f"{SUPPRESS_PREFIX}{finding.code} on this line"
+    for col, comment in src.comments_on(line):
+        if file_noqa_codes(comment) is not None:
+            return None  # the rest of a file-level comment suppresses nothing on its line
         m = LINE_NOQA.search(comment)
         if m and m.group("codes"):
             start = col + m.start() + 1
             end = col + m.end() + 1
             codes = [*CODE.findall(m.group("codes")), finding.code]
             new = "# noqa: " + ", ".join(dict.fromkeys(codes))
-            edit = TextEdit(finding.line, start, finding.line, end, new)
-            return Fix(f"{SUPPRESS_PREFIX}{finding.code} on this line", (edit,), safe=False)
-    end = len(text) + 1
-    edit = TextEdit(finding.line, end, finding.line, end, f"  # noqa: {finding.code}")
-    return Fix(f"{SUPPRESS_PREFIX}{finding.code} on this line", (edit,), safe=False)
+            return Fix(title, (TextEdit(line, start, line, end, new),), safe=False)
+    end = len(src.line(line)) + 1
+    return Fix(title, (TextEdit(line, end, line, end, f"  # noqa: {finding.code}"),), safe=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from dataclasses import dataclass
 
 LINE_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 LINE_IGNORE = re.compile(r"#\s*openprogram:\s*ignore\[(?P<codes>[^\]]*)\]")
@@ -26,16 +27,69 @@ MAY_SUPPRESS = re.compile(r"noqa|openprogram\s*:", re.I)  # cheap pre-check of a
 
 def comments(source: str) -> list[tuple[int, int, str]]:
     """``(line, column0, text)`` of every comment (tokenize; stops at a tokenize error)."""
-    out: list[tuple[int, int, str]] = []
     if "#" not in source:
-        return out
+        return []
+    return layout(source).comments
+
+
+_STRING_START = tuple(
+    t for t in (getattr(tokenize, n, None) for n in ("FSTRING_START", "TSTRING_START")) if t
+)
+_STRING_END = tuple(
+    t for t in (getattr(tokenize, n, None) for n in ("FSTRING_END", "TSTRING_END")) if t
+)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the comments of a source are, and where a line's comment can go."""
+
+    comments: list[tuple[int, int, str]]  # (line, column0, text) of every comment
+    comment_line: dict[int, int]  # a line no comment can end -> the line its comment ends
+    complete: bool  # False: tokenize stopped at an error (later lines are not mapped)
+
+    def comment_line_of(self, line: int) -> int:
+        """The 1-based physical line where a comment for ``line`` goes: ``line`` itself,
+        or, for a line continued by a backslash or inside a multi-line string, the last
+        line of the run of lines so joined (where Python reads ``#`` as a comment)."""
+        return self.comment_line.get(line, line)
+
+
+def layout(source: str) -> Layout:
+    """The comments of ``source`` and the lines joined by a backslash continuation or a
+    multi-line string (one tokenize pass; stops at a tokenize error)."""
+    found: list[tuple[int, int, str]] = []
+    spans: list[tuple[int, int]] = []
+    opened: list[int] = []  # start lines of the f-/t-strings open (Python 3.12+ tokens)
+    prev: tokenize.TokenInfo | None = None
+    complete = True
     try:
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
             if tok.type == tokenize.COMMENT:
-                out.append((tok.start[0], tok.start[1], tok.string))
+                found.append((tok.start[0], tok.start[1], tok.string))
+            elif tok.type in _STRING_START:
+                opened.append(tok.start[0])
+            elif tok.type in _STRING_END and opened:
+                spans.append((opened.pop(), tok.end[0]))
+            elif tok.end[0] > tok.start[0]:
+                spans.append((tok.start[0], tok.end[0]))  # a multi-line string
+            if (
+                prev is not None
+                and prev.type not in (tokenize.NL, tokenize.NEWLINE)
+                and tok.start[0] > prev.end[0]
+            ):
+                spans.append((prev.end[0], tok.start[0]))  # a backslash continuation
+            prev = tok
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        pass
-    return out
+        complete = False
+    runs: list[list[int]] = []  # [first, last] line of each run of joined lines
+    for a, b in sorted(spans):
+        if runs and a <= runs[-1][1]:
+            runs[-1][1] = max(runs[-1][1], b)
+        else:
+            runs.append([a, b])
+    joined = {line: last for first, last in runs for line in range(first, last)}
+    return Layout(found, joined, complete)
 
 
 def file_noqa_codes(comment: str) -> frozenset[str] | None:
