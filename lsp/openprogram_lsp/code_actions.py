@@ -51,9 +51,16 @@ def workspace_edit(
     )
 
 
-def suppression(source: str, finding: Any) -> Any:
+UNUSED_SUPPRESSION = "OP900"
+"""An unused suppression is not suppressed: its fix (removing the code) is the action."""
+
+
+def suppression(source: Any, finding: Any) -> Any:
     """The "suppress on this line" edit, or None. A helper module's finding shown at the
-    call reaching it has none: only a comment in the helper suppresses it (as at run time)."""
+    call reaching it has none: only a comment in the helper suppresses it (as at run time).
+    ``source``: the text, or one ``SourceText`` for many findings of a file."""
+    if finding.code == UNUSED_SUPPRESSION:
+        return None
     if any(r.path != finding.path for r in finding.related):
         return None
     try:
@@ -71,16 +78,20 @@ def actions_for(
     only_codes: set[str] | None,
     diags: dict[tuple[str, int], types.Diagnostic],
 ) -> list[types.CodeAction]:
+    from openprogram_analyzers.suppressions import SourceText
+
     lines = split_lines(result.text)
+    source = SourceText(result.text)  # tokenized once for every finding's suppression
     out: list[types.CodeAction] = []
     fixes: list[types.CodeAction] = []
+    offered: dict[tuple[str, tuple[Any, ...]], types.CodeAction] = {}  # one per code, line
     for f in result.findings:
         if not (line_range[0] <= f.line - 1 <= line_range[1]):
             continue
         if only_codes is not None and f.code not in only_codes:
             continue
         diag = diags.get((f.code, f.line - 1))
-        sup = suppression(result.text, f)
+        sup = suppression(source, f)
         if f.fix is not None and f.fix.edits and (sup is None or f.fix.edits != sup.edits):
             fixes.append(
                 types.CodeAction(
@@ -91,15 +102,22 @@ def actions_for(
                     edit=workspace_edit(f.fix, result.uri, lines, doc, result.version),
                 )
             )
-        if sup is not None and sup.edits:
-            out.append(
-                types.CodeAction(
-                    title=f"Suppress {f.code} on this line",
-                    kind=types.CodeActionKind.QuickFix,
-                    diagnostics=[diag] if diag else None,
-                    edit=workspace_edit(sup, result.uri, lines, doc, result.version),
-                )
-            )
+        if sup is None or not sup.edits:
+            continue
+        key = (f.code, tuple(sup.edits))
+        same = offered.get(key)
+        if same is not None:  # another finding of the code there: one action for all
+            if diag is not None and diag not in (same.diagnostics or []):
+                same.diagnostics = [*(same.diagnostics or []), diag]
+            continue
+        action = types.CodeAction(
+            title=f"Suppress {f.code} on this line",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[diag] if diag else None,
+            edit=workspace_edit(sup, result.uri, lines, doc, result.version),
+        )
+        offered[key] = action
+        out.append(action)
     return fixes + out
 
 

@@ -113,3 +113,39 @@ async def test_suppress_on_a_continued_line_or_in_a_multiline_fstring(
     version = edit_doc(client, uri, text)
     assert await diags_for(client, uri, version) == []
     assert rec_of(client).docs[uri][1] == text
+
+
+THREE_ON_A_LINE = """from openprogram import Agent
+
+
+class Bot(Agent):
+    method_options = {"f": {"expsoe": "io"}, "g": {"tol": True}, "h": {"rsumable": True}}
+
+    def f(self) -> int:
+        return 1
+
+    def g(self) -> int:
+        return 2
+
+    def h(self) -> int:
+        return 3
+
+
+x = 1  # noqa: OP205
+"""
+
+
+async def test_one_suppress_action_per_code_per_line_and_none_for_op900(
+    client: LanguageClient, workspace: Path
+) -> None:
+    uri = (workspace / "bot.py").as_uri()
+    open_doc(client, uri, THREE_ON_A_LINE)
+    diags = await diags_for(client, uri, 1)
+    assert [d.code for d in diags] == ["OP102", "OP102", "OP102", "OP900"]
+    whole_line = types.Range(diags[0].range.start, types.Position(diags[0].range.start.line, 200))
+    titles = [a.title for a in await _actions(client, uri, diags[:3], whole_line)]
+    assert titles.count("Suppress OP102 on this line") == 1
+    assert len([t for t in titles if t.startswith("replace ")]) == 3
+    unused = diags[3]
+    titles = [a.title for a in await _actions(client, uri, [unused], unused.range)]
+    assert titles == ["remove unused suppression of OP205 (OP900)"]
