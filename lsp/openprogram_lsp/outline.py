@@ -231,3 +231,79 @@ def _label(elt: ast.expr) -> str | None:
     if isinstance(elt, ast.Attribute) and isinstance(elt.value, ast.Name):
         return f"{elt.value.id}.{elt.attr}"
     return None
+
+
+Pos = tuple[int, int]  # 0-based line, code-point column
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One text change in outline coordinates: ``start``–``end`` of the text before it
+    replaced by ``text``."""
+
+    start: Pos
+    end: Pos
+    text: str
+
+    def new_end(self) -> Pos:
+        parts = LINE_BREAK.split(self.text)
+        if len(parts) == 1:
+            return self.start[0], self.start[1] + len(parts[0])
+        return self.start[0] + len(parts) - 1, len(parts[-1])
+
+    def shift(self, p: Pos) -> Pos:
+        line, col = self.new_end()
+        if p[0] == self.end[0]:
+            return line, col + p[1] - self.end[1]
+        return p[0] + line - self.end[0], p[1]
+
+    def span(self, s: Span) -> Span | None:
+        """``s`` after the edit; None when the edit replaced text of it other than its
+        inside (an edit inside a function's body keeps the function's span)."""
+        start = (s.line, s.col)
+        if start >= self.end:
+            start = self.shift(start)
+        elif start >= self.start:
+            return None
+        end = (s.end_line, s.end_col)
+        if end >= self.end and end > self.start:
+            end = self.shift(end)
+        elif end > self.start:
+            return None
+        return Span(start[0], start[1], end[0], end[1])
+
+
+def moved(outline: Outline, edit: Edit) -> Outline:
+    """The outline of the text before ``edit``, moved with the text after it (lines
+    inserted or deleted above move a symbol; one whose own text was edited is dropped)."""
+    done: dict[int, FunctionInfo | None] = {}
+
+    def function(f: FunctionInfo) -> FunctionInfo | None:
+        span, name_span = edit.span(f.span), edit.span(f.name_span)
+        out = None
+        if span is not None and name_span is not None:
+            steps = [
+                StepCall(st.kind, st.name, sp)
+                for st in f.steps
+                if (sp := edit.span(st.span)) is not None
+            ]
+            out = FunctionInfo(f.name, f.qualname, span, name_span, f.class_name, f.resumable)
+            out.steps = steps
+        done[id(f)] = out
+        return out
+
+    functions = [g for f in outline.functions if (g := function(f)) is not None]
+    classes: list[ClassInfo] = []
+    for c in outline.classes:
+        span, name_span = edit.span(c.span), edit.span(c.name_span)
+        methods = [g for m in c.methods if (g := function(m)) is not None]
+        if span is not None and name_span is not None:
+            classes.append(ClassInfo(c.name, span, name_span, c.is_agent, methods))
+    entries: list[EntryInfo] = []
+    for e in outline.entries:
+        span = edit.span(e.span)
+        target = done.get(id(e.target)) if e.target is not None else None
+        if span is not None and (e.target is None or target is not None):
+            entries.append(EntryInfo(e.label, span, target))
+    entries_span = edit.span(outline.entries_span) if outline.entries_span else None
+    return Outline(entries, entries_span, classes, functions, outline.entries_literal)

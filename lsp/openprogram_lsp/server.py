@@ -17,6 +17,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
@@ -44,7 +45,8 @@ from .config import (
 )
 from .diagnostics import DiagnosticsEngine
 from .documents import DocumentState
-from .outline import Outline, build_outline
+from .outline import Edit, Outline, build_outline, moved
+from .positions import from_lsp
 from .raw_json import RawJSON, send_raw_response
 from .run_index import GATE
 from .workspace import use_client_lines
@@ -82,6 +84,18 @@ class OpenProgramProtocol(LanguageServerProtocol):
         # while iterating the dict). A finished future can no longer be cancelled.
         if not future.cancelled() and self._request_futures.get(msg_id) is future:
             del self._request_futures[msg_id]
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Any:
+        """pygls's didChange, telling the server of each change before it is applied (it
+        moves the last outline that parsed with the text: :meth:`content_changing`)."""
+        server = self._server
+        for change in params.content_changes:
+            if isinstance(server, OpenProgramLanguageServer):
+                server.content_changing(params.text_document.uri, change)
+            self.workspace.update_text_document(params.text_document, change)
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
 
     def handle_message(self, message: Any) -> None:
         method = getattr(message, "method", "")
@@ -156,6 +170,25 @@ class OpenProgramLanguageServer(LanguageServer):
             if built is not None:
                 state.outline = built
         return state.outline
+
+    def content_changing(self, uri: str, change: types.TextDocumentContentChangeEvent) -> None:
+        """A didChange ``change`` is about to be applied to ``uri``: the last outline that
+        parsed moves with it, so while the text does not parse, lenses and symbols stay
+        on their lines (a whole-document change leaves nothing to place: none stay)."""
+        state = self.documents.get(uri)
+        doc = self.open_document(uri)
+        if state is None or doc is None or state.outline is None:
+            return
+        if not isinstance(change, types.TextDocumentContentChangePartial):
+            state.outline = None
+            return
+        lines, codec = doc.lines, doc.position_codec
+        edit = Edit(
+            from_lsp(lines, codec, change.range.start),
+            from_lsp(lines, codec, change.range.end),
+            change.text,
+        )
+        state.outline = moved(state.outline, edit)
 
     async def ensure_model(self, uri: str) -> None:
         """Called before symbols, lenses and hints are answered. The document's first

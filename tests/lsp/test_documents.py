@@ -146,6 +146,65 @@ async def test_outline_survives_a_transient_syntax_error(
     assert "fixed" in await _symbols(client, uri)
 
 
+MOVING = """from openprogram import step
+
+
+def fetch(n: int) -> int:
+    return n
+
+
+def build(n: int = 1) -> int:
+    return step("fetch", fetch, n)
+
+
+build.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["build"]
+"""
+
+
+async def test_outline_kept_mid_edit_follows_the_lines_inserted_above(
+    client: LanguageClient, workspace: Path
+) -> None:
+    """While the text does not parse, the last outline that did moves with the edits made
+    since: lines inserted above move ``▶ Run`` and the symbols down with their defs."""
+    uri = (workspace / "prog.py").as_uri()
+    open_doc(client, uri, MOVING)
+
+    async def placed() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        text = rec_of(client).docs[uri][1].split("\n")
+        lenses = await client.text_document_code_lens_async(types.CodeLensParams(_ident(uri)))
+        res = await client.text_document_document_symbol_async(
+            types.DocumentSymbolParams(_ident(uri))
+        )
+        return (
+            [
+                (lens.command.title, text[lens.range.start.line])
+                for lens in lenses or []
+                if lens.command
+            ],
+            [(s.name, text[s.selection_range.start.line]) for s in res or []],
+        )
+
+    before = await placed()
+    assert before == (
+        [("▶ Run", "def build(n: int = 1) -> int:")],
+        [
+            ("PROGRAM_ENTRIES", 'PROGRAM_ENTRIES = ["build"]'),
+            ("fetch", "def fetch(n: int) -> int:"),
+            ("build", "def build(n: int = 1) -> int:"),
+        ],
+    )
+    # lines typed above fetch (the file parses), then a call left open in build's body
+    change_range(client, uri, (2, 0), (2, 0), "import json\n\n\ndef helper(x):\n    return x\n")
+    line = rec_of(client).docs[uri][1].split("\n").index('    return step("fetch", fetch, n)')
+    change_range(client, uri, (line, 0), (line, 0), "    json.dumps(\n")
+    assert await placed() == before
+    # the text of fetch's header edited while broken: fetch is dropped, build stays
+    fetch = rec_of(client).docs[uri][1].split("\n").index("def fetch(n: int) -> int:")
+    change_range(client, uri, (fetch, 4), (fetch, 9), "get")
+    assert await placed() == (before[0], [before[1][0], before[1][2]])
+
+
 async def test_reopened_document_starts_from_fresh_state(
     client: LanguageClient, workspace: Path
 ) -> None:
