@@ -132,7 +132,7 @@ def _entries(index: ModuleIndex) -> list[tuple[str, str | None]]:
             target: str | None = None
             if not attr:
                 fn = index.function_at_module(head)
-                target = fn.qualname if fn is not None else None
+                target = fn.qualname if fn is not None else _bound_target(index, head)
             else:
                 cls = head if head in index.classes else _instance_class(index, head)
                 method = _lookup_method(index, cls, attr) if cls is not None else None
@@ -149,3 +149,28 @@ def _instance_class(index: ModuleIndex, name: str) -> str | None:
             if cls is not None and cls in index.classes:
                 return cls
     return None
+
+
+def _bound_target(index: ModuleIndex, name: str) -> str | None:
+    """The function a module-level name bound once to a method or function names:
+    ``triage = TicketTriage().triage``, ``go = bot.go`` (``bot = Bot()``; the method
+    found in a base class too), ``main = build``."""
+    from openprogram_analyzers.determinism import _lookup_method
+
+    values = index.module_assigns.get(name, [])
+    if len(values) != 1:
+        return None
+    value = values[0]
+    if isinstance(value, cst.Name) and value.value != name:
+        fn = index.function_at_module(value.value)
+        return fn.qualname if fn is not None else None
+    if not isinstance(value, cst.Attribute):
+        return None
+    obj, cls = value.value, None
+    if isinstance(obj, cst.Call):
+        called = index.resolve(obj.func)
+        cls = called if called in index.classes else None
+    elif isinstance(obj, cst.Name):  # an instance (a class's own attribute is unbound)
+        cls = _instance_class(index, obj.value)
+    method = _lookup_method(index, cls, value.attr.value) if cls is not None else None
+    return method.qualname if method is not None else None

@@ -301,3 +301,62 @@ async def test_a_finding_below_a_form_feed_is_on_its_own_line(
     [op205] = [d for d in diags if d.code == "OP205"]
     line = text.split("\n").index("    started = time.time()")
     assert (op205.range.start.line, op205.range.start.character) == (line, len("    started = "))
+
+
+BOUND_ENTRIES = '''\
+from openprogram import Agent
+from openprogram import step
+
+
+def fetch(n: int) -> int:
+    return n
+
+
+class TicketTriage(Agent):
+    instructions = "Sort support tickets."
+
+    def triage(self, ticket: str) -> str:
+        """Classify a ticket."""
+        return self(f"Classify: {ticket}")
+
+
+class Parent(Agent):
+    method_options = {"go": {"resumable": True}}
+
+    def go(self, n: int = 1) -> int:
+        return step("fetch", fetch, n)
+
+
+class Child(Parent):
+    pass
+
+
+triage = TicketTriage().triage
+child_go = Child().go
+PROGRAM_ENTRIES = ["triage", "child_go"]
+'''
+
+
+async def test_run_lens_of_an_entry_bound_to_a_method_sits_on_the_method(
+    client: LanguageClient, workspace: Path
+) -> None:
+    """The README's idiom ``triage = TicketTriage().triage`` (and a method inherited
+    through a subclass instance): ``▶ Run`` sits on the method's ``def``, where the
+    method's ``Runs`` and ``Resume`` lenses go, not on the ``PROGRAM_ENTRIES`` line."""
+    path = workspace / "triage.py"
+    path.write_text(BOUND_ENTRIES)
+    uri = path.as_uri()
+    open_doc(client, uri, BOUND_ENTRIES)
+    res = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    lines = BOUND_ENTRIES.splitlines()
+    placed = {
+        lens.command.arguments[1]: lines[lens.range.start.line].strip()
+        for lens in res or []
+        if lens.command and lens.command.title == "▶ Run"
+    }
+    assert placed == {
+        "triage": "def triage(self, ticket: str) -> str:",
+        "child_go": "def go(self, n: int = 1) -> int:",
+    }
