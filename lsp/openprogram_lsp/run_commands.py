@@ -45,6 +45,7 @@ from openprogram.store.postgres import redacted_location
 from openprogram.store.session_store import STORE_ENV
 
 from .entry_signature import EntryCheckError, check_run
+from .outline import Outline, build_outline
 from .run_index import RunInfo, read_stores, runs_for_file, store_program_paths
 
 if TYPE_CHECKING:
@@ -166,20 +167,106 @@ def run_argv(interpreter: str, program: Path, entry: str, kwargs: str) -> list[s
     return [*argv, "--", f"{program}:{entry}"]
 
 
+def unsaved_message(program: Path, action: str = "Run") -> str:
+    """Why ``action`` refuses a Program whose editor buffer differs from the file."""
+    return f"save {program.name} first: {action} executes the file on disk"
+
+
+def disk_text(program: Path) -> str:
+    """The Program file's text as the interpreter reads it (its PEP 263 encoding)."""
+    from openprogram_analyzers.fixes import read_source
+
+    try:
+        data = program.read_bytes()
+    except OSError as exc:
+        raise CommandError(f"cannot read {program}: {exc.strerror or exc}") from None
+    try:
+        return read_source(data)[0]
+    except (UnicodeDecodeError, SyntaxError, LookupError):
+        return data.decode("utf-8", errors="replace")
+
+
+def open_buffer(ls: OpenProgramLanguageServer, program: Path) -> str | None:
+    """The text of the open document of file ``program`` (None: not open)."""
+    real = os.path.realpath(program)
+    for doc in list(ls.workspace.text_documents.values()):
+        if doc.uri.startswith("file:") and doc.path and os.path.realpath(doc.path) == real:
+            return doc.source
+    return None
+
+
+def is_unsaved(ls: OpenProgramLanguageServer, program: Path) -> bool:
+    """Whether ``program`` is open with text other than the file's (edited, not saved):
+    runs execute the file, not the buffer (a BOM, which editors hide, is no difference)."""
+    buffer = open_buffer(ls, program)
+    if buffer is None:
+        return False
+    try:
+        disk = disk_text(program)
+    except CommandError:
+        return False  # the run reports the unreadable file
+    return buffer.lstrip("\ufeff") != disk.lstrip("\ufeff")
+
+
 async def check_entry(
     ls: OpenProgramLanguageServer, program: Path, entry: str, kwargs: dict[str, Any]
 ) -> str:
     """The CLI name of ``entry`` after the static check (``CommandError`` if it cannot run),
-    on the saved file and its Program model (built in the analysis worker)."""
-    try:
-        source = program.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise CommandError(f"cannot read {program}: {exc.strerror or exc}") from None
+    on the saved file and its Program model (built in the analysis worker). An open
+    buffer with unsaved edits is refused: the run would execute other code than shown."""
+    if is_unsaved(ls, program):
+        raise CommandError(unsaved_message(program))
+    source = disk_text(program)
     model = await ls.diagnostics.program_model(source)
     try:
         return check_run(source, entry, kwargs, model)
     except EntryCheckError as exc:
         raise CommandError(f"{program.name}: {exc}") from None
+
+
+async def executed_program(
+    ls: OpenProgramLanguageServer, uri: str
+) -> tuple[str, Outline, str | None] | None:
+    """The text and outline of what Run executes for the open document ``uri``: its
+    buffer, or while that has unsaved edits the file on disk, with why Run refuses it
+    (:func:`unsaved_message`). None: not open, or it does not parse."""
+    doc = ls.open_document(uri)
+    if doc is None:
+        return None
+    if uri.startswith("file:") and doc.path and is_unsaved(ls, Path(doc.path)):
+        program = Path(doc.path)
+        try:
+            source = disk_text(program)
+        except CommandError:
+            return None
+        model = await ls.diagnostics.program_model(source)
+        saved = build_outline(source, model=model)
+        return None if saved is None else (source, saved, unsaved_message(program))
+    await ls.ensure_model(uri)
+    outline = ls.outline(uri)
+    return None if outline is None else (doc.source, outline, None)
+
+
+async def unsaved_program_of_run(
+    ls: OpenProgramLanguageServer, store: Path | str, run_id: str
+) -> Path | None:
+    """The open, unsaved Program whose run ``run_id`` is (None: none is): resuming it
+    would execute the file on disk, not the code shown."""
+    for doc in list(ls.workspace.text_documents.values()):
+        if not doc.uri.startswith("file:") or not doc.path:
+            continue
+        program = Path(doc.path)
+        if not is_unsaved(ls, program):
+            continue
+        none: set[str] = set()
+        read = functools.partial(_run_ids_of_file, store, str(program))
+        if run_id in await read_stores([store], read, none):
+            return program
+    return None
+
+
+def _run_ids_of_file(store: Path | str, program: str) -> set[str]:
+    return {r.id for r in runs_for_file(store, program)}
 
 
 def _optional_str(value: Any, what: str) -> str | None:
@@ -433,6 +520,9 @@ def register(server: OpenProgramLanguageServer) -> None:
             settings = ls.settings_for(folder)
             store = settings.store_dir()
             argv = resume_argv(settings.interpreter(), run_id, policy, rerun, queue)
+            unsaved = await unsaved_program_of_run(ls, store, run_id)
+            if unsaved is not None:
+                raise CommandError(unsaved_message(unsaved, "Resume"))
         except CommandError as exc:
             ls.show(f"openprogram.resume: {exc}", error=True)
             return {"status": "error", "error": str(exc)}

@@ -19,7 +19,9 @@ Requests (JSON params and results, camelCase keys):
 * ``openprogram/checkEntryArgs`` ``{uri, entry, args}`` (``args``: the JSON text of the keyword
   arguments, as ``--args`` takes it) → ``{"problems": [line...]}``: what the Run check would
   refuse in them, in its words (``[]`` when they fit or cannot be checked statically), read
-  from the open document like the signature.
+  from the open document like the signature. Both describe what Run executes: while the
+  document has unsaved edits, the file on disk — the signature then carries
+  ``"unsaved": "save F first: Run executes the file on disk"``, the one problem.
 
 The store is read through the engine's read-only query API (``openprogram.durable.queries``):
 no user code is imported, a missing or locked store yields nothing. While a client is
@@ -49,6 +51,7 @@ from openprogram.store.postgres import redacted_location
 
 from .entry_signature import entry_args_problems, entry_signature
 from .raw_json import RawJSON
+from .run_commands import executed_program
 from .run_index import DB_NAME, GATE, READ_BOUND_S, RunInfo, message, read_stores
 
 if TYPE_CHECKING:
@@ -422,12 +425,12 @@ def register(server: OpenProgramLanguageServer) -> None:
         uri, entry = param(params, "uri"), param(params, "entry")
         if not isinstance(uri, str) or not isinstance(entry, str):
             raise ValueError("openprogram/entrySignature needs {uri: string, entry: string}")
-        await ls.ensure_model(uri)
-        doc = ls.open_document(uri)
-        outline = ls.outline(uri)
-        if doc is None or outline is None:
+        program = await executed_program(ls, uri)  # the file on disk while unsaved
+        if program is None:
             return None
-        return entry_signature(doc.source, outline, entry)
+        source, outline, unsaved = program
+        found = entry_signature(source, outline, entry)
+        return {**found, "unsaved": unsaved} if found is not None and unsaved else found
 
     @server.feature(CHECK_ENTRY_ARGS)
     async def check_entry_args(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
@@ -441,9 +444,10 @@ def register(server: OpenProgramLanguageServer) -> None:
         args = json.loads(text) if text.strip() else {}
         if not isinstance(args, dict):
             raise ValueError("openprogram/checkEntryArgs: args must be a JSON object")
-        await ls.ensure_model(uri)
-        doc = ls.open_document(uri)
-        outline = ls.outline(uri)
-        if doc is None or outline is None:
+        program = await executed_program(ls, uri)
+        if program is None:
             return {"problems": []}
-        return {"problems": entry_args_problems(doc.source, outline, entry, args)}
+        source, outline, unsaved = program
+        if unsaved:
+            return {"problems": [unsaved]}  # Run refuses whatever the arguments
+        return {"problems": entry_args_problems(source, outline, entry, args)}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsp_harness import execute, open_doc
+from lsp_harness import as_dict, edit_doc, execute, open_doc, request
 from lsp_programs import AGENT_PROGRAM
 from lsprotocol import types
 from pytest_lsp import LanguageClient
@@ -244,3 +244,77 @@ async def test_rerun_uncertain_lens_sends_the_options_object(
     result = await execute(client, rerun.command, *(rerun.arguments or ()))
     assert result["status"] == "completed"
     assert _calls(workspace)[-1][-3:] == ["--rerun-uncertain", "--", "0909090909090909"]
+
+
+SAVED = """\
+from openprogram import step
+
+
+def fetch(n: int) -> int:
+    return n
+
+
+def build(n: int = 1) -> int:
+    return step("fetch", fetch, n)
+
+
+build.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["build"]
+"""
+
+
+async def test_run_and_resume_refuse_an_unsaved_buffer(
+    client: LanguageClient, workspace: Path, fake_interpreter: Path
+) -> None:
+    """Run executes the file on disk: with a parameter renamed in the editor and not saved,
+    the signature describes the saved file and says so, and Run and Resume refuse in one
+    clear line instead of running other code than shown; once saved, Run runs."""
+    prog = workspace / "prog.py"
+    prog.write_text(SAVED)
+    _add_run(workspace, prog, "0909090909090909", "build", "paused", 100.0, step="fetch")
+    _configure(client, fake_interpreter)
+    uri = prog.as_uri()
+    open_doc(client, uri, SAVED)
+    edited = SAVED.replace(
+        'n: int = 1) -> int:\n    return step("fetch", fetch, n)',
+        'count: int = 1) -> int:\n    return step("fetch", fetch, count)',
+    )
+    assert edited != SAVED
+    edit_doc(client, uri, edited)
+    refusal = "save prog.py first: Run executes the file on disk"
+
+    sig = as_dict(
+        await request(client, "openprogram/entrySignature", {"uri": uri, "entry": "build"})
+    )
+    assert sig["template"] == {"n": 1} and sig["unsaved"] == refusal
+    check = as_dict(
+        await request(
+            client,
+            "openprogram/checkEntryArgs",
+            {"uri": uri, "entry": "build", "args": json.dumps({"count": 1})},
+        )
+    )
+    assert check == {"problems": [refusal]}
+    assert await execute(client, "openprogram.run", uri, "build", {"count": 1}) == {
+        "status": "error",
+        "error": refusal,
+    }
+    assert await execute(client, "openprogram.resume", "0909090909090909") == {
+        "status": "error",
+        "error": "save prog.py first: Resume executes the file on disk",
+    }
+    assert _calls(workspace) == []  # nothing ran
+
+    # saved: what Run executes is what the editor shows
+    prog.write_text(edited)
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    sig = as_dict(
+        await request(client, "openprogram/entrySignature", {"uri": uri, "entry": "build"})
+    )
+    assert sig["template"] == {"count": 1} and "unsaved" not in sig
+    await execute(client, "openprogram.run", uri, "build", {"count": 1})
+    assert _calls(workspace) == [
+        ["-m", "openprogram.cli", "run", "--args", '{"count": 1}', "--json", "--", f"{prog}:build"]
+    ]
