@@ -46,6 +46,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     client: () => server.runningClient(),
     refreshRuns: () => runs.refresh(),
     showGraph: (runId) => graphs.show(runId),
+    saveDocument: async (uri) => {
+      const target = vscode.Uri.parse(uri).toString();
+      const document = vscode.workspace.textDocuments.find((open) => open.uri.toString() === target);
+      return document === undefined || !document.isDirty || document.save();
+    },
   });
   const server: ServerLifecycle = new ServerLifecycle({
     window: vscode.window,

@@ -84,6 +84,11 @@ export interface PaletteHost {
   showGraph(runId: string): Promise<void>;
   /** How long the arguments prompt waits for the server's check (default `CHECK_ARGS_MS`). */
   checkArgsMs?: number;
+  /**
+   * Saves the open document of `uri` when it has unsaved changes (Run executes the file on
+   * disk, and the server refuses a file whose buffer differs); false when it could not.
+   */
+  saveDocument?(uri: string): PromiseLike<boolean>;
 }
 
 /** After this long without the server's answer, typed arguments are accepted (the Run check still applies). */
@@ -148,6 +153,7 @@ export class Palette implements ServerCommandRouter {
     if (entry === undefined) {
       return;
     }
+    await this.saveBeforeRun(SERVER_COMMANDS.run, [uri]);
     const args = await this.promptEntryArgs(entry, uri);
     if (args === undefined) {
       return;
@@ -242,8 +248,17 @@ export class Palette implements ServerCommandRouter {
     });
   }
 
+  /** Before Run (its arguments are checked against, and it executes, the file on disk): save the file. */
+  private async saveBeforeRun(command: string, args: readonly unknown[]): Promise<void> {
+    const uri = args[0];
+    if (command === SERVER_COMMANDS.run && typeof uri === 'string' && this.host.saveDocument !== undefined) {
+      await this.host.saveDocument(uri);
+    }
+  }
+
   /** A lens command through the client's middleware: a `▶ Run` lens gets its arguments typed first. */
   async viaMiddleware(command: string, args: unknown[], next: (command: string, args: unknown[]) => PromiseLike<unknown>): Promise<unknown> {
+    await this.saveBeforeRun(command, args);
     const finalArgs = await prepareServerCommand(command, args, (entry, uri) => this.promptEntryArgs(entry, uri));
     if (finalArgs === undefined) {
       return undefined;
@@ -258,6 +273,7 @@ export class Palette implements ServerCommandRouter {
 
   /** A lens command the server did not declare (registered by the extension instead). */
   async viaCommand(command: string, args: unknown[]): Promise<unknown> {
+    await this.saveBeforeRun(command, args);
     const finalArgs = await prepareServerCommand(command, args, (entry, uri) => this.promptEntryArgs(entry, uri));
     if (finalArgs === undefined) {
       return undefined;

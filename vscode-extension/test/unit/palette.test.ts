@@ -30,6 +30,7 @@ function lens(command: string, args: unknown[], title = command): { command: { t
 
 /** A palette over a fake window, an open Python file and a running fake server. */
 function setup(options: { document?: { uri: FakeUri; languageId: string } | undefined; running?: boolean; checkArgsMs?: number } = {}) {
+  const saved: string[] = [];
   const window = new FakeWindow();
   const output = new FakeOutput();
   const client = new FakeLanguageClient();
@@ -61,8 +62,12 @@ function setup(options: { document?: { uri: FakeUri; languageId: string } | unde
       calls.graphs.push(runId);
     },
     checkArgsMs: options.checkArgsMs,
+    saveDocument: async (uri) => {
+      saved.push(uri);
+      return true;
+    },
   });
-  return { palette, window, output, client, memory, calls };
+  return { palette, window, output, client, memory, calls, saved };
 }
 
 test('Resume Run with no paused run in the file asks for a run id, validates it, offers the modes, and sends exactly these arguments', async () => {
@@ -400,4 +405,20 @@ test('Resume… of a run of a queue also offers its workers; the pick sends the 
   window.picks.push(MODES[0]);
   await palette.resumeFromView({ kind: 'run', run: { id: RUN_ID, queue: null } });
   assert.deepEqual(window.picksShown[1], { title: `Resume ${RUN_ID}`, labels: MODES }, 'a run of no queue: only here');
+});
+
+test('Run saves the file first (Run executes the file on disk); other commands save nothing', async () => {
+  const { palette, window, client, saved } = setup();
+  client.answers['openprogram/entrySignature'] = SIGNATURE;
+  const order: string[] = [];
+  const next = async (command: string): Promise<unknown> => {
+    order.push(`${command} after ${saved.length} save(s)`);
+    return { run_id: RUN_ID, status: 'completed' };
+  };
+  window.inputs.push(['{"n": 1}']);
+  await palette.viaMiddleware('openprogram.run', [FILE_URI, 'pipeline'], next);
+  assert.deepEqual(saved, [FILE_URI]);
+  assert.deepEqual(order, ['openprogram.run after 1 save(s)']);
+  await palette.viaMiddleware('openprogram.resume', [RUN_ID, { policy: 'keep_original' }], next);
+  assert.deepEqual(saved, [FILE_URI]);
 });
