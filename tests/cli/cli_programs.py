@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 OPENPROGRAM = str(Path(sys.executable).parent / "openprogram")
+LINT = str(Path(sys.executable).parent / "openprogram-lint")
 
 PROGRAM = '''
 import os
@@ -91,6 +92,20 @@ def env() -> dict[str, str]:
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [OPENPROGRAM, *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=env()
+    )
+
+
+def lint(
+    *args: str, cwd: Path, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``openprogram-lint --no-cache ARGS`` (``extra_env``: variables added to :func:`env`)."""
+    return subprocess.run(
+        [LINT, "--no-cache", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env={**env(), **(extra_env or {})},
     )
 
 

@@ -7,14 +7,11 @@ in lint, "too many nested parentheses" in run."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from cli_programs import cli, env
-
-LINT = str(Path(sys.executable).parent / "openprogram-lint")
+from cli_programs import cli
+from cli_programs import lint as lint_cli
 
 
 def _compiles(depth: int) -> bool:
@@ -55,14 +52,7 @@ def _program(depth: int) -> str:
 
 def _lint_and_run(tmp_path: Path, depth: int) -> tuple[str, str]:
     (tmp_path / "prog.py").write_text(_program(depth), encoding="utf-8")
-    lint = subprocess.run(
-        [LINT, "--no-cache", "prog.py"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env=env(),
-    )
+    lint = lint_cli("prog.py", cwd=tmp_path)
     assert lint.returncode == 1, (lint.stdout, lint.stderr)
     run = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
     assert run.returncode == 2, (run.stdout, run.stderr)

@@ -7,13 +7,10 @@ subprocesses, as a user types them."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-from cli_programs import cli, cli_json, env
-
-LINT = str(Path(sys.executable).parent / "openprogram-lint")
+from cli_programs import cli, cli_json
+from cli_programs import lint as lint_cli
 
 HELPERS = '''
 import os
@@ -117,14 +114,7 @@ def test_a_package_module_runs_on_a_worker(tmp_path: Path) -> None:
 
 def test_lint_and_run_follow_relative_imports_to_the_same_helper(tmp_path: Path) -> None:
     root = _package(tmp_path)
-    lint = subprocess.run(
-        [LINT, "--no-cache", "shop/orders/stamped.py"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=root,
-        env=env(),
-    )
+    lint = lint_cli("shop/orders/stamped.py", cwd=root)
     finding = (
         f"shop/helpers.py:{_line(HELPERS, 'return time.time()')}:12: OP205 non-deterministic "
         "call time.time() in helper 'now' outside a step"

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from cli_programs import cli, cli_json
-
-LINT = str(Path(sys.executable).parent / "openprogram-lint")
+from cli_programs import LINT, cli, cli_json, lint
 
 TEMPLATE = """\
 {imports}
@@ -115,12 +112,6 @@ SPELLINGS = [
 ]
 
 
-def lint(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [LINT, "--no-cache", *args], capture_output=True, text=True, timeout=120, cwd=cwd
-    )
-
-
 def write(folder: Path, imports: str, line: str) -> None:
     (folder / "prog.py").write_text(TEMPLATE.format(imports=imports, line=line), encoding="utf-8")
 
@@ -181,17 +172,8 @@ def test_lint_runs_no_code_of_a_project_module_named_like_the_standard_library(
         'open("RAN", "w").write("project code ran in the analyzer")\n', encoding="utf-8"
     )
     write(tmp_path, "from colorsys import *\nfrom time import *", "started = time()")
-    linted = subprocess.run(
-        [LINT, "--no-cache", "prog.py"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env={
-            **os.environ,
-            "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-        },
-    )
+    path = f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    linted = lint("prog.py", cwd=tmp_path, extra_env={"PYTHONPATH": path})
     assert linted.returncode == 1, linted.stdout + linted.stderr
     assert " OP205 non-deterministic call time.time()" in linted.stdout
     assert not (tmp_path / "RAN").exists()
