@@ -114,7 +114,6 @@ def test_approve_resumes_and_the_tool_runs(
     paused: tuple[Path, str], openai_server: OpenAIServer, st: str
 ) -> None:
     folder, rid = paused
-    openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
     openai_server.reply_text("Removed junk.txt.")
     proc = _cli(folder, openai_server, "approve", rid, "--store", st, "--json")
     assert proc.returncode == 0, proc.stderr
@@ -124,22 +123,103 @@ def test_approve_resumes_and_the_tool_runs(
         "result": {"report": "Removed junk.txt."},
     }
     assert not (folder / "junk.txt").exists()
-    tool_result = openai_server.requests[-1].json["messages"][-1]
-    assert tool_result["role"] == "tool" and "deleted junk.txt" in tool_result["content"]
+    _continued_as_uninterrupted(openai_server, "deleted junk.txt")
+
+
+def _continued_as_uninterrupted(server: OpenAIServer, tool_text: str) -> None:
+    """After the decision the run sent one request: the conversation of the first one
+    (its prompt unchanged: no paused run in its history), the model's tool call, and the
+    decided call's result; the model's reply that asked for the call was not asked again."""
+    first, after = (r.json["messages"] for r in server.requests)
+    assert after[: len(first)] == first
+    assert [m["role"] for m in after[len(first) :]] == ["assistant", "tool"]
+    assert after[-2]["tool_calls"][0]["function"]["name"] == "delete_file"
+    assert after[-1]["tool_call_id"] == "call_1" and tool_text in after[-1]["content"]
+    assert "paused" not in json.dumps(after)
+
+
+_SAME_CALL = ("call_1", "delete_file", {"path": "junk.txt"})
+
+
+def test_an_approval_allows_one_execution(
+    paused: tuple[Path, str], openai_server: OpenAIServer, st: str
+) -> None:
+    """The approved call ran, then the step failed (the model's next request failed);
+    ``resume`` re-ran the step, the model asked for the same call and the stored approval
+    was used again: the side effect happened twice. Now the approval is used up once
+    its call ran: the same request pauses the run for a new decision, and a denial
+    then tells the model."""
+    folder, rid = paused
+    openai_server.reply_error(400, "upstream broke")  # the request after the call fails
+    proc = _cli(folder, openai_server, "approve", rid, "--store", st, "--json")
+    assert proc.returncode == 1 and _json(proc)["status"] == "failed", proc.stdout
+    assert not (folder / "junk.txt").exists()  # ran once
+    (folder / "junk.txt").write_text("junk again", encoding="utf-8")  # would go a 2nd time
+
+    openai_server.reply_tool_calls([_SAME_CALL])
+    again = _cli(folder, openai_server, "resume", rid, "--store", st, "--json")
+    assert again.returncode == 3, again.stdout + again.stderr
+    paused_again = _json(again)
+    assert (paused_again["status"], paused_again["paused_step"]) == ("paused", "delete_file")
+    assert "an identical call approved before already ran in this run" in paused_again["error"]
+    assert "'deleted junk.txt'" in paused_again["error"]
+    assert (folder / "junk.txt").exists()  # not run again without a decision
+    (listed,) = _json(_cli(folder, openai_server, "runs", "--json", "--store", st))
+    assert listed["pause_reason"] == "awaiting_approval"
+
+    openai_server.reply_text("It was already removed.")
+    denied = _cli(folder, openai_server, "deny", rid, "--store", st, "--json")
+    assert _json(denied)["result"] == {"report": "It was already removed."}, denied.stdout
+    assert (folder / "junk.txt").exists()
+    assert "denied by the user" in openai_server.requests[-1].json["messages"][-1]["content"]
+
+
+def test_the_model_asking_again_after_its_approved_call_ran_is_asked_about(
+    paused: tuple[Path, str], openai_server: OpenAIServer, st: str
+) -> None:
+    """In the continued conversation the model asks for the same call again: it does
+    not run on the approval the first one used."""
+    folder, rid = paused
+    openai_server.reply_tool_calls([("call_2", "delete_file", {"path": "junk.txt"})])
+    proc = _cli(folder, openai_server, "approve", rid, "--store", st, "--json")
+    assert proc.returncode == 3 and _json(proc)["paused_step"] == "delete_file", proc.stdout
+    assert not (folder / "junk.txt").exists()
+    (folder / "junk.txt").write_text("junk again", encoding="utf-8")
+    openai_server.reply_text("Removed it twice.")
+    done = _cli(folder, openai_server, "approve", rid, "--store", st, "--json")
+    assert _json(done)["result"] == {"report": "Removed it twice."}, done.stdout
+    assert not (folder / "junk.txt").exists()  # the second approval: the second run
+    # each decided call continued its conversation: three requests in all
+    assert len(openai_server.requests) == 3
+    last = openai_server.requests[-1].json["messages"]
+    assert [m.get("tool_call_id") for m in last if m["role"] == "tool"] == ["call_1", "call_2"]
+
+
+def test_approve_runs_the_call_the_model_asked_for_without_asking_again(
+    paused: tuple[Path, str], openai_server: OpenAIServer, st: str
+) -> None:
+    """``approve`` re-ran the step with a fresh model request: a model whose arguments
+    vary asked for another call, the run paused again and the approved call never ran
+    (and the prompt carried the paused run as history). Now the step's tool loop
+    continues where it paused: the approved call runs with its arguments."""
+    folder, rid = paused
+    openai_server.reply_text("Done.")
+    proc = _cli(folder, openai_server, "approve", rid, "--store", st, "--json")
+    assert _json(proc)["result"] == {"report": "Done."}, proc.stdout
+    assert not (folder / "junk.txt").exists()
+    _continued_as_uninterrupted(openai_server, "deleted junk.txt")
 
 
 def test_deny_resumes_and_the_model_is_told(
     paused: tuple[Path, str], openai_server: OpenAIServer, st: str
 ) -> None:
     folder, rid = paused
-    openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
     openai_server.reply_text("Left junk.txt in place.")
     proc = _cli(folder, openai_server, "deny", rid, "--store", st, "--json")
     assert proc.returncode == 0, proc.stderr
     assert _json(proc)["result"] == {"report": "Left junk.txt in place."}
     assert (folder / "junk.txt").exists()
-    tool_result = openai_server.requests[-1].json["messages"][-1]
-    assert "denied by the user" in tool_result["content"]
+    _continued_as_uninterrupted(openai_server, "denied by the user")
     again = _cli(folder, openai_server, "deny", rid, "--store", st)
     assert again.returncode == 2 and "not awaiting approval" in again.stderr
 
@@ -161,7 +241,6 @@ def test_api_approve_without_resume_then_resume(
         f"the call of tool 'delete_file' was approved; continue the run with: "
         f"openprogram resume {rid}"
     )
-    openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
     openai_server.reply_text("Removed.")
     proc = _cli(folder, openai_server, "resume", rid, "--store", st, "--json")
     assert proc.returncode == 0 and _json(proc)["result"] == {"report": "Removed."}
@@ -201,7 +280,6 @@ def test_approve_with_a_queue_hands_the_run_to_a_worker(
     (listed,) = _json(_cli(folder, openai_server, "runs", "--json", "--store", st))
     assert (listed["status"], listed["queue"], listed["pause_reason"]) == ("queued", "q1", None)
 
-    openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
     openai_server.reply_text("Removed junk.txt.")
     worker = _cli(
         folder, openai_server,
@@ -229,7 +307,6 @@ def test_api_deny_to_a_queue_then_wait_for_the_worker(
     folder, rid = paused
     assert deny_run(rid, store=st, queue="q2") is None
     assert len(openai_server.requests) == 1 and (folder / "junk.txt").exists()
-    openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
     openai_server.reply_text("Left junk.txt in place.")
     done: list[Any] = []
     waiter = threading.Thread(target=lambda: done.append(wait_run(rid, store=st)))

@@ -112,13 +112,30 @@ def test_steps_and_approvals_read_back_as_written(runs: RunStore) -> None:
     ]  # fmt: skip
     assert (runs.count_steps("r"), runs.count_steps("r", "failed")) == (3, 1)
 
-    runs.request_approval("r", "t#0", "pay", '{"amount": 5}')
-    runs.request_approval("r", "t#0", "pay", '{"amount": 9}')  # already requested: kept
+    runs.request_approval("r", "t#0", "t", 0, "pay", '{"amount": 5}')
+    runs.request_approval("r", "t#0", "t", 0, "pay", '{"amount": 9}')  # requested: kept
     assert runs.pending_approval("r") == ("t#0", "pay", '{"amount": 5}')
-    assert runs.approval_status("r", "a#0") is None  # a step, not an approval
+    assert runs.latest_approval("r", "h0") is None  # a step, not an approval
+    assert not runs.consume_approval("r", "t#0")  # not approved yet
     assert runs.decide_approval("r", "t#0", "approved")
     assert not runs.decide_approval("r", "t#0", "denied")
-    assert (runs.approval_status("r", "t#0"), runs.pending_approval("r")) == ("approved", None)
+    assert (runs.latest_approval("r", "t"), runs.pending_approval("r")) == (
+        ("t#0", "approved", 0),
+        None,
+    )
+    # one approval, one execution: the first use marks it executed, a second finds none
+    assert runs.consume_approval("r", "t#0")
+    assert not runs.consume_approval("r", "t#0")
+    runs.request_approval("r", "t#1", "t", 1, "pay", '{"amount": 5}')  # the call again
+    assert runs.latest_approval("r", "t") == ("t#1", "requested", 1)
+    assert runs.pending_approval("r") == ("t#1", "pay", '{"amount": 5}')
+    # notes: kept (replaced), read, taken once; never listed as steps
+    runs.keep_approval_note("r", "n", "approval_loops", "[1]")
+    runs.keep_approval_note("r", "n", "approval_loops", "[2]")
+    assert runs.approval_note("r", "n", "approval_loops") == "[2]"
+    assert runs.take_approval_note("r", "n", "approval_loops") == "[2]"
+    assert runs.take_approval_note("r", "n", "approval_loops") is None
+    assert "n" not in [s.step_key for s in runs.load_steps("r")]
     assert runs.count_steps("r") == 3
 
 

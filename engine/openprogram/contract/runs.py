@@ -59,6 +59,8 @@ class ApprovalStatus(str, enum.Enum):
     REQUESTED = "requested"
     APPROVED = "approved"
     DENIED = "denied"
+    #: the approved call ran (or started): the approval is used, never used again
+    EXECUTED = "executed"
 
     def __str__(self) -> str:
         return self.value

@@ -4,11 +4,22 @@ With no approver installed (``openprogram.programs.approvals``), such a call ins
 run does not fail: the run pauses as ``awaiting_approval`` (the call's tool and
 arguments are recorded, and a step it happened in is marked to run again). The user
 approves or denies it — ``openprogram approve RUN_ID`` / ``openprogram deny RUN_ID`` or
-:func:`approve_run` / :func:`deny_run` — which records the decision and resumes the run;
-when the same call (tool and arguments) is made again, an approved call runs and a
-denied one returns a refusal to the model. Awaiting runs are never resumed
-automatically (``resume --all-interrupted`` skips them; a plain ``resume`` refuses
-until the request is decided).
+:func:`approve_run` / :func:`deny_run` — which records the decision and resumes the run.
+Awaiting runs are never resumed automatically (``resume --all-interrupted`` skips them;
+a plain ``resume`` refuses until the request is decided).
+
+The step runs again, but its tool loops continue where they stood at the pause: the
+pause keeps their state (the conversation, the model's replies and the tool calls not
+run yet, :mod:`openprogram.runtime.paused_loops`) and the next execution of the run
+hands it to the loops of the re-run step, so no model request is sent again — the
+decided call itself is what runs next, with the arguments approved, and the loop goes
+on live from there with the conversation an uninterrupted run would have had.
+
+One approval authorises one execution: the approved call is marked ``executed``
+before it runs (its result is recorded when it returns), and a later request of the
+same call (tool and arguments) — the model asking again, the step re-run after a
+failure — pauses the run for a new decision instead of running it again. A denial
+holds for every later request of that call.
 """
 
 from __future__ import annotations
@@ -16,12 +27,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from hashlib import sha256
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from openprogram.contract.runs import ApprovalStatus, PauseReason, RunStatus
 from openprogram.durable.errors import RunNotFound, RunPaused, RunStateError
 from openprogram.durable.steps import current_run_id
+from openprogram.runtime import paused_loops
 from openprogram.store.runs import executing_store
 
 if TYPE_CHECKING:
@@ -30,12 +43,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApprovalPending",
+    "ApprovedCall",
     "approve_run",
     "decide_in_run",
     "deny_run",
+    "keep_loops",
     "pending_request",
     "refuse_undecided",
+    "take_loops",
 ]
+
+#: The note (kind ``approval_loops``) holding where the tool loops stood at the run's
+#: last approval pause, taken by the run's next execution.
+_LOOPS = ("approvals/loops", "approval_loops")
+_RESULT_KIND = "approval_result"  # the result of an approved call that ran
 
 
 class ApprovalPending(RunPaused):
@@ -46,33 +67,86 @@ class ApprovalPending(RunPaused):
     reruns_step = True
 
 
-def _key(tool: str, arguments: Mapping[str, Any]) -> str:
+def _call_key(tool: str, arguments: Mapping[str, Any]) -> str:
     text = json.dumps(dict(arguments), sort_keys=True, separators=(",", ":"), default=repr)
     return f"approval:{tool}:{sha256(text.encode()).hexdigest()[:24]}"
 
 
-def decide_in_run(tool: str, arguments: Mapping[str, Any]) -> bool | None:
-    """Inside a durable run: ``True`` (approved) or ``False`` (denied) for this call, or
-    :class:`ApprovalPending` when undecided. ``None`` outside a run."""
+def _request_key(call: str, occurrence: int) -> str:
+    """The record of the ``occurrence``-th request of the call ``call`` (the first one
+    keeps the call's key, as records written before requests were counted)."""
+    return call if occurrence == 0 else f"{call}#{occurrence}"
+
+
+@dataclass(frozen=True)
+class ApprovedCall:
+    """The approval a call inside a run uses: marked executed before the call runs;
+    :meth:`record` keeps the call's result with it."""
+
+    run_id: str
+    key: str
+
+    def record(self, result: str) -> None:
+        db = executing_store()
+        if db is not None:
+            db.keep_approval_note(self.run_id, f"{self.key}/result", _RESULT_KIND, result)
+
+
+def decide_in_run(tool: str, arguments: Mapping[str, Any]) -> ApprovedCall | Literal[False] | None:
+    """Inside a durable run: the :class:`ApprovedCall` whose approval this call uses
+    (it runs now, once), ``False`` (denied) for this call, or :class:`ApprovalPending`
+    when undecided or when its approval was used already. ``None`` outside a run."""
     run_id = current_run_id()
     db = executing_store()
     if run_id is None or db is None:
         return None
-    key = _key(tool, arguments)
-    status = db.approval_status(run_id, key)
-    if status == ApprovalStatus.APPROVED:
-        return True
-    if status == ApprovalStatus.DENIED:
-        return False
+    call = _call_key(tool, arguments)
+    latest = db.latest_approval(run_id, call)
+    occurrence = 0
+    used = ""
+    if latest is not None:
+        key, status, occurrence = latest
+        if status == ApprovalStatus.APPROVED and db.consume_approval(run_id, key):
+            return ApprovedCall(run_id, key)
+        if status == ApprovalStatus.DENIED:
+            return False
+        if status != ApprovalStatus.REQUESTED:  # used (executed): ask again
+            result = db.approval_note(run_id, f"{key}/result", _RESULT_KIND)
+            used = (
+                "; an identical call approved before already ran in this run"
+                + (f" (it returned {result[:200]!r})" if result is not None else "")
+                + ", and an approval allows one execution"
+            )
+            occurrence += 1
     shown = json.dumps(dict(arguments), ensure_ascii=False, default=repr)
-    db.request_approval(run_id, key, tool, shown)
+    db.request_approval(run_id, _request_key(call, occurrence), call, occurrence, tool, shown)
     raise ApprovalPending(
         PauseReason.AWAITING_APPROVAL.value,
-        f"tool {tool!r} requires approval for {shown[:200]}; approve it with "
+        f"tool {tool!r} requires approval for {shown[:200]}{used}; approve it with "
         f"`openprogram approve {run_id}` or deny it with `openprogram deny {run_id}`",
         tool,
         None,
     )
+
+
+def keep_loops(db: RunStore, run_id: str, paused: RunPaused) -> None:
+    """At an approval pause, keep where the tool loops it passed through stood (for the
+    run's next execution: :func:`take_loops`)."""
+    if not isinstance(paused, ApprovalPending):
+        return
+    states = paused_loops.saved(paused)
+    if states:
+        db.keep_approval_note(run_id, *_LOOPS, json.dumps(states, ensure_ascii=False))
+
+
+def take_loops(db: RunStore, run_id: str) -> list[dict[str, Any]] | None:
+    """The loop states the run's last approval pause kept, once (an execution takes
+    them: a later one runs its steps from their start)."""
+    text = db.take_approval_note(run_id, *_LOOPS)
+    if text is None:
+        return None
+    states = json.loads(text)
+    return states if isinstance(states, list) and states else None
 
 
 def pending_request(run_id: str, *, store: str | os.PathLike[str] | None = None) -> Any:

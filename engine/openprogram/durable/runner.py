@@ -15,6 +15,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from openprogram.contract.runs import (
     paused_at,
 )
 from openprogram.durable import checks, snapshot
-from openprogram.durable.approvals import refuse_undecided
+from openprogram.durable.approvals import keep_loops, refuse_undecided, take_loops
 from openprogram.durable.errors import (
     DeterminismError,
     LeaseLost,
@@ -277,7 +278,11 @@ def _execute_leased(
             node_id = frame.node_id
             frame.extras[ENTRY_EXTRA] = fn  # an Agent-method entry records no second node
             try:
-                with paused_loops.isolated():  # the run resumes at its own steps
+                # the run resumes at its own steps; the tool loops of the step an approval
+                # paused continue where they stood (openprogram.durable.approvals)
+                loops = take_loops(db, run_id) if executor is not None else None
+                resumed = paused_loops.resuming(loops) if loops else nullcontext()
+                with paused_loops.isolated(), resumed:
                     value = fn(**args)
             finally:
                 flush(executor, root)  # the last step's result, before the run's state
@@ -286,6 +291,7 @@ def _execute_leased(
             value = to_json_value(value)
             set_output(frame, value)
     except RunPaused as p:
+        keep_loops(db, run_id, p)
         if node_id is not None:
             writer.update(node_id, status="paused", output={"paused": p.message})
         stored = db.finish_run(

@@ -23,11 +23,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openprogram.errors import ConfigError, OpenProgramError
 from openprogram.programs.function_tools import parse_docstring
 from openprogram.programs.schema import INJECTED_PARAMS, build_parameters, validate_arguments
+
+if TYPE_CHECKING:
+    from openprogram.durable.approvals import ApprovedCall
 
 __all__ = [
     "DEFAULT_CACHE_TTL",
@@ -317,7 +320,7 @@ class Tool:
         problem = validate_arguments(self.parameters, kwargs)
         if problem:
             raise ToolError(f"invalid arguments for tool {self.name!r}: {problem}")
-        self._check_approval(kwargs)
+        approved = self._check_approval(kwargs)
         if opts.check_fn is not None:
             if not _run_gate(self, "check_fn", opts.check_fn, self._gate_view(kwargs)):
                 raise ToolError(f"tool {self.name!r} was blocked by its check_fn")
@@ -328,7 +331,14 @@ class Tool:
                 hit = self._cache.get(key)
             if hit is not None and hit[0] > self.clock():
                 return hit[1]
-        text = self._finish(self._dispatch(kwargs))
+        try:
+            text = self._finish(self._dispatch(kwargs))
+        except ToolError as exc:
+            if approved is not None:
+                approved.record(f"error: {exc}")
+            raise
+        if approved is not None:  # the approval of a run it used: its result is kept
+            approved.record(text)
         if opts.cache:
             with self._lock:
                 self._cache[key] = (self.clock() + float(opts.cache_ttl), text)
@@ -348,12 +358,14 @@ class Tool:
         view.update(kwargs)
         return view
 
-    def _check_approval(self, kwargs: Mapping[str, Any]) -> None:
+    def _check_approval(self, kwargs: Mapping[str, Any]) -> ApprovedCall | None:
+        """Raise when the call may not run; inside a durable run, the run's approval it
+        uses (once: it is marked executed now)."""
         need = self.options.requires_approval
         if callable(need):
             need = _run_gate(self, "requires_approval", need, self._gate_view(kwargs))
         if not need:
-            return
+            return None
         approver = _approver.get()
         if approver is None:
             from openprogram.durable.approvals import decide_in_run
@@ -361,7 +373,7 @@ class Tool:
             # inside a durable run: pauses the run as awaiting_approval until decided
             decided = decide_in_run(self.name, kwargs)
             if decided:
-                return
+                return decided
             if decided is False:
                 raise ToolError(
                     f"tool {self.name!r} was denied by the user; do not retry it, "
@@ -372,6 +384,7 @@ class Tool:
                 f"tool {self.name!r} requires approval and was not approved; "
                 "do not retry it without the user's approval"
             )
+        return None
 
     def _dispatch(self, kwargs: dict[str, Any]) -> Any:
         """Run the tool; a plain function gets its own ``code`` node (expose ``io``).

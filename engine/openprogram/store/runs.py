@@ -223,6 +223,11 @@ def step_insert(table: str = "run_steps") -> str:
 
 #: :func:`step_insert` into ``run_steps``.
 STEP_INSERT = step_insert()
+#: Kinds of the records an approval keeps for itself (scope ``approvals``, status ``kept``
+#: until used): ``approval_loops`` where the tool loops stood at an approval pause,
+#: ``approval_result`` the result of an approved call that ran. Not steps: the step
+#: listings leave them out.
+APPROVAL_NOTE_KINDS = "('approval_loops', 'approval_result')"
 
 
 def held_by(run: str, token: str) -> str:
@@ -342,7 +347,8 @@ class RunSql:
     )
     update_snapshot: str = "UPDATE runs SET source_snapshot = ? WHERE id = ?"
     load_steps: str = (
-        f"SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = ? ORDER BY scope, position"
+        f"SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = ? AND kind NOT IN "
+        f"{APPROVAL_NOTE_KINDS} ORDER BY scope, position"
     )
     replay_steps: str = f"SELECT {REPLAY_COLUMNS} FROM run_steps WHERE run_id = ?"
     top_level_steps: str = (
@@ -364,11 +370,29 @@ class RunSql:
     count_steps_in: str = _COUNT_STEPS + " AND status = ?"
     request_approval: str = (
         STEP_INSERT + "VALUES "
-        "(?, ?, 'approvals', 0, 'approval', ?, 0, ?, 'requested', ?, ?, NULL) "
+        "(?, ?, 'approvals', 0, 'approval', ?, ?, ?, 'requested', ?, ?, NULL) "
         "ON CONFLICT (run_id, step_key) DO NOTHING"
     )
-    approval_status: str = (
-        "SELECT status FROM run_steps WHERE run_id = ? AND step_key = ? AND kind = 'approval'"
+    latest_approval: str = (
+        "SELECT step_key, status, occurrence FROM run_steps WHERE run_id = ? AND "
+        "kind = 'approval' AND input_hash = ? ORDER BY occurrence DESC LIMIT 1"
+    )
+    consume_approval: str = (
+        "UPDATE run_steps SET status = 'executed', finished_at = ? WHERE run_id = ? AND "
+        "step_key = ? AND kind = 'approval' AND status = 'approved'"
+    )
+    keep_approval_note: str = (
+        STEP_INSERT + "VALUES (?, ?, 'approvals', 0, ?, ?, 0, ?, 'kept', ?, ?, NULL) "
+        "ON CONFLICT (run_id, step_key) DO UPDATE SET status = 'kept', "
+        "result = excluded.result, started_at = excluded.started_at"
+    )
+    approval_note: str = (
+        "SELECT result FROM run_steps WHERE run_id = ? AND step_key = ? AND kind = ? "
+        "AND status = 'kept'"
+    )
+    drop_approval_note: str = (
+        "UPDATE run_steps SET status = 'taken', result = NULL WHERE run_id = ? AND "
+        "step_key = ? AND kind = ? AND status = 'kept'"
     )
     pending_approval: str = (
         "SELECT step_key, name, result FROM run_steps WHERE run_id = ? AND "
@@ -917,15 +941,44 @@ class RunStore(ABC):
     # -- approvals of requires_approval tools ---------------------------------------
     # Rows of ``run_steps`` with kind ``approval`` and scope ``approvals``: step_key the
     # call's key, name the tool, result its JSON arguments, status an ApprovalStatus.
-    def request_approval(self, run_id: str, key: str, tool: str, arguments_json: str) -> None:
+    # One call (tool and arguments, ``call``: its hash) may be requested again after an
+    # approval of it was used: each request is its own row, ``occurrence`` counting them
+    # and ``input_hash`` holding ``call``.
+    def request_approval(
+        self, run_id: str, key: str, call: str, occurrence: int, tool: str, arguments_json: str
+    ) -> None:
         """Record that the run waits for approval of one tool call (idempotent)."""
-        params = (run_id, key, tool, key, arguments_json, time.time())
+        params = (run_id, key, tool, occurrence, call, arguments_json, time.time())
         self._changed(self.sql.request_approval, params)
 
-    def approval_status(self, run_id: str, key: str) -> str | None:
-        """``requested`` | ``approved`` | ``denied`` of one tool call, or ``None``."""
-        row = self._row(self.sql.approval_status, (run_id, key))
-        return str(row[0]) if row else None
+    def latest_approval(self, run_id: str, call: str) -> tuple[str, str, int] | None:
+        """``(key, status, occurrence)`` of the newest request of the call ``call``; status
+        ``requested`` | ``approved`` | ``denied`` | ``executed`` (an approval used)."""
+        row = self._row(self.sql.latest_approval, (run_id, call))
+        return (str(row[0]), str(row[1]), int(row[2])) if row else None
+
+    def consume_approval(self, run_id: str, key: str) -> bool:
+        """Mark an approved call ``executed`` before it runs (``False``: it was not
+        approved, or another execution used the approval first)."""
+        return self._changed(self.sql.consume_approval, (time.time(), run_id, key)) == 1
+
+    def keep_approval_note(self, run_id: str, key: str, kind: str, text: str) -> None:
+        """Keep (replace) the note ``key`` of kind ``kind`` (:data:`APPROVAL_NOTE_KINDS`)."""
+        self._changed(
+            self.sql.keep_approval_note, (run_id, key, kind, kind, key, text, time.time())
+        )
+
+    def approval_note(self, run_id: str, key: str, kind: str) -> str | None:
+        """The text of a kept note, or ``None``."""
+        row = self._row(self.sql.approval_note, (run_id, key, kind))
+        return str(row[0]) if row and row[0] is not None else None
+
+    def take_approval_note(self, run_id: str, key: str, kind: str) -> str | None:
+        """The text of a kept note, which is dropped (``None``: none kept)."""
+        text = self.approval_note(run_id, key, kind)
+        if text is not None:
+            self._changed(self.sql.drop_approval_note, (run_id, key, kind))
+        return text
 
     def pending_approval(self, run_id: str) -> tuple[str, str, str] | None:
         """``(key, tool, arguments_json)`` of the run's oldest undecided request."""
