@@ -150,7 +150,8 @@ def test_ctrl_c_in_a_step_names_the_step_and_how_to_resume(work: Path) -> None:
     [line] = stderr.strip().splitlines()
     assert line == (
         f"openprogram: error: interrupted: run {rid} was interrupted (Ctrl-C) at step 'slow'; "
-        f"resume with: openprogram resume {rid}"
+        "the step may or may not have taken effect: check it, then resume with: "
+        f"openprogram resume {rid} --rerun-uncertain"
     )
     assert (run["status"], run["pause_reason"], run["paused_step"]) == (
         "paused",
@@ -160,6 +161,14 @@ def test_ctrl_c_in_a_step_names_the_step_and_how_to_resume(work: Path) -> None:
     assert table_rows(work)[1][1:4] == ["paused (requested)", "main", "slow"]
     shown = cli("show", str(rid), "--store", "st", cwd=work)
     assert shown.stdout.splitlines()[0].endswith("; run paused (requested) at step 'slow'")
+    # the command the line names is the one that goes on (a plain resume pauses as
+    # uncertain: the hint used to name that one)
+    (work / "block_slow").unlink()
+    plain = cli("resume", str(rid), "--store", "st", cwd=work)
+    assert plain.returncode == 3 and "--rerun-uncertain" in plain.stdout, plain.stdout
+    hinted = line.rpartition("resume with: ")[2].split()
+    done = cli(*hinted[1:], "--store", "st", cwd=work)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_show_names_each_sessions_own_head(work: Path) -> None:

@@ -82,6 +82,11 @@ def report_interrupted(exc: KeyboardInterrupt, as_json: bool) -> int:
     if outcome is None:
         return report_error("interrupted", code=Exit.INTERRUPTED, as_json=as_json)
     hint = f"; resume with: openprogram resume {outcome.run_id}"
+    if outcome.paused_step is not None:  # stopped inside it: uncertain on resume
+        hint = (
+            f"; the step may or may not have taken effect: check it, then resume with: "
+            f"openprogram resume {outcome.run_id} --rerun-uncertain"
+        )
     print(error_line(f"interrupted: {outcome.error}{hint}"), file=sys.stderr)
     if as_json:
         print(json.dumps(outcome.to_json(), ensure_ascii=False, default=repr))
