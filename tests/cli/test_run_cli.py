@@ -398,3 +398,57 @@ def test_a_direct_call_of_a_resumable_static_or_class_method_runs_durably(
     assert proc.returncode == 0 and proc.stdout.strip() == "4", proc.stderr
     listed = json.loads(cli("runs", "--json", "--store", "st", cwd=tmp_path).stdout)
     assert [r["status"] for r in listed] == ["completed"], listed
+
+
+INHERITED_CLASSMETHOD = '''
+import os
+
+from openprogram import Agent, step
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def act(name: str, value: int) -> int:
+    with open(os.path.join(HERE, "calls.log"), "a", encoding="utf-8") as f:
+        f.write(name + " " + str(value) + "\\n")
+    if os.path.exists(os.path.join(HERE, "fail_" + name)):
+        raise RuntimeError("injected failure in " + name)
+    return value + 1
+
+
+class Base(Agent):
+    method_options = {"go": {"resumable": True}}
+    scale = 1
+
+    @classmethod
+    def go(cls, n: int = 1) -> int:
+        """Two steps, the second scaled by the class the entry was reached through."""
+        a = step("a", act, "a", n)
+        return step("c", act, "c", a) * cls.scale
+
+
+class Child(Base):
+    scale = 10
+
+
+go = Child.go
+PROGRAM_ENTRIES = ["go"]
+'''
+
+
+def test_an_inherited_classmethod_entry_resumes_bound_to_the_class_it_was_reached_through(
+    tmp_path: Path,
+) -> None:
+    """``go = Child.go`` where ``go`` is a classmethod of ``Base``: the first run binds
+    ``cls`` to ``Child``; the resume from the saved source bound it to ``Base`` (the
+    method's ``__qualname__``), so ``cls.scale`` changed between run and resume."""
+    (tmp_path / "prog.py").write_text(INHERITED_CLASSMETHOD, encoding="utf-8")
+    code, first = cli_json("run", "prog.py:go", "--args", '{"n": 2}', "--store", "st", cwd=tmp_path)
+    assert code == 0 and first["result"] == 40, first
+    (tmp_path / "fail_c").touch()
+    code, out = cli_json("run", "prog.py:go", "--args", '{"n": 2}', "--store", "st", cwd=tmp_path)
+    assert code == 1 and out["status"] == "failed", out
+    (tmp_path / "fail_c").unlink()
+    code, again = cli_json("resume", out["run_id"], "--store", "st", cwd=tmp_path)
+    assert code == 0 and again["status"] == "completed", again
+    assert again["result"] == 40, again

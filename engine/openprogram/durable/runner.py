@@ -623,7 +623,9 @@ def resume_run(
             )
         new_snap: dict[str, Any] | None = None
         if pol is Policy.KEEP_ORIGINAL and run.source_snapshot:
-            fn = snapshot.restore(run.source_snapshot, entry.module, entry.instance)
+            fn = snapshot.restore(
+                run.source_snapshot, entry.module, entry.instance, entry.receiver_class
+            )
         else:
             reached = _determinism(entry)
             new_snap = snapshot.capture(
@@ -818,7 +820,9 @@ def execute_claimed(
     try:
         entry = _load_for_resume(run)
         if run.policy == Policy.KEEP_ORIGINAL and run.source_snapshot:
-            fn = snapshot.restore(run.source_snapshot, entry.module, entry.instance)
+            fn = snapshot.restore(
+                run.source_snapshot, entry.module, entry.instance, entry.receiver_class
+            )
         else:
             if entry.resumable:
                 _determinism(entry)

@@ -126,13 +126,17 @@ def capture(
 
 
 def restore(
-    snapshot: dict[str, Any], module: types.ModuleType, instance: Any | None
+    snapshot: dict[str, Any],
+    module: types.ModuleType,
+    instance: Any | None,
+    receiver_class: type | None = None,
 ) -> Callable[..., Any]:
     """The saved entry function compiled against the module's current globals.
 
     For a method entry the saved methods are bound to ``instance`` (set on the instance,
     so ``self.helper(...)`` resolves to the saved helper); a staticmethod or classmethod
-    entry (``instance`` is ``None``) is served by its class.
+    entry (``instance`` is ``None``) is served by its class: ``receiver_class``, the class
+    the entry was reached through (a subclass of the method's own), else the method's own.
     """
     namespace: dict[str, Any] = dict(module.__dict__)
     for alias, modname in snapshot.get("modules", {}).items():
@@ -159,7 +163,9 @@ def restore(
         if name not in methods:
             raise ProgramLoadError(f"saved source does not define {qualname}")
         return _bind_to_class(
-            _method(methods[name], name, namespace, filename, lines), module, owner
+            _method(methods[name], name, namespace, filename, lines),
+            receiver_class or _class_named(module, owner),
+            owner,
         )
     bound: dict[str, Any] = {}
     for mname, src in methods.items():
@@ -188,13 +194,18 @@ def _method(
     return fn
 
 
-def _bind_to_class(member: Any, module: types.ModuleType, owner: str) -> Any:
-    """A saved staticmethod / classmethod ``member`` as its class ``owner`` of ``module``
-    serves it: through the class's call-scope descriptor (an ``Agent`` method keeps
-    recording its ``code`` node) when it has one."""
-    cls: Any = module
-    for part in owner.split("."):
-        cls = getattr(cls, part, None)
+def _class_named(module: types.ModuleType, qualname: str) -> Any:
+    """The class ``qualname`` (``Outer.Inner``) of ``module``, or ``None``."""
+    found: Any = module
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found
+
+
+def _bind_to_class(member: Any, cls: Any, owner: str) -> Any:
+    """A saved staticmethod / classmethod ``member`` as class ``cls`` serves it (``owner``:
+    the defining class's name, for messages): through the class's call-scope descriptor
+    (an ``Agent`` method keeps recording its ``code`` node) when it has one."""
     name = getattr(member, "__name__", "")
     current: Any = inspect.getattr_static(cls, name, None) if isinstance(cls, type) else None
     kind = getattr(current, "kind", None)

@@ -64,6 +64,13 @@ class ProgramEntry:
         """The underlying function (unbound)."""
         return getattr(self.target, "__func__", self.target)
 
+    @property
+    def receiver_class(self) -> type | None:
+        """The class a classmethod entry is bound to (``go = Child.go`` binds ``Child``,
+        also where ``Base`` defines ``go``), else ``None``."""
+        receiver = getattr(self.target, "__self__", None)
+        return receiver if inspect.isclass(receiver) else None
+
 
 def parse_entry_ref(ref: str) -> tuple[str, str, str]:
     """Split ``FILE.py:ENTRY`` / ``MODULE:ENTRY`` into ``(kind, location, entry)``."""
