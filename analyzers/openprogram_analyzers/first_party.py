@@ -126,7 +126,7 @@ class HelperLoader:
                 continue
             parent = ".".join(package[: len(package) - imp.level + 1])
             module = f"{parent}.{imp.module}" if imp.module else parent
-            index.imports[local] = ImportInfo(module, imp.name, imp.node, imp.level)
+            index.imports[local] = ImportInfo(module, imp.name, imp.node, imp.level, anchored=True)
 
     def load(self, dotted: str) -> HelperModule | None:
         """The parsed module, or None: not first-party, unreadable, not UTF-8, or not
@@ -219,21 +219,33 @@ def resolve_reexports(index: ModuleIndex, loader: HelperLoader) -> None:
     """Rebind ``from helpers import now`` to ``time.time`` when ``helpers`` only imports
     ``now`` (``from time import time as now``), and resolve ``helpers.now`` (``import
     helpers``, ``from pkg import helpers``) the same way: the one import table, across
-    files."""
+    files, through every hop (``pkg/__init__.py``'s ``from .clock import now``, then
+    ``pkg/clock.py``'s ``from time import time as now``)."""
     for local, imp in list(index.imports.items()):
         as_module = loader.load(imp.dotted) if local in index.first_party else None
         if as_module is not None:  # ``helpers`` itself: its attributes may be re-exports
             for name, exported in as_module.index.imports.items():
-                if not exported.relative:
-                    index.reexports[f"{imp.dotted}.{name}"] = exported
+                if exported.absolute:
+                    index.reexports[f"{imp.dotted}.{name}"] = _reexported(exported, loader)
         if imp.name is None:
             continue
-        helper = loader.load(imp.module)
-        if helper is None:
-            continue
-        target = helper.index.imports.get(imp.name)
-        if target is not None and not target.relative:
+        target = _reexported(imp, loader)
+        if target is not imp:
             index.imports[local] = ImportInfo(target.module, target.name, imp.node)
+
+
+def _reexported(imp: ImportInfo, loader: HelperLoader) -> ImportInfo:
+    """What ``from M import name`` really binds: followed while ``M`` is a first-party
+    module that itself only imports ``name`` (a cycle stops where it closes)."""
+    seen = {imp.dotted}
+    while imp.name is not None:
+        helper = loader.load(imp.module)
+        target = helper.index.imports.get(imp.name) if helper is not None else None
+        if target is None or not target.absolute or target.dotted in seen:
+            break
+        seen.add(target.dotted)
+        imp = target
+    return imp
 
 
 def followed_calls(

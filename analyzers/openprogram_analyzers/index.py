@@ -118,10 +118,16 @@ class ImportInfo:
     name: str | None  # imported attribute (from-import) or None for `import x`
     node: cst.CSTNode
     level: int = 0  # the dots of a relative import (``from ..x import y``: 2)
+    anchored: bool = False  # a relative import ``first_party`` resolved: ``module`` is absolute
 
     @property
     def relative(self) -> bool:
         return self.level > 0
+
+    @property
+    def absolute(self) -> bool:
+        """``module`` names the module from the top (not a relative import left as written)."""
+        return self.level == 0 or self.anchored
 
     @property
     def dotted(self) -> str:

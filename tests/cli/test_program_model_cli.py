@@ -455,6 +455,32 @@ def test_first_party_helper_module_is_followed(tmp_path: Path, imports: str, lin
     assert ("helpers.py:5:" in ran.stderr) == ("now()" not in line)  # found in the helper file
 
 
+@pytest.mark.parametrize(
+    ("imports", "line"),
+    [
+        ("from pkg import now", "text = text + str(now())"),
+        ("import pkg", "text = text + str(pkg.now())"),
+        ("from pkg import clock", "text = text + str(clock.now())"),
+    ],
+)
+def test_a_re_export_through_a_relative_import_is_followed(
+    tmp_path: Path, imports: str, line: str
+) -> None:
+    """``pkg/__init__.py`` re-exports ``now`` with ``from .clock import now``, and
+    ``pkg/clock.py`` has ``from time import time as now``: a clock read in the Program,
+    which lint and the pre-run check passed (a relative re-export was not followed)."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .clock import now\n", encoding="utf-8")
+    (tmp_path / "pkg" / "clock.py").write_text("from time import time as now\n", encoding="utf-8")
+    (tmp_path / "prog.py").write_text(
+        CLOCK_PROGRAM.format(imports=imports, line=line), encoding="utf-8"
+    )
+    ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2 and "OP205" in ran.stderr, ran.stdout + ran.stderr
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 1 and "OP205" in linted.stdout, linted.stdout + linted.stderr
+
+
 def test_cache_notices_a_changed_helper_module(tmp_path: Path) -> None:
     (tmp_path / "helpers.py").write_text(HELPERS.replace("time.time()", "1"), encoding="utf-8")
     (tmp_path / "prog.py").write_text(
