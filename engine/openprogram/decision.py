@@ -457,6 +457,10 @@ def extract_action(reply: str) -> dict[str, Any]:
     """
     if not isinstance(reply, str):
         raise _ParseError("no_json", f"the reply is not text but {json_type_name(reply)}")
+    if not reply.strip():
+        raise _ParseError(
+            "no_json", 'the reply is empty: write one JSON object {"call": "<option name>", ...}'
+        )
     text = reply[:_MAX_REPLY_CHARS]
     found: list[dict[str, Any]] = []
     errors: list[str] = []

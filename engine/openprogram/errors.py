@@ -72,6 +72,32 @@ class ProviderError(OpenProgramError):
         self.request_id = request_id
 
 
+class IncompleteReply(ProviderError):
+    """The model's reply is not a whole answer: it was cut short (the output token limit)
+    or refused (a content filter, or the model declined). Raised instead of returning the
+    partial text, which would pass as a complete reply (and truncated JSON could parse).
+
+    ``reason`` is the provider's own word (OpenAI ``finish_reason`` ``length`` /
+    ``content_filter``, ``refusal`` for a ``message.refusal``; Anthropic ``stop_reason``
+    ``max_tokens`` / ``refusal`` ...), ``outcome`` is ``"truncated"`` or ``"refused"``
+    (the table is :data:`openprogram.runtime.providers.stop_reasons.INCOMPLETE`).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        reason: str,
+        outcome: str,
+        status: int | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider, status=status, request_id=request_id)
+        self.reason = reason
+        self.outcome = outcome
+
+
 class ReplayMismatch(OpenProgramError):
     """A request made during replay differs from the recorded one (message holds a diff)."""
 

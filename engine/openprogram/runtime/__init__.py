@@ -11,7 +11,7 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
-from openprogram.errors import ConfigError, ProviderError, ReplayMismatch
+from openprogram.errors import ConfigError, IncompleteReply, ProviderError, ReplayMismatch
 
 if TYPE_CHECKING:
     from openprogram.runtime.cassette import (
@@ -121,6 +121,7 @@ __all__ = [
     "CassetteWriter",
     "ConfigError",
     "ExecResult",
+    "IncompleteReply",
     "MaxIterationsExceeded",
     "Message",
     "ModelRequest",

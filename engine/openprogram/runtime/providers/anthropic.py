@@ -23,6 +23,12 @@ from openprogram.runtime.http import (
     is_loopback,
     validate_base_url,
 )
+from openprogram.runtime.providers.replies import (
+    block_text,
+    blocks_text,
+    check_complete,
+    check_text_for_format,
+)
 from openprogram.runtime.providers.tool_arguments import tool_call_from_value
 from openprogram.runtime.providers.usage import usage_from
 from openprogram.runtime.retry import RetryPolicy
@@ -117,7 +123,7 @@ def build_payload(request: ModelRequest, *, max_tokens: int) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     for message in request.messages:
         if message.role == "system":
-            system_parts.append(_text_of(message.content))
+            system_parts.append(blocks_text(message.content))
             continue
         role, blocks = _wire_blocks(message)
         if messages and messages[-1]["role"] == role and role == "user":
@@ -151,7 +157,7 @@ def _wire_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
         block: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": message.tool_call_id or "",
-            "content": _text_of(message.content),
+            "content": blocks_text(message.content),
         }
         if message.is_error:
             block["is_error"] = True
@@ -172,14 +178,13 @@ def _wire_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     return "user", blocks or [{"type": "text", "text": ""}]
 
 
-def _text_of(content: str | list[dict[str, Any]]) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
-
-
 def parse_reply(reply: JsonReply, transport: JsonTransport, request: ModelRequest) -> ModelResponse:
-    """A :class:`ModelResponse` from a Messages API response body."""
+    """A :class:`ModelResponse` from a Messages API response body.
+
+    A reply cut short (``stop_reason`` ``max_tokens``) or refused (``refusal``) raises
+    :class:`~openprogram.errors.IncompleteReply` (:mod:`~openprogram.runtime.providers.replies`);
+    a ``null`` text block is no text.
+    """
     body = reply.body
     content = body.get("content")
     if not isinstance(content, list):
@@ -189,7 +194,7 @@ def parse_reply(reply: JsonReply, transport: JsonTransport, request: ModelReques
     try:
         for block in content:
             if block.get("type") == "text":
-                texts.append(str(block.get("text", "")))
+                texts.append(block_text(block))  # a null text is no text
             elif block.get("type") == "tool_use":
                 call = tool_call_from_value(
                     str(block["id"]), str(block["name"]), block.get("input")
@@ -198,6 +203,9 @@ def parse_reply(reply: JsonReply, transport: JsonTransport, request: ModelReques
     except (KeyError, AttributeError):
         raise transport.shape_error(reply, "malformed content block") from None
     text = "".join(texts)
+    reason = body.get("stop_reason")
+    check_complete(reply, transport, reason=reason, text=text)
+    check_text_for_format(request, calls, text, reply, transport)
     if request.response_format is not None and not calls:
         text = _json_reply(text, reply, transport)
     return ModelResponse(
@@ -206,7 +214,7 @@ def parse_reply(reply: JsonReply, transport: JsonTransport, request: ModelReques
         usage=usage_from(body.get("usage"), "input_tokens", "output_tokens"),
         model=str(body.get("model") or ""),
         request_id=reply.request_id,
-        finish_reason=reason if isinstance(reason := body.get("stop_reason"), str) else None,
+        finish_reason=reason if isinstance(reason, str) else None,
     )
 
 

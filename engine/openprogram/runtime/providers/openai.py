@@ -20,6 +20,11 @@ from openprogram.runtime.http import (
     is_loopback,
     validate_base_url,
 )
+from openprogram.runtime.providers.replies import (
+    blocks_text,
+    check_complete,
+    check_text_for_format,
+)
 from openprogram.runtime.providers.tool_arguments import tool_call_from_text, tool_call_from_value
 from openprogram.runtime.providers.usage import usage_from
 from openprogram.runtime.retry import RetryPolicy
@@ -84,13 +89,13 @@ class OpenAIProvider:
         reply = self._transport.post(
             "/chat/completions", build_payload(request), timeout_s=request.timeout_s
         )
-        return parse_reply(reply, self._transport)
+        return parse_reply(reply, self._transport, request)
 
     async def acomplete(self, request: ModelRequest) -> ModelResponse:
         reply = await self._transport.apost(
             "/chat/completions", build_payload(request), timeout_s=request.timeout_s
         )
-        return parse_reply(reply, self._transport)
+        return parse_reply(reply, self._transport, request)
 
     def close(self) -> None:
         self._transport.close()
@@ -130,7 +135,7 @@ def _wire_message(message: Message) -> dict[str, Any]:
         return {
             "role": "tool",
             "tool_call_id": message.tool_call_id or "",
-            "content": _text_of(message.content),
+            "content": blocks_text(message.content),
         }
     out: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.role == "assistant" and message.tool_calls:
@@ -153,31 +158,32 @@ def _arguments_text(call: ToolCall) -> str:
     return call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
 
 
-def _text_of(content: str | list[dict[str, Any]]) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
+def parse_reply(reply: JsonReply, transport: JsonTransport, request: ModelRequest) -> ModelResponse:
+    """A :class:`ModelResponse` from a Chat Completions response body.
 
-
-def parse_reply(reply: JsonReply, transport: JsonTransport) -> ModelResponse:
-    """A :class:`ModelResponse` from a Chat Completions response body."""
+    A reply cut short (``finish_reason`` ``length``) or refused (``content_filter``, a
+    ``message.refusal``) raises :class:`~openprogram.errors.IncompleteReply`
+    (:mod:`~openprogram.runtime.providers.replies`); ``"content": null`` is no text.
+    """
     body = reply.body
     try:
         choice = body["choices"][0]
         message = choice["message"]
-        text = message.get("content") or ""
-        if not isinstance(text, str):
-            text = _text_of(text)
+        text = blocks_text(message.get("content"))
         calls = [_tool_call(c) for c in message.get("tool_calls") or []]
+        refusal = message.get("refusal")
     except (KeyError, IndexError, TypeError, AttributeError):
         raise transport.shape_error(reply, "no choices[0].message") from None
+    reason = choice.get("finish_reason")
+    check_complete(reply, transport, reason=reason, text=text, refusal=refusal)
+    check_text_for_format(request, calls, text, reply, transport)
     return ModelResponse(
         text=text,
         tool_calls=calls,
         usage=usage_from(body.get("usage"), "prompt_tokens", "completion_tokens"),
         model=str(body.get("model") or ""),
         request_id=reply.request_id,
-        finish_reason=reason if isinstance(reason := choice.get("finish_reason"), str) else None,
+        finish_reason=reason if isinstance(reason, str) else None,
     )
 
 
