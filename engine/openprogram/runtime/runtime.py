@@ -761,7 +761,14 @@ class _Turn:
         return None if finished else state.pending
 
     def accept(self, response: ModelResponse) -> bool:
-        """Add the reply; True when the turn is over (no tool calls)."""
+        """Add the reply; True when the turn is over (no tool calls).
+
+        In a decision turn a reply whose tool calls all name decision options (and no
+        offered tool) is the decision written as tool calls: it ends the turn as the
+        ``{"call": ...}`` JSON it stands for (several different ones are a
+        ``multiple_calls`` error of the parser, retried as any other)."""
+        if response.tool_calls and self.template.choices is not None:
+            response = _decision_from_tool_calls(response, self.option_names(), self.tools)
         self.responses.append(response)
         if not response.tool_calls:
             return True
@@ -770,9 +777,19 @@ class _Turn:
         )
         return False
 
+    def option_names(self) -> list[str]:
+        """The names of this turn's decision options (none outside a decision turn)."""
+        if self.template.choices is None:
+            return []
+        from openprogram.decision import normalize_options
+
+        return normalize_options(self.template.choices, context=self.menu_context).names()
+
     def lookup(self, call: ToolCall) -> tuple[Tool | None, str]:
         tool = self.tools.get(call.name)
         if tool is None:
+            if call.name in self.option_names():
+                return None, _option_is_not_a_tool(call.name)
             offered = ", ".join(self.tools) or "(none)"
             return None, f"unknown tool {call.name!r}; available tools: {offered}"
         if call.arguments_error is not None:
@@ -795,6 +812,39 @@ class _Turn:
                 is_error=record.is_error,
             )
         )
+
+
+def _decision_from_tool_calls(
+    response: ModelResponse, options: list[str], tools: dict[str, Any]
+) -> ModelResponse:
+    """``response`` with its tool calls written as decision JSON when every one of them
+    names a decision option that is not also an offered tool; else ``response``."""
+    calls = response.tool_calls
+    if not all(c.name in options and c.name not in tools for c in calls):
+        return response
+    from openprogram.schema_grammar import CALL_KEYS
+
+    blocks = []
+    for call in calls:
+        args = dict(call.arguments)
+        action = (
+            {"call": call.name, "arguments": args}
+            if any(k in args for k in CALL_KEYS)
+            else {"call": call.name, **args}
+        )
+        blocks.append("```json\n" + json.dumps(action, ensure_ascii=False) + "\n```")
+    text = "\n\n".join([response.text, *blocks] if response.text.strip() else blocks)
+    return dataclasses.replace(response, text=text, tool_calls=[])
+
+
+def _option_is_not_a_tool(name: str) -> str:
+    """The tool result for a call of decision option ``name`` beside real tool calls."""
+    example = json.dumps({"call": name})
+    return (
+        f"{name!r} is a decision option, not a tool: when you are done, finish with your "
+        f"decision as your final reply, one JSON object in a ```json block, e.g. {example} "
+        "with the option's fields"
+    )
 
 
 # -- turn safe points (openprogram.safepoints; a ContextVar lookup when no turn runs) --
