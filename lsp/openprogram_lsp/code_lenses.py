@@ -1,5 +1,6 @@
-"""Code lenses: ``▶ Run`` per entry, ``⟳ Resume (step "name" #n)`` per paused run,
-``Runs (N)`` per function with recorded runs."""
+"""Code lenses: ``▶ Run`` per entry, ``⟳ Resume (step "name" #n)`` per paused run
+(``✓ Approve`` / ``✗ Deny`` for one awaiting approval of a tool call), ``Runs (N)`` per
+function with recorded runs."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from lsprotocol import types
 
 from .outline import FunctionInfo, Span
 from .positions import to_lsp
-from .run_commands import RESUME, RUN, SHOW_RUNS
-from .run_index import RunInfo, read_stores, runs_for_file
+from .run_commands import APPROVE, DENY, RESUME, RUN, SHOW_RUNS
+from .run_index import RunInfo, is_run_of, read_stores, runs_for_file
+from .runs_view import watcher
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
@@ -19,7 +21,7 @@ MAX_RESUME_LENSES = 3
 
 
 def _runs_by_function(runs: list[RunInfo], f: FunctionInfo) -> list[RunInfo]:
-    return [r for r in runs if r.function_qualname in (f.qualname, f.name)]
+    return [r for r in runs if is_run_of(r, f.qualname)]
 
 
 async def file_runs(ls: OpenProgramLanguageServer, uri: str) -> list[RunInfo]:
@@ -66,6 +68,16 @@ def code_lenses(
         rng = at(f.name_span)
         resumable = [r for r in mine if r.resumable]
         for r in resumable[:MAX_RESUME_LENSES]:
+            if r.awaiting_approval:  # a plain resume refuses it: a decision is needed
+                tool = f' "{r.paused_step}"' if r.paused_step else ""
+                for title, command in ((f"✓ Approve{tool}", APPROVE), ("✗ Deny", DENY)):
+                    lenses.append(
+                        types.CodeLens(
+                            range=rng,
+                            command=types.Command(title=title, command=command, arguments=[r.id]),
+                        )
+                    )
+                continue
             if r.status == "paused" and r.paused_step:
                 where = f' (step "{r.paused_step}" #{r.paused_occurrence or 0})'
             elif r.current_step:
@@ -110,5 +122,6 @@ def register(server: OpenProgramLanguageServer) -> None:
         ls: OpenProgramLanguageServer, params: types.CodeLensParams
     ) -> list[types.CodeLens]:
         uri = params.text_document.uri
+        watcher(ls)  # runs started elsewhere (a terminal) refresh the lenses
         await ls.ensure_model(uri)
         return code_lenses(ls, uri, await file_runs(ls, uri))

@@ -41,7 +41,7 @@ class ClientSettings:
 
     select: tuple[str, ...] | None = None
     ignore: tuple[str, ...] | None = None
-    store: str | None = None
+    store: str | None = None  # "": cleared (the default store, over an earlier value)
     interpreter: str | None = None
     debounce_ms: int | None = None
     rule_docs_url: str | None = None
@@ -82,24 +82,14 @@ class Settings:
         return self.client.rule_docs_url or DEFAULT_RULE_DOCS_URL
 
     def store_dir(self) -> Path | str:
-        """Store root: setting (relative to the workspace), ``$OPENPROGRAM_STORE`` or
-        ``.openprogram``; a ``postgresql://`` URL as written (a ``Path`` collapses its
-        ``//``: ``postgresql:///db`` would name the host ``db``). A libpq keyword string
-        (``host=db password=...``) is kept as written too: reading it is the store error
-        that says a URL is needed, never a directory named after it."""
-        from openprogram.store.postgres import is_conninfo, is_url
+        """Store root of this folder: the ``store`` setting, ``$OPENPROGRAM_STORE`` or
+        ``.openprogram``, a relative one resolved against the folder (not the server's
+        working directory): ``openprogram.store.store_location``. A ``postgresql://`` URL
+        or a libpq keyword string stays as written (reading the latter is the store error
+        that says a URL is needed, never a directory named after it)."""
+        from openprogram.store.session_store import store_location
 
-        base = self.root or Path.cwd()
-        value = self.client.store or os.environ.get("OPENPROGRAM_STORE")
-        if is_url(value) or is_conninfo(value):
-            return str(value)
-        if self.client.store:
-            p = Path(os.path.expanduser(self.client.store))
-            return p if p.is_absolute() else base / p
-        env = os.environ.get("OPENPROGRAM_STORE")
-        if env:
-            return Path(env)
-        return base / ".openprogram"
+        return store_location(self.client.store, base=self.root or Path.cwd())
 
     def interpreter(self) -> str:
         """Workspace interpreter: setting, ``<root>/.venv`` if present, else the server's."""
@@ -186,6 +176,8 @@ def parse_client_settings(raw: Any) -> tuple[ClientSettings, list[str]]:
             values[name] = parse(value, name)
         except ValueError as exc:
             errors.append(str(exc))
+    if "store" in raw and values.get("store") is None and raw.get("store") in (None, ""):
+        values["store"] = ""  # cleared: the default store, over an earlier value
     for key, alias, name in (
         ("debounceMs", "debounce_ms", "debounce_ms"),
         ("incrementalMinChars", "incremental_min_chars", "incremental_min_chars"),

@@ -23,7 +23,7 @@ from openprogram.durable.queries import RunRow, StepRow
 
 from .outline import FunctionInfo, Outline, StepCall
 from .raw_json import RawJSON
-from .run_index import read_stores
+from .run_index import is_run_of, read_stores
 from .runs_view import readable_stores, short_json, watcher
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ class RunHints:
         own = self._own.get(f.qualname)
         if own is None:
             own = self._own[f.qualname] = [
-                (db, r) for db, r in self.runs if r.function_qualname in (f.qualname, f.name)
+                (db, r) for db, r in self.runs if is_run_of(r, f.qualname)
             ][:1]
         for db, run in own or self.runs:
             rows = self.steps(db, run).get(name)

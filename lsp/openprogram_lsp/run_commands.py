@@ -1,4 +1,5 @@
-"""``openprogram.run`` / ``openprogram.resume`` / ``openprogram.showRuns`` commands.
+"""``openprogram.run`` / ``openprogram.resume`` / ``openprogram.approve`` /
+``openprogram.deny`` / ``openprogram.showRuns`` commands.
 
 Signatures (``workspace/executeCommand`` arguments, positional):
 
@@ -8,10 +9,14 @@ Signatures (``workspace/executeCommand`` arguments, positional):
   "use_latest", "rerunUncertain"?: bool, "queue"?: string}``; unknown keys are an error.
   With ``queue`` the run is handed to the workers of that queue (``resume --queue``)
   instead of executing in the subprocess: the answer's status is ``queued``.
+* ``openprogram.approve(run_id)`` / ``openprogram.deny(run_id)`` — a run paused awaiting
+  approval of a tool call (``pause_reason`` ``awaiting_approval``): the decision is
+  recorded and the run resumed by ``openprogram approve|deny`` in the subprocess (the
+  approved call runs; a denial is told to the model).
 * ``openprogram.showRuns(uri?, function?)`` — both optional (``null`` allowed): runs of
   the file (of one function of it), or of the whole workspace; newest first.
 
-Runs execute ``python -m openprogram.cli run|resume [options] -- POSITIONAL`` in a
+Runs execute ``python -m openprogram.cli run|resume|approve|deny [options] -- POSITIONAL`` in a
 subprocess of the workspace interpreter (never inside the server, never through a shell;
 ``--`` before every positional, so no argument is read as an option). The store reaches the
 child as ``$OPENPROGRAM_STORE``, never on its command line (``ps`` shows every local user a
@@ -33,6 +38,7 @@ import json
 import os
 import re
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -46,13 +52,15 @@ from openprogram.store.session_store import STORE_ENV
 
 from .entry_signature import EntryCheckError, check_run
 from .outline import Outline, build_outline
-from .run_index import RunInfo, read_stores, runs_for_file, store_program_paths
+from .run_index import RunInfo, is_run_of, read_stores, runs_for_file, store_program_paths
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
 
 RUN = "openprogram.run"
 RESUME = "openprogram.resume"
+APPROVE = "openprogram.approve"
+DENY = "openprogram.deny"
 SHOW_RUNS = "openprogram.showRuns"
 EXIT_STATUS = {0: "completed", 1: "failed", 2: "usage error", 3: "paused"}
 _ENTRY = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?\Z")
@@ -71,7 +79,7 @@ def resolve_program(ls: OpenProgramLanguageServer, target: Any) -> Path:
     """URI or path of the Program file; must exist inside a workspace folder."""
     if not isinstance(target, str) or not target:
         raise CommandError("first argument must be the Program's URI or path")
-    root = ls.root or next(iter(ls.folders()), None)
+    root = next(iter(ls.folders()), None)
     if root is None:
         raise CommandError("no workspace folder is open: cannot run entries")
     raw = to_fs_path(target) if "://" in target or target.startswith("file:") else target
@@ -157,6 +165,14 @@ def resume_argv(
     if queue is not None:
         argv.append(f"--queue={queue}")
     return [*argv, "--", run_id]
+
+
+def decide_argv(interpreter: str, verb: str, run_id: str) -> list[str]:
+    """Command line of ``openprogram approve|deny`` (``verb``) for the workspace
+    interpreter: the decision is recorded and the run resumed in that subprocess."""
+    if verb not in ("approve", "deny") or not is_run_id(run_id):
+        raise CommandError(f"invalid run id: {run_id!r}")
+    return [interpreter, "-m", "openprogram.cli", verb, "--json", "--", run_id]
 
 
 def run_argv(interpreter: str, program: Path, entry: str, kwargs: str) -> list[str]:
@@ -300,8 +316,7 @@ def select_runs(
                     seen.setdefault(r.id, r)
         runs = sorted(seen.values(), key=lambda r: r.updated_at, reverse=True)
     if function is not None:
-        short = function.rpartition(".")[2]
-        runs = [r for r in runs if r.function_qualname in (function, short)]
+        runs = [r for r in runs if is_run_of(r, function)]
     return runs
 
 
@@ -499,34 +514,73 @@ def register(server: OpenProgramLanguageServer) -> None:
             return {"status": "error", "error": str(exc)}
         return await run_cli(ls, argv, f"Run {entry}", store, ls.folder_of(path))
 
-    @server.command(RESUME)
-    async def resume(server_: LanguageServer, *args: Any) -> dict[str, Any]:
-        """``openprogram.resume(run_id, {"policy"?, "rerunUncertain"?, "queue"?}?)``."""
-        ls = cast("OpenProgramLanguageServer", server_)
+    async def go_on(
+        ls: OpenProgramLanguageServer,
+        name: str,
+        args: tuple[Any, ...],
+        argv_of: Callable[[str, str, Any], list[str]],
+        usage: str,
+        title: str,
+    ) -> dict[str, Any]:
+        """Resume, approve or deny the run ``args[0]`` in the CLI subprocess of the folder
+        whose store holds it: ``argv_of(interpreter, run_id, options)``."""
         run_id = args[0] if args else None
         if not is_run_id(run_id):
             msg = f"invalid run id: {run_id!r} (a run id is {RUN_ID_LENGTH} lowercase hex digits)"
-            ls.show(f"openprogram.resume: {msg}", error=True)
+            ls.show(f"{name}: {msg}", error=True)
             return {"status": "error", "error": msg}
         folder = await folder_with_run(ls, run_id)
         if folder is None:
             msg = "no workspace folder is open: cannot resume runs"
-            ls.show(f"openprogram.resume: {msg}", error=True)
+            ls.show(f"{name}: {msg}", error=True)
             return {"status": "error", "error": msg}
         try:
             if len(args) > 2:
-                raise CommandError("usage: openprogram.resume(run_id, options?)")
-            policy, rerun, queue = parse_resume_options(args[1] if len(args) > 1 else None)
+                raise CommandError(f"usage: {usage}")
             settings = ls.settings_for(folder)
             store = settings.store_dir()
-            argv = resume_argv(settings.interpreter(), run_id, policy, rerun, queue)
+            argv = argv_of(settings.interpreter(), run_id, args[1] if len(args) > 1 else None)
             unsaved = await unsaved_program_of_run(ls, store, run_id)
             if unsaved is not None:
                 raise CommandError(unsaved_message(unsaved, "Resume"))
         except CommandError as exc:
-            ls.show(f"openprogram.resume: {exc}", error=True)
+            ls.show(f"{name}: {exc}", error=True)
             return {"status": "error", "error": str(exc)}
-        return await run_cli(ls, argv, f"Resume {run_id}", store, folder)
+        return await run_cli(ls, argv, f"{title} {run_id}", store, folder)
+
+    def resume_of(interpreter: str, run_id: str, options: Any) -> list[str]:
+        return resume_argv(interpreter, run_id, *parse_resume_options(options))
+
+    @server.command(RESUME)
+    async def resume(server_: LanguageServer, *args: Any) -> dict[str, Any]:
+        """``openprogram.resume(run_id, {"policy"?, "rerunUncertain"?, "queue"?}?)``."""
+        ls = cast("OpenProgramLanguageServer", server_)
+        usage = "openprogram.resume(run_id, options?)"
+        return await go_on(ls, RESUME, args, resume_of, usage, "Resume")
+
+    def decision(verb: str) -> Callable[[str, str, Any], list[str]]:
+        def argv_of(interpreter: str, run_id: str, options: Any) -> list[str]:
+            if options is not None:
+                raise CommandError(f"usage: openprogram.{verb}(run_id)")
+            return decide_argv(interpreter, verb, run_id)
+
+        return argv_of
+
+    @server.command(APPROVE)
+    async def approve(server_: LanguageServer, *args: Any) -> dict[str, Any]:
+        """``openprogram.approve(run_id)``: approve the tool call the run awaits and resume
+        it (``openprogram approve``, in the workspace interpreter)."""
+        ls = cast("OpenProgramLanguageServer", server_)
+        usage = "openprogram.approve(run_id)"
+        return await go_on(ls, APPROVE, args, decision("approve"), usage, "Approve")
+
+    @server.command(DENY)
+    async def deny(server_: LanguageServer, *args: Any) -> dict[str, Any]:
+        """``openprogram.deny(run_id)``: deny the tool call the run awaits (the model is
+        told) and resume it (``openprogram deny``)."""
+        ls = cast("OpenProgramLanguageServer", server_)
+        usage = "openprogram.deny(run_id)"
+        return await go_on(ls, DENY, args, decision("deny"), usage, "Deny")
 
     @server.command(SHOW_RUNS)
     async def show_runs(server_: LanguageServer, *args: Any) -> list[dict[str, Any]]:

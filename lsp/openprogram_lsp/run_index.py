@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
-from openprogram.durable.queries import READ_WAIT_S, READERS
+from openprogram.contract.runs import PauseReason
+from openprogram.durable.queries import READ_WAIT_S, READERS, store_version
 from openprogram.errors import OpenProgramError
 from openprogram.store.lease import is_interrupted
 from openprogram.store.postgres import is_url, redacted_location
@@ -56,8 +58,27 @@ class RunInfo:
         return self.status == "paused" or self.interrupted
 
     @property
+    def awaiting_approval(self) -> bool:
+        """Paused until a person approves or denies a tool call (``openprogram approve`` /
+        ``deny``; a plain resume refuses it)."""
+        return self.status == "paused" and self.pause_reason == PauseReason.AWAITING_APPROVAL
+
+    @property
     def resume_step(self) -> str | None:
         return self.paused_step if self.status == "paused" else self.current_step
+
+
+class _OfFunction(Protocol):
+    @property
+    def function_qualname(self) -> str: ...
+
+
+def is_run_of(run: _OfFunction, qualname: str) -> bool:
+    """Whether ``run`` (a ``RunInfo`` or a ``queries.RunRow``) is a run of the function
+    whose qualified name is ``qualname`` (``Bot.main``, ``main``): runs record their
+    entry's full qualified name, so a function and a same-named method are told apart
+    (the one place lenses, hints and ``showRuns`` match runs to functions)."""
+    return run.function_qualname == qualname
 
 
 class StoreGate:
@@ -70,8 +91,9 @@ class StoreGate:
     the reason it reports is the database's own. A read that failed stops reads until
     a probe, started at once, succeeds: the probe says why (one message per outage).
     ``on_change(url, error)`` runs on the event loop when a store's state changes
-    (``error`` None: readable; the message never holds the URL's password). SQLite
-    stores are always read."""
+    (``error`` None: readable; the message never holds the URL's password). A SQLite
+    store whose read failed (corrupt, locked) is told the same way, once, and not read
+    again until its files change (:func:`store_fingerprint`)."""
 
     def __init__(self) -> None:
         self.recheck_s = DEFAULT_RECHECK_S
@@ -81,10 +103,43 @@ class StoreGate:
         self._suspect: set[str] = set()  # a read failed: not read until a probe succeeds
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
+        # SQLite stores (by directory) that failed: (their files' fingerprint, why)
+        self._broken: dict[str, tuple[tuple[int, int, int, int], str]] = {}
+        self._retrying: dict[str, str] = {}  # changed since they failed: read again once
+
+    def use_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The event loop ``on_change`` runs on (reads fail in threads)."""
+        self._loop = loop
+
+    def _file_readable(self, store: Path | str) -> bool:
+        """A SQLite store is read unless its last read failed (corrupt, locked, newer
+        schema) and its files have not changed since: no read is tried again (each a wait
+        of up to the busy timeout on a locked one) until they do."""
+        key = os.fspath(store)
+        with self._lock:
+            broken = self._broken.get(key)
+            if broken is None:
+                return True
+            if store_fingerprint(store) == broken[0]:
+                return False
+            del self._broken[key]
+            self._retrying[key] = broken[1]
+            return True
+
+    def read_ok(self, store: Path | str) -> None:
+        """A read of the SQLite ``store`` succeeded: if it had failed, it is readable again
+        (said once: a later failure is said again)."""
+        if isinstance(store, str) and is_url(store):
+            return
+        key = os.fspath(store)
+        with self._lock:
+            if self._retrying.pop(key, None) is None:
+                return
+        self._tell(key, None, _loop() or self._loop)
 
     def readable(self, store: Path | str) -> bool:
         if not isinstance(store, str) or not is_url(store):
-            return True
+            return self._file_readable(store)
         with self._lock:
             state = self._state.get(store)
             due = state is None or time.monotonic() - state[0] > self.recheck_s
@@ -101,7 +156,10 @@ class StoreGate:
         ).start()  # fmt: skip
 
     def error(self, store: Path | str) -> str | None:
-        state = self._state.get(store) if isinstance(store, str) else None
+        if not isinstance(store, str) or not is_url(store):
+            broken = self._broken.get(os.fspath(store))
+            return None if broken is None else broken[1]
+        state = self._state.get(store)
         return None if state is None else state[1]
 
     def failed(self, store: Path | str, exc: BaseException) -> None:
@@ -112,6 +170,14 @@ class StoreGate:
                 self._suspect.add(store)
                 if store not in self._probing:
                     self._start_probe(store)
+            return
+        # a SQLite store: not read again until its files change; each failed read is
+        # told (logged; shown once while it lasts: ``on_change``)
+        key, why = os.fspath(store), message(store, exc)
+        with self._lock:
+            self._retrying.pop(key, None)
+            self._broken[key] = (store_fingerprint(store), why)
+        self._tell(key, why, _loop() or self._loop)
 
     def stalled(self, store: Path | str, error: str) -> None:
         """A read of ``store`` did not return (:func:`read_stores`): it is unreadable
@@ -134,13 +200,24 @@ class StoreGate:
             self._state[url] = (time.monotonic(), error)
             was_suspect = url in self._suspect
             self._suspect.discard(url)
+        if old is not None and old[1] == error and not was_suspect:
+            return
+        self._tell(url, error, loop)
+
+    def _tell(self, url: str, error: str | None, loop: asyncio.AbstractEventLoop | None) -> None:
         callback = self.on_change
-        if callback is None or (old is not None and old[1] == error and not was_suspect):
+        if callback is None:
             return
         if loop is None:
             callback(url, error)
         elif not loop.is_closed():
             loop.call_soon_threadsafe(callback, url, error)
+
+
+def store_fingerprint(store: Path | str) -> tuple[int, int, int, int]:
+    """What changes when anything is written to the SQLite store directory ``store``
+    (its database file's and WAL's stats: ``queries.store_version``)."""
+    return store_version(Path(store) / DB_NAME)
 
 
 def _loop() -> asyncio.AbstractEventLoop | None:
@@ -194,11 +271,14 @@ async def read_stores(
     ``empty``; each such store read meanwhile is unreadable (:meth:`StoreGate.stalled`,
     one message) and its reader dropped (``READERS.abandon``): the stuck read keeps its
     thread until the server or the network gives up on it. SQLite stores (files, whose
-    reads wait at most their busy timeout) are read on the loop, unless ``fn``
-    ``writes`` (a cancel: it may wait for a run's write lock), then in a thread."""
+    reads wait at most their busy timeout: a locked one) are read in a thread too, so
+    nothing else waits for them; a failed one is not read again until it changes
+    (:class:`StoreGate`). ``writes``: ``fn`` may write (a cancel)."""
+    GATE.use_loop(asyncio.get_running_loop())  # where a failure found in a thread is told
     urls = {store_url(s): s for s in stores if isinstance(s, str) and is_url(s)}
     if not urls:
-        return await asyncio.to_thread(fn) if writes else fn()
+        # a thread: a locked SQLite store waits its busy timeout there, never on the loop
+        return await asyncio.to_thread(fn)
     loop = asyncio.get_running_loop()
     done: asyncio.Future[T] = loop.create_future()
     started = time.monotonic()
@@ -245,14 +325,16 @@ def _read(store_dir: Path | str, fn: Callable[[RunStore], T], empty: T) -> T:
     try:
         with READERS.reading(store_dir) as runs:
             opened = True
-            return empty if runs is None else fn(runs)
+            found = empty if runs is None else fn(runs)
     except Exception as exc:  # locked, corrupt, newer schema, server gone
         if opened and not isinstance(exc, OpenProgramError):
             raise
         log.info("no runs from %s: %s", redacted_location(store_dir), message(store_dir, exc))
-        if not opened:
+        if not opened or not is_url(store_dir):
             GATE.failed(store_dir, exc)
         return empty
+    GATE.read_ok(store_dir)
+    return found
 
 
 def _info(runs: RunStore, r: RunRecord) -> RunInfo:
@@ -309,7 +391,9 @@ def recorded_steps_for(
         return None
     try:
         with READERS.reading(store_dir) as runs:
-            return (runs.recorded_step_sequences(program_path) if runs is not None else {}) or None
+            found = (runs.recorded_step_sequences(program_path) if runs is not None else {}) or None
     except Exception as exc:  # diagnostics go on without OP209
         GATE.failed(store_dir, exc)
         return None
+    GATE.read_ok(store_dir)
+    return found

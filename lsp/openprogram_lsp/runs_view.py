@@ -24,8 +24,10 @@ Requests (JSON params and results, camelCase keys):
   ``"unsaved": "save F first: Run executes the file on disk"``, the one problem.
 
 The store is read through the engine's read-only query API (``openprogram.durable.queries``):
-no user code is imported, a missing or locked store yields nothing. While a client is
-interested, a watcher compares the store's fingerprint every ``POLL_S`` and sends
+no user code is imported, a missing store yields nothing, one that cannot be read its
+folder's ``error``. While a client is interested (it asked for runs, hints or code
+lenses), a watcher compares the stores' fingerprints every ``POLL_S`` (a SQLite store's
+two file stats, even one that failed: it is read again once it changed) and sends
 ``openprogram/runsChanged`` plus ``workspace/inlayHint/refresh`` and
 ``workspace/codeLens/refresh`` when it changed, so views and hints stay live during a run.
 """
@@ -154,7 +156,8 @@ def run_json(run: RunRow) -> dict[str, Any]:
         "function": run.function_qualname,
         "programPath": run.program_path,
         "status": status,
-        "resumable": info.resumable,
+        "resumable": info.resumable and not info.awaiting_approval,
+        "awaitingApproval": info.awaiting_approval,  # Approve / Deny, not Resume
         "cancelRequested": run.cancel_requested and status == RunStatus.RUNNING,
         "pauseRequested": run.pause_requested and status == RunStatus.RUNNING,
         "queue": run.queue,
@@ -294,12 +297,22 @@ async def folder_runs(fs: FolderStore) -> dict[str, Any]:
     message, ``run_index.GATE``) while it cannot be read."""
     runs: list[dict[str, Any]] = []
     if GATE.readable(fs.store):
-        runs = await read_stores(
-            [fs.db], lambda: [run_json(r) for r in queries.list_runs(fs.db)], runs
-        )
+        runs = await read_stores([fs.db], lambda: listed_runs(fs), runs)
     row = {"name": fs.name, "uri": fs.uri, "store": fs.shown, "runs": runs}
     error = GATE.error(fs.store)
     return row if error is None else {**row, "error": error}
+
+
+def listed_runs(fs: FolderStore) -> list[dict[str, Any]]:
+    """The runs of ``fs`` for the view; none when its store cannot be read, which is told
+    to ``run_index.GATE`` (the folder's ``error`` then says why)."""
+    try:
+        rows = queries.list_runs(fs.db, strict=not isinstance(fs.store, str))
+    except OpenProgramError as exc:
+        GATE.failed(fs.store, exc)
+        return []
+    GATE.read_ok(fs.store)
+    return [run_json(r) for r in rows]
 
 
 NO_STEPS: dict[str, Any] = {"run": None, "steps": []}
@@ -354,10 +367,17 @@ class RunsWatcher:
                 self.ls.log(f"runs watcher: {exc}", error=True)
 
     async def versions(self) -> dict[Path | str, tuple[int, int, int, int]]:
-        """The readable stores' fingerprints (a PostgreSQL one is a round trip:
-        ``read_stores``); none while they do not answer."""
-        stores = [fs.db for fs in readable_stores(self.ls)]
-        return await read_stores(stores, lambda: _versions(stores), {})
+        """The stores' fingerprints: a SQLite store's files' stats, a readable PostgreSQL
+        store's change marker (a round trip: ``read_stores``; none while it does not
+        answer)."""
+        every = folder_stores(self.ls)
+        files = [fs.db for fs in every if not isinstance(fs.store, str)]
+        urls = [fs.db for fs in every if isinstance(fs.store, str) and GATE.readable(fs.store)]
+        versions = _versions(files)  # two stats each: a SQLite store that failed is
+        if urls:  # watched too, and read again once it changed
+            none: dict[Path | str, tuple[int, int, int, int]] = {}
+            versions.update(await read_stores(urls, lambda: _versions(urls), none))
+        return versions
 
     def check(self, versions: dict[Path | str, tuple[int, int, int, int]]) -> bool:
         changed = False

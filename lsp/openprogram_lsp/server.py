@@ -138,6 +138,10 @@ class OpenProgramLanguageServer(LanguageServer):
         self._settings_generation = 0
         self._shown_config_errors: set[str] = set()
         self._shown_store_errors: set[str] = set()  # stores (redacted) whose outage was shown
+        self._store_errors: dict[str, str] = {}  # store (redacted) -> why it cannot be read
+        # the client named workspace folders (at initialize or by a change): only they are
+        # served, not the root it started with (a removed folder stops being served)
+        self.uses_folders = False
 
     # -- documents --------------------------------------------------------------------
     def open_uris(self) -> list[str]:
@@ -251,14 +255,16 @@ class OpenProgramLanguageServer(LanguageServer):
         return Path(root) if root else None
 
     def folders(self) -> list[Path]:
-        """Workspace folders (multi-root), else the root; the first is the default."""
+        """Workspace folders (multi-root), else the root; the first is the default. Once
+        the client has named folders, only those: the root of a folder it removed is not
+        served any more."""
         out: list[Path] = []
         for folder in self.workspace.folders.values():
             path = fs_path(folder.uri)
             if path:
                 out.append(Path(path))
         root = self.root
-        if root is not None and root not in out:
+        if not self.uses_folders and root is not None and root not in out:
             out.insert(0, root)
         return out
 
@@ -383,15 +389,19 @@ class OpenProgramLanguageServer(LanguageServer):
         return await read_stores([store], lambda: recorded_steps_for(store, path), None)
 
     def store_state_changed(self, url: str, error: str | None) -> None:
-        """A PostgreSQL store became readable or unreadable (``run_index.GATE``): say why
-        once (its password hidden), and refresh what reads it (lenses, hints, the Runs
-        view, OP209)."""
+        """A store became readable or unreadable (``run_index.GATE``: a PostgreSQL store's
+        probe, a SQLite store's failed read): say why once (its password hidden; each
+        failed read is logged), and refresh what reads it (lenses, hints, the Runs view,
+        OP209)."""
         from openprogram.store.postgres import redact
 
         shown = redact(url)
         if error is not None:
             text = f"OpenProgram cannot read the run store: {error}"
             self.log(text, error=True)
+            if self._store_errors.get(shown) == error:
+                return  # the same failure again (a SQLite store's read): nothing changed
+            self._store_errors[shown] = error
             # one message per outage: a changed reason while it lasts is only logged
             if shown not in self._shown_store_errors:
                 self._shown_store_errors.add(shown)
@@ -399,6 +409,7 @@ class OpenProgramLanguageServer(LanguageServer):
         else:
             self.log(f"run store {shown} is readable")
             self._shown_store_errors.discard(shown)  # a later failure is said again
+            self._store_errors.pop(shown, None)
         runs_view.notify_runs_changed(self)
         self.diagnostics.schedule_all()
 
@@ -426,6 +437,7 @@ def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: OpenProgramLanguageServer, params: types.InitializeParams) -> None:
         use_client_lines(ls.workspace)
+        ls.uses_folders = bool(params.workspace_folders)
         parsed, errors = parse_client_settings(params.initialization_options)
         ls.init_settings = parsed
         ls.recompute_settings()
@@ -513,6 +525,7 @@ def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
     ) -> None:
         # pygls has updated workspace.folders already: serve them at once (pyproject, store),
         # then with their own resource-scoped settings once pulled
+        ls.uses_folders = True
         ls.recompute_settings()
         await ls.refresh_workspace_settings()
         _reload_config(ls)

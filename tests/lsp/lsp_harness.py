@@ -270,15 +270,17 @@ async def start(
     env: dict[str, str] | None = None,
     options: Any = None,
     scoped: dict[Path, dict[str, Any]] | None = None,
+    cwd: Path | None = None,
 ) -> LanguageClient:
     """A real server over stdio with a :func:`make_runs_client` client, initialized on the
     workspace ``folders`` (``env`` added to this process's environment; ``options``: the
     initialization options; ``scoped``: each folder's ``openprogram`` settings, as VS Code
-    answers them per ``scopeUri``). End it with :func:`stop`."""
+    answers them per ``scopeUri``; ``cwd``: the server's working directory). End it with
+    :func:`stop`."""
     client = make_runs_client()
     for folder, settings in (scoped or {}).items():
         client.set_configuration({"openprogram": settings}, scope_uri=folder.as_uri())
-    await client.start_io(*SERVER_CMD, env={**os.environ, **(env or {})})
+    await client.start_io(*SERVER_CMD, env={**os.environ, **(env or {})}, cwd=cwd)
     caps = runs_capabilities()
     await client.initialize_session(
         types.InitializeParams(

@@ -380,12 +380,10 @@ export class ServerLifecycle {
     this.interpreter = await this.discover(this.settings.interpreter, folder);
     const interpreterText = describeInterpreter(this.interpreter);
     host.output.info(`Interpreter: ${interpreterText}`);
-    const config = this.serverConfiguration();
     const launch = buildServerLaunch({
       interpreter: this.interpreter.command,
       baseEnv: host.baseEnv ?? process.env,
       cwd: folder?.uri.fsPath,
-      store: config.store,
     });
 
     const probe = await host.probe(launch.command, launch.env);

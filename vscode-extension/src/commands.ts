@@ -1,7 +1,8 @@
 /**
  * Command ids and argument building (pure: no `vscode` import).
  *
- * Server-side commands (`openprogram.run`, `openprogram.resume`, `openprogram.showRuns`)
+ * Server-side commands (`openprogram.run`, `openprogram.resume`, `openprogram.approve`,
+ * `openprogram.deny`, `openprogram.showRuns`)
  * are executed by the language server through `workspace/executeCommand`; code lenses
  * reference them directly. The extension's own palette commands have distinct ids so they
  * never collide with the ones the language client registers for the server.
@@ -11,6 +12,10 @@
 export const SERVER_COMMANDS = {
   run: 'openprogram.run',
   resume: 'openprogram.resume',
+  /** Approve the tool call a run awaits (`openprogram approve`), then resume it. */
+  approve: 'openprogram.approve',
+  /** Deny the tool call a run awaits (`openprogram deny`; the model is told), then resume it. */
+  deny: 'openprogram.deny',
   showRuns: 'openprogram.showRuns',
 } as const;
 
@@ -23,6 +28,8 @@ export const CLIENT_COMMANDS = {
   showOutput: 'openprogram.showOutput',
   refreshRuns: 'openprogram.refreshRuns',
   resumeFromView: 'openprogram.resumeFromView',
+  approveFromView: 'openprogram.approveFromView',
+  denyFromView: 'openprogram.denyFromView',
   cancelRun: 'openprogram.cancelRun',
   pauseRun: 'openprogram.pauseRun',
   showRunGraph: 'openprogram.showRunGraph',

@@ -86,6 +86,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register(CLIENT_COMMANDS.showOutput, () => output.show(true));
   register(CLIENT_COMMANDS.refreshRuns, () => runs.refresh());
   register(CLIENT_COMMANDS.resumeFromView, (node) => palette.resumeFromView(node));
+  register(CLIENT_COMMANDS.approveFromView, (node) => palette.approveFromView(node));
+  register(CLIENT_COMMANDS.denyFromView, (node) => palette.denyFromView(node));
   register(CLIENT_COMMANDS.cancelRun, (node) => palette.cancelRun(node));
   register(CLIENT_COMMANDS.pauseRun, (node) => palette.pauseRun(node));
   register(CLIENT_COMMANDS.showRunGraph, (node) => palette.showRunGraph(node));

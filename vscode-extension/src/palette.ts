@@ -217,6 +217,20 @@ export class Palette implements ServerCommandRouter {
     return this.onRun(node, (run) => this.resumeWithMode(run.id, run.queue));
   }
 
+  /** Approve on a Runs-view item awaiting approval: `openprogram.approve(runId)`. */
+  approveFromView(node: unknown): Promise<void> {
+    return this.onRun(node, async (run) => {
+      await this.executeServerCommand(SERVER_COMMANDS.approve, [run.id]);
+    });
+  }
+
+  /** Deny on a Runs-view item awaiting approval: `openprogram.deny(runId)`. */
+  denyFromView(node: unknown): Promise<void> {
+    return this.onRun(node, async (run) => {
+      await this.executeServerCommand(SERVER_COMMANDS.deny, [run.id]);
+    });
+  }
+
   /**
    * Cancel Run on a Runs-view item (or a typed run id). The server answers `{status, cancel}`:
    * `cancel` is `cancelled`, or `requested` when another process executes the run — it stays

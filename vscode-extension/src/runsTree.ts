@@ -10,6 +10,8 @@ export interface RunSummary {
   programPath: string | null;
   status: string;
   resumable: boolean;
+  /** Paused until a tool call is approved or denied (Approve / Deny, not Resume). */
+  awaitingApproval?: boolean;
   /** A running run whose cancel waits for the process executing it (its next step). */
   cancelRequested?: boolean;
   /** A running run whose pause waits for the process executing it (its next step). */
@@ -30,6 +32,8 @@ export interface FolderRuns {
   uri: string;
   store: string;
   runs: RunSummary[];
+  /** Why the folder's store cannot be read (it names the store, never a password). */
+  error?: string;
 }
 
 export interface StepSummary {
@@ -111,6 +115,17 @@ export function formatTime(epochSeconds: number): string {
 }
 
 export function folderItem(folder: FolderRuns): ItemView {
+  if (folder.error !== undefined && folder.error !== '') {
+    return {
+      label: folder.name,
+      description: `cannot read the run store: ${folder.error}`,
+      tooltip: `${folder.error}\n(store ${folder.store})`,
+      icon: 'warning',
+      color: 'problemsWarningIcon.foreground',
+      context: 'folder error',
+      collapsible: folder.runs.length > 0,
+    };
+  }
   return {
     label: folder.name,
     description: `${folder.runs.length} run${folder.runs.length === 1 ? '' : 's'}`,
@@ -141,7 +156,8 @@ export function runItem(run: RunSummary): ItemView {
   const pausable = (run.status === 'running' && !pauseRequested(run)) || run.status === 'interrupted';
   const context = [
     'run',
-    run.resumable ? 'resumable' : '',
+    run.resumable && run.awaitingApproval !== true ? 'resumable' : '',
+    run.awaitingApproval === true ? 'approvable' : '',
     run.status === 'running' || run.status === 'paused' || run.status === 'interrupted' ? 'cancellable' : '',
     pausable ? 'pausable' : '',
   ]

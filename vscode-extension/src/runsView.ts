@@ -69,7 +69,9 @@ export class RunsProvider implements vscode.TreeDataProvider<RunsNode> {
   async getChildren(node?: RunsNode): Promise<RunsNode[]> {
     if (node === undefined) {
       const folders = asFolders(await this.request('openprogram/runs', {}));
-      if (folders.length === 1 && folders[0] !== undefined) {
+      // one folder: its runs at the top, unless its store cannot be read (then the
+      // folder's item says why)
+      if (folders.length === 1 && folders[0] !== undefined && folders[0].error === undefined) {
         return folders[0].runs.map((run) => ({ kind: 'run', run }));
       }
       return folders.map((folder) => ({ kind: 'folder', folder }));

@@ -22,16 +22,16 @@ export interface LaunchInputs {
   baseEnv: NodeJS.ProcessEnv;
   /** Working directory (the first workspace folder), if any. */
   cwd?: string | undefined;
-  /** Expanded store path from the settings; exported as OPENPROGRAM_STORE when set. */
-  store?: string | undefined;
 }
 
-/** The server command `[interpreter, "-m", "openprogram_lsp"]` and its environment. */
+/**
+ * The server command `[interpreter, "-m", "openprogram_lsp"]` and its environment. The
+ * store setting is not exported as `OPENPROGRAM_STORE`: it reaches the server through
+ * `initializationOptions` and `workspace/configuration`, so changing or clearing it later
+ * takes effect (an exported one stayed the server's fallback for its whole life).
+ */
 export function buildServerLaunch(inputs: LaunchInputs): ServerLaunch {
   const env: NodeJS.ProcessEnv = { ...inputs.baseEnv, PYTHONUNBUFFERED: '1', PYTHONIOENCODING: 'utf-8' };
-  if (inputs.store !== undefined && inputs.store !== '') {
-    env.OPENPROGRAM_STORE = inputs.store;
-  }
   const launch: ServerLaunch = { command: inputs.interpreter, args: ['-m', SERVER_MODULE], env };
   if (inputs.cwd !== undefined) {
     launch.cwd = inputs.cwd;

@@ -30,7 +30,9 @@ export interface SettingsResult {
 /**
  * What `initialize` carries and what `workspace/configuration` answers for `openprogram`.
  * Unset values are omitted (never sent as `[]` or `""`): an empty `select` would mean "no
- * rules" to the server and hide the `[tool.openprogram.lint]` configuration.
+ * rules" to the server and hide the `[tool.openprogram.lint]` configuration. The one
+ * exception is `store`: `""` when unset, which tells the server to use its default store
+ * (over a value it was given before).
  */
 export interface ServerConfiguration {
   lint: { select?: string[]; ignore?: string[] };
@@ -144,8 +146,8 @@ export function readSettings(get: SettingsReader): SettingsResult {
  * The server-side view of the settings. `interpreter` is the configured interpreter (the
  * one that runs Programs for Run/Resume; pass undefined when none is configured so the
  * server picks `<workspace>/.venv` or its own); `store` is expanded (a `postgresql://` URL is
- * kept as written) and omitted when unset
- * so the server uses its default (`$OPENPROGRAM_STORE` or `./.openprogram`).
+ * kept as written) and `''` when unset, so the server uses its default (`$OPENPROGRAM_STORE`
+ * or `.openprogram` in each workspace folder), also after the setting is cleared.
  */
 export function toServerConfiguration(
   settings: Settings,
@@ -162,9 +164,9 @@ export function toServerConfiguration(
   if (interpreter !== undefined && interpreter !== '') {
     config.interpreter = interpreter;
   }
-  if (settings.store !== '') {
-    config.store = isStoreUrl(settings.store) ? settings.store.trim() : expandPath(settings.store, workspaceFolder);
-  }
+  // an unset store is sent as '' (not left out): the server then uses its default store,
+  // also over a value it was given before (clearing the setting takes effect at once)
+  config.store = settings.store === '' ? '' : isStoreUrl(settings.store) ? settings.store.trim() : expandPath(settings.store, workspaceFolder);
   return config;
 }
 

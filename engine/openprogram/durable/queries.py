@@ -309,16 +309,22 @@ def recorded_step_sequences(
 
 
 def list_runs(
-    db_path: str | os.PathLike[str], program_path: str | None = None, limit: int = 200
+    db_path: str | os.PathLike[str],
+    program_path: str | None = None,
+    limit: int = 200,
+    *,
+    strict: bool = False,
 ) -> list[RunRow]:
-    """Runs newest first (at most ``limit``); ``program_path`` keeps one Program's runs."""
+    """Runs newest first (at most ``limit``); ``program_path`` keeps one Program's runs.
+    With ``strict`` a store that cannot be read raises its ``StoreError`` (the editor says
+    why instead of showing no runs)."""
 
     def read(runs: RunStore) -> list[RunRow]:
         found = runs.runs_of_program(program_path)
         found.sort(key=lambda r: r.created_at, reverse=True)
         return [_run_row(r) for r in found[: int(limit)]]
 
-    return _read(db_path, read, [])
+    return _read(db_path, read, [], strict=strict)
 
 
 def get_run(db_path: str | os.PathLike[str], run_id: str, *, strict: bool = False) -> RunRow | None:

@@ -16,6 +16,7 @@ from openprogram.store.session_store import (
     SessionStore,
     resolve_root,
     store_db_path,
+    store_location,
     store_url,
 )
 
@@ -31,5 +32,6 @@ __all__ = [
     "StoreBackend",
     "resolve_root",
     "store_db_path",
+    "store_location",
     "store_url",
 ]

@@ -19,22 +19,45 @@ DB_FILENAME = "openprogram.db"
 _STATUSES = frozenset(NODE_STATUSES)
 
 
+def store_location(
+    value: str | os.PathLike[str] | None = None,
+    *,
+    base: str | os.PathLike[str] | None = None,
+) -> Path | str:
+    """The store a store setting names, for the CLI (``--store``) and the language server
+    (``openprogram.store``, per workspace folder) alike: ``value``, else
+    ``$OPENPROGRAM_STORE``, else ``<base>/.openprogram`` (an empty value is unset). A
+    relative path (``~`` expanded) is resolved against ``base``, the folder it is relative
+    to (the CLI: the working directory, then kept relative as written). A
+    ``postgresql://`` URL or a libpq keyword string is returned as written (a ``str``: a
+    ``Path`` would collapse a URL's ``//``, and a keyword string is never a directory)."""
+    from openprogram.store.postgres import is_conninfo, is_url
+
+    given = value if value is not None and os.fspath(value) != "" else None
+    chosen = given if given is not None else (os.environ.get(STORE_ENV) or None)
+    if chosen is None:
+        return Path(base if base is not None else Path.cwd()) / DEFAULT_ROOT
+    text = os.fspath(chosen)
+    if is_url(text) or is_conninfo(text):
+        return text
+    path = Path(text).expanduser()
+    return path if base is None or path.is_absolute() else Path(base) / path
+
+
 def resolve_root(root_path: str | os.PathLike[str] | None = None) -> Path:
-    """The store root: ``root_path``, else ``$OPENPROGRAM_STORE``, else ``./.openprogram``.
+    """The store root: ``root_path``, else ``$OPENPROGRAM_STORE``, else ``./.openprogram``
+    (:func:`store_location`).
 
     ``StoreError`` for a libpq keyword string (``host=db password=...``): taken as a path,
     it would become directories named after it, password included."""
-    value = root_path if root_path is not None and str(root_path) != "" else None
-    if value is None:
-        value = os.environ.get(STORE_ENV) or None
-    if value is None:
-        return Path.cwd() / DEFAULT_ROOT
-    if isinstance(value, str):
+    location = store_location(root_path)
+    if isinstance(location, str):
         from openprogram.store.postgres import conninfo_error, is_conninfo
 
-        if is_conninfo(value):
-            raise conninfo_error(value)
-    return Path(value).expanduser()
+        if is_conninfo(location):
+            raise conninfo_error(location)
+        return Path(location)
+    return location
 
 
 def store_url(root_path: str | os.PathLike[str] | None = None) -> str | None:

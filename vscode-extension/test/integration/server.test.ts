@@ -129,7 +129,6 @@ async function startSession(workspace: string, rawSettings: Record<string, unkno
     interpreter: interpreter.command,
     baseEnv: process.env,
     cwd: workspace,
-    store: toServerConfiguration(settings, interpreter.command, workspace).store,
   });
 
   const probe = await probeInterpreter(launch.command, launch.env);

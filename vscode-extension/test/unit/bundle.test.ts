@@ -25,7 +25,7 @@ test('package.json contributes every command the extension registers and the set
   const source = fs.readFileSync(path.join(ROOT, 'src', 'commands.ts'), 'utf8');
   const clientBlock = /CLIENT_COMMANDS = \{([^}]*)\}/.exec(source)?.[1] ?? '';
   const ids = [...clientBlock.matchAll(/'(openprogram\.[A-Za-z]+)'/g)].map((m) => m[1]);
-  assert.equal(ids.length, 11);
+  assert.equal(ids.length, 13);
   assert.deepEqual(manifest.contributes.commands.map((c) => c.command).sort(), [...ids].sort());
   assert.deepEqual(Object.keys(manifest.contributes.configuration.properties).sort(), [
     'openprogram.interpreter',

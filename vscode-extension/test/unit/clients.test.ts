@@ -121,7 +121,7 @@ test('one server starts in the first folder; each folder gets its own settings f
   assert.deepEqual(first.launch.args, ['-m', 'openprogram_lsp']);
   assert.equal(first.launch.cwd, A);
   assert.equal(first.launch.env.PATH, '/usr/bin');
-  assert.deepEqual(first.initializationOptions, { lint: { ignore: ['OP108'] }, interpreter: '/usr/bin/python3.12' });
+  assert.deepEqual(first.initializationOptions, { lint: { ignore: ['OP108'] }, interpreter: '/usr/bin/python3.12', store: '' });
   assert.deepEqual(t.clients[0]?.traces, ['messages']);
   assert.deepEqual(t.states.at(-1), ['running', '/usr/bin/python3.12 (from the openprogram.interpreter setting)']);
 
@@ -132,7 +132,7 @@ test('one server starts in the first folder; each folder gets its own settings f
   ]);
   assert.deepEqual(answers, [
     { lint: { ignore: ['OP108'] }, interpreter: '/opt/b/bin/python', store: path.join(B, 'runs', 'b') },
-    { lint: { ignore: ['OP108'] }, interpreter: '/usr/bin/python3.12' },
+    { lint: { ignore: ['OP108'] }, interpreter: '/usr/bin/python3.12', store: '' },
     { ignore: ['OP108'] },
   ]);
 });
@@ -152,7 +152,7 @@ test('folders added or removed keep the same server; the Runs view reloads', asy
   assert.equal(t.clients.length, 1);
   assert.equal(t.clients[0]?.stopped, false);
   const answer = await spec(t.clients[0]).configuration([{ section: 'openprogram.store', scopeUri: new FakeUri(B).toString() }]);
-  assert.deepEqual(answer, [null], 'the new folder answers with its own (unset) store');
+  assert.deepEqual(answer, [''], "the new folder answers with its own (unset: '') store");
 });
 
 test('lint and store changes reach the running server without a restart; a new interpreter restarts it', async () => {
@@ -163,7 +163,7 @@ test('lint and store changes reach the running server without a restart; a new i
 
   t.change('', { 'lint.select': ['op2'] });
   assert.deepEqual(client?.notifications, [
-    { method: 'workspace/didChangeConfiguration', params: { settings: { openprogram: { lint: { select: ['OP2'] } } } } },
+    { method: 'workspace/didChangeConfiguration', params: { settings: { openprogram: { lint: { select: ['OP2'] }, store: '' } } } },
   ]);
 
   // a folder's own value: the window's view is unchanged, the server is told to pull again

@@ -97,6 +97,16 @@ test('resume arguments: run id, then an options object {policy?, rerunUncertain?
   assert.equal(validateRunId('0123456789abcdef'), undefined);
 });
 
+test('the server commands include approve and deny (registered with the language client)', () => {
+  assert.deepEqual(Object.values(SERVER_COMMANDS), [
+    'openprogram.run',
+    'openprogram.resume',
+    'openprogram.approve',
+    'openprogram.deny',
+    'openprogram.showRuns',
+  ]);
+});
+
 test('show-runs arguments: (uri?, function?), nothing for the whole workspace', () => {
   assert.deepEqual(buildShowRunsArguments(), []);
   assert.deepEqual(buildShowRunsArguments(''), []);

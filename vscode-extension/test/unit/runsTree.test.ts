@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 
-import { anyLive, asFolders, formatDuration, hasChildren, runItem, stepChildren, stepItem, type RunSummary, type StepSummary } from '../../src/runsTree';
+import { anyLive, asFolders, folderItem, formatDuration, hasChildren, runItem, stepChildren, stepItem, type RunSummary, type StepSummary } from '../../src/runsTree';
 
 const RUN: RunSummary = {
   id: '99faadcb091947cd',
@@ -29,6 +29,23 @@ test('a paused run offers resume and cancel and says where it stopped', () => {
   assert.match(view.description, /^paused at "finish" #0 \(requested\) · /);
   assert.equal(view.icon, 'debug-pause');
   assert.equal(view.context, 'run resumable cancellable');
+});
+
+test('a run awaiting approval offers Approve and Deny, not Resume (which refuses it)', () => {
+  const awaiting = runItem({ ...RUN, pausedStep: 'delete_file', pauseReason: 'awaiting_approval', resumable: false, awaitingApproval: true });
+  assert.equal(awaiting.context, 'run approvable cancellable');
+  assert.match(awaiting.description, /^paused at "delete_file" #0 \(awaiting_approval\)/);
+  // an older server without `awaitingApproval`: the plain resumable run as before
+  assert.equal(runItem(RUN).context, 'run resumable cancellable');
+});
+
+test('a folder whose store cannot be read says why instead of showing no runs', () => {
+  const folder = { name: 'ws', uri: 'file:///ws', store: '/ws/.openprogram', runs: [] };
+  assert.equal(folderItem(folder).description, '0 runs');
+  const broken = folderItem({ ...folder, error: '/ws/.openprogram/openprogram.db is not a readable OpenProgram store' });
+  assert.equal(broken.icon, 'warning');
+  assert.match(broken.description, /^cannot read the run store: \/ws\/\.openprogram\/openprogram\.db is not a readable/);
+  assert.equal(broken.context, 'folder error');
 });
 
 test('a running run whose cancel was requested says so until its process stops', () => {

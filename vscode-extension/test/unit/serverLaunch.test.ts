@@ -11,16 +11,18 @@ import {
 import { statusView } from '../../src/status';
 
 test('the launch is [interpreter, -m, openprogram_lsp] with an unbuffered UTF-8 env', () => {
-  const launch = buildServerLaunch({ interpreter: '/venv/bin/python', baseEnv: { PATH: '/bin' }, cwd: '/w', store: '/w/.runs' });
+  const launch = buildServerLaunch({ interpreter: '/venv/bin/python', baseEnv: { PATH: '/bin' }, cwd: '/w' });
   assert.equal(launch.command, '/venv/bin/python');
   assert.deepEqual(launch.args, ['-m', 'openprogram_lsp']);
   assert.equal(launch.cwd, '/w');
   assert.equal(launch.env.PATH, '/bin');
   assert.equal(launch.env.PYTHONUNBUFFERED, '1');
   assert.equal(launch.env.PYTHONIOENCODING, 'utf-8');
-  assert.equal(launch.env.OPENPROGRAM_STORE, '/w/.runs');
-  const bare = buildServerLaunch({ interpreter: 'python3', baseEnv: {} });
-  assert.equal(bare.env.OPENPROGRAM_STORE, undefined);
+  // the store setting is not exported (it reaches the server as a setting, which can be
+  // cleared later); the user's own OPENPROGRAM_STORE passes through unchanged
+  assert.equal(launch.env.OPENPROGRAM_STORE, undefined);
+  const bare = buildServerLaunch({ interpreter: 'python3', baseEnv: { OPENPROGRAM_STORE: '/mine' } });
+  assert.equal(bare.env.OPENPROGRAM_STORE, '/mine');
   assert.equal(bare.cwd, undefined);
 });
 

@@ -67,11 +67,13 @@ test('a postgresql:// store is passed on as written, not resolved as a path', ()
 });
 
 test('unset values are omitted so the server keeps its own defaults and pyproject config', () => {
+  // the store is the exception: '' tells the server to use its default store, also over
+  // a store it was given before (a cleared setting takes effect)
   const options = toInitializationOptions(DEFAULT_SETTINGS, undefined);
-  assert.deepEqual(options, { lint: {} });
+  assert.deepEqual(options, { lint: {}, store: '' });
   assert.equal(JSON.stringify(options).includes('[]'), false);
   const onlyIgnore = toInitializationOptions({ ...DEFAULT_SETTINGS, lint: { select: [], ignore: ['OP108'] } }, '');
-  assert.deepEqual(onlyIgnore, { lint: { ignore: ['OP108'] } });
+  assert.deepEqual(onlyIgnore, { lint: { ignore: ['OP108'] }, store: '' });
 });
 
 test('workspace/configuration answers the section and its sub-sections', async () => {
@@ -141,10 +143,10 @@ test('each workspace folder is answered with its own resource-scoped settings', 
     configFor,
   );
   assert.deepEqual(answer, [
-    { lint: {} },
+    { lint: {}, store: '' },
     { lint: { ignore: ['OP205'] }, store: path.resolve('/ws/alpha', 'st/runs') },
     { ignore: ['OP205'] },
-    { lint: {}, interpreter: '.venv/bin/python' },
+    { lint: {}, store: '', interpreter: '.venv/bin/python' },
   ]);
   assert.deepEqual(asked, [undefined, 'file:///ws/alpha', 'file:///ws/beta']); // once per scope
 });
