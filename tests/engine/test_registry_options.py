@@ -216,6 +216,26 @@ def test_persist_full(chat: ChatServer, rt: Runtime, tmp_path: Path) -> None:
     assert f"full result saved to {saved[0]}" in out
 
 
+def test_persist_full_beside_a_postgresql_store_never_writes_its_url_as_a_folder(
+    chat: ChatServer, rt: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``OPENPROGRAM_STORE=postgresql://user:password@host/db`` the full result was
+    written under a folder named after the URL (``postgresql:/user:s3cret@.../tool_results``),
+    its password on disk: the URL is no folder, so results go to ``.openprogram/``."""
+    monkeypatch.setattr(REGISTRY, "persist_dir", None)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENPROGRAM_STORE", "postgresql://me:s3cret@127.0.0.1:1/runs")
+
+    @function(max_result_chars=10, persist_full=True)
+    def dump() -> str:
+        return "y" * 100
+
+    out = run_tool(chat, rt, "dump", {})
+    saved = list((tmp_path / ".openprogram" / "tool_results").iterdir())
+    assert len(saved) == 1 and saved[0].read_text() == "y" * 100, out
+    assert not any("s3cret" in str(p) for p in tmp_path.rglob("*"))
+
+
 def test_requires_approval(chat: ChatServer, rt: Runtime) -> None:
     ran: list[int] = []
 

@@ -476,15 +476,21 @@ class Tool:
 
     def _persist(self, text: str) -> Path:
         registry = self.registry or REGISTRY
-        root = (
-            registry.persist_dir
-            or Path(os.environ.get("OPENPROGRAM_STORE") or ".openprogram") / "tool_results"
-        )
+        root = registry.persist_dir or _local_store() / "tool_results"
         root.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
         path = root / f"{self.name}-{digest}.txt"
         path.write_text(text, encoding="utf-8")
         return path
+
+
+def _local_store() -> Path:
+    """The store folder (``--store``/``$OPENPROGRAM_STORE``, as the CLI resolves it), or
+    ``.openprogram`` beside a PostgreSQL store, which has no folder."""
+    from openprogram.store.session_store import DEFAULT_ROOT, store_location
+
+    where = store_location()
+    return where if isinstance(where, Path) else Path(DEFAULT_ROOT)
 
 
 class _DeferredTool(Tool):
