@@ -450,12 +450,11 @@ class EntryCheck:
 
 
 def config_for(path: str) -> LintConfig:
-    """``[tool.openprogram.lint]`` of the nearest pyproject.toml (as ``openprogram-lint``)."""
-    import os
-
+    """``[tool.openprogram.lint]`` of the configuration applying to ``path``
+    (``find_config``, as ``openprogram-lint`` and the language server find it)."""
     from openprogram_analyzers.config import find_pyproject
 
-    found = find_pyproject(os.path.dirname(os.path.abspath(path)))
+    found = find_pyproject(path)
     return LintConfig.from_pyproject(found) if found is not None else LintConfig()
 
 

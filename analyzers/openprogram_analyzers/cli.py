@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # config (dataclasses), findings, typing load only when a
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from openprogram_analyzers.config import LintConfig
+    from openprogram_analyzers.config import ConfigsByFile, LintConfig
     from openprogram_analyzers.findings import Finding
     from openprogram_analyzers.first_party import Dependency
     from openprogram_analyzers.memo import RunMemo
@@ -184,21 +184,21 @@ def _main(args: argparse.Namespace) -> int:
         if last is not None:
             sys.stdout.write(last[1])
             return last[0]
-    from openprogram_analyzers.config import LintConfig, LintConfigError
-    from openprogram_analyzers.paths import find_pyproject_str
+    from openprogram_analyzers.config import ConfigsByFile, LintConfigError
 
+    overrides = {
+        "select": _codes(args.select),
+        "ignore": _codes(args.ignore),
+        "extend_select": _codes(args.extend_select),
+        "extend_ignore": _codes(args.extend_ignore),
+        "extend_exclude": _codes(args.extend_exclude),
+        "force_exclude": args.force_exclude or None,
+    }
+    configs = ConfigsByFile(cwd, overrides, args.config)
     try:
-        pyproject = args.config or find_pyproject_str(cwd)
-        config = LintConfig.from_pyproject(pyproject) if pyproject else LintConfig(root=cwd)
-        config = config.with_overrides(
-            select=_codes(args.select),
-            ignore=_codes(args.ignore),
-            extend_select=_codes(args.extend_select),
-            extend_ignore=_codes(args.extend_ignore),
-            extend_exclude=_codes(args.extend_exclude),
-            force_exclude=args.force_exclude or None,
-        )
-        config.validate("command line")
+        # stdin: the configuration of --stdin-filename's folder, else of the working one
+        where = args.stdin_filename if "-" in paths and args.stdin_filename else cwd
+        config = configs.for_path(os.path.join(cwd, where))
     except LintConfigError as exc:
         _err(str(exc))
         return 2
@@ -212,7 +212,11 @@ def _main(args: argparse.Namespace) -> int:
             return 2
     if "-" in paths:
         return _run_stdin(args, config)
-    return _run_files(args, config, paths, cwd)
+    try:
+        return _run_files(args, configs, config, paths, cwd)
+    except LintConfigError as exc:  # the configuration of a nested folder
+        _err(str(exc))
+        return 2
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -284,7 +288,15 @@ def _exit_code(args: argparse.Namespace, findings: Sequence[Finding]) -> int:
     return 1 if any(f.severity != "info" or args.fail_on_info for f in findings) else 0
 
 
-def _run_files(args: argparse.Namespace, config: LintConfig, paths: list[str], cwd: str) -> int:
+def _run_files(
+    args: argparse.Namespace,
+    configs: ConfigsByFile,
+    config: LintConfig,
+    paths: list[str],
+    cwd: str,
+) -> int:
+    """Lint the files under ``paths``, each with its own configuration (``configs``;
+    ``config`` is the working directory's, whose ``force-exclude`` and cache hold)."""
     from openprogram_analyzers.files import discover
 
     use_cache = _cacheable(args)
@@ -292,7 +304,7 @@ def _run_files(args: argparse.Namespace, config: LintConfig, paths: list[str], c
     internal: list[str] = []
     entries: list[tuple[str, str, os.stat_result]] = []
     replayable = use_cache  # every output line comes from analysis or the result cache
-    for key, display in discover(paths, config, cwd, force_exclude=config.force_exclude):
+    for key, display in discover(paths, configs, cwd, force_exclude=config.force_exclude):
         try:
             entries.append((key, display, os.stat(key)))
         except OSError as exc:
@@ -313,17 +325,61 @@ def _run_files(args: argparse.Namespace, config: LintConfig, paths: list[str], c
         if last is not None:
             sys.stdout.write(last[1])
             return last[0]
-    return _lint_entries(args, config, entries, findings, internal, memo)
+    groups: dict[int, tuple[LintConfig, list[tuple[str, str, os.stat_result]]]] = {}
+    for entry in entries:
+        own = configs.for_path(entry[0])
+        groups.setdefault(id(own), (own, []))[1].append(entry)
+    return _lint_entries(args, list(groups.values()), findings, internal, memo)
+
+
+class _Lint:
+    """What linting every group of files gathers."""
+
+    def __init__(self, findings: list[Finding], internal: list[str]) -> None:
+        self.findings = findings
+        self.internal = internal
+        self.uncached = False  # findings the result cache does not hold (no memo replay)
+        # helper modules the findings depend on (absolute path -> stat key; None: absent)
+        self.helpers: dict[str, str | None] = {}
+        # findings in helper modules, reported from the Programs that call them (no fixes)
+        self.followed: list[Finding] = []
+        self.diff_found = False
 
 
 def _lint_entries(
     args: argparse.Namespace,
-    config: LintConfig,
-    entries: list[tuple[str, str, os.stat_result]],
+    groups: list[tuple[LintConfig, list[tuple[str, str, os.stat_result]]]],
     findings: list[Finding],
     internal: list[str],
     memo: RunMemo | None,
 ) -> int:
+    state = _Lint(findings, internal)
+    for config, entries in groups:
+        _lint_group(args, config, entries, state)
+    findings, followed, internal = state.findings, state.followed, state.internal
+    if followed:  # a helper called from two Programs (or also linted itself) shows once
+        findings = _once([*findings, *followed])
+    if findings:
+        from openprogram_analyzers.findings import Finding
+
+        findings.sort(key=Finding.sort_key)
+    output = _render(args, findings)
+    sys.stdout.write(output)
+    if internal:
+        return 2
+    code = 1 if state.diff_found else _exit_code(args, findings)
+    if memo is not None and not state.uncached:
+        memo.save(code, output, state.helpers)
+    return code
+
+
+def _lint_group(
+    args: argparse.Namespace,
+    config: LintConfig,
+    entries: list[tuple[str, str, os.stat_result]],
+    state: _Lint,
+) -> None:
+    """Lint ``entries``, files of one configuration, into ``state``."""
     from openprogram_analyzers.cache import ResultCache, content_hash
     from openprogram_analyzers.prefilter import may_trigger
 
@@ -331,11 +387,13 @@ def _lint_entries(
     cache = ResultCache(config.root, config.fingerprint()) if use_cache else None
     jobs: list[Job] = []
     pending: list[tuple[Job, str, os.stat_result]] = []
-    uncached = False  # findings the result cache does not hold (a memo could not replay)
-    # helper modules the findings depend on (absolute path -> stat key; None: absent)
-    helpers: dict[str, str | None] = {}
-    # findings in helper modules, reported from the Programs that call them (no fixes)
-    followed: list[Finding] = []
+    findings, internal, helpers, followed = (
+        state.findings,
+        state.internal,
+        state.helpers,
+        state.followed,
+    )
+    uncached = False
     for key, display, st in entries:
         if st.st_size > MAX_FILE_BYTES:
             uncached = True
@@ -397,24 +455,10 @@ def _lint_entries(
             cache.put(job.path, st, digest, found, job.display, deps)
     if cache is not None:
         cache.save()
-
-    diff_found = False
+    state.uncached = state.uncached or uncached
     if args.fix or args.diff:
-        findings, diff_found = _apply_fixes(args, config, findings, pending)
-    if followed:  # a helper called from two Programs (or also linted itself) shows once
-        findings = _once([*findings, *followed])
-    if findings:
-        from openprogram_analyzers.findings import Finding
-
-        findings.sort(key=Finding.sort_key)
-    output = _render(args, findings)
-    sys.stdout.write(output)
-    if internal:
-        return 2
-    code = 1 if diff_found else _exit_code(args, findings)
-    if memo is not None and not uncached:
-        memo.save(code, output, helpers)
-    return code
+        state.findings, diff_found = _apply_fixes(args, config, findings, pending)
+        state.diff_found = state.diff_found or diff_found
 
 
 def _once(findings: list[Finding]) -> list[Finding]:

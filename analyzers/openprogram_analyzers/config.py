@@ -6,7 +6,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from openprogram_analyzers.paths import excluded, find_pyproject_str, path_matches, relative_to_root
+from openprogram_analyzers.paths import excluded, path_matches, relative_to_root
 
 TYPE_CHECKING = False  # typing, pathlib and tomllib load only when needed (CLI startup)
 if TYPE_CHECKING:
@@ -132,34 +132,28 @@ class LintConfig:
             raise LintConfigError(f"{p}: cannot read config: {exc}") from None
         except tomllib.TOMLDecodeError as exc:
             raise LintConfigError(f"{p}: invalid TOML: {exc}") from None
-        section = data.get("tool", {}).get("openprogram", {}).get("lint", {})
+        table = data.get("tool", {}).get("openprogram", {})
+        if isinstance(table, dict):
+            from openprogram.contract.pyproject import check_keys
+            from openprogram.errors import ConfigError
+
+            try:  # a typo anywhere in [tool.openprogram] is refused, as `openprogram run` does
+                check_keys(p, table)
+            except ConfigError as exc:
+                raise LintConfigError(str(exc)) from None
+        section = table.get("lint", {}) if isinstance(table, dict) else {}
         return cls.from_mapping(section, source=str(p), root=str(p.parent))
 
     @classmethod
     def from_mapping(cls, section: Any, *, source: str = "config", root: str = ".") -> LintConfig:
         if not isinstance(section, dict):
             raise LintConfigError(f"{source}: [tool.openprogram.lint] must be a table")
-        known = {
-            "select",
-            "ignore",
-            "extend-select",
-            "extend_select",
-            "per-file-ignores",
-            "per_file_ignores",
-            "exclude",
-            "extend-ignore",
-            "extend_ignore",
-            "extend-exclude",
-            "extend_exclude",
-            "force-exclude",
-            "force_exclude",
-        }
+        from openprogram.contract.pyproject import LINT_KEYS, unknown_key_message
+
         for key in section:
-            if key not in known:
+            if key not in LINT_KEYS and key.replace("_", "-") not in LINT_KEYS:
                 raise LintConfigError(
-                    f"{source}: unknown key {key!r} in [tool.openprogram.lint] "
-                    f"(allowed: select, ignore, extend-select, extend-ignore, per-file-ignores, "
-                    f"exclude, extend-exclude, force-exclude)"
+                    unknown_key_message(source, "tool.openprogram.lint", key, LINT_KEYS)
                 )
 
         def str_list(key: str, alt: str | None = None) -> tuple[str, ...] | None:
@@ -219,14 +213,17 @@ class LintConfig:
                 raise LintConfigError(f"{source}: unknown rule code or prefix {sel!r}")
 
 
-def find_pyproject(start: str | Path) -> Path | None:
-    """The nearest ``pyproject.toml`` at or above ``start``."""
-    found = find_pyproject_str(start)
-    if found is None:
-        return None
-    from pathlib import Path
+def find_pyproject(start: str | Path, memo: dict[str, Path | None] | None = None) -> Path | None:
+    """The ``pyproject.toml`` whose ``[tool.openprogram]`` applies to ``start`` (a file or
+    a folder): ``openprogram.contract.pyproject.find_config``, the one discovery rule
+    (a pyproject that cannot be parsed is a :class:`LintConfigError`)."""
+    from openprogram.contract.pyproject import find_config
+    from openprogram.errors import ConfigError
 
-    return Path(found)
+    try:
+        return find_config(start, memo)
+    except ConfigError as exc:
+        raise LintConfigError(str(exc)) from None
 
 
 def _matches(code: str, selectors: Iterable[str]) -> bool:
@@ -241,3 +238,37 @@ def _match_len(code: str, selectors: Iterable[str]) -> int:
         elif code.startswith(s):
             best = max(best, len(s))
     return best
+
+
+class ConfigsByFile:
+    """The ``LintConfig`` of each linted file: the configuration applying to it
+    (:func:`find_pyproject`, per file, as ``openprogram run`` and the language server find
+    it) with the command line's selection applied; ``fixed`` (``--config``) applies to
+    every file instead. Also the discovery's excluder: a file is excluded by the
+    ``exclude`` of its own configuration."""
+
+    def __init__(self, cwd: str, overrides: Mapping[str, Any], fixed: str | None = None) -> None:
+        self.cwd = cwd
+        self.overrides = overrides
+        self.fixed = fixed
+        self._where: dict[str, Path | None] = {}  # folder -> its pyproject (find_pyproject memo)
+        self._configs: dict[str, LintConfig] = {}  # pyproject ("" for none) -> config
+
+    def _load(self, pyproject: str | Path | None) -> LintConfig:
+        key = "" if pyproject is None else str(pyproject)
+        found = self._configs.get(key)
+        if found is None:
+            base = LintConfig.from_pyproject(pyproject) if pyproject else LintConfig(root=self.cwd)
+            found = base.with_overrides(**self.overrides)
+            found.validate("command line")
+            self._configs[key] = found
+        return found
+
+    def for_path(self, path: str) -> LintConfig:
+        """The configuration of the file (or folder) ``path``."""
+        if self.fixed is not None:
+            return self._load(self.fixed)
+        return self._load(find_pyproject(path, self._where))
+
+    def is_excluded(self, path: str) -> bool:
+        return self.for_path(path).is_excluded(path)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from openprogram_analyzers.cache import CACHE_DIR, _code_hash, cache_stem
-from openprogram_analyzers.digest import blake2b_hex
+from openprogram_analyzers.digest import blake2b_hex, stat_key
 from openprogram_analyzers.files import discover
 from openprogram_analyzers.memo import RunMemo, memo_key
 from openprogram_analyzers.paths import excluded, find_pyproject_str
@@ -42,10 +42,32 @@ class _Snapshot:
         return excluded(path, self.root, self.exclude)
 
 
+def _pyprojects(directories: list[str]) -> str:
+    """The stat of every ``pyproject.toml`` at or above ``directories``: which one's
+    ``[tool.openprogram]`` applies to a file (``find_config``) depends on these files only,
+    so a warm run knows its configurations are the same without parsing any TOML."""
+    seen: set[str] = set()
+    found: list[str] = []
+    for d in directories:
+        while d not in seen:
+            seen.add(d)
+            candidate = os.path.join(d, "pyproject.toml")
+            try:
+                found.append(f"{candidate}\0{stat_key(os.stat(candidate))}")
+            except OSError:
+                pass
+            parent = os.path.dirname(d)
+            if parent == d:
+                break
+            d = parent
+    return "\0".join(sorted(found))
+
+
 def _snapshot_file(args: argparse.Namespace, cwd: str) -> str | None:
-    """Where the snapshot for this pyproject (by stat) and these options lives."""
+    """Where the snapshot for these pyprojects (by stat) and these options lives."""
     pyproject = args.config or find_pyproject_str(cwd)
     parts: list[object] = [
+        _pyprojects([os.path.realpath(cwd)]),
         cwd,
         args.select,
         args.ignore,
@@ -93,6 +115,9 @@ def run_memo(args: argparse.Namespace, root: str, fingerprint: str, entries: Ent
     header = ":".join(
         str(o) for o in (args.fmt, args.statistics, args.quiet, args.show_fixes, args.fail_on_info)
     )
+    if not args.config:  # each file's configuration: the nearest with [tool.openprogram]
+        folders = {os.path.dirname(os.path.realpath(key)) for key, _, _ in entries}
+        header += "\0" + _pyprojects(sorted(folders))
     return RunMemo(stem + ".last", memo_key(header, entries))
 
 

@@ -1,7 +1,10 @@
 """Server settings: initialization options, ``workspace/configuration`` and pyproject.
 
-Precedence (lowest first): ``[tool.openprogram.lint]`` in the workspace ``pyproject.toml``,
-``initializationOptions``, the client's ``openprogram`` configuration section.
+Precedence (lowest first): ``[tool.openprogram.lint]`` of the document's configuration (the
+nearest ``pyproject.toml`` with a ``[tool.openprogram]`` table at or above the document,
+``find_config``: as ``openprogram run`` and ``openprogram-lint`` find it, for a document
+outside every workspace folder too), ``initializationOptions``, the client's
+``openprogram`` configuration section.
 """
 
 from __future__ import annotations
@@ -192,12 +195,25 @@ def parse_client_settings(raw: Any) -> tuple[ClientSettings, list[str]]:
     return ClientSettings(**values), errors
 
 
-def load_pyproject(root: Path | None) -> tuple[Any, str | None]:
-    """``LintConfig.from_pyproject`` for ``<root>/pyproject.toml`` (None, error) on failure."""
-    if root is None:
-        return None, None
-    path = root / "pyproject.toml"
-    if not path.is_file():
+def config_file_for(
+    path: str | Path, memo: dict[str, Path | None] | None = None
+) -> tuple[Path | None, str | None]:
+    """The ``pyproject.toml`` whose ``[tool.openprogram]`` applies to ``path`` (a document
+    or a folder): ``openprogram.contract.pyproject.find_config``, the rule ``openprogram
+    run`` and ``openprogram-lint`` follow; ``(None, error)`` when a pyproject on the way
+    cannot be parsed (never raises)."""
+    from openprogram.contract.pyproject import find_config
+
+    try:
+        return find_config(path, memo), None
+    except Exception as exc:
+        return None, f"[tool.openprogram.lint] ignored: {exc}"
+
+
+def load_pyproject(path: Path | None) -> tuple[Any, str | None]:
+    """``LintConfig.from_pyproject`` of the pyproject ``path`` (None: defaults), or
+    ``(None, error)`` on failure (never raises)."""
+    if path is None:
         return None, None
     try:
         from openprogram_analyzers import LintConfig

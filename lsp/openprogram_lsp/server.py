@@ -7,6 +7,7 @@ User code never runs in this process: analysis is static, runs are subprocesses.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import threading
@@ -40,6 +41,7 @@ from .config import (
     CONFIG_SECTION,
     ClientSettings,
     Settings,
+    config_file_for,
     load_pyproject,
     parse_client_settings,
 )
@@ -137,6 +139,10 @@ class OpenProgramLanguageServer(LanguageServer):
         self.diagnostics = DiagnosticsEngine(self)
         self._settings_generation = 0
         self._shown_config_errors: set[str] = set()
+        # which pyproject applies to a folder (find_config's memo) and each pyproject's
+        # lint configuration (or error): emptied whenever a pyproject.toml may have changed
+        self._config_files: dict[str, Path | None] = {}
+        self._lint_configs: dict[Path | None, tuple[Any, str | None]] = {}
         self._shown_store_errors: set[str] = set()  # stores (redacted) whose outage was shown
         self._store_errors: dict[str, str] = {}  # store (redacted) -> why it cannot be read
         # the client named workspace folders (at initialize or by a change): only they are
@@ -282,14 +288,38 @@ class OpenProgramLanguageServer(LanguageServer):
         return best
 
     def settings_for(self, uri_or_path: str | Path | None) -> Settings:
-        """Settings of the folder holding the document (its pyproject, store, interpreter)."""
+        """Settings of the document: those of the folder holding it (store, interpreter,
+        client settings; the first folder's for a document outside every folder) with the
+        ``[tool.openprogram.lint]`` of the document's own configuration (``find_config``
+        from the document, the rule of ``openprogram run`` and ``openprogram-lint``)."""
         target = uri_or_path
         if isinstance(target, str) and target.startswith("file:"):
             target = fs_path(target)
         folder = self.folder_of(target)
-        if folder is not None:
-            return self.folder_settings.get(folder, self.settings)
-        return self.settings
+        settings = self.settings if folder is None else self.folder_settings.get(folder)
+        if settings is None:
+            settings = self.settings
+        if not target or not os.path.isabs(target):  # untitled: no file, no configuration
+            return settings
+        pyproject, err = self._lint_config_of(target)
+        if settings.pyproject_config is pyproject and settings.pyproject_error == err:
+            return settings
+        return dataclasses.replace(settings, pyproject_config=pyproject, pyproject_error=err)
+
+    def _lint_config_of(self, path: str | Path) -> tuple[Any, str | None]:
+        """The lint configuration (or its error) applying to ``path``; an error is shown
+        to the user once (the defaults apply until it is fixed)."""
+        found, err = config_file_for(path, self._config_files)
+        key = None if err else found
+        loaded = self._lint_configs.get(key) if err is None else (None, err)
+        if loaded is None:
+            loaded = self._lint_configs[key] = load_pyproject(found)
+        err = loaded[1]
+        if err and err not in self._shown_config_errors:
+            self._shown_config_errors.add(err)
+            self.log(err, error=True)
+            self.show(err, error=True)
+        return loaded
 
     @property
     def push_diagnostics(self) -> bool:
@@ -313,15 +343,12 @@ class OpenProgramLanguageServer(LanguageServer):
         client = self.init_settings.overlay(self.workspace_settings)
         folders = self.folders()
         per_folder: dict[Path, Settings] = {}
+        self._config_files.clear()
+        self._lint_configs.clear()
         for folder in folders:
             scoped = self.folder_client_settings.get(folder)
             folder_client = client if scoped is None else client.overlay(scoped)
-            pyproject, err = load_pyproject(folder)
-            if err:
-                self.log(err, error=True)
-                if err not in self._shown_config_errors:
-                    self._shown_config_errors.add(err)
-                    self.show(err, error=True)
+            pyproject, err = self._lint_config_of(folder)
             per_folder[folder] = Settings(
                 root=folder, client=folder_client, pyproject_config=pyproject, pyproject_error=err
             )

@@ -60,15 +60,15 @@ def _analyzer_stamp() -> str:
 
 
 def _pyproject(path: str) -> bytes:
-    folder = Path(path).resolve().parent
-    for candidate in (folder, *folder.parents):
-        found = candidate / "pyproject.toml"
-        if found.is_file():
-            try:
-                return found.read_bytes()
-            except OSError:
-                return b""
-    return b""
+    """The configuration applying to ``path`` (its file and content), for the key."""
+    from openprogram.contract.pyproject import find_config
+    from openprogram.errors import ConfigError
+
+    try:
+        found = find_config(path)
+        return b"" if found is None else str(found).encode() + b"\0" + found.read_bytes()
+    except (ConfigError, OSError):  # the check itself reports an unreadable config
+        return b""
 
 
 def _key(source: str, path: str, qualname: str) -> str:

@@ -48,7 +48,7 @@ from openprogram.durable.errors import (
 from openprogram.durable.policy import policy_for_resume, policy_for_start
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave
 from openprogram.durable.worker import DEFAULT_QUEUE
-from openprogram.errors import StoreError, raised_at
+from openprogram.errors import ConfigError, StoreError, raised_at
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
 from openprogram.runtime import paused_loops
 from openprogram.scope import (
@@ -486,6 +486,7 @@ def start_entry(
     ``call`` (default ``entry.target``) is what the run calls with the arguments.
     """
     pol = policy_for_start(policy, entry.path)
+    run_with = _model_for(entry.path, model)
     bound, snap = _prepare(entry, args)
     rid = run_id or new_run_id()
     owner = Owner.this_process()
@@ -506,18 +507,19 @@ def start_entry(
             lease_s=lease_s,
         )
         try:
-            return _execute(
-                db,
-                rid,
-                entry,
-                call if call is not None else entry.target,
-                bound,
-                owner=owner,
-                lease_s=lease_s,
-                durable=entry.resumable,
-                rerun_uncertain=False,
-                on_progress=on_progress,
-            )
+            with runtime_scope(run_with):
+                return _execute(
+                    db,
+                    rid,
+                    entry,
+                    call if call is not None else entry.target,
+                    bound,
+                    owner=owner,
+                    lease_s=lease_s,
+                    durable=entry.resumable,
+                    rerun_uncertain=False,
+                    on_progress=on_progress,
+                )
         except StoreError as exc:
             return _unsaved(rid, exc)
 
@@ -555,6 +557,19 @@ def _check_model(model: str | None) -> None:
         from openprogram.runtime.model_string import parse_model_string
 
         parse_model_string(model)
+
+
+def _model_for(program_path: str | None, model: str | None) -> str | None:
+    """The model a run of ``program_path`` executes with: ``model`` (the run's own or the
+    one given, already checked), else the one configured for the Program's own project
+    (``OPENPROGRAM_MODEL``, its ``[tool.openprogram] model``, an API key), parsed now so
+    that a bad string stops the command before anything runs (ConfigError, exit 2); None
+    when nothing is configured."""
+    if model:
+        return model
+    from openprogram.runtime.config import checked_model_setting
+
+    return checked_model_setting(program_path or None)
 
 
 def _resumable_run(db: RunStore, run_id: str, *, force_takeover: bool = False) -> RunRecord:
@@ -616,6 +631,7 @@ def resume_run(
     with open_run_store(store, durability=durability, create=False) as db:
         run = _resumable_run(db, run_id, force_takeover=force_takeover)
         pol = policy_for_resume(policy, run.program_path, run.policy)
+        run_with = _model_for(run.program_path, run_model(run, model))
         entry = _load_for_resume(run)
         if not entry.resumable:
             raise RunStateError(
@@ -636,7 +652,7 @@ def resume_run(
         lease_s = lease_seconds()
         _claim(db, run, owner, lease_s)
         try:
-            with runtime_scope(run_model(run, model)):
+            with runtime_scope(run_with):
                 outcome = _execute(
                     db,
                     run_id,
@@ -687,6 +703,7 @@ def requeue_run(
     with open_run_store(store, create=False) as db:
         run = _resumable_run(db, run_id, force_takeover=force_takeover)
         pol = policy_for_resume(policy, run.program_path, run.policy)
+        _model_for(run.program_path, run_model(run, model))
         target = queue or run.queue or DEFAULT_QUEUE
         owner = Owner.this_process()
         _claim(db, run, owner, lease_seconds())
@@ -785,6 +802,7 @@ def submit_run(
     entry = load_entry(ref)
     _check_json_args(entry, args)
     pol = policy_for_start(policy, entry.path)
+    _model_for(entry.path, model)
     bound, snap = _prepare(entry, args)
     rid = new_run_id()
     with open_run_store(store) as db:
@@ -827,10 +845,11 @@ def execute_claimed(
             if entry.resumable:
                 _determinism(entry)
             fn = entry.target
-    except (ProgramLoadError, DeterminismError, EntryError) as exc:
+        run_with = _model_for(run.program_path, run_model(run))
+    except (ProgramLoadError, DeterminismError, EntryError, ConfigError) as exc:
         stored = db.finish_run(run.id, RunStatus.FAILED, error=str(exc), token=owner.token)
         return _outcome(db, run.id, stored, owner.token)
-    with runtime_scope(run_model(run)):  # one worker runs runs of several models at once
+    with runtime_scope(run_with):  # one worker runs runs of several models at once
         return _execute(
             db,
             run.id,
