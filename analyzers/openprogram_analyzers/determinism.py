@@ -735,15 +735,12 @@ def _instance(
             if found is not None:
                 return found
         return None
-    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
-        owner = expr.value.value
-        cls = fn.class_name if fn is not None and owner in SELF else None
-        if owner in index.classes and owner not in shadowed:
-            cls = owner
+    if isinstance(expr, cst.Attribute):
+        cls, of_instance = _receiver(index, fn, expr.value, shadowed)
         value = _class_attribute(index, cls, expr.attr.value) if cls else None
         if value is not None:
             return _instance(index, None, value, set(), made, depth + 1)
-        if cls is None or owner != "self":
+        if cls is None or not of_instance:
             return None
         for method_q, assigned in _instance_attribute(index, cls, expr.attr.value):
             method = index.functions.get(method_q)
@@ -789,6 +786,39 @@ def _class_attribute(index: ModuleIndex, cls_name: str, attr: str) -> cst.BaseEx
         if attr in info.attributes:
             return info.attributes[attr]
     return None
+
+
+def _receiver(
+    index: ModuleIndex, fn: FunctionInfo | None, expr: cst.BaseExpression, shadowed: set[str]
+) -> tuple[str | None, bool]:
+    """The class of the module whose attribute ``expr.<attr>`` reads, and whether ``expr``
+    is an instance of it (its ``self.<attr>`` assignments count) or the class itself:
+    ``self`` / ``cls`` in a method, ``Team``, ``Team()``, or a name bound to ``Team()``
+    (one of its values is enough, as for names)."""
+    if isinstance(expr, cst.Call):
+        made = expr.func
+        if isinstance(made, cst.Name) and made.value in index.classes:
+            if made.value not in shadowed:
+                return made.value, True
+        return None, False
+    if not isinstance(expr, cst.Name):
+        return None, False
+    owner = expr.value
+    if owner in index.classes and owner not in shadowed:
+        return owner, False
+    if fn is not None and owner in SELF and fn.class_name:
+        return fn.class_name, owner == "self"
+    scope = fn if fn is not None and owner in fn.bindings else None
+    if scope is None and owner in shadowed:
+        return None, False
+    values = scope.bindings[owner] if scope else index.module_assigns.get(owner, [])
+    inner = scope.locals() if scope else set()
+    for value in values:
+        if isinstance(value, cst.Call):
+            cls, of_instance = _receiver(index, scope, value, inner)
+            if cls is not None:
+                return cls, of_instance
+    return None, False
 
 
 def _instance_attribute(

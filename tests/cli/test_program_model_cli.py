@@ -386,6 +386,67 @@ def test_model_call_through_an_instance_attribute(tmp_path: Path) -> None:
     assert ran.returncode == 2 and finding in ran.stderr, ran.stdout + ran.stderr
 
 
+TEAM_OUTSIDE_PROGRAM = textwrap.dedent(
+    """\
+    from openprogram import Agent, step
+
+
+    class Team:
+        lead = Agent()
+
+        def __init__(self) -> None:
+            self.bot = Agent()
+            self.fmt = str.upper
+
+
+    def report(topic: str) -> str:
+        {line}
+        return step("echo", str.upper, topic)
+
+
+    report.__agent_options__ = {"resumable": True}
+    PROGRAM_ENTRIES = ["report"]
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "topic = Team().bot(topic)",
+        "team = Team(); topic = team.bot(topic)",
+        "topic = Team().lead(topic)",
+    ],
+)
+def test_model_call_through_an_instance_made_in_the_function(tmp_path: Path, line: str) -> None:
+    """``Team().bot(q)`` and ``team = Team(); team.bot(q)``, where ``Team.__init__`` keeps
+    an Agent in ``self.bot``: a model call in a resumable function that lint and run
+    passed (only ``self.bot`` inside the class was followed)."""
+    (tmp_path / "prog.py").write_text(
+        TEAM_OUTSIDE_PROGRAM.replace("{line}", line), encoding="utf-8"
+    )
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    (finding,) = [ln for ln in linted.stdout.splitlines() if " OP206 model call" in ln]
+    assert finding.startswith("prog.py:13:"), finding
+    ran = cli("run", "prog.py:report", "--args", '{"topic": "x"}', "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2 and finding in ran.stderr, ran.stdout + ran.stderr
+
+
+def test_an_instance_attribute_holding_no_agent_stays_clean_outside_its_class(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "prog.py").write_text(
+        TEAM_OUTSIDE_PROGRAM.replace("{line}", "topic = Team().fmt(topic)"), encoding="utf-8"
+    )
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    code, out = cli_json(
+        "run", "prog.py:report", "--args", '{"topic": "x"}', "--store", "s", cwd=tmp_path
+    )
+    assert (code, out["status"], out["result"]) == (0, "completed", "X"), out
+
+
 @pytest.mark.parametrize("line", ["topic = self.fmt(topic)", "topic = self.plain(topic)"])
 def test_instance_attribute_holding_no_agent_stays_clean(tmp_path: Path, line: str) -> None:
     (tmp_path / "prog.py").write_text(TEAM_INIT_PROGRAM.replace("{line}", line), encoding="utf-8")

@@ -485,4 +485,22 @@ class RuleOP206(FamilyRule):
             range=(12, 17, 12, 46),
             message="model call (self.critic) directly in resumable function 'Team.report'",
         ),
+        Invalid(
+            """
+            from openprogram import Agent, resumable, step
+
+
+            class Team:
+                def __init__(self) -> None:
+                    self.critic = Agent()
+
+
+            @resumable
+            def report(topic: str) -> str:
+                notes = Team().critic("judge " + topic)
+                return step("save", str.upper, notes)
+            """,
+            range=(11, 13, 11, 44),
+            message="model call (Team().critic) directly in resumable function 'report'",
+        ),
     ]
