@@ -231,5 +231,59 @@ def test_userinfo_never_reaches_connection_or_config_errors(
     assert "cannot connect" in str(info.value) and PASSWORD not in str(info.value)
     with pytest.raises(ConfigError) as bad:
         OpenAIProvider(base_url=f"ftp://alice:{PASSWORD}@example.com/v1")
-    assert "ftp://example.com/v1" in str(bad.value) and PASSWORD not in str(bad.value)
+    assert "ftp://alice:***@example.com/v1" in str(bad.value) and PASSWORD not in str(bad.value)
     assert PASSWORD not in caplog.text
+
+
+# The password as written in the URL: an "@" left unencoded and a percent-encoded "/".
+WRITTEN = "p@ss%2Fw0rd-SENTINEL"
+DECODED = "p@ss/w0rd-SENTINEL"
+
+
+def no_piece_of_the_password(text: str) -> bool:
+    return "w0rd" not in text and "SENTINEL" not in text and "ss%2F" not in text
+
+
+def test_a_base_url_password_in_any_form_is_masked_everywhere(
+    server: LoopbackServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    closed_port_url: str,
+) -> None:
+    """``https://user:PASSWORD@host/v1`` in the environment: the password never shows in an
+    error, a log line or a repr, whether the server echoes it as written, percent-decoded
+    or as the Basic credentials, and whether the URL is refused, times out or is malformed.
+    Before, the form written in the URL, the Basic credentials and the part after an
+    unencoded "@" were shown."""
+    caplog.set_level(logging.DEBUG)
+    env = f"{server.wire.upper()}_BASE_URL"
+    url = server.base_url.replace("//", f"//alice:{WRITTEN}@")
+    monkeypatch.setenv(env, url)
+    basic = base64.b64encode(f"alice:{DECODED}".encode()).decode()
+    server.reply_error(400, f"bad user: {url} / {DECODED} / Basic {basic}")
+    server.reply_raw("{}", delay_s=1.0, content_type="application/json")
+    model = f"{server.wire}:m"
+    shown: list[str] = []
+    with Runtime(model, api_key="sk-test-key-123456", retry=RetryPolicy(max_retries=0)) as rt:
+        for timeout in (None, 0.2):
+            with pytest.raises(ProviderError) as info:
+                rt.exec("hi", timeout_s=timeout)
+            shown.append(str(info.value))
+        shown += [repr(rt), repr(rt.provider), repr(rt.provider._transport)]  # type: ignore[attr-defined]
+    assert server.requests[0].headers["authorization"] == f"Basic {basic}"
+    assert "bad user: http://alice:***@127.0.0.1" in shown[0], shown[0]
+    assert (
+        "request to http://alice:***@127.0.0.1" in shown[1] and "timed out after 0.2 s" in shown[1]
+    ), shown[1]
+    monkeypatch.setenv(env, closed_port_url.replace("//", f"//alice:{WRITTEN}@"))
+    with pytest.raises(ProviderError) as refused:
+        Runtime(model, api_key="sk-test-key-123456", retry=RetryPolicy(max_retries=0)).exec("hi")
+    shown.append(str(refused.value))
+    assert "cannot connect to http://alice:***@127.0.0.1:" in shown[-1]
+    monkeypatch.setenv(env, f"http://alice:{WRITTEN}@127.0.0.1:99999/v1")
+    with pytest.raises(ConfigError) as bad_port:
+        Runtime(model, api_key="sk-test-key-123456")
+    shown.append(str(bad_port.value))
+    assert f"invalid {env} 'http://alice:***@127.0.0.1:99999/v1'" in shown[-1], shown[-1]
+    for text in [*shown, caplog.text]:
+        assert no_piece_of_the_password(text), text

@@ -211,14 +211,62 @@ def test_429_with_retry_after_then_success(server: LoopbackServer, sleeps: Recor
     assert len(server.requests) == 2
 
 
-def test_retry_after_is_capped(server: LoopbackServer, sleeps: RecordedSleeps) -> None:
+def test_retry_after_past_the_cap_fails_at_once(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    """A Retry-After longer than retry_after_cap_s is not cut to the cap (a retry before the
+    server allows it): the call fails at once and says why. It used to wait 60 s and retry."""
     # the call budget (4 x 60 s + 3.5 s backoff) leaves 63.5 s for waiting before 3 more
     # attempts of 60 s: 62 s fits it, but not the 60 s cap
     server.reply_error(529 if server.wire == "anthropic" else 503, "busy", {"retry-after": "62"})
+    server.reply_text("too early")
+    with make_runtime(server, sleeps) as rt, pytest.raises(ProviderError) as info:
+        rt.exec("hi")
+    message = str(info.value)
+    assert (
+        "not retried: the server asked to wait 62 s (Retry-After) and no retry is made earlier, "
+        "but retry_after_cap_s is 60 s" in message
+    ), message
+    assert "left for waiting" not in message  # the budget had room: only the cap is named
+    assert sleeps.delays == [] and len(server.requests) == 1
+
+
+def test_retry_after_within_the_cap_is_waited_in_full(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    server.reply_error(503, "busy", {"retry-after": "62"})
     server.reply_text("ok")
-    with make_runtime(server, sleeps) as rt:
+    model = "gpt-test" if server.wire == "openai" else "claude-test"
+    policy = sleeps.policy(max_retries=3, retry_after_cap_s=120.0)
+    with Runtime(
+        f"{server.wire}:{model}", base_url=server.base_url, api_key=SENTINEL_KEY, retry=policy
+    ) as rt:
         assert rt.exec("hi") == "ok"
-    assert sleeps.delays == [60.0]
+    assert sleeps.delays == [62.0]
+
+
+@pytest.mark.parametrize("status", [408, 500, 502, 503, 504, 507, 520, 529])
+def test_transient_statuses_are_retried(
+    server: LoopbackServer, sleeps: RecordedSleeps, status: int
+) -> None:
+    """408 and every 5xx but 501 and 505 are transient (408 and 507 were not retried)."""
+    server.reply_error(status, "try again")
+    server.reply_text("second time lucky")
+    with make_runtime(server, sleeps) as rt:
+        assert rt.exec("hi") == "second time lucky"
+    assert len(server.requests) == 2 and len(sleeps.delays) == 1
+
+
+@pytest.mark.parametrize("status", [501, 505])
+def test_permanent_server_errors_are_not_retried(
+    server: LoopbackServer, sleeps: RecordedSleeps, status: int
+) -> None:
+    server.reply_error(status, "never going to work")
+    server.reply_text("not asked for")
+    with make_runtime(server, sleeps) as rt, pytest.raises(ProviderError) as info:
+        rt.exec("hi")
+    assert f"HTTP {status}" in str(info.value) and info.value.status == status
+    assert len(server.requests) == 1 and sleeps.delays == []
 
 
 def test_500_then_success_uses_jittered_backoff(
@@ -446,3 +494,31 @@ def test_no_retry_when_the_attempts_used_up_the_whole_deadline(
         message
     ), message
     assert "next try" not in message and sleeps.delays == [] and len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("wire", "tail", "received"),
+    [
+        ("openai", "/v1/chat/completions", "/v1/chat/completions"),
+        ("openai", "/v1/chat/completions/", "/v1/chat/completions"),
+        ("anthropic", "/v1/messages", "/v1/messages"),
+        ("anthropic", "/v1", "/v1/messages"),
+        ("anthropic", "/proxy/messages", "/proxy/messages"),
+    ],
+)
+def test_a_base_url_that_is_the_endpoint_is_not_extended_again(
+    wire: str,
+    tail: str,
+    received: str,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A base URL copied whole from the provider's docs (the endpoint itself, or Anthropic's
+    with /v1) is where the request goes, not .../chat/completions/chat/completions."""
+    server: LoopbackServer = request.getfixturevalue(f"{wire}_server")
+    monkeypatch.setenv(f"{wire.upper()}_BASE_URL", server.url + tail)
+    monkeypatch.setenv(f"{wire.upper()}_API_KEY", SENTINEL_KEY)
+    server.reply_text("found it")
+    with Runtime(f"{wire}:model-x") as rt:
+        assert rt.exec("hi") == "found it"
+    assert [r.path for r in server.requests] == [received]

@@ -85,6 +85,27 @@ def test_sentinel_key_is_never_exposed(
     assert SENTINEL_KEY not in cassette.read_text()
 
 
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+@pytest.mark.parametrize("cut", [3, 10, 20])
+def test_a_key_cut_by_the_excerpt_is_masked_before_the_cut(
+    wire: str, cut: int, request: pytest.FixtureRequest, sleeps: RecordedSleeps
+) -> None:
+    """The excerpt of an error body ends at 200 characters; a key the server echoes across
+    that boundary is masked first. Before, the cut key was no longer recognised and its
+    first ``cut`` characters were shown."""
+    server: LoopbackServer = request.getfixturevalue(f"{wire}_server")
+    padding = "x" * (197 - cut)  # the excerpt keeps 197 characters and "..."
+    server.reply_error(401, f"{padding}{SENTINEL_KEY} is not a valid key")
+    with Runtime(
+        f"{wire}:model-x", base_url=server.base_url, api_key=SENTINEL_KEY, retry=sleeps.policy(0)
+    ) as rt:
+        with pytest.raises(ProviderError) as info:
+            rt.exec("hi")
+    message = str(info.value)
+    assert f"{padding}***" in message, message
+    assert SENTINEL_KEY[:cut] not in message
+
+
 def test_secret_wrapper_hides_the_value() -> None:
     secret = Secret(SENTINEL_KEY)
     assert SENTINEL_KEY not in repr(secret) and SENTINEL_KEY not in str(secret)

@@ -2,14 +2,17 @@
 
 Every failure becomes one :class:`~openprogram.errors.ProviderError` whose message names
 the provider, the HTTP status, the request id and a short excerpt of the body; the API
-key is never part of it (bodies that echo the key are redacted).
+key is never part of it (bodies that echo the key are redacted before they are cut short,
+so a key cut in half at the cut is never half shown).
 
 Limits: each attempt must deliver its whole response within ``timeout_s`` (a deadline,
 not a per-read timeout); the whole call ends within :meth:`RetryPolicy.call_budget`
 (attempts x ``timeout_s`` + the backoff ceilings), so a ``Retry-After`` beyond what is
-left fails at once. Bodies are read as a stream and refused past ``max_response_bytes``
+left, or beyond ``retry_after_cap_s``, fails at once (a retry is never made earlier than
+the server asked). Bodies are read as a stream and refused past ``max_response_bytes``
 (:data:`MAX_RESPONSE_BYTES`, 32 MiB, by default). A ``user:password@`` in the base URL
-is sent as HTTP Basic auth and never appears in a logged URL or an error.
+is sent as HTTP Basic auth; the password (as written, percent-decoded or inside the Basic
+credentials) is shown as ``***`` in every URL, log line and error.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from openprogram.errors import ConfigError, ProviderError
 from openprogram.runtime.deadline import DeadlineTransport, attempt_deadline
 from openprogram.runtime.retry import RetryPolicy, is_retryable_status, parse_retry_after
 from openprogram.runtime.secret import Secret, redact
+from openprogram.url_secrets import redact_url, scrub_url_password
 
 log = logging.getLogger("openprogram.runtime")
 
@@ -40,18 +44,19 @@ MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 _ERROR_BODY_BYTES = 64 * 1024  # enough of an error body for its excerpt
 _EXCERPT_CHARS = 200
-_USERINFO = re.compile(r"(?<=//)[^/?#@\s]*@")
 _LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 
 
 def validate_base_url(url: str, env_name: str) -> str:
     """``url`` without a trailing slash, or ConfigError when it is not an http(s) URL."""
     text = url.strip()
-    shown = _USERINFO.sub("", text)  # never echo a password
+    shown = redact_url(text)  # never echo a password
     try:
         parts = urlsplit(text)
     except ValueError as exc:
-        raise ConfigError(f"invalid {env_name} {shown!r}: {_USERINFO.sub('', str(exc))}") from None
+        raise ConfigError(
+            f"invalid {env_name} {shown!r}: {scrub_url_password(str(exc), text)}"
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
             f"invalid {env_name} {shown!r}: expected an http(s) URL such as "
@@ -70,8 +75,26 @@ def is_loopback(url: str) -> bool:
     return host in _LOOPBACK_HOSTS or host.startswith("127.") or host.endswith(".localhost")
 
 
-def display_url(url: str) -> str:
-    """``url`` without any ``user:password@`` part."""
+def split_endpoint(url: str, path: str, operation: str) -> tuple[str, str]:
+    """``(root, path)`` to POST to for the endpoint ``path`` (``/chat/completions``,
+    ``/v1/messages``) under the base URL ``url``: ``url + path``, except that no part is
+    given twice. A base URL that is already the endpoint (it ends in ``operation``, the
+    endpoint's last part: ``/chat/completions``, ``/messages``) is used as it is; one that
+    ends in the start of ``path`` (``.../v1`` for ``/v1/messages``) gets only the rest."""
+    parts = urlsplit(url)
+    for tail in (path, operation):  # the longest first
+        if parts.path.endswith(tail):
+            return parts._replace(path=parts.path[: -len(tail)]).geturl(), tail
+    steps = path.strip("/").split("/")
+    for n in range(len(steps) - 1, 0, -1):
+        lead = "/" + "/".join(steps[:n])
+        if parts.path.endswith(lead):
+            return parts._replace(path=parts.path[: -len(lead)]).geturl(), path
+    return url, path
+
+
+def _without_userinfo(url: str) -> str:
+    """``url`` without any ``user:password@`` part (the URL requests are sent to)."""
     parts = urlsplit(url)
     if parts.username is None and parts.password is None:
         return url
@@ -79,12 +102,15 @@ def display_url(url: str) -> str:
 
 
 def _basic_auth(url: str) -> tuple[httpx.BasicAuth | None, Secret | None]:
-    """HTTP Basic auth from the ``user:password@`` of ``url`` and the password to redact."""
+    """HTTP Basic auth from the ``user:password@`` of ``url``, and its credentials (the
+    header value a server could echo) to redact."""
     parts = urlsplit(url)
     if parts.username is None and parts.password is None:
         return None, None
-    user, password = httpx.URL(url).username, httpx.URL(url).password
-    return httpx.BasicAuth(user, password), Secret(password) if password else None
+    auth = httpx.BasicAuth(httpx.URL(url).username, httpx.URL(url).password)
+    request = next(auth.auth_flow(httpx.Request("GET", "http://localhost/")))
+    credentials = request.headers["authorization"].removeprefix("Basic ")
+    return auth, Secret(credentials)
 
 
 @dataclass
@@ -100,19 +126,13 @@ class _Retry(Exception):
     """Internal: this attempt failed in a retryable way."""
 
     def __init__(
-        self,
-        reason: str,
-        status: int | None,
-        request_id: str | None,
-        delay: float,
-        asked: float | None = None,
+        self, reason: str, status: int | None, request_id: str | None, asked: float | None = None
     ):
         super().__init__(reason)
         self.reason = reason
         self.status = status
         self.request_id = request_id
-        self.delay = delay  # -1: use the policy's backoff
-        self.asked = asked  # the server's Retry-After, uncapped
+        self.asked = asked  # the server's Retry-After; None: use the policy's backoff
 
 
 class JsonTransport:
@@ -135,8 +155,8 @@ class JsonTransport:
         self.provider = provider
         self.base_url = base_url
         # userinfo travels as a Basic auth header, so httpx never logs it in a URL
-        self._auth, self._url_secret = _basic_auth(base_url)
-        self._send_base = display_url(base_url)
+        self._auth, self._basic_secret = _basic_auth(base_url)
+        self._send_base = _without_userinfo(base_url)
         self._headers = dict(headers)
         self._secret = secret
         self._key_env = key_env
@@ -151,7 +171,7 @@ class JsonTransport:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"JsonTransport(provider={self.provider!r}, base_url={display_url(self.base_url)!r})"
+        return f"JsonTransport(provider={self.provider!r}, base_url={redact_url(self.base_url)!r})"
 
     # -- public -------------------------------------------------------------------
 
@@ -194,7 +214,8 @@ class JsonTransport:
             except _Retry as retry:
                 last = retry
             except asyncio.TimeoutError:
-                last = _Retry(_timed_out(timeout), None, None, -1.0)
+                reason = _timed_out(timeout, self._shown_url(url))
+                last = _Retry(reason, None, None)
             except httpx.HTTPError as exc:
                 last = self._transport_retry(exc, url, timeout)
             if attempt < self.retry.attempts:
@@ -222,7 +243,7 @@ class JsonTransport:
 
     def shape_error(self, reply: JsonReply, what: str) -> ProviderError:
         """A ProviderError for a 2xx JSON body that lacks the fields the wire format needs."""
-        excerpt = _short(json.dumps(reply.body))
+        excerpt = self._short(json.dumps(reply.body))
         return ProviderError(
             self._message(f"unexpected response shape ({what})", reply.request_id, excerpt),
             provider=self.provider,
@@ -233,7 +254,7 @@ class JsonTransport:
     def reply_error(self, reply: JsonReply, what: str, excerpt: str) -> ProviderError:
         """A ProviderError about a reply's content (e.g. invalid JSON under response_format)."""
         return ProviderError(
-            self._message(what, reply.request_id, _short(excerpt)),
+            self._message(what, reply.request_id, self._short(excerpt)),
             provider=self.provider,
             status=reply.status,
             request_id=reply.request_id,
@@ -340,9 +361,8 @@ class JsonTransport:
         if 200 <= status < 300:
             return JsonReply(self._parse_body(response, body, request_id), status, request_id)
         if is_retryable_status(status):
-            delay = self.retry.delay(attempt, response.headers)
             asked = parse_retry_after(response.headers.get("retry-after"))
-            raise _Retry(self._status_text(status, body), status, request_id, delay, asked)
+            raise _Retry(self._status_text(status, body), status, request_id, asked)
         raise ProviderError(
             self._message(
                 f"HTTP {status} {_reason(status)}",
@@ -389,47 +409,48 @@ class JsonTransport:
     def _next_delay(
         self, last: _Retry, attempt: int, call_deadline: float, timeout: float
     ) -> float:
-        """The wait before the next attempt; fails fast when a wait the server asked for
-        (``Retry-After``) would leave the remaining attempts unable to finish by the call's
-        deadline (each keeps its full ``timeout``). Our own backoff is part of the deadline's
-        budget: when an attempt overran its timeout a little, it is shortened, not refused."""
-        delay = last.delay if last.delay >= 0 else self.retry.backoff(attempt)
-        wanted = max(delay, last.asked or 0.0)
+        """The wait before the next attempt. A wait the server asked for (``Retry-After``)
+        is waited in full or the call fails at once: see
+        :meth:`RetryPolicy.retry_after_refusal` (its limits are ``retry_after_cap_s`` and
+        what the call's deadline leaves once the remaining attempts keep their full
+        ``timeout``). Our own backoff is part of the deadline's budget: when an attempt
+        overran its timeout a little, it is shortened, not refused."""
         attempts_left = self.retry.attempts - attempt
         left = call_deadline - time.monotonic() - attempts_left * timeout
-        if last.asked is None and wanted > left:
-            delay = wanted = max(0.0, left)
-        if wanted > left:
-            if last.asked is not None:
-                why = (
-                    f"the server asked to wait {wanted:g} s, but only {max(left, 0.0):.1f} s "
-                    "of the call's deadline are left for waiting"
-                )
-            else:  # the attempts so far overran the whole backoff budget
-                why = (
-                    f"the call's deadline leaves no time for {attempts_left} more "
-                    f"attempt{'s' if attempts_left != 1 else ''} of up to {timeout:g} s"
-                )
+        if last.asked is not None:
+            refused = self.retry.retry_after_refusal(last.asked, left)
+            if refused:
+                raise self._final_error(last, attempt, f"not retried: {refused}")
+            delay = last.asked
+        elif left < 0:  # the attempts so far overran the whole backoff budget
+            why = (
+                f"the call's deadline leaves no time for {attempts_left} more "
+                f"attempt{'s' if attempts_left != 1 else ''} of up to {timeout:g} s"
+            )
             raise self._final_error(last, attempt, f"not retried: {why}")
+        else:
+            delay = min(self.retry.backoff(attempt), left)
         self._log_retry(last, delay, attempt)
         return delay
 
     def _transport_retry(self, exc: httpx.HTTPError, url: str, timeout: float) -> _Retry:
         if isinstance(exc, (httpx.InvalidURL, httpx.UnsupportedProtocol)):
             raise ConfigError(
-                f"invalid {self._base_url_env} {display_url(self.base_url)!r}: "
-                f"{redact(str(exc), self._secret, self._url_secret)}"
+                f"invalid {self._base_url_env} {self._shown_url()!r}: {self._redact(str(exc))}"
             ) from None
         if isinstance(exc, httpx.TimeoutException):
-            reason = _timed_out(timeout)
+            reason = _timed_out(timeout, self._shown_url(url))
         elif isinstance(exc, httpx.ConnectError):
             reason = (
-                f"cannot connect to {display_url(url)} ({_short(str(exc))}); "
+                f"cannot connect to {self._shown_url(url)} ({self._short(str(exc))}); "
                 f"check {self._base_url_env} and that the server is running"
             )
         else:
-            reason = f"connection error talking to {display_url(url)} ({type(exc).__name__}: {_short(str(exc))})"
-        return _Retry(redact(reason, self._secret, self._url_secret), None, None, -1.0)
+            reason = (
+                f"connection error talking to {self._shown_url(url)} "
+                f"({type(exc).__name__}: {self._short(str(exc))})"
+            )
+        return _Retry(self._redact(reason), None, None)
 
     def _final_error(self, last: _Retry, attempts: int, note: str | None = None) -> ProviderError:
         tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
@@ -453,7 +474,25 @@ class JsonTransport:
             text += f": {excerpt}"
         if hint:
             text += f" -- {hint}"
-        return redact(text, self._secret, self._url_secret)
+        return self._redact(text)
+
+    def _redact(self, text: str) -> str:
+        """``text`` without the API key or the base URL's password (in any form)."""
+        return redact(scrub_url_password(text, self.base_url), self._secret, self._basic_secret)
+
+    def _short(self, text: str) -> str:
+        """An excerpt of ``text``, redacted first: a secret the cut would split is still
+        recognised (a key cut in half would otherwise show its first half)."""
+        return _short(self._redact(text))
+
+    def _shown_url(self, url: str | None = None) -> str:
+        """A request URL (the base URL by default) as messages show it: with the base URL's
+        ``user:***@`` (who was sent, not the password)."""
+        if url is None:
+            return redact_url(self.base_url)
+        if self._send_base != self.base_url and url.startswith(self._send_base):
+            url = self.base_url + url[len(self._send_base) :]
+        return self._redact(redact_url(url))
 
     def _hint(self, status: int) -> str | None:
         if status in (401, 403):
@@ -476,24 +515,27 @@ class JsonTransport:
                 text = err
         elif "<" in text and ">" in text:
             text = re.sub(r"<[^>]*>", " ", text)
-        return redact(_short(text), self._secret, self._url_secret) or "(empty body)"
+        return self._short(text) or "(empty body)"
 
     def _log_attempt(self, url: str, attempt: int) -> None:
-        log.debug("%s: POST %s (attempt %d)", self.provider, display_url(url), attempt)
+        log.debug("%s: POST %s (attempt %d)", self.provider, self._shown_url(url), attempt)
 
     def _log_retry(self, last: _Retry, delay: float, attempt: int) -> None:
         log.warning(
             "%s: %s; retrying in %.2f s (attempt %d of %d)",
             self.provider,
-            redact(last.reason, self._secret, self._url_secret),
+            self._redact(last.reason),
             delay,
             attempt + 1,
             self.retry.attempts,
         )
 
 
-def _timed_out(timeout: float) -> str:
-    return f"request timed out after {timeout:g} s (no complete response by the deadline)"
+def _timed_out(timeout: float, shown_url: str) -> str:
+    return (
+        f"request to {shown_url} timed out after {timeout:g} s "
+        "(no complete response by the deadline)"
+    )
 
 
 def _reason(status: int) -> str:

@@ -1,11 +1,17 @@
 """Retry policy for provider HTTP requests: capped exponential backoff with full jitter.
 
-Retried: HTTP 429, 500, 502, 503, 504, 529, timeouts and connection errors. Every other
-status is final at once. ``Retry-After`` (seconds or an HTTP date) replaces the computed
-delay, capped at ``retry_after_cap_s``. A whole call (every attempt and every wait) ends
-within :meth:`RetryPolicy.call_budget`; a ``Retry-After`` that reaches past it is not
-waited for: the call fails at once. Delays and the sleep functions are configurable so
-tests can run with tiny (or recorded, not slept) delays.
+Retried: HTTP 408 (Request Timeout), 429 (Too Many Requests) and every 5xx except those
+in :data:`PERMANENT_5XX` (501 Not Implemented, 505 HTTP Version Not Supported: asking
+again cannot help), timeouts and connection errors. Every other status is final at once.
+
+``Retry-After`` (seconds or an HTTP date) replaces the computed delay and is waited in
+full, never shortened (a retry earlier than the server allows would be refused again).
+When it is longer than ``retry_after_cap_s``, or reaches past what the call's budget
+(:meth:`RetryPolicy.call_budget`) leaves for waiting, the call fails at once with an error
+saying how long the server asked to wait and which limit it passes
+(:meth:`RetryPolicy.retry_after_refusal`). A whole call (every attempt and every wait)
+ends within the budget. Delays and the sleep functions are configurable so tests can run
+with tiny (or recorded, not slept) delays.
 """
 
 from __future__ import annotations
@@ -14,10 +20,14 @@ import asyncio
 import email.utils
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
+TRANSIENT_4XX = frozenset({408, 429})
+"""The client-error statuses worth retrying: Request Timeout and Too Many Requests."""
+
+PERMANENT_5XX = frozenset({501, 505})
+"""The server-error statuses not worth retrying; every other 5xx (529 too) is retried."""
 
 
 def _default_asleep(seconds: float) -> Awaitable[None]:
@@ -30,7 +40,8 @@ class RetryPolicy:
 
     ``max_retries`` retries follow the first attempt. The delay before retry ``n``
     (1-based) is ``uniform(0, min(cap_s, base_s * 2 ** (n - 1)))`` unless the server sent
-    ``Retry-After``, which is honoured up to ``retry_after_cap_s``.
+    ``Retry-After``, which is waited in full when it is at most ``retry_after_cap_s`` (and
+    fits the call's budget); a longer one fails the call at once.
     """
 
     max_retries: int = 4
@@ -69,12 +80,24 @@ class RetryPolicy:
         backoff = sum(self.ceiling(n) for n in range(1, self.max_retries + 1))
         return self.attempts * timeout_s + backoff
 
-    def delay(self, retry_number: int, headers: Mapping[str, str] | None = None) -> float:
-        """The delay before retry ``retry_number``: ``Retry-After`` if given, else backoff."""
-        after = parse_retry_after(headers.get("retry-after") if headers else None)
-        if after is not None:
-            return min(after, self.retry_after_cap_s)
-        return self.backoff(retry_number)
+    def retry_after_refusal(self, asked: float, left: float) -> str | None:
+        """Why a ``Retry-After`` of ``asked`` seconds is not waited for (the call then
+        fails at once), or ``None`` when it is waited in full. It is never shortened; it
+        must be at most ``retry_after_cap_s`` and at most ``left``, the seconds the call's
+        budget leaves for waiting once the remaining attempts keep their full timeout."""
+        limits = []
+        if asked > self.retry_after_cap_s:
+            limits.append(f"retry_after_cap_s is {self.retry_after_cap_s:g} s")
+        if asked > left:
+            limits.append(
+                f"only {max(left, 0.0):.1f} s of the call's deadline are left for waiting"
+            )
+        if not limits:
+            return None
+        return (
+            f"the server asked to wait {asked:g} s (Retry-After) and no retry is made "
+            f"earlier, but {' and '.join(limits)}"
+        )
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
@@ -101,5 +124,6 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
 
 
 def is_retryable_status(status: int) -> bool:
-    """True for statuses worth retrying (rate limits and transient server errors)."""
-    return status in RETRY_STATUSES
+    """True for statuses worth retrying: :data:`TRANSIENT_4XX` and every 5xx not in
+    :data:`PERMANENT_5XX`."""
+    return status in TRANSIENT_4XX or (500 <= status <= 599 and status not in PERMANENT_5XX)

@@ -31,7 +31,6 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import unquote
 
 from openprogram.errors import StoreError
 from openprogram.store.base import UNSET, StoreBackend, _Unset, node_exit
@@ -42,6 +41,8 @@ from openprogram.store.lease import env_seconds
 from openprogram.store.models import Node, Session
 from openprogram.store.pg_hot import NOT_PREPARED, UNIQUE_VIOLATION, HotStatement
 from openprogram.store.pg_migrations import PG_MIGRATIONS, migrate, schema_version
+from openprogram.url_secrets import redact_url as redact
+from openprogram.url_secrets import scrub_url_password as scrub
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 _NODE_COLS = (
@@ -154,38 +155,7 @@ def conninfo_error(location: str) -> StoreError:
     )
 
 
-_QUERY_PASSWORD = re.compile(r"[?&]password=([^&#]*)")
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/*")
 _URL_IN_TEXT = re.compile(r"postgres(?:ql)?:\S+")
-
-
-def _password_spans(url: str) -> list[tuple[int, int]]:
-    """Where ``url`` holds a password: ``user:PASSWORD@`` (up to the last ``@``: one left
-    unencoded may belong to it) and every ``password=`` query parameter. Found by scanning,
-    not by a URL parser, so a malformed URL still has its password found; a span too many
-    only hides more of a message."""
-    spans = [match.span(1) for match in _QUERY_PASSWORD.finditer(url) if match.group(1)]
-    scheme = _SCHEME.match(url)  # also postgresql:/ (a URL that went through a Path)
-    start = scheme.end() if scheme else 0
-    at = url.rfind("@", start)
-    colon = url.find(":", start, max(at, start))
-    if 0 <= colon < at - 1:
-        spans.append((colon + 1, at))
-    return spans
-
-
-def redact(url: str) -> str:
-    """The URL without its password (for messages), also when it is malformed."""
-    hidden = [False] * len(url)
-    for begin, end in _password_spans(url):
-        hidden[begin:end] = [True] * (end - begin)
-    out = []
-    for i, char in enumerate(url):
-        if not hidden[i]:
-            out.append(char)
-        elif i == 0 or not hidden[i - 1]:
-            out.append("***")
-    return "".join(out)
 
 
 def redacted_location(store: str | os.PathLike[str]) -> str:
@@ -203,17 +173,6 @@ def redact_text(text: str) -> str:
     error: ``--store URL`` where none is taken)."""
     text = _URL_IN_TEXT.sub(lambda match: redact(match.group(0)), text)
     return _CONNINFO_PASSWORD.sub(lambda match: match.group(1) + "***", text)
-
-
-def scrub(text: str, url: str) -> str:
-    """``text`` (a libpq message, which may echo the URL or a piece of it) without the
-    password of ``url``, as written or percent-decoded."""
-    for begin, end in _password_spans(url):
-        raw = url[begin:end]
-        for secret in sorted({raw, unquote(raw)}, key=len, reverse=True):
-            if secret:
-                text = text.replace(secret, "***")
-    return text
 
 
 _IDLE = 0  # libpq's PQTRANS_IDLE (psycopg.pq.TransactionStatus.IDLE)

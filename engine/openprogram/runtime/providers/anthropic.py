@@ -19,8 +19,8 @@ from openprogram.runtime.http import (
     MAX_RESPONSE_BYTES,
     JsonReply,
     JsonTransport,
-    display_url,
     is_loopback,
+    split_endpoint,
     validate_base_url,
 )
 from openprogram.runtime.providers.replies import (
@@ -34,6 +34,7 @@ from openprogram.runtime.providers.usage import usage_from
 from openprogram.runtime.retry import RetryPolicy
 from openprogram.runtime.secret import Secret
 from openprogram.runtime.types import Message, ModelRequest, ModelResponse, ToolCall
+from openprogram.url_secrets import redact_url
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -71,6 +72,9 @@ class AnthropicProvider:
                 "(or pass api_key=)"
             )
         self.model_id = model_id
+        # a base URL given as the whole endpoint (or ending in part of it) is not extended
+        # by that part again: requests go to the URL given
+        url, self._path = split_endpoint(url, "/v1/messages", "/messages")
         self.max_tokens = max_tokens
         self._transport = JsonTransport(
             provider=self.name,
@@ -90,16 +94,18 @@ class AnthropicProvider:
         return self._transport.base_url
 
     def __repr__(self) -> str:
-        return f"AnthropicProvider(model_id={self.model_id!r}, base_url={display_url(self.base_url)!r})"
+        return (
+            f"AnthropicProvider(model_id={self.model_id!r}, base_url={redact_url(self.base_url)!r})"
+        )
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         payload = build_payload(request, max_tokens=self.max_tokens)
-        reply = self._transport.post("/v1/messages", payload, timeout_s=request.timeout_s)
+        reply = self._transport.post(self._path, payload, timeout_s=request.timeout_s)
         return parse_reply(reply, self._transport, request)
 
     async def acomplete(self, request: ModelRequest) -> ModelResponse:
         payload = build_payload(request, max_tokens=self.max_tokens)
-        reply = await self._transport.apost("/v1/messages", payload, timeout_s=request.timeout_s)
+        reply = await self._transport.apost(self._path, payload, timeout_s=request.timeout_s)
         return parse_reply(reply, self._transport, request)
 
     def close(self) -> None:

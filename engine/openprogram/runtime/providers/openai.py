@@ -16,8 +16,8 @@ from openprogram.runtime.http import (
     MAX_RESPONSE_BYTES,
     JsonReply,
     JsonTransport,
-    display_url,
     is_loopback,
+    split_endpoint,
     validate_base_url,
 )
 from openprogram.runtime.providers.replies import (
@@ -30,6 +30,7 @@ from openprogram.runtime.providers.usage import usage_from
 from openprogram.runtime.retry import RetryPolicy
 from openprogram.runtime.secret import Secret
 from openprogram.runtime.types import Message, ModelRequest, ModelResponse, ToolCall
+from openprogram.url_secrets import redact_url
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4.1-mini"
@@ -63,6 +64,9 @@ class OpenAIProvider:
                 "or point OPENAI_BASE_URL at a local server such as http://127.0.0.1:11434/v1"
             )
         self.model_id = model_id
+        # a base URL given as the whole endpoint (or ending in part of it) is not extended
+        # by that part again: requests go to the URL given
+        url, self._path = split_endpoint(url, "/chat/completions", "/chat/completions")
         self._transport = JsonTransport(
             provider=self.name,
             base_url=url,
@@ -81,19 +85,17 @@ class OpenAIProvider:
         return self._transport.base_url
 
     def __repr__(self) -> str:
-        return (
-            f"OpenAIProvider(model_id={self.model_id!r}, base_url={display_url(self.base_url)!r})"
-        )
+        return f"OpenAIProvider(model_id={self.model_id!r}, base_url={redact_url(self.base_url)!r})"
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         reply = self._transport.post(
-            "/chat/completions", build_payload(request), timeout_s=request.timeout_s
+            self._path, build_payload(request), timeout_s=request.timeout_s
         )
         return parse_reply(reply, self._transport, request)
 
     async def acomplete(self, request: ModelRequest) -> ModelResponse:
         reply = await self._transport.apost(
-            "/chat/completions", build_payload(request), timeout_s=request.timeout_s
+            self._path, build_payload(request), timeout_s=request.timeout_s
         )
         return parse_reply(reply, self._transport, request)
 
