@@ -31,6 +31,7 @@ or ``assistant -> tool(<json args>)`` for an ``llm`` node.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
@@ -38,15 +39,22 @@ from typing import Any, Protocol, TypeVar
 __all__ = [
     "CONTEXT_TAG",
     "HISTORY_TAG",
+    "RESUMES",
     "HistoryFilterError",
     "branch_nodes",
     "call_order",
+    "fold_attempts",
     "render_history",
     "user_text",
 ]
 
 HISTORY_TAG = "history"
 CONTEXT_TAG = "context"
+#: node metadata of a resumed run's entry node (:mod:`openprogram.durable.runner`): it
+#: resumes the session's top-level node before it, the previous execution of the run.
+#: Prompts show a resumed run as its first execution would have shown it
+#: (:func:`fold_attempts`); the session keeps every attempt.
+RESUMES = "resumes"
 
 
 class HistoryFilterError(Exception):
@@ -97,6 +105,51 @@ def _forks(node: NodeLike) -> tuple[tuple[str, int], ...]:
             return ()
         out.append((fork, index))
     return tuple(out)
+
+
+def fold_attempts(nodes: Iterable[N]) -> list[N]:
+    """``nodes`` with a resumed run's executions folded into one: an entry node that
+    ``resumes`` takes the place (``seq``, callees) of the top-level node before it, which is
+    left out with its calls that did not complete (failed, or cut short: they run again)
+    and everything under those — no failed attempt and no error text of it reaches a
+    prompt. Its completed calls stay, under the entry node that resumes it."""
+    listed = sorted(nodes, key=lambda n: n.seq)
+    alias: dict[str, str] = {}  # an earlier execution's entry node -> the one resuming it
+    previous: N | None = None
+    for n in listed:
+        if n.caller_id is None:
+            if previous is not None and (n.metadata or {}).get(RESUMES):
+                alias[previous.id] = n.id
+            previous = n
+    if not alias:
+        return listed
+    dropped: set[str] = set()
+    for n in listed:  # seq order: a caller before its callees
+        if (n.caller_id in alias and n.status != "completed") or n.caller_id in dropped:
+            dropped.add(n.id)
+
+    def latest(node_id: str) -> str:
+        while node_id in alias:
+            node_id = alias[node_id]
+        return node_id
+
+    by_id = {n.id: n for n in listed}
+    first_seq: dict[str, int] = {}
+    for old in alias:
+        last = latest(old)
+        first_seq[last] = min(first_seq.get(last, by_id[last].seq), by_id[old].seq)
+    out: list[N] = []
+    for n in listed:
+        if n.id in alias or n.id in dropped:
+            continue
+        if n.id in first_seq or n.caller_id in alias:
+            n = copy.copy(n)
+            if n.id in first_seq:
+                n.seq = first_seq[n.id]
+            if n.caller_id is not None and n.caller_id in alias:
+                n.caller_id = latest(n.caller_id)
+        out.append(n)
+    return out
 
 
 def call_order(nodes: Iterable[N]) -> list[N]:
@@ -275,7 +328,7 @@ def select_nodes(
     """
     if history_filter is False:
         return []
-    ordered = call_order(nodes)
+    ordered = call_order(fold_attempts(nodes))
     by_id = {n.id: n for n in ordered}
     chain = set(own_chain)
     frame = by_id.get(frame_node_id) if frame_node_id else None
@@ -329,8 +382,9 @@ def render_history(
     viewer_forks: Sequence[tuple[str, int]] = (),
 ) -> str:
     """The history text for a model request ('' when nothing is visible)."""
+    folded = fold_attempts(nodes)
     chosen = select_nodes(
-        nodes,
+        folded,
         frame_node_id=frame_node_id,
         own_chain=own_chain,
         render_range=render_range,
@@ -339,7 +393,7 @@ def render_history(
         call_id=call_id,
         viewer_forks=viewer_forks,
     )
-    by_id = {n.id: n for n in nodes}
+    by_id = {n.id: n for n in folded}
     chosen_ids = {n.id for n in chosen}
     lines: list[str] = []
     for node in chosen:

@@ -49,6 +49,7 @@ from openprogram.durable.policy import policy_for_resume, policy_for_start
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave
 from openprogram.durable.worker import DEFAULT_QUEUE
 from openprogram.errors import ConfigError, StoreError, raised_at
+from openprogram.history import RESUMES
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
 from openprogram.runtime import paused_loops
 from openprogram.scope import (
@@ -270,12 +271,16 @@ def _execute_leased(
     node_id: str | None = None
     token = enter(executor, root)
     try:
+        # a session with a head already: an earlier execution of this run recorded nodes
+        resuming = writer.head_id is not None
         with (
             use_writer(writer),
             executing_in(db),
             call_scope(entry.name, inputs=args) as frame,
         ):
             node_id = frame.node_id
+            if resuming and node_id is not None:  # prompts fold the attempts into one
+                writer.update(node_id, metadata={RESUMES: True})
             frame.extras[ENTRY_EXTRA] = fn  # an Agent-method entry records no second node
             try:
                 # the run resumes at its own steps; the tool loops of the step an approval
