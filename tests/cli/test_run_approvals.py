@@ -16,43 +16,11 @@ import pytest
 from cli_programs import env
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
+from durable_programs import JANITOR
 from loopback import OpenAIServer
 from loopback import openai_server as openai_server
 
 OPENPROGRAM = str(Path(sys.executable).parent / "openprogram")
-
-PROGRAM = '''
-import os
-
-from openprogram import Agent, agent, step
-from openprogram.programs import function
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-@function(requires_approval=True)
-def delete_file(path: str) -> str:
-    """Delete a file of the workspace."""
-    os.remove(os.path.join(HERE, path))
-    return "deleted " + path
-
-
-def tidy(target: str) -> str:
-    return agent("Remove the file " + target + " if it is junk.", tools=[delete_file])
-
-
-class Janitor(Agent):
-    method_options = {"clean": {"resumable": True}}
-
-    def clean(self, target: str) -> dict:
-        report = step("tidy", tidy, target)
-        return {"report": report}
-
-
-janitor = Janitor()
-clean = janitor.clean
-PROGRAM_ENTRIES = ["clean"]
-'''
 
 
 def _cli(folder: Path, server: OpenAIServer, *args: str) -> subprocess.CompletedProcess[str]:
@@ -74,7 +42,7 @@ def _json(proc: subprocess.CompletedProcess[str]) -> Any:
 
 @pytest.fixture()
 def paused(tmp_path: Path, openai_server: OpenAIServer, st: str) -> tuple[Path, str]:
-    (tmp_path / "janitor.py").write_text(PROGRAM, encoding="utf-8")
+    (tmp_path / "janitor.py").write_text(JANITOR, encoding="utf-8")
     (tmp_path / "junk.txt").write_text("junk", encoding="utf-8")
     openai_server.reply_tool_calls([("call_1", "delete_file", {"path": "junk.txt"})])
     proc = _cli(

@@ -23,6 +23,41 @@ def act(name: str, value: int) -> dict:
     return {"name": name, "value": value}
 """
 
+# A resumable Agent method whose step asks the model to call a tool that needs approval
+# (the CLI's and the editor's approval tests).
+JANITOR = '''
+import os
+
+from openprogram import Agent, agent, step
+from openprogram.programs import function
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@function(requires_approval=True)
+def delete_file(path: str) -> str:
+    """Delete a file of the workspace."""
+    os.remove(os.path.join(HERE, path))
+    return "deleted " + path
+
+
+def tidy(target: str) -> str:
+    return agent("Remove the file " + target + " if it is junk.", tools=[delete_file])
+
+
+class Janitor(Agent):
+    method_options = {"clean": {"resumable": True}}
+
+    def clean(self, target: str) -> dict:
+        report = step("tidy", tidy, target)
+        return {"report": report}
+
+
+janitor = Janitor()
+clean = janitor.clean
+PROGRAM_ENTRIES = ["clean"]
+'''
+
 FOOTER = """
 main.__agent_options__ = {"resumable": True}
 PROGRAM_ENTRIES = ["main"]

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from openprogram.runtime import RetryPolicy
+from openprogram.runtime import RetryPolicy, Runtime
 
 SENTINEL_KEY = "sk-SENTINEL-7f3a9c1e5b2d4f60a8e9"
 
@@ -334,6 +334,28 @@ def anthropic_server() -> Iterator[AnthropicServer]:
     server = AnthropicServer()
     yield server
     server.close()
+
+
+#: The wire formats every provider test runs on.
+WIRES = ("openai", "anthropic")
+
+
+@pytest.fixture(params=WIRES, name="server")
+def wire_server(request: pytest.FixtureRequest) -> LoopbackServer:
+    """``server``: the loopback server of the wire format under test (a test asking for it
+    runs once per wire format)."""
+    found: LoopbackServer = request.getfixturevalue(f"{request.param}_server")
+    return found
+
+
+def runtime_for(
+    server: LoopbackServer, *, retry: RetryPolicy, api_key: str = SENTINEL_KEY, **kw: Any
+) -> Runtime:
+    """A runtime of ``server``'s wire format talking to it (a test model name)."""
+    model = "gpt-test" if server.wire == "openai" else "claude-test"
+    return Runtime(
+        f"{server.wire}:{model}", base_url=server.base_url, api_key=api_key, retry=retry, **kw
+    )
 
 
 @pytest.fixture

@@ -13,28 +13,15 @@ beside real tools gets a tool result that names it and says how to answer.
 from __future__ import annotations
 
 import json
-from typing import Any
 
-import pytest
-from loopback import SENTINEL_KEY, LoopbackServer
+from loopback import LoopbackServer, runtime_for
 
 from openprogram import agent, decision
 from openprogram.runtime import RetryPolicy, Runtime
 
 
-@pytest.fixture(params=["openai", "anthropic"])
-def server(request: pytest.FixtureRequest) -> Any:
-    return request.getfixturevalue(f"{request.param}_server")
-
-
 def runtime(server: LoopbackServer) -> Runtime:
-    model = "gpt-test" if server.wire == "openai" else "claude-test"
-    return Runtime(
-        f"{server.wire}:{model}",
-        base_url=server.base_url,
-        api_key=SENTINEL_KEY,
-        retry=RetryPolicy(max_retries=0),
-    )
+    return runtime_for(server, retry=RetryPolicy(max_retries=0))
 
 
 def ship(when: str) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from loopback import LoopbackServer, RecordedSleeps
+from loopback import LoopbackServer, RecordedSleeps, runtime_for
 
 from openprogram import Runtime
 from openprogram.errors import ConfigError, ProviderError
@@ -23,24 +23,13 @@ from openprogram.runtime import RetryPolicy
 from openprogram.runtime.http import MAX_RESPONSE_BYTES
 from openprogram.runtime.providers import AnthropicProvider, OpenAIProvider
 
-WIRES = ["openai", "anthropic"]
 MiB = 1024 * 1024
-
-
-@pytest.fixture(params=WIRES)
-def server(request: pytest.FixtureRequest) -> Any:
-    return request.getfixturevalue(f"{request.param}_server")
 
 
 def runtime(server: LoopbackServer, sleeps: RecordedSleeps, **kw: Any) -> Runtime:
     retries = kw.pop("max_retries", 1)
-    model = "gpt-test" if server.wire == "openai" else "claude-test"
-    return Runtime(
-        f"{server.wire}:{model}",
-        base_url=server.base_url,
-        api_key="sk-test-key-123456",
-        retry=sleeps.policy(max_retries=retries),
-        **kw,
+    return runtime_for(
+        server, retry=sleeps.policy(max_retries=retries), api_key="sk-test-key-123456", **kw
     )
 
 

@@ -12,30 +12,23 @@ import random
 from typing import Any
 
 import pytest
-from loopback import SENTINEL_KEY, LoopbackServer, Received, RecordedSleeps, Reply
+from loopback import (
+    SENTINEL_KEY,
+    WIRES,
+    LoopbackServer,
+    Received,
+    RecordedSleeps,
+    Reply,
+    runtime_for,
+)
 
 from openprogram.errors import ProviderError
 from openprogram.runtime import Runtime
 
-WIRES = ["openai", "anthropic"]
-
-
-@pytest.fixture(params=WIRES)
-def server(request: pytest.FixtureRequest) -> Any:
-    """The loopback server of the wire format under test."""
-    return request.getfixturevalue(f"{request.param}_server")
-
 
 def make_runtime(server: LoopbackServer, sleeps: RecordedSleeps, **kw: Any) -> Runtime:
     retries = kw.pop("max_retries", 3)
-    model = "gpt-test" if server.wire == "openai" else "claude-test"
-    return Runtime(
-        f"{server.wire}:{model}",
-        base_url=server.base_url,
-        api_key=SENTINEL_KEY,
-        retry=sleeps.policy(max_retries=retries),
-        **kw,
-    )
+    return runtime_for(server, retry=sleeps.policy(max_retries=retries), **kw)
 
 
 def tool_results(server: LoopbackServer, body: dict[str, Any]) -> list[dict[str, Any]]:

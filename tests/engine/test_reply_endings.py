@@ -18,7 +18,7 @@ import json
 from typing import Any
 
 import pytest
-from loopback import SENTINEL_KEY, LoopbackServer
+from loopback import LoopbackServer, runtime_for
 
 from openprogram import DecisionError, decision, llm
 from openprogram.errors import IncompleteReply, ProviderError
@@ -27,19 +27,8 @@ from openprogram.runtime import RetryPolicy, Runtime
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
 
-@pytest.fixture(params=["openai", "anthropic"])
-def server(request: pytest.FixtureRequest) -> Any:
-    return request.getfixturevalue(f"{request.param}_server")
-
-
 def runtime(server: LoopbackServer) -> Runtime:
-    model = "gpt-test" if server.wire == "openai" else "claude-test"
-    return Runtime(
-        f"{server.wire}:{model}",
-        base_url=server.base_url,
-        api_key=SENTINEL_KEY,
-        retry=RetryPolicy(max_retries=0),
-    )
+    return runtime_for(server, retry=RetryPolicy(max_retries=0))
 
 
 def ended(server: LoopbackServer, text: Any, reason: str, **message: Any) -> dict[str, Any]:

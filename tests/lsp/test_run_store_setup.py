@@ -20,6 +20,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
+from durable_programs import JANITOR
 from loopback import OpenAIServer
 from loopback import openai_server as openai_server
 
@@ -181,39 +182,6 @@ async def test_runs_of_main_are_not_shown_on_the_method_bot_main(tmp_path: Path)
         assert [row["run_id"] for row in shown] == [bot_run]
     finally:
         await stop(client)
-
-
-JANITOR = '''
-import os
-
-from openprogram import Agent, agent, step
-from openprogram.programs import function
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-@function(requires_approval=True)
-def delete_file(path: str) -> str:
-    """Delete a file of the workspace."""
-    os.remove(os.path.join(HERE, path))
-    return "deleted " + path
-
-
-def tidy(target: str) -> str:
-    return agent("Remove the file " + target + " if it is junk.", tools=[delete_file])
-
-
-class Janitor(Agent):
-    method_options = {"clean": {"resumable": True}}
-
-    def clean(self, target: str) -> dict:
-        report = step("tidy", tidy, target)
-        return {"report": report}
-
-
-janitor = Janitor()
-PROGRAM_ENTRIES = [janitor.clean]
-'''
 
 
 def awaiting_run(ws: Path, server: OpenAIServer, target: str) -> str:
