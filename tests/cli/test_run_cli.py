@@ -316,7 +316,8 @@ def test_a_busy_worker_takes_its_next_run_as_one_ends_not_at_its_next_poll(work:
     assert sorted(proc.stdout.splitlines()) == sorted(f"run {i} completed" for i in ids)
 
 
-CLASS_LEVEL = '''
+# Steps append "<name> <value>" to calls.log and fail while a file fail_<name> exists.
+ACT = """
 import os
 
 from openprogram import Agent, step
@@ -332,6 +333,11 @@ def act(name: str, value: int) -> int:
     return value + 1
 
 
+"""
+
+CLASS_LEVEL = (
+    ACT
+    + '''
 class Bot(Agent):
     method_options = {"go": {"resumable": True}}
 
@@ -345,6 +351,7 @@ class Bot(Agent):
 go = Bot.go
 PROGRAM_ENTRIES = ["go"]
 '''
+)
 
 
 @pytest.mark.parametrize(
@@ -400,22 +407,9 @@ def test_a_direct_call_of_a_resumable_static_or_class_method_runs_durably(
     assert [r["status"] for r in listed] == ["completed"], listed
 
 
-INHERITED_CLASSMETHOD = '''
-import os
-
-from openprogram import Agent, step
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def act(name: str, value: int) -> int:
-    with open(os.path.join(HERE, "calls.log"), "a", encoding="utf-8") as f:
-        f.write(name + " " + str(value) + "\\n")
-    if os.path.exists(os.path.join(HERE, "fail_" + name)):
-        raise RuntimeError("injected failure in " + name)
-    return value + 1
-
-
+INHERITED_CLASSMETHOD = (
+    ACT
+    + '''
 class Base(Agent):
     method_options = {"go": {"resumable": True}}
     scale = 1
@@ -434,6 +428,7 @@ class Child(Base):
 go = Child.go
 PROGRAM_ENTRIES = ["go"]
 '''
+)
 
 
 def test_an_inherited_classmethod_entry_resumes_bound_to_the_class_it_was_reached_through(
