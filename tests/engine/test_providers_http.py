@@ -497,6 +497,14 @@ def test_no_retry_when_the_attempts_used_up_the_whole_deadline(
         ("anthropic", "/v1/messages", "/v1/messages"),
         ("anthropic", "/v1", "/v1/messages"),
         ("anthropic", "/proxy/messages", "/proxy/messages"),
+        # a query (Azure's api-version) stays the query, after the endpoint's path
+        (
+            "openai",
+            "/openai/deployments/d?api-version=2024-06-01",
+            "/openai/deployments/d/chat/completions?api-version=2024-06-01",
+        ),
+        ("openai", "/v1/chat/completions?api-version=1", "/v1/chat/completions?api-version=1"),
+        ("anthropic", "/v1?beta=1", "/v1/messages?beta=1"),
     ],
 )
 def test_a_base_url_that_is_the_endpoint_is_not_extended_again(

@@ -80,17 +80,20 @@ def split_endpoint(url: str, path: str, operation: str) -> tuple[str, str]:
     ``/v1/messages``) under the base URL ``url``: ``url + path``, except that no part is
     given twice. A base URL that is already the endpoint (it ends in ``operation``, the
     endpoint's last part: ``/chat/completions``, ``/messages``) is used as it is; one that
-    ends in the start of ``path`` (``.../v1`` for ``/v1/messages``) gets only the rest."""
+    ends in the start of ``path`` (``.../v1`` for ``/v1/messages``) gets only the rest. A
+    query (Azure's ``?api-version=...``) stays the query, after the endpoint's path."""
     parts = urlsplit(url)
+    query = "?" + parts.query if parts.query else ""
+    parts = parts._replace(query="", fragment="")
     for tail in (path, operation):  # the longest first
         if parts.path.endswith(tail):
-            return parts._replace(path=parts.path[: -len(tail)]).geturl(), tail
+            return parts._replace(path=parts.path[: -len(tail)]).geturl(), tail + query
     steps = path.strip("/").split("/")
     for n in range(len(steps) - 1, 0, -1):
         lead = "/" + "/".join(steps[:n])
         if parts.path.endswith(lead):
-            return parts._replace(path=parts.path[: -len(lead)]).geturl(), path
-    return url, path
+            return parts._replace(path=parts.path[: -len(lead)]).geturl(), path + query
+    return parts.geturl(), path + query
 
 
 def _without_userinfo(url: str) -> str:
