@@ -66,6 +66,7 @@ MODEL_CALLS = frozenset(
         "route",
         "conditional",
         "repeat_until",
+        "judge",  # control_flow.judge: a yes/no decision unless its condition is a callable
         "plan_and_run",
         "run_workflow_code",
     }
@@ -285,6 +286,52 @@ def _callee(index: ModuleIndex, fn: FunctionInfo, expr: cst.BaseExpression) -> F
     return None
 
 
+def receiver_classes(index: ModuleIndex, root: FunctionInfo) -> tuple[str, ...]:
+    """The classes whose instances a resumable method ``root`` may run on, which decide
+    what ``self.hook(...)`` calls: the ones its entries bind it to (``report =
+    Smart().report``, ``PROGRAM_ENTRIES = [Smart().report]``); when none does, its own
+    class and every subclass of the module (any override may be the one called)."""
+    from openprogram_analyzers.program import entry_receivers
+
+    if root.class_name is None:
+        return ()
+    known = entry_receivers(index).get(root.qualname)
+    if known:
+        return tuple(sorted(known))
+    return _subclasses(index, root.class_name)
+
+
+def _subclasses(index: ModuleIndex, cls_name: str) -> tuple[str, ...]:
+    """``cls_name`` and the classes of the module deriving from it."""
+    return tuple(q for q in index.classes if cls_name in _class_chain(index, q))
+
+
+def _callees(
+    index: ModuleIndex, fn: FunctionInfo, expr: cst.BaseExpression, receivers: Sequence[str]
+) -> list[FunctionInfo]:
+    """The same-module functions ``expr`` may refer to: :func:`_callee`, except that
+    ``self.hook`` / ``cls.hook`` in a method is the ``hook`` of each receiver class
+    (``receivers`` deriving from the method's class; when none does, the class and its
+    subclasses), so an override in a subclass is followed too."""
+    if (
+        isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Name)
+        and expr.value.value in SELF
+        and fn.class_name is not None
+        and fn.class_name in index.classes
+    ):
+        owner = fn.class_name
+        classes = [r for r in receivers if owner in _class_chain(index, r)]
+        out: list[FunctionInfo] = []
+        for cls in classes or _subclasses(index, owner):
+            found = _lookup_method(index, cls, expr.attr.value)
+            if found is not None and found not in out:
+                out.append(found)
+        return out
+    found = _callee(index, fn, expr)
+    return [found] if found is not None else []
+
+
 def _lookup_method(index: ModuleIndex, cls_name: str, method: str) -> FunctionInfo | None:
     seen: set[str] = set()
     todo = [cls_name]
@@ -463,6 +510,7 @@ def build_scope(
     ``parallel({...})`` branch are marked, since a model call there is asked again when
     the interrupted workflow or branch resumes."""
     scope = Scope(root=root)
+    receivers = receiver_classes(index, root)
     Todo = tuple[FunctionInfo, list[tuple[str, cst.CSTNode]], bool, str]
     todo: list[Todo] = [(root, list(chain), orchestration, "")]
     while todo:
@@ -479,23 +527,24 @@ def build_scope(
         for info in index.children.get(fn.qualname, ()):
             todo.append((info, chain, orch, in_workflow))
         for site in fn.calls:
-            callee = _callee(index, fn, site.node.func)
-            if callee is not None and callee is not fn:
+            for callee in _callees(index, fn, site.node.func, receivers):
+                if callee is fn:
+                    continue
                 link: tuple[str, cst.CSTNode] = (
                     f"'{fn.qualname}' calls '{callee.qualname}' here",
                     site.node,
                 )
                 todo.append((callee, [*chain, link], orch, in_workflow))
             for primitive, expr in run_now_callables(index, site.node, fn.locals()):
-                dep = _callee(index, fn, expr)
-                if dep is not None and dep is not fn:
+                for dep in _callees(index, fn, expr, receivers):
+                    if dep is fn:
+                        continue
                     link = (f"'{fn.qualname}' passes '{dep.qualname}' to {primitive} here", expr)
                     todo.append((dep, [*chain, link], orch, in_workflow))
             kind = step_kind(site)
             body = _BODIES.get(kind or "", "")
             for expr in _step_callables(site):
-                dep = _callee(index, fn, expr)
-                if dep is not None:
+                for dep in _callees(index, fn, expr, receivers):
                     what = f"a {kind}" if kind in ("workflow", "parallel") else "a step"
                     link = (f"'{fn.qualname}' passes '{dep.qualname}' to {what} here", expr)
                     todo.append((dep, [*chain, link], False, body))
@@ -876,6 +925,30 @@ def _agent_class(index: ModuleIndex, expr: cst.BaseExpression, shadowed: set[str
     return is_agent_base(target) and index.resolve_imported(expr) is not None
 
 
+def _aliased_call(
+    index: ModuleIndex, fn: FunctionInfo, func: cst.BaseExpression, shadowed: set[str]
+) -> str | None:
+    """The imported callable a name bound to one names (``dm = op.decision.make`` in the
+    function, or at module level when no local shadows it), followed one link."""
+    if not isinstance(func, cst.Name):
+        return None
+    name = func.value
+    if name in shadowed:
+        values = list(fn.bindings.get(name, ()))
+        inner = shadowed
+    elif name in index.imports or index.function_at_module(name) is not None:
+        return None
+    else:
+        values = [v for v in index.module_assigns.get(name, ()) if v is not None]
+        inner = set()
+    for value in values:
+        if isinstance(value, (cst.Name, cst.Attribute)):
+            found = index.resolve_imported(value, inner)
+            if found is not None:
+                return found
+    return None
+
+
 def _side_effect(
     index: ModuleIndex, fn: FunctionInfo, site: CallSite, imported: str, shadowed: set[str]
 ) -> str | None:
@@ -883,6 +956,9 @@ def _side_effect(
     target = site.target or ""
     func = site.node.func
     last = target.rsplit(".", 1)[-1]
+    if not imported:  # dm = op.decision.make; dm(...)
+        imported = _aliased_call(index, fn, func, shadowed) or ""
+        last = imported.rsplit(".", 1)[-1] if imported else last
     if imported.startswith("openprogram.") and (
         last in MODEL_CALLS or imported.endswith("decision.make")
     ):

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from openprogram.options import UNKNOWN, OptionProblem, check_method_options
+from openprogram.options import (
+    UNKNOWN,
+    OptionProblem,
+    check_method_options,
+    merge_method_options,
+    tool_methods,
+)
 from openprogram_analyzers.decorator_options import decorator_problems
 from openprogram_analyzers.index import ClassInfo, FunctionInfo, ModuleIndex
 from openprogram_analyzers.literals import rebuild
@@ -75,6 +81,16 @@ def _params(fn: FunctionInfo) -> list[str]:
     return params
 
 
+def _base_tables(index: ModuleIndex, cls: ClassInfo) -> list[object]:
+    """The literal ``method_options`` of the same-module bases of ``cls``, farthest first
+    (the order the runtime merges them in; a value not written literally is ``UNKNOWN``)."""
+    from openprogram_analyzers.determinism import _class_chain
+
+    bases = _class_chain(index, cls.qualname)[1:]
+    tables = [index.classes[b].method_options for b in reversed(bases)]
+    return [rebuild(t, UNKNOWN)[0] if isinstance(t, cst.Dict) else None for t in tables]
+
+
 def compute(ctx: Context) -> list[OptionFinding]:
     out: list[OptionFinding] = []
     index = ctx.index
@@ -95,7 +111,8 @@ def compute(ctx: Context) -> list[OptionFinding]:
             continue
         value, locs = rebuild(value_node, UNKNOWN)
         methods = _class_methods(index, cls, {cls.qualname})
-        for problem in check_method_options(value, methods):
+        tools = tool_methods(merge_method_options(_base_tables(index, cls)))
+        for problem in check_method_options(value, methods, tool_methods=tools):
             key_node, val_node = locs.get(problem.path, (None, value_node))
             node = key_node if problem.on_key and key_node is not None else val_node
             out.append(OptionFinding(problem.code, problem.message, node, problem))

@@ -141,6 +141,30 @@ def _entries(index: ModuleIndex) -> list[tuple[str, str | None]]:
     return out
 
 
+def entry_receivers(index: ModuleIndex) -> dict[str, frozenset[str]]:
+    """The classes whose instance (or class) an entry binds each method to, by the
+    method's qualname: ``report = Smart().report`` (``report`` defined by the base
+    ``Flow``) gives ``{"Flow.report": {"Smart"}}``; also ``go = bot.go`` (``bot =
+    Bot()``) and an attribute written in ``PROGRAM_ENTRIES`` (``Smart().report``)."""
+    exprs: list[cst.BaseExpression] = [
+        value
+        for values in index.module_assigns.values()
+        if len(values) == 1
+        for value in values
+        if isinstance(value, cst.Attribute)
+    ]
+    for _target, listed in index.program_entries[-1:]:
+        if isinstance(listed, (cst.List, cst.Tuple)):
+            exprs.extend(el.value for el in listed.elements if isinstance(el.value, cst.Attribute))
+    out: dict[str, set[str]] = {}
+    for expr in exprs:
+        if isinstance(expr, cst.Attribute):
+            cls, method = _bound_method(index, expr)
+            if cls is not None and method is not None:
+                out.setdefault(method.qualname, set()).add(cls)
+    return {q: frozenset(classes) for q, classes in out.items()}
+
+
 def _instance_class(index: ModuleIndex, name: str) -> str | None:
     """The module class ``name`` is an instance of (``writer = Writer(...)``), if any."""
     for value in index.module_assigns.get(name, []):
@@ -155,8 +179,6 @@ def _bound_target(index: ModuleIndex, name: str) -> str | None:
     """The function a module-level name bound once to a method or function names:
     ``triage = TicketTriage().triage``, ``go = bot.go`` (``bot = Bot()``; the method
     found in a base class too), ``main = build``."""
-    from openprogram_analyzers.determinism import _lookup_method
-
     values = index.module_assigns.get(name, [])
     if len(values) != 1:
         return None
@@ -166,11 +188,25 @@ def _bound_target(index: ModuleIndex, name: str) -> str | None:
         return fn.qualname if fn is not None else None
     if not isinstance(value, cst.Attribute):
         return None
+    # a class's own attribute is unbound: not an entry's target
+    _cls, method = _bound_method(index, value, of_class=False)
+    return method.qualname if method is not None else None
+
+
+def _bound_method(
+    index: ModuleIndex, value: cst.Attribute, *, of_class: bool = True
+) -> tuple[str | None, Any]:
+    """The class of the module ``value`` (``Smart().report``, ``bot.go``, and with
+    ``of_class`` ``Bot.go``) reads a method of, and that method (found in a base class
+    too); ``(None, None)`` when not known."""
+    from openprogram_analyzers.determinism import _lookup_method
+
     obj, cls = value.value, None
     if isinstance(obj, cst.Call):
         called = index.resolve(obj.func)
         cls = called if called in index.classes else None
-    elif isinstance(obj, cst.Name):  # an instance (a class's own attribute is unbound)
-        cls = _instance_class(index, obj.value)
+    elif isinstance(obj, cst.Name):  # an instance, or the class itself
+        own = of_class and obj.value in index.classes
+        cls = obj.value if own else _instance_class(index, obj.value)
     method = _lookup_method(index, cls, value.attr.value) if cls is not None else None
-    return method.qualname if method is not None else None
+    return (cls, method) if method is not None else (None, None)

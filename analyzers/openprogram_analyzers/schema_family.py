@@ -11,7 +11,13 @@ from typing import Any
 
 import libcst as cst
 
-from openprogram.schema_grammar import OPAQUE, TypeRef, check_menu, msg_duplicate_option
+from openprogram.schema_grammar import (
+    OPAQUE,
+    TypeRef,
+    check_menu,
+    check_route_options,
+    msg_duplicate_option,
+)
 from openprogram_analyzers.determinism import agent_instance_at
 from openprogram_analyzers.index import CallSite, ModuleIndex, looks_like_class
 from openprogram_analyzers.literals import rebuild, string_value
@@ -35,7 +41,9 @@ def _menu_arg(index: ModuleIndex, site: CallSite) -> cst.BaseExpression | None:
             if target.startswith("openprogram.") or target == "self" or _is_agent_call(index, site):
                 return a.value
             return None
-    if target.startswith("openprogram.") and target.endswith("decision.make"):
+    if target.startswith("openprogram.") and (
+        target.endswith("decision.make") or _is_route(index, site)
+    ):
         positional = [a for a in args if a.keyword is None and a.star == ""]
         if len(positional) >= 2:
             return positional[1].value
@@ -43,6 +51,13 @@ def _menu_arg(index: ModuleIndex, site: CallSite) -> cst.BaseExpression | None:
             if a.keyword is not None and a.keyword.value == "options":
                 return a.value
     return None
+
+
+def _is_route(index: ModuleIndex, site: CallSite) -> bool:
+    """``openprogram.route(question, options)`` (however imported): its options are
+    checked by :func:`~openprogram.schema_grammar.check_route_options`, as it checks them."""
+    imported = index.resolve_imported(site.node.func) or ""
+    return imported.startswith("openprogram.") and imported.rsplit(".", 1)[-1] == "route"
 
 
 def _is_agent_call(index: ModuleIndex, site: CallSite) -> bool:
@@ -100,7 +115,8 @@ def compute(ctx: Context) -> list[SchemaFinding]:
         if isinstance(menu, cst.Dict):  # a dict literal keeps only the last duplicate key
             out.extend(_duplicate_keys(menu))
         value, locs = rebuild(menu, OPAQUE, _name_value(index))
-        for problem in check_menu(value):
+        check = check_route_options if _is_route(index, site) else check_menu
+        for problem in check(value):
             path = tuple(problem.path)
             node: cst.CSTNode = menu
             # the deepest located prefix of the path

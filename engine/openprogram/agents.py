@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from openprogram.context import Context
 from openprogram.errors import RuleViolation, defined_in
-from openprogram.options import check_method_options
+from openprogram.options import check_method_options, merge_method_options, tool_methods
 from openprogram.programs.registry import REGISTRY, Tool, ToolOptions
 from openprogram.safepoints import checkpoint
 from openprogram.scope import (
@@ -418,21 +418,9 @@ def _method_signatures(cls: type) -> dict[str, inspect.Signature | Sequence[str]
 
 def _merged_options(cls: type) -> tuple[dict[str, dict[str, Any]], set[str]]:
     """``method_options`` merged along the MRO, and the methods bases made tools."""
-    merged: dict[str, dict[str, Any]] = {}
-    base_tools: set[str] = set()
-    for klass in reversed(cls.__mro__[1:]):
-        for method, entry in (vars(klass).get("method_options") or {}).items():
-            if isinstance(entry, Mapping):
-                merged.setdefault(method, {}).update(entry)
-    for method, entry in merged.items():
-        if entry.get("tool") or entry.get("as_tool"):
-            base_tools.add(method)
-    own = vars(cls).get("method_options") or {}
-    if isinstance(own, Mapping):
-        for method, entry in own.items():
-            if isinstance(entry, Mapping):
-                merged.setdefault(method, {}).update(entry)
-    return merged, base_tools
+    bases = [vars(klass).get("method_options") for klass in reversed(cls.__mro__[1:])]
+    base_tools = tool_methods(merge_method_options(bases))
+    return merge_method_options([*bases, vars(cls).get("method_options")]), base_tools
 
 
 def _wrap_members(cls: type) -> None:

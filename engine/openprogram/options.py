@@ -34,6 +34,8 @@ __all__ = [
     "check_method_options",
     "did_you_mean",
     "input_field_message",
+    "merge_method_options",
+    "tool_methods",
     "tool_only_message",
     "unknown_key_message",
     "unknown_method_message",
@@ -579,6 +581,25 @@ def _check_input(
                     )
                 )
     return out
+
+
+def merge_method_options(tables: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    """``method_options`` tables merged the way a class inherits them (SPEC §2.3): given
+    base first, each method's entry is updated by the later tables' entries for it (what
+    is not a dict is left out). The runtime passes its classes' MRO, reversed; the
+    analyzer the literal tables of a class and its bases in the module."""
+    merged: dict[str, dict[str, Any]] = {}
+    for table in tables:
+        if isinstance(table, Mapping):
+            for method, entry in table.items():
+                if isinstance(entry, Mapping):
+                    merged.setdefault(str(method), {}).update(entry)
+    return merged
+
+
+def tool_methods(merged: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """The methods a merged ``method_options`` makes tools (``tool`` or ``as_tool``)."""
+    return {m for m, entry in merged.items() if any(entry.get(k) for k in TOOL_FLAG_KEYS)}
 
 
 def check_method_entry(

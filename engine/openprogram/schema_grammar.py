@@ -509,6 +509,29 @@ def list_item_name(item: Any) -> str | None:
     return name if isinstance(name, str) and name != "<lambda>" else None
 
 
+def msg_route_description(name: str, found: str) -> str:
+    return (
+        f"route's dict form maps each option to its description, but option {name!r} maps to "
+        f"{found}: write {{{name!r}: 'description'}}, or use decision.make for handlers and "
+        "schemas"
+    )
+
+
+def check_route_options(options: Any) -> list[SchemaProblem]:
+    """Problems in the options of ``route(question, options)``: a dict maps option names to
+    description strings (OP305 on any other value); a list is a decision menu
+    (:func:`check_menu`: duplicate names are OP306)."""
+    if isinstance(options, Mapping):
+        found = [
+            SchemaProblem("OP305", msg_route_description(str(key), describe(value)), (key,))
+            for key, value in options.items()
+            if not is_opaque(value) and not isinstance(value, str)
+        ]
+        if found:
+            return found
+    return check_menu(options)
+
+
 def check_menu(options: Any) -> list[SchemaProblem]:
     """All problems in a literal decision menu (dict or list form), OP301–OP306."""
     problems: list[SchemaProblem] = []

@@ -104,6 +104,13 @@ SPELLINGS = [
         "OP206",
     ),
     ("import openprogram as op", 'out = op.parallel([lambda: op.llm("hi")])', "OP206"),
+    # a model call through a name bound to one; control_flow's yes/no judge
+    ("import openprogram as op", 'dm = op.decision.make; pick = dm("Pick", ["p", "q"])', "OP206"),
+    (
+        "from openprogram.agentic_programming.control_flow import judge",
+        'ok = judge("n is even", n)',
+        "OP206",
+    ),
     (
         "from openprogram.programs.workflow import plan_and_run as plan",
         'done = plan("tidy the notes").result',
@@ -1072,3 +1079,130 @@ def test_a_bad_menu_built_at_run_time_fails_with_lints_code_and_message(
     reason = failed.split(" failed: MenuViolation: ", 1)[1]
     assert reason.split(" (in ", 1)[0] == said, (reason, said)
     assert reason.endswith("(at prog.py:6 in main)"), reason
+
+
+HOOKED = """\
+from openprogram import Agent, decision, step
+
+
+def act(x: str) -> str:
+    return x.upper()
+
+
+class Flow(Agent):
+    method_options = {{"report": {{"resumable": True}}}}
+
+    def pick(self, x: str) -> str:
+        return x
+
+    def report(self, x: str) -> dict:
+        return {{"a": step("act", act, self.pick(x))}}
+
+
+class Smart(Flow):
+    def pick(self, x: str) -> str:
+        return decision.make("Pick", ["p", "q"])
+
+
+{entry}
+PROGRAM_ENTRIES = ["report"]
+"""
+
+
+def test_a_hook_overridden_by_the_entrys_class_is_followed(tmp_path: Path) -> None:
+    """The base's resumable ``report`` calls the hook ``self.pick`` outside a step; the
+    entry runs it on a ``Smart``, whose ``pick`` asks the model: lint and the run refuse
+    it with the same line (a resume would ask again)."""
+    (tmp_path / "prog.py").write_text(HOOKED.format(entry="report = Smart().report"))
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    (finding,) = [ln for ln in linted.stdout.splitlines() if " OP206 " in ln]
+    assert finding.startswith("prog.py:20:") and "helper 'Smart.pick'" in finding
+    ran = cli("run", "prog.py:report", "--args", '{"x": "a"}', "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert finding in ran.stderr
+
+
+def test_a_hook_not_overridden_by_the_entrys_class_stays_clean(tmp_path: Path) -> None:
+    """The entry runs ``report`` on a ``Flow``: its own ``pick`` is called, not the
+    subclass's, so neither lint nor the run refuses it, and it runs."""
+    (tmp_path / "prog.py").write_text(HOOKED.format(entry="report = Flow().report"))
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    code, out = cli_json(
+        "run", "prog.py:report", "--args", '{"x": "a"}', "--store", "st", cwd=tmp_path
+    )
+    assert (code, out["status"], out["result"]) == (0, "completed", {"a": "A"}), out
+
+
+def test_a_hook_with_no_known_receiver_follows_every_override(tmp_path: Path) -> None:
+    """No entry says which class ``report`` runs on: any subclass overriding the hook may
+    be the one, so lint reports ``Smart.pick``."""
+    (tmp_path / "prog.py").write_text(HOOKED.format(entry="").replace('["report"]', "[]"))
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    assert "OP206 model call (openprogram.decision.make) directly in helper 'Smart.pick'" in (
+        linted.stdout
+    )
+
+
+def test_method_options_merge_along_the_mro_in_lint_as_at_run_time(tmp_path: Path) -> None:
+    """The base makes ``go`` a tool; the subclass adds ``cache`` for it. The runtime merges
+    ``method_options`` along the MRO (SPEC §2.3), so ``cache`` is a tool's option: lint
+    must not report OP106, and the entry runs."""
+    (tmp_path / "prog.py").write_text(
+        textwrap.dedent(
+            """\
+            from openprogram import Agent
+
+
+            class A(Agent):
+                method_options = {"go": {"tool": True}}
+
+                def go(self, x: str) -> str:
+                    return x.upper()
+
+
+            class B(A):
+                method_options = {"go": {"cache": True}}
+
+
+            go = B().go
+            PROGRAM_ENTRIES = ["go"]
+            """
+        )
+    )
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    code, out = cli_json("run", "prog.py:go", "--args", '{"x": "a"}', "--store", "st", cwd=tmp_path)
+    assert (code, out["status"], out["result"]) == (0, "completed", "A"), out
+
+
+@pytest.mark.parametrize(
+    ("options", "code", "message"),
+    [
+        ('["same", "same"]', "OP306", "duplicate option name 'same' in a decision menu"),
+        (
+            '{"fast": 1}',
+            "OP305",
+            "route's dict form maps each option to its description, but option 'fast' maps "
+            "to a number (1)",
+        ),
+    ],
+)
+def test_route_options_are_refused_by_lint_and_run_alike(
+    tmp_path: Path, options: str, code: str, message: str
+) -> None:
+    (tmp_path / "prog.py").write_text(
+        "from openprogram import route\n\n\n"
+        f"def main(x: str) -> str:\n    return route('Pick', {options})\n\n\n"
+        'PROGRAM_ENTRIES = ["main"]\n'
+    )
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    (finding,) = linted.stdout.splitlines()[:1]
+    assert finding.startswith("prog.py:5:") and f" {code} {message}" in finding
+    said = finding.split(f" {code} ", 1)[1]
+    ran = cli("run", "prog.py:main", "--args", '{"x": "a"}', "--store", "st", cwd=tmp_path)
+    assert ran.returncode != 0, ran.stdout + ran.stderr
+    assert f"{code} {said}" in ran.stderr

@@ -26,6 +26,22 @@ class RuleOP106(FamilyRule):
 
 
             class A(Agent):
+                method_options = {"f": {"tool": True}}
+
+                def f(self) -> None:
+                    pass
+
+
+            class B(A):
+                method_options = {"f": {"cache": True}}
+            """
+        ),
+        Valid(
+            """
+            from openprogram import Agent
+
+
+            class A(Agent):
                 method_options = {"f": {"tool": True, "cache": True}}
 
                 def f(self) -> None:

@@ -198,6 +198,31 @@ class RuleOP206(FamilyRule):
     INVALID: ClassVar[list[Invalid]] = [
         Invalid(
             """
+            from openprogram import Agent, decision, step
+
+
+            class Flow(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def pick(self, x: str) -> str:
+                    return x
+
+                def report(self, x: str) -> str:
+                    return step("act", str.upper, self.pick(x))
+
+
+            class Smart(Flow):
+                def pick(self, x: str) -> str:
+                    return decision.make("Pick", ["p", "q"])
+
+
+            report = Smart().report
+            """,
+            range=(16, 16, 16, 49),
+            message="model call (openprogram.decision.make) directly in helper 'Smart.pick'",
+        ),
+        Invalid(
+            """
             from openprogram import llm
 
             from openprogram import Agent, step

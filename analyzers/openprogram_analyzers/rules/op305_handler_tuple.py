@@ -22,6 +22,15 @@ class RuleOP305(FamilyRule):
     VALID: ClassVar[list[Valid]] = [
         Valid(
             """
+            from openprogram import route
+
+
+            def pick() -> str:
+                return route("Pick", {"fast": "quick", "slow": "careful"})
+            """
+        ),
+        Valid(
+            """
             from openprogram import decision
 
 
@@ -31,6 +40,17 @@ class RuleOP305(FamilyRule):
         ),
     ]
     INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            from openprogram import route
+
+
+            def pick() -> str:
+                return route("Pick", {"fast": 1})
+            """,
+            range=(5, 35, 5, 36),
+            message="route's dict form maps each option to its description",
+        ),
         Invalid(
             """
             from openprogram import decision

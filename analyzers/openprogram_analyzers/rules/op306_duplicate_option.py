@@ -33,6 +33,17 @@ class RuleOP306(FamilyRule):
     INVALID: ClassVar[list[Invalid]] = [
         Invalid(
             """
+            from openprogram import route
+
+
+            def pick() -> str:
+                return route("Pick", ["same", "same"])
+            """,
+            range=(5, 35, 5, 41),
+            message="duplicate option name 'same'",
+        ),
+        Invalid(
+            """
             from openprogram import decision
 
 

@@ -22,6 +22,8 @@ from typing import Any, TypeVar
 
 from openprogram import decision
 from openprogram.branches import in_branch, new_fork
+from openprogram.errors import MenuViolation
+from openprogram.schema_grammar import check_route_options
 from openprogram.scope import call_scope, runtime_scope, set_output
 
 __all__ = ["conditional", "judge", "parallel", "repeat_until", "route", "validate_and_retry"]
@@ -126,6 +128,14 @@ def route(
     is retried, then raises :class:`~openprogram.decision.DecisionError`.
     """
     menu: list[Any]
+    if isinstance(options, (Mapping, list, tuple)):  # lint's OP305/OP306 on literal options
+        problems = check_route_options(options)
+        if problems:
+            first = problems[0]
+            head = first.path[0] if first.path else None
+            where = f"route option {head!r}" if isinstance(options, Mapping) else "route options"
+            where += f" item {head}" if head is not None and where == "route options" else ""
+            raise MenuViolation(first.code, first.message, where)
     if isinstance(options, Mapping):
         menu = [(name, desc) for name, desc in options.items()]
     elif isinstance(options, (list, tuple)):

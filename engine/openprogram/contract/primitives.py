@@ -1,7 +1,7 @@
 """The parameters of the model-judged control-flow primitives, shared by the engine's
 functions and the analyzer.
 
-``openprogram.repeat_until``, ``validate_and_retry`` and ``conditional``
+``openprogram.repeat_until``, ``validate_and_retry``, ``conditional`` and ``judge``
 (:mod:`openprogram.agentic_programming.control_flow`) call their callables at once, in
 their caller, and judge one condition: a string is a model call, a callable is called in
 Python. The analyzer reads a call's arguments by these parameter names (OP206, OP207)
@@ -42,4 +42,6 @@ PRIMITIVES: dict[str, Primitive] = {
         judged="condition",
         values=frozenset({"context"}),
     ),
+    # public in openprogram.agentic_programming.control_flow (not re-exported at the top)
+    "judge": Primitive(("condition", "subject"), judged="condition", values=frozenset({"subject"})),
 }

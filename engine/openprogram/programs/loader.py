@@ -196,14 +196,11 @@ def _load_file(path: Path, location: str) -> types.ModuleType:
 
 
 def _merged_method_options(cls: type) -> dict[str, dict[str, Any]]:
-    merged: dict[str, dict[str, Any]] = {}
-    for klass in reversed(cls.__mro__):
-        table = klass.__dict__.get("method_options")
-        if isinstance(table, Mapping):
-            for meth, opts in table.items():
-                if isinstance(opts, Mapping):
-                    merged.setdefault(str(meth), {}).update(opts)
-    return merged
+    from openprogram.options import merge_method_options
+
+    return merge_method_options(
+        klass.__dict__.get("method_options") for klass in reversed(cls.__mro__)
+    )
 
 
 def _entry(name: str, obj: Any, module: types.ModuleType) -> ProgramEntry:
