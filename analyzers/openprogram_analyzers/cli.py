@@ -173,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
-    if args.explain or args.list_rules:
+    if args.explain is not None or args.list_rules:  # --explain '' is an unknown code
         return _explain(args)
     cwd = os.getcwd()
     paths = args.paths or ["."]
@@ -231,7 +231,7 @@ def _explain(args: argparse.Namespace) -> int:
         return 0
     by_name = {rule.name: code for code, rule in RULES.items()}
     wanted: list[str] = []
-    for item in _codes([args.explain]) or []:
+    for item in _codes([args.explain]) or [args.explain]:  # '' and ',' name no rule
         key = item.strip()
         if key.lower() == "all":
             wanted.extend(sorted(RULES))

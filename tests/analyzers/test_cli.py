@@ -202,6 +202,10 @@ def test_explain_and_statistics(project: Path) -> None:
         and "Example:" in r.stdout
     )
     assert run("--explain", "OP999", cwd=project).returncode == 2
+    for nothing in ("", ","):  # names no rule: an error, not a lint of the working folder
+        r = run("--explain", nothing, cwd=project)
+        assert r.returncode == 2 and r.stdout == "", (r.stdout, r.stderr)
+        assert f"unknown rule code or name {nothing!r}" in r.stderr
     r = run("--statistics", "--no-cache", cwd=project)
     assert r.stdout.split() == ["1", "OP102", "unknown-option-key"]  # no safe fix
 
