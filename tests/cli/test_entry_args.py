@@ -71,6 +71,14 @@ REJECTED = [
     ("prog.py:count", '{"items": [1, "2"]}', 'expects list[int], got string "2" at items[1]'),
     ("later.py:count", '{"items": [1, "2"]}', 'expects list[int], got string "2" at items[1]'),
     ("later.py:main", '{"n": "3"}', "argument 'n' expects int, got string \"3\""),
+    # not an object: named by its JSON type, as the value of an argument is
+    ("prog.py:main", "null", "--args must be a JSON object, got null"),
+    ("prog.py:main", "[1]", "--args must be a JSON object, got array"),
+    ("prog.py:main", '"n"', "--args must be a JSON object, got string"),
+    ("prog.py:main", "3", "--args must be a JSON object, got integer"),
+    # a key given twice is refused, not the last one kept (in a nested object too)
+    ("prog.py:main", '{"n": 1, "n": 2}', '--args gives the key "n" twice'),
+    ("prog.py:main", '{"n": 1, "anything": {"x": 1, "x": 2}}', '--args gives the key "x" twice'),
 ]
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from openprogram.cli.exits import Exit, code_for, error_line, for_status, report_error
 from openprogram.contract.runs import paused_at
+from openprogram.schema_grammar import json_type_name
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED = Exit.OK, Exit.FAILED, Exit.USAGE, Exit.PAUSED
 
@@ -55,20 +56,34 @@ def parse_args_json(text: str | None) -> dict[str, Any]:
     """The ``--args`` JSON object of ``run``/``submit`` (``{}`` when not given).
 
     Raises :class:`BadArguments` with a one-line reason: not JSON, not readable (an integer
-    of 5,000 digits, nesting too deep), or not an object.
+    of 5,000 digits, nesting too deep), a key given twice in one object (JSON would keep
+    the last silently), or not an object (named by its JSON type: ``null``, ``array``).
     """
     if text is None:
         return {}
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_unique_keys)
+    except BadArguments:
+        raise
     except json.JSONDecodeError as exc:
         raise BadArguments(f"--args is not valid JSON: {exc}") from None
     except (ValueError, RecursionError) as exc:  # e.g. an integer of 5,000 digits
         reason = "it is nested too deeply" if isinstance(exc, RecursionError) else exc
         raise BadArguments(f"--args cannot be read: {reason}") from None
     if not isinstance(value, dict):
-        raise BadArguments(f"--args must be a JSON object, got {type(value).__name__}")
+        raise BadArguments(f"--args must be a JSON object, got {json_type_name(value)}")
     return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """One JSON object of ``--args``; :class:`BadArguments` when it repeats a key."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            shown = json.dumps(key, ensure_ascii=False)
+            raise BadArguments(f"--args gives the key {shown} twice: give each argument once")
+        out[key] = value
+    return out
 
 
 def command_error(command: str, exc: BaseException, as_json: bool) -> int:
