@@ -9,11 +9,12 @@ format (it tells which model each request named)."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
-from cli_programs import env
+from cli_programs import cli, env, write_program
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
@@ -108,4 +109,72 @@ def test_resume_model_overrides_the_run_s_model_for_that_resume(
     )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert json.loads(resumed.stdout)["result"] == "hello"
+    assert _models(openai_server) == ["started", "chosen"]
+
+
+def test_run_refuses_a_malformed_model_before_anything_is_recorded(tmp_path: Path) -> None:
+    """``run --model garbage`` was not checked: the run was recorded and executed, and an
+    entry that makes no model call even completed. Now it is one error line, exit 2, and
+    no store is created (as ``submit`` and ``resume --model`` already did)."""
+    write_program(tmp_path)
+    for extra in ((), ("--json",)):
+        proc = cli(
+            *("run", "prog.py:plain", "--args", '{"x": 2}', "--model", "garbage"),
+            *("--store", "st", *extra),
+            cwd=tmp_path,
+        )
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        [line] = proc.stderr.splitlines()
+        assert line.startswith("openprogram: error: malformed model string 'garbage'"), line
+        if extra:
+            assert json.loads(proc.stdout)["status"] == "error", proc.stdout
+        assert not (tmp_path / "st").exists()  # nothing recorded
+
+
+def test_resume_refuses_a_run_recorded_with_a_malformed_model(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    """A run whose recorded model is malformed (recorded before ``run --model`` was
+    checked) is refused by ``resume`` as a malformed ``--model`` is: exit 2, the run's
+    record unchanged, no model asked; ``resume --model M`` continues it on a good one."""
+    (tmp_path / "ask.py").write_text(ASK, encoding="utf-8")
+    first = _cli(
+        tmp_path,
+        openai_server,
+        *("run", "ask.py:asker", "--args", '{"q": "hi"}', "--model", "openai:started", "--json"),
+        model="openai:shell",
+    )
+    assert first.returncode == 1, first.stdout + first.stderr  # HTTP 418: the run failed
+    run_id = json.loads(first.stdout)["run_id"]
+    db = tmp_path / "st" / "openprogram.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE runs SET model = ? WHERE id = ?", ("garbage", run_id))
+    conn.close()
+
+    def record() -> list[tuple[object, ...]]:
+        with sqlite3.connect(db) as conn:
+            rows = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchall()
+        conn.close()
+        return rows
+
+    before = record()
+    for queue in ((), ("--queue", "q")):  # resumed here, or handed to the workers
+        bad = _cli(tmp_path, openai_server, "resume", run_id, *queue, model="openai:shell")
+        assert bad.returncode == 2, bad.stdout + bad.stderr
+        [line] = bad.stderr.splitlines()
+        assert line.startswith(
+            f"openprogram: error: the model run {run_id} recorded: malformed model string 'garbage'"
+        ), line
+        assert line.endswith("give another with --model"), line
+        assert record() == before
+    assert _models(openai_server) == ["started"]
+
+    openai_server.reply_text("hello")
+    resumed = _cli(
+        tmp_path,
+        openai_server,
+        *("resume", run_id, "--model", "openai:chosen", "--json"),
+        model="openai:shell",
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert _models(openai_server) == ["started", "chosen"]

@@ -565,16 +565,32 @@ def _check_model(model: str | None) -> None:
 
 
 def _model_for(program_path: str | None, model: str | None) -> str | None:
-    """The model a run of ``program_path`` executes with: ``model`` (the run's own or the
-    one given, already checked), else the one configured for the Program's own project
+    """The model a run of ``program_path`` executes with: ``model`` (the one given, or the
+    one the run recorded), else the one configured for the Program's own project
     (``OPENPROGRAM_MODEL``, its ``[tool.openprogram] model``, an API key), parsed now so
     that a bad string stops the command before anything runs (ConfigError, exit 2); None
     when nothing is configured."""
     if model:
+        _check_model(model)
         return model
     from openprogram.runtime.config import checked_model_setting
 
     return checked_model_setting(program_path or None)
+
+
+def _checked_run_model(run: RunRecord, explicit: str | None = None) -> str | None:
+    """:func:`_model_for` the model :func:`run_model` gives ``run``; a malformed model the
+    run recorded (a run recorded before ``run --model`` was checked) is a ConfigError
+    naming the run, before anything of it changes."""
+    model = run_model(run, explicit)
+    if model and not explicit:
+        try:
+            _check_model(model)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"the model run {run.id} recorded: {exc}; give another with --model"
+            ) from None
+    return _model_for(run.program_path, model)
 
 
 def _resumable_run(db: RunStore, run_id: str, *, force_takeover: bool = False) -> RunRecord:
@@ -636,7 +652,7 @@ def resume_run(
     with open_run_store(store, durability=durability, create=False) as db:
         run = _resumable_run(db, run_id, force_takeover=force_takeover)
         pol = policy_for_resume(policy, run.program_path, run.policy)
-        run_with = _model_for(run.program_path, run_model(run, model))
+        run_with = _checked_run_model(run, model)
         entry = _load_for_resume(run)
         if not entry.resumable:
             raise RunStateError(
@@ -708,7 +724,7 @@ def requeue_run(
     with open_run_store(store, create=False) as db:
         run = _resumable_run(db, run_id, force_takeover=force_takeover)
         pol = policy_for_resume(policy, run.program_path, run.policy)
-        _model_for(run.program_path, run_model(run, model))
+        _checked_run_model(run, model)
         target = queue or run.queue or DEFAULT_QUEUE
         owner = Owner.this_process()
         _claim(db, run, owner, lease_seconds())
@@ -850,7 +866,7 @@ def execute_claimed(
             if entry.resumable:
                 _determinism(entry)
             fn = entry.target
-        run_with = _model_for(run.program_path, run_model(run))
+        run_with = _checked_run_model(run)
     except (ProgramLoadError, DeterminismError, EntryError, ConfigError) as exc:
         stored = db.finish_run(run.id, RunStatus.FAILED, error=str(exc), token=owner.token)
         return _outcome(db, run.id, stored, owner.token)
