@@ -63,6 +63,8 @@ def compute(ctx: Context) -> list[EntryFinding]:
                 out.append(EntryFinding(*entries.private(name), expr))
             elif fn is not None and fn.yields:
                 out.append(EntryFinding(*entries.generator(name), expr))
+            elif fn is not None and fn.is_async:
+                out.append(EntryFinding(*entries.async_function(name), expr))
             elif name in index.module_assigns and any(
                 isinstance(v, cst.Lambda) for v in index.module_assigns[name]
             ):

@@ -862,6 +862,10 @@ BAD_ENTRIES = [
     ("", "[main, lambda: 1]", "OP403"),
     ("def _helper() -> int:\n    return 1", '["main", "_helper"]', "OP403"),
     ("def numbers():\n    yield 1", '["main", "numbers"]', "OP403"),
+    # an async def would "complete" with a never-awaited coroutine as its result
+    ("async def co(n: int = 1) -> int:\n    return n", '["main", "co"]', "OP403"),
+    ("async def co(n: int = 1) -> int:\n    return n", "[main, co]", "OP403"),
+    ("async def ticks():\n    yield 1", '["main", "ticks"]', "OP403"),
     ("LIMIT = 3", '["main", "LIMIT"]', "OP403"),
     ("", '["main", "main"]', "OP404"),
     ("", '{"main"}', "OP401"),

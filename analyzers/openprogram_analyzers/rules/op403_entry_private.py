@@ -1,4 +1,4 @@
-"""OP403: entry is private, a lambda or a generator."""
+"""OP403: entry is private, a lambda, a generator or an async function."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 
 class RuleOP403(FamilyRule):
-    """Why: Entries are public functions: not ``_private``, not lambdas, not generators.
+    """Why: Entries are public functions: not ``_private``, not lambdas, not generators, not
+    ``async def`` (a run calls its entry and keeps what it returns, never awaiting it).
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP403`` suppresses it.
     """
 
     code = "OP403"
     name = "entry-private-lambda-generator"
-    summary = "entry is private, a lambda or a generator"
+    summary = "entry is private, a lambda, a generator or an async function"
     family = entries_family.findings_for
     VALID: ClassVar[list[Valid]] = [
         Valid(
@@ -40,5 +41,16 @@ class RuleOP403(FamilyRule):
             """,
             range=(5, 20, 5, 27),
             message="entry '_main' is private",
+        ),
+        Invalid(
+            """
+            async def main() -> str:
+                return "ok"
+
+
+            PROGRAM_ENTRIES = [main]
+            """,
+            range=(5, 20, 5, 24),
+            message="entry 'main' is an async function",
         ),
     ]

@@ -38,6 +38,14 @@ def generator(name: str) -> Problem:
     return "OP403", f"entry {name!r} is a generator, which cannot be run as an entry"
 
 
+def async_function(name: str) -> Problem:
+    return (
+        "OP403",
+        f"entry {name!r} is an async function, which cannot be run as an entry: "
+        "make the entry a plain def (asyncio.run can call async code from it)",
+    )
+
+
 def not_a_function(name: str, kind: str) -> Problem:
     article = "an" if kind[:1].lower() in "aeiou" else "a"
     return "OP403", f"entry {name!r} is {article} {kind}, not a function or bound Agent method"

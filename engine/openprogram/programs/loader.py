@@ -232,8 +232,10 @@ def _entry(name: str, obj: Any, module: types.ModuleType) -> ProgramEntry:
     inner = inspect.unwrap(func)
     if inner.__name__ == "<lambda>":
         raise _refused(module, entries.lambda_entry(name))
-    if inspect.isgeneratorfunction(inner):
+    if inspect.isgeneratorfunction(inner) or inspect.isasyncgenfunction(inner):
         raise _refused(module, entries.generator(name))
+    if inspect.iscoroutinefunction(inner):
+        raise _refused(module, entries.async_function(name))
     for holder in (obj, func, inner):
         extra = getattr(holder, "__agent_options__", None)
         if isinstance(extra, Mapping):
