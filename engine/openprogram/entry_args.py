@@ -44,6 +44,7 @@ __all__ = [
     "Param",
     "annotation_text",
     "base_type",
+    "by_position",
     "check_args",
     "def_signature",
     "params_of_signature",
@@ -305,8 +306,9 @@ def annotation_text(annotation: Any) -> str | None:
 def params_of_signature(
     target: Callable[..., Any], *, hidden: frozenset[str] = frozenset()
 ) -> tuple[list[Param], bool] | None:
-    """The keyword parameters of a callable (not ``hidden`` ones, not positional-only
-    ones), and whether it takes ``**kwargs``; None when it has no signature."""
+    """The named parameters of a callable (not ``hidden`` ones; positional-only ones too,
+    given by name and passed by position: :func:`by_position`), and whether it takes
+    ``**kwargs``; None when it has no signature."""
     try:
         sig = inspect.signature(target)
     except (TypeError, ValueError):
@@ -316,7 +318,7 @@ def params_of_signature(
     for p in sig.parameters.values():
         if p.kind is p.VAR_KEYWORD:
             any_keyword = True
-        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) or p.name in hidden:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name in hidden:
             continue
         params.append(
             Param(
@@ -327,6 +329,30 @@ def params_of_signature(
             )
         )
     return params, any_keyword
+
+
+def by_position(
+    sig: inspect.Signature, args: Mapping[str, Any]
+) -> tuple[list[Any], dict[str, Any]]:
+    """``args`` (an entry's arguments by name, as ``--args`` gives and a run records them)
+    as the call takes them: the positional-only parameters by position (a default filling
+    one not given before one that is), the others by keyword. A positional-only parameter
+    missing and without a default ends the positional part (binding then says it is
+    missing)."""
+    positional: list[Any] = []
+    keyword = dict(args)
+    pending: list[Any] = []
+    for p in sig.parameters.values():
+        if p.kind is not p.POSITIONAL_ONLY:
+            break
+        if p.name in keyword:
+            positional += [*pending, keyword.pop(p.name)]
+            pending = []
+        elif p.default is not p.empty:
+            pending.append(p.default)
+        else:
+            break
+    return positional, keyword
 
 
 _Def = ast.FunctionDef | ast.AsyncFunctionDef

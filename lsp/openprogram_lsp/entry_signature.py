@@ -133,7 +133,7 @@ def check_run(
     ``model`` is the analyzer's Program model of ``source`` (None: not analysed, so no
     entry's target is known and only its name is checked). ``entry`` is an entry's CLI name (``report`` for ``agent.report``) or its label as
     written in PROGRAM_ENTRIES. Parameters are checked when they are known statically
-    (a ``def`` whose decorators keep its signature, no required positional-only one).
+    (a ``def`` whose decorators keep its signature).
     """
     if len(source) > MAX_SOURCE_CHARS:
         raise EntryCheckError("the Program file is too large to check before running")
@@ -206,27 +206,22 @@ def _entry_of(outline: Outline, entry: str) -> EntryInfo | None:
 def _static_call(
     tree: ast.Module, found: EntryInfo
 ) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool, list[Param]] | None:
-    """The ``def`` of an entry, whether it is a method, and its keyword parameters; None
-    when they are not known statically (a decorator that may change the signature, a
-    required positional-only parameter that JSON keyword arguments cannot give)."""
+    """The ``def`` of an entry, whether it is a method, and its named parameters
+    (positional-only ones too: the run passes them by position); None when they are not
+    known statically (a decorator that may change the signature)."""
     node = _find_def(tree, found.target) if found.target is not None else None
     if node is None or any(
         _decorator_name(d) not in _SIGNATURE_KEEPING for d in node.decorator_list
     ):
         return None
     method = found.target is not None and found.target.class_name is not None
-    params = params_of(node, method)
-    posonly = {a.arg for a in node.args.posonlyargs}
-    if any(p["required"] and p["name"] in posonly for p in params):
-        return None
-    keyword = [
+    named = [
         Param(
             p["name"],
             p["annotation"],
             required=p["required"],
             default_none=not p["required"] and p["default"] is None,
         )
-        for p in params
-        if p["name"] not in posonly
+        for p in params_of(node, method)
     ]
-    return node, method, keyword
+    return node, method, named

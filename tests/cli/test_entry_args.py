@@ -25,8 +25,12 @@ class Counter(Agent):
         return len(items)
 
 
+def pos(a: int, /, b: int = 0) -> int:
+    return a * 10 + b
+
+
 count = Counter().count
-PROGRAM_ENTRIES = ["main", "count"]
+PROGRAM_ENTRIES = ["main", "count", "pos"]
 """
 
 # the same Agent method, its annotations left as strings (PEP 563)
@@ -71,6 +75,14 @@ REJECTED = [
     ("prog.py:count", '{"items": [1, "2"]}', 'expects list[int], got string "2" at items[1]'),
     ("later.py:count", '{"items": [1, "2"]}', 'expects list[int], got string "2" at items[1]'),
     ("later.py:main", '{"n": "3"}', "argument 'n' expects int, got string \"3\""),
+    # a positional-only parameter is given by name, and checked as the others are
+    (
+        "prog.py:pos",
+        '{"b": 2}',
+        "pos(a: int, /, b: int = 0) -> int: missing required argument 'a' (int)",
+    ),
+    ("prog.py:pos", '{"a": "1"}', "argument 'a' expects int, got string \"1\""),
+    ("prog.py:pos", '{"a": 1, "c": 2}', "unknown argument 'c' (it takes a, b)"),
     # not an object: named by its JSON type, as the value of an argument is
     ("prog.py:main", "null", "--args must be a JSON object, got null"),
     ("prog.py:main", "[1]", "--args must be a JSON object, got array"),
@@ -121,6 +133,8 @@ def test_json_error_names_every_problem(work: Path) -> None:
             {"n": 1, "names": ["a"], "ratio": 1.0, "mode": "slow"},
         ),
         ("later.py:count", '{"items": [1, 2], "label": null, "other": "x"}', 2),  # **rest
+        ("prog.py:pos", '{"a": 1, "b": 2}', 12),  # positional-only, passed by position
+        ("prog.py:pos", '{"a": 1}', 10),
     ],
 )
 def test_fitting_args_run(work: Path, entry: str, args: str, result: object) -> None:

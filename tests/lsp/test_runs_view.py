@@ -314,6 +314,29 @@ async def test_arguments_prompt_shows_what_run_refuses(
     assert cli(workspace, "run", "typed.py:main", "--args", fits)["result"] == 2
 
 
+async def test_arguments_prompt_gives_positional_only_parameters_by_name(
+    client: LanguageClient, workspace: Path
+) -> None:
+    """A positional-only parameter is given by name in the arguments as in ``--args``
+    (the run passes it by position): the prompt checks it as the run does."""
+    source = "def pos(a: int, /, b: int = 0) -> int:\n    return a * 10 + b\n\n\nPROGRAM_ENTRIES = [pos]\n"
+    program = workspace / "posonly.py"
+    program.write_text(source)
+    uri = program.as_uri()
+    open_doc(client, uri, source)
+
+    async def problems(text: str) -> list[str]:
+        params = {"uri": uri, "entry": "pos", "args": text}
+        return list(
+            as_dict(await request(client, "openprogram/checkEntryArgs", params))["problems"]
+        )
+
+    assert await problems('{"b": 2}') == ["missing required argument 'a' (int)"]
+    assert await problems('{"a": "1"}') == ["argument 'a' expects int, got string \"1\""]
+    assert await problems('{"a": 1, "b": 2}') == []
+    assert cli(workspace, "run", "posonly.py:pos", "--args", '{"a": 1, "b": 2}')["result"] == 12
+
+
 async def test_cancel_a_paused_run_from_the_view(client: LanguageClient, workspace: Path) -> None:
     (workspace / "pauser.py").write_text(PAUSER)
     paused = cli(workspace, "run", "pauser.py:pipeline")

@@ -135,6 +135,8 @@ class RunOutcome:
 def _bind_args(entry: ProgramEntry, args: Any) -> dict[str, Any]:
     import inspect
 
+    from openprogram.entry_args import by_position
+
     if not isinstance(args, Mapping):
         raise ArgsError(f"arguments must be a JSON object, got {type(args).__name__}")
     args = dict(args)
@@ -147,10 +149,25 @@ def _bind_args(entry: ProgramEntry, args: Any) -> dict[str, Any]:
     except (TypeError, ValueError):  # pragma: no cover - builtins
         return args
     try:
-        sig.bind(**args)
+        positional, keyword = by_position(sig, args)
+        sig.bind(*positional, **keyword)
     except TypeError as exc:
         raise ArgsError(f"{entry.name}{sig}: {exc}") from None
     return args
+
+
+def _call_by_name(fn: Callable[..., Any], args: Mapping[str, Any]) -> Any:
+    """``fn`` called with a run's arguments by name: positional-only ones by position."""
+    import inspect
+
+    from openprogram.entry_args import by_position
+
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return fn(**args)
+    positional, keyword = by_position(sig, args)
+    return fn(*positional, **keyword)
 
 
 def _check_json_args(entry: ProgramEntry, args: Mapping[str, Any] | None) -> None:
@@ -288,7 +305,7 @@ def _execute_leased(
                 loops = take_loops(db, run_id) if executor is not None else None
                 resumed = paused_loops.resuming(loops) if loops else nullcontext()
                 with paused_loops.isolated(), resumed:
-                    value = fn(**args)
+                    value = _call_by_name(fn, args)
             finally:
                 flush(executor, root)  # the last step's result, before the run's state
             if executor is not None:
