@@ -48,6 +48,18 @@ def defined_in(kind: str, obj: object) -> str:
     return f"{kind} {module_name}.{qualname}"
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM reached an ``openprogram`` command (``docker stop``, systemd, a CI timeout,
+    ``openprogram cancel --kill``): it stops as for Ctrl-C, and exits 143."""
+
+
+def stopped_by(exc: BaseException) -> str:
+    """``"SIGTERM"`` for a stop that SIGTERM caused (:class:`Terminated`, or a
+    ``RunInterrupted`` it caused), else ``"Ctrl-C"``."""
+    terminated = isinstance(exc, Terminated) or getattr(exc, "terminated", False)
+    return "SIGTERM" if terminated else "Ctrl-C"
+
+
 class ConfigError(OpenProgramError, ValueError):
     """Bad or missing configuration (model string, provider, base URL, store path)."""
 

@@ -201,17 +201,23 @@ def use_writer(writer: SessionNodeWriter | None) -> Iterator[None]:
         _installed_writer.reset(token)
 
 
-_SCALARS = frozenset((str, int, float, bool, type(None)))
+_SCALARS = frozenset((str, int, bool, type(None)))  # float: finite ones only (no NaN)
+_INF = float("inf")
+#: How deep :func:`to_json_value` copies a value that ``json.dumps`` refuses.
+MAX_JSON_DEPTH = 100
 
 
 def _plain_json(value: Any, depth: int = 0) -> bool:
-    """True when ``value`` is built only of exact JSON types (so ``json.dumps`` accepts it).
+    """True when ``value`` is built only of exact JSON types (so ``json.dumps`` accepts it,
+    ``allow_nan=False`` too).
 
     A fast pre-check for :func:`to_json_value`; ``False`` only means "ask ``json.dumps``".
     """
     t = type(value)
     if t in _SCALARS:
         return True
+    if t is float:
+        return -_INF < value < _INF  # NaN compares false
     if depth > 32:
         return False
     if t is dict:
@@ -228,19 +234,61 @@ def _plain_json(value: Any, depth: int = 0) -> bool:
 
 
 def to_json_value(value: Any) -> Any:
-    """Best-effort JSON form of an argument or result for the DAG (never raises)."""
+    """Best-effort JSON form of an argument or result for the DAG (never raises): a value
+    ``json.dumps(allow_nan=False)`` accepts as it is; else a copy where mappings have
+    ``str`` keys, sequences and sets are lists, and what has no JSON form is a string:
+    its ``repr`` (``"nan"`` for NaN), ``"<circular reference>"``, or ``"<nested deeper
+    than 100 levels>"``."""
     if _plain_json(value):
         return value
     try:
-        json.dumps(value)
+        json.dumps(value, allow_nan=False)
         return value
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         pass
-    if isinstance(value, Mapping):
-        return {str(k): to_json_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_json_value(v) for v in value]
-    return repr(value)
+    return _json_copy(value, 0, set())
+
+
+def _json_copy(value: Any, depth: int, open_ids: set[int]) -> Any:
+    """:func:`to_json_value`'s copy of ``value`` at ``depth``; ``open_ids``: the
+    containers being copied around it (one of them again is a circular reference)."""
+    if isinstance(value, float):
+        return float(value) if -_INF < value < _INF else repr(float(value))
+    if value is None or isinstance(value, (str, int)):
+        return value
+    container = isinstance(value, (Mapping, list, tuple, set, frozenset))
+    if not container:
+        return _safe_repr(value)
+    if id(value) in open_ids:
+        return "<circular reference>"
+    if depth >= MAX_JSON_DEPTH:
+        return f"<nested deeper than {MAX_JSON_DEPTH} levels>"
+    open_ids.add(id(value))
+    try:
+        if isinstance(value, Mapping):
+            return {
+                k if isinstance(k, str) else _safe_str(k): _json_copy(v, depth + 1, open_ids)
+                for k, v in value.items()
+            }
+        return [_json_copy(v, depth + 1, open_ids) for v in value]
+    except Exception as exc:  # a Mapping or set whose iteration fails
+        return f"<{type(value).__name__}: {type(exc).__name__}>"
+    finally:
+        open_ids.discard(id(value))
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception:  # a __repr__ that raises
+        return f"<{type(value).__name__} object>"
+
+
+def _safe_str(value: Any) -> str:
+    try:
+        return str(value)
+    except Exception:
+        return _safe_repr(value)
 
 
 def code_metadata(doc: str | None, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -394,6 +442,19 @@ def _first_dumps(obj: Any) -> str:
 
 
 _dumps: Callable[[Any], str] = _first_dumps
+
+
+def _first_value_dumps(obj: Any) -> str:
+    """The store's encoder refusing NaN and Infinity (no valid JSON holds them), for the
+    values recorded in the DAG; imported on first use."""
+    global _value_dumps
+    from openprogram.store.jsoncodec import make_dumps
+
+    _value_dumps = make_dumps(allow_nan=False)
+    return _value_dumps(obj)
+
+
+_value_dumps: Callable[[Any], str] = _first_value_dumps
 # The string encoder of the store's JSON encoder (``json.dumps``'s, ensure_ascii).
 _quote: Callable[[str], str] = json.encoder.encode_basestring_ascii
 _JSON_ERRORS = (TypeError, ValueError, RecursionError)
@@ -402,7 +463,7 @@ _JSON_ERRORS = (TypeError, ValueError, RecursionError)
 def _value_json(value: Any) -> str:
     """JSON text of ``to_json_value(value)`` (encoded directly when it already is JSON)."""
     try:
-        return _dumps(value)
+        return _value_dumps(value)
     except _JSON_ERRORS:
         return _dumps(to_json_value(value))
 
@@ -413,7 +474,7 @@ def _inputs_json(inputs: Mapping[str, Any] | None) -> str:
         return "{}"
     if inputs.__class__ is dict:
         try:
-            return _dumps(inputs)
+            return _value_dumps(inputs)
         except _JSON_ERRORS:
             pass
     return _dumps(to_json_value(dict(inputs)))

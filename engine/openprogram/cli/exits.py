@@ -13,6 +13,8 @@ code  name         when
                    corrupted, locked, read-only, newer schema)
 3     PAUSED       the run paused; ``openprogram resume RUN_ID`` continues it
 130   INTERRUPTED  Ctrl-C
+143   TERMINATED   SIGTERM (``docker stop``, systemd, a CI timeout, ``cancel
+                   --kill``): the command stops as for Ctrl-C
 ====  ===========  ===========================================================
 
 Every error is one line on stderr, ``openprogram: error: <message>`` (never a
@@ -35,7 +37,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from openprogram.contract.runs import RunStatus
-from openprogram.errors import OpenProgramError
+from openprogram.errors import OpenProgramError, stopped_by
 
 if TYPE_CHECKING:
     from openprogram.durable.errors import DeterminismError
@@ -49,6 +51,7 @@ class Exit(IntEnum):
     USAGE = 2
     PAUSED = 3
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 class CliError(Exception):
@@ -71,7 +74,7 @@ def code_for(exc: BaseException) -> int:
     if isinstance(exc, CliError):
         return exc.code
     if isinstance(exc, KeyboardInterrupt):
-        return Exit.INTERRUPTED
+        return Exit.TERMINATED if stopped_by(exc) == "SIGTERM" else Exit.INTERRUPTED
     if isinstance(exc, OpenProgramError):
         return Exit.USAGE
     return Exit.FAILED

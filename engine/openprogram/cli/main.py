@@ -13,7 +13,8 @@ command runs (:func:`~openprogram.cli.common.resolve_run_arg`). A module may als
 ``lsp`` delegate to other tools).
 
 Exit codes and error lines come from the one table in :mod:`openprogram.cli.exits`
-(0 ok, 1 failed, 2 usage, 3 paused, 130 interrupted). Errors are one line on stderr
+(0 ok, 1 failed, 2 usage, 3 paused, 130 interrupted, 143 terminated: SIGTERM stops a
+command as Ctrl-C does). Errors are one line on stderr
 (``openprogram: error: ...``), never a traceback.
 """
 
@@ -22,7 +23,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
@@ -31,7 +34,7 @@ from openprogram._version import __version__
 from openprogram.cli.common import resolve_run_arg
 from openprogram.cli.exits import CliError, Exit, code_for, command_run, report_error
 from openprogram.cli.parsing import RedactingParser
-from openprogram.errors import OpenProgramError
+from openprogram.errors import OpenProgramError, Terminated
 
 PROG = "openprogram"
 
@@ -89,8 +92,24 @@ def _escape_unencodable_output() -> None:
             reconfigure(errors="backslashreplace")
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM: stop as Ctrl-C does (a run is saved as it stands, ``--json`` prints its
+    object), exiting 143."""
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv, on_sigterm=False)
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        return _main(argv, on_sigterm=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: Sequence[str] | None, *, on_sigterm: bool) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     _escape_unencodable_output()
     try:
@@ -98,7 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args_list:
             for mod in modules:
                 if getattr(mod, "NAME", None) == args_list[0] and hasattr(mod, "passthrough"):
-                    return int(mod.passthrough(args_list[1:]) or 0)
+                    return int(mod.passthrough(args_list[1:]) or 0)  # its own handling
+        if on_sigterm:
+            signal.signal(signal.SIGTERM, _terminate)
         parser = build_parser(modules)
         try:
             args = parser.parse_args(args_list)

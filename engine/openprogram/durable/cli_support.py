@@ -92,12 +92,16 @@ def command_error(command: str, exc: BaseException, as_json: bool) -> int:
 
 
 def report_interrupted(exc: KeyboardInterrupt, as_json: bool) -> int:
-    """Ctrl-C: the error line, and with ``--json`` the interrupted run's JSON (exit 130)."""
-    outcome = getattr(exc, "outcome", None)  # a RunInterrupted names the run it paused
+    """Ctrl-C or SIGTERM: the error line, and with ``--json`` the interrupted run's JSON
+    (exit 130, 143 for SIGTERM)."""
+    code = code_for(exc)
+    outcome = getattr(exc, "outcome", None)  # a RunInterrupted names the run it saved
     if outcome is None:
-        return report_error("interrupted", code=Exit.INTERRUPTED, as_json=as_json)
+        return report_error("interrupted", code=code, as_json=as_json)
     hint = f"; resume with: openprogram resume {outcome.run_id}"
-    if outcome.paused_step is not None:  # stopped inside it: uncertain on resume
+    if outcome.status != "paused":  # cancelled, or failed: its entry is not resumable
+        hint = ""
+    elif outcome.paused_step is not None:  # stopped inside it: uncertain on resume
         hint = (
             f"; the step may or may not have taken effect: check it, then resume with: "
             f"openprogram resume {outcome.run_id} --rerun-uncertain"
@@ -105,7 +109,7 @@ def report_interrupted(exc: KeyboardInterrupt, as_json: bool) -> int:
     print(error_line(f"interrupted: {outcome.error}{hint}"), file=sys.stderr)
     if as_json:
         print(json.dumps(outcome.to_json(), ensure_ascii=False, default=repr))
-    return Exit.INTERRUPTED
+    return code
 
 
 def report_outcome(outcome: Any, as_json: bool) -> int:

@@ -35,7 +35,7 @@ from openprogram.durable.errors import (
     RunStateError,
     StepUsageError,
 )
-from openprogram.durable.steps import current_run_id
+from openprogram.durable.steps import current_run_id, result_json
 from openprogram.programs.loader import (
     EntryError,
     ProgramEntry,
@@ -180,15 +180,23 @@ def call_durably(
     entry = entry_for(qualname, public, module)
     ref = _entry_ref(module, qualname, public)
     failure: list[BaseException] = []
+    returned: list[Any] = []  # the function's own value (the run saves its JSON text)
 
     def call(**kw: Any) -> Any:
         try:
-            return public(**kw)
+            value = public(**kw)
         except (RunPaused, RunCancelled, RunReleased, LeaseLost, KeyboardInterrupt, SystemExit):
             raise  # the run's own ending (or an exit): not the orchestration failing
         except BaseException as exc:  # an Exception, or its own (asyncio.CancelledError)
             failure.append(exc)
             raise
+        try:  # the rule of every run's result: not JSON, the run fails with this error
+            result_json("entry", entry.name, value)
+        except StepUsageError as exc:
+            failure.append(exc)
+            raise
+        returned[:] = [value]
+        return value
 
     identity = call_identity(qualname, arguments)
     adopted = (_adopted.get() or {}).get(identity)
@@ -199,7 +207,9 @@ def call_durably(
             entry, ref, arguments, model=os.environ.get("OPENPROGRAM_MODEL") or None, call=call
         )
     if outcome.status == RunStatus.COMPLETED:
-        return outcome.result
+        # what the function returned, unchanged (a tuple stays a tuple); an adopted run
+        # completed earlier returns its saved result
+        return returned[0] if returned else outcome.result
     if outcome.status == RunStatus.PAUSED:
         paused = RunPaused(
             outcome.pause_reason or "requested",

@@ -47,11 +47,14 @@ class ProgramLoadError(DurableError):
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C stopped a run; it was saved as paused. ``outcome`` is how it ended."""
+    """Ctrl-C (or SIGTERM: ``terminated``) stopped a run; it was saved as it stood (paused,
+    or failed when its entry is not resumable, or cancelled when a cancel was requested).
+    ``outcome`` is how it ended."""
 
-    def __init__(self, outcome: object) -> None:
+    def __init__(self, outcome: object, *, terminated: bool = False) -> None:
         super().__init__()
         self.outcome = outcome
+        self.terminated = terminated
 
 
 class RunPaused(BaseException):

@@ -46,9 +46,9 @@ from openprogram.durable.errors import (
     StepUsageError,
 )
 from openprogram.durable.policy import policy_for_resume, policy_for_start
-from openprogram.durable.steps import Executor, Scope, enter, flush, leave
+from openprogram.durable.steps import Executor, Scope, enter, flush, leave, result_json
 from openprogram.durable.worker import DEFAULT_QUEUE
-from openprogram.errors import ConfigError, StoreError, raised_at
+from openprogram.errors import ConfigError, StoreError, Terminated, raised_at, stopped_by
 from openprogram.history import RESUMES
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
 from openprogram.runtime import paused_loops
@@ -57,9 +57,9 @@ from openprogram.scope import (
     call_scope,
     runtime_scope,
     set_output,
-    to_json_value,
     use_writer,
 )
+from openprogram.store.jsoncodec import fast_loads as _fast_loads
 from openprogram.store.lease import (
     Heartbeat,
     Owner,
@@ -310,7 +310,8 @@ def _execute_leased(
                 flush(executor, root)  # the last step's result, before the run's state
             if executor is not None:
                 executor.check_scope_end(root)
-            value = to_json_value(value)
+            # the one rule of step results: a value that is not JSON fails the run
+            value = _fast_loads(result_json("entry", entry.name, value))
             set_output(frame, value)
     except RunPaused as p:
         keep_loops(db, run_id, p)
@@ -339,18 +340,11 @@ def _execute_leased(
     except LeaseLost as lost:  # another process holds the run now: write nothing more
         outcome = _outcome(db, run_id, RunStatus.RUNNING)
         return dataclasses.replace(outcome, error=str(lost), lease_lost=True)
-    except KeyboardInterrupt:
-        at = _step_in_flight(db, run_id)  # the step Ctrl-C stopped: uncertain on resume
-        stored = db.finish_run(
-            run_id,
-            RunStatus.PAUSED,
-            error=f"run {run_id} was interrupted (Ctrl-C){paused_at(*at)}",
-            paused_step=at[0],
-            paused_occurrence=at[1],
-            pause_reason=PauseReason.REQUESTED,
-            token=lease,
-        )
-        raise RunInterrupted(_outcome(db, run_id, stored, lease)) from None
+    except KeyboardInterrupt as stop_exc:  # Ctrl-C, or SIGTERM to the CLI (Terminated)
+        stored = _record_interrupt(db, run_id, lease, stopped_by(stop_exc), executor is not None)
+        outcome = _outcome(db, run_id, stored, lease)
+        terminated = isinstance(stop_exc, Terminated)
+        raise RunInterrupted(outcome, terminated=terminated) from None
     except SystemExit as exc:  # sys.exit() in the Program: a failed run, not a dead CLI
         error = f"the Program called sys.exit({exc.code!r})"
         stored = db.finish_run(run_id, RunStatus.FAILED, error=error, token=lease)
@@ -372,6 +366,37 @@ def _execute_leased(
         leave(token)
     stored = db.finish_run(run_id, RunStatus.COMPLETED, result=value, token=lease)
     return _outcome(db, run_id, stored, lease)
+
+
+#: Why an interrupted run of an entry that is not resumable ends failed.
+NOT_RESUMABLE = "its entry is not declared resumable: run it again"
+
+
+def _record_interrupt(db: RunStore, run_id: str, lease: str, how: str, resumable: bool) -> str:
+    """Save a run that Ctrl-C or SIGTERM (``how``) stopped; the state stored: ``cancelled``
+    when a cancel was requested (``cancel --kill`` sends SIGTERM), ``failed`` when its
+    entry is not resumable (nothing could continue it), else ``paused (requested)`` with
+    the step it stopped as its paused step (uncertain on resume)."""
+    try:
+        cancel_requested = db.control_state(run_id)[2]
+    except StoreError:
+        cancel_requested = False
+    if cancel_requested:
+        error = f"run {run_id} was cancelled"
+        return db.finish_run(run_id, RunStatus.CANCELLED, error=error, token=lease)
+    if not resumable:
+        error = f"run {run_id} was interrupted ({how}); {NOT_RESUMABLE}"
+        return db.finish_run(run_id, RunStatus.FAILED, error=error, token=lease)
+    at = _step_in_flight(db, run_id)  # the step it stopped: uncertain on resume
+    return db.finish_run(
+        run_id,
+        RunStatus.PAUSED,
+        error=f"run {run_id} was interrupted ({how}){paused_at(*at)}",
+        paused_step=at[0],
+        paused_occurrence=at[1],
+        pause_reason=PauseReason.REQUESTED,
+        token=lease,
+    )
 
 
 def _step_in_flight(db: RunStore, run_id: str) -> tuple[str | None, int | None]:
@@ -631,6 +656,22 @@ def _resumable_run(db: RunStore, run_id: str, *, force_takeover: bool = False) -
     return run
 
 
+def _end_not_resumable(db: RunStore, run: RunRecord) -> None:
+    """Record as failed a paused or interrupted run whose entry is not resumable (so
+    ``resume --all-interrupted`` does not take it again); a compare-and-set on the run
+    as read, as a resume claims it (a run that changed meanwhile is left as it is)."""
+    if run.status not in (RunStatus.PAUSED, RunStatus.RUNNING):
+        return
+    owner = Owner.this_process()
+    try:
+        _claim(db, run, owner, lease_seconds())
+    except RunClaimLost:
+        return
+    db.close_interrupted_nodes(run.id, owner.token)
+    error = f"run {run.id} was interrupted; {NOT_RESUMABLE}"
+    db.finish_run(run.id, RunStatus.FAILED, error=error, token=owner.token)
+
+
 def _claim(db: RunStore, run: RunRecord, owner: Owner, lease_s: float) -> None:
     """Take the run's lease by compare-and-set on what was read (RunClaimLost if taken)."""
     if not db.claim_run(
@@ -672,6 +713,7 @@ def resume_run(
         run_with = _checked_run_model(run, model)
         entry = _load_for_resume(run)
         if not entry.resumable:
+            _end_not_resumable(db, run)  # nothing can continue it: it ends failed
             raise RunStateError(
                 f"run {run_id}: {run.function_qualname} is not declared resumable; run it again"
             )

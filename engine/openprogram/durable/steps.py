@@ -301,18 +301,30 @@ def _first_non_json(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
     return "?"
 
 
-def _result_json(kind: str, name: str, value: Any) -> str:
+def result_json(kind: str, name: str, value: Any) -> str:
+    """The JSON text a call's result is saved as: ``json.dumps(value, ensure_ascii=False,
+    allow_nan=False)``, the one rule for the results of steps, workflows, parallel blocks
+    and entries. A value that is not JSON raises :class:`StepUsageError` naming the call
+    (``kind`` ``'name'``) and the value's type."""
     try:
         return _result_dumps(value)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise _not_json_result(kind, name, value, exc) from None
 
 
 def _not_json_result(kind: str, name: str, value: Any, exc: Exception) -> StepUsageError:
     """The error of a call whose result ``value`` is not JSON (``exc``: the encoder's)."""
+    if isinstance(exc, RecursionError):
+        reason = "it is nested too deeply to encode"
+    elif "Circular reference" in str(exc):
+        reason = "it contains a circular reference"
+    else:
+        reason = str(exc)
     return StepUsageError(
-        f"{kind} '{name}' returned a {type(value).__name__}, which is not JSON ({exc}); "
-        "step results must be JSON values"
+        f"{kind} '{name}' returned a {type(value).__name__}, which is not JSON ({reason}); "
+        f"{kind} results must be JSON values (str, int, float, bool, None, list, dict "
+        "with str keys; no NaN or Infinity): convert it first, e.g. with "
+        "model.model_dump(mode='json')"
     )
 
 
@@ -431,9 +443,9 @@ def _run_step(
         if on_progress is not None:
             on_progress("start", key)
         value = fn(*args, **kwargs)
-        try:  # _result_json, without its call on the hot path
+        try:  # result_json, without its call on the hot path
             text = _result_dumps(value)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise _not_json_result("step", name, value, exc) from None
     except BaseException as exc:
         try:
@@ -499,7 +511,7 @@ def _run_step_unjoined(
     try:
         with call_scope(name, inputs={"args": list(args), "kwargs": kwargs}) as frame:
             value = fn(*args, **kwargs)
-            text = _result_json("step", name, value)
+            text = result_json("step", name, value)
             set_output(frame, value)
     except BaseException as exc:
         if not _keeps_step_open(exc):
@@ -535,7 +547,7 @@ def _run_scoped(
             finally:
                 flush(ex, scope)  # the scope's last step result, before the scope's own
             ex.check_scope_end(scope)
-            text = _result_json(kind, name, value)
+            text = result_json(kind, name, value)
             set_output(frame, value)
     finally:
         _current.reset(token)
@@ -662,7 +674,7 @@ def parallel(branches: Any, /, **options: Any) -> Any:
         done.update(_run_threads(todo))
         ex.check_scope_end(pscope)
         results = {b: done[b] for b in spec}
-        text = _result_json("parallel", "parallel", results)
+        text = result_json("parallel", "parallel", results)
     except BaseException as exc:
         if not isinstance(exc, _STOP):
             ex.db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}", token=ex.token)

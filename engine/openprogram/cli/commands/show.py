@@ -65,7 +65,7 @@ def execute(args: argparse.Namespace) -> int:
         # the html graph reads the stored JSON text itself (never decodes the nodes)
         nodes = store.list_nodes(session.id) if args.format != "html" else []
     if args.format == "json":
-        text = json.dumps({"session": session.to_json(), "nodes": [n.to_json() for n in nodes]})
+        text = _json_text({"session": session.to_json(), "nodes": [n.to_json() for n in nodes]})
     elif args.format == "mermaid":
         text = render_mermaid(session, nodes)
     elif args.format == "html":
@@ -113,3 +113,14 @@ def _graph(location: str, session: Session) -> tuple[str, str]:
     steps = queries.step_starts(location, run.id)
     info = {"id": run.id, "status": run.status, "entry": run.entry}
     return graph_json(location, session.id, run=info, steps=steps), f"run {run.id}"
+
+
+def _json_text(payload: dict[str, object]) -> str:
+    """Valid JSON always: a value no JSON holds (NaN or Infinity a store written by an
+    older version kept) is printed as :func:`~openprogram.scope.to_json_value` writes it."""
+    try:
+        return json.dumps(payload, allow_nan=False)
+    except ValueError:
+        from openprogram.scope import to_json_value
+
+        return json.dumps(to_json_value(payload))
