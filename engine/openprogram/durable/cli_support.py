@@ -1,7 +1,7 @@
 """Shared pieces of the ``run`` / ``resume`` / ``runs`` / ``cancel`` commands.
 
 Exit codes and error lines: :mod:`openprogram.cli.exits` (0 completed, 1 failed or
-cancelled, 2 usage error, 3 paused). With ``--json`` stdout carries exactly one JSON
+cancelled, 2 usage error, 3 paused, 130 Ctrl-C, 143 SIGTERM). With ``--json`` stdout carries exactly one JSON
 object; anything the Program prints goes to stderr meanwhile. A progress line (steps done, current step, model calls) is drawn on
 stderr only when stderr is a terminal.
 """
