@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextvars
 import inspect
 import json
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -207,6 +208,17 @@ def parallel(thunks: Iterable[Callable[[], Any]], *, max_workers: int | None = N
     for i, fn in enumerate(branches):
         if not callable(fn):
             raise TypeError(f"parallel branch {i} is not callable: {type(fn).__name__}")
+    # Inside a resumable run each branch numbers its steps in a scope of its own (its
+    # index), so that their identities do not depend on which thread reaches them first.
+    # The run is set up through openprogram.durable.steps: if it is not loaded, none runs.
+    steps = sys.modules.get("openprogram.durable.steps")
+    if steps is not None and steps.current_executor() is not None:
+        return steps.parallel_thunks(branches, lambda scoped: _run_all(scoped, max_workers))
+    return _run_all(branches, max_workers)
+
+
+def _run_all(branches: list[Callable[[], Any]], max_workers: int | None) -> list[Any]:
+    """Run ``branches`` in a bounded thread pool (see :func:`parallel`)."""
     if not branches:
         return []
     workers = min(len(branches), max_workers or DEFAULT_MAX_WORKERS)

@@ -58,7 +58,7 @@ from openprogram.store.runs import StepCall, StepDone, StepNode
 if TYPE_CHECKING:
     from openprogram.store.runs import RunStore, StepRecord
 
-__all__ = ["current_run_id", "parallel", "step", "workflow"]
+__all__ = ["current_run_id", "parallel", "parallel_thunks", "step", "workflow"]
 
 ProgressFn = Callable[[str, str], None]
 
@@ -681,6 +681,67 @@ def parallel(branches: Any, /, **options: Any) -> Any:
         raise
     ex.db.complete_step(ex.run_id, key, text, token=ex.token)
     return json.loads(text)
+
+
+def parallel_thunks(
+    thunks: list[Callable[[], Any]], run_all: Callable[[list[Callable[[], Any]]], list[Any]]
+) -> list[Any]:
+    """The control-flow ``parallel([thunks])`` inside a run: ``run_all`` runs the thunks
+    concurrently, each in a scope of its own.
+
+    The call is recorded as a ``parallel`` in the current scope (its input: the number of
+    thunks) and branch ``i`` numbers its steps under ``<that key>/<i>``, so their identities
+    do not depend on the order threads reach them. A branch commits its last step result
+    when it stops, even when a sibling failed. The thunks run again on every execution (a
+    thunk is code, not a JSON call): their completed steps replay.
+    """
+    cur = _current.get()
+    assert cur is not None
+    ex, scope = cur
+    input_hash = _input_hash("parallel", "parallel", (), {"thunks": len(thunks)})
+    pos, occ, key = scope.next_identity("parallel")
+    flush(ex, scope)
+    ex.check_control(scope, "parallel", occ)
+    ex.match(scope, "parallel", "parallel", pos, occ, input_hash)
+    ex.db.dispatch_step(
+        ex.run_id,
+        step_key=key,
+        scope=scope.path,
+        position=pos,
+        kind="parallel",
+        name="parallel",
+        occurrence=occ,
+        input_hash=input_hash,
+    )
+
+    def scoped(index: int, thunk: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            bscope = Scope(f"{key}/{index}")
+            token = _current.set((ex, bscope))
+            try:
+                try:
+                    value = thunk()
+                finally:
+                    flush(ex, bscope)  # a finished step is saved whatever its siblings do
+                ex.check_scope_end(bscope)
+                return value
+            finally:
+                _current.reset(token)
+
+        return run
+
+    try:
+        results = run_all([scoped(i, t) for i, t in enumerate(thunks)])
+    except BaseException as exc:
+        if not isinstance(exc, _STOP):
+            ex.db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}", token=ex.token)
+        raise
+    try:  # the results, when they are JSON, for the run's views (never read back)
+        text = _result_dumps(results)
+    except (TypeError, ValueError):
+        text = "null"
+    ex.db.complete_step(ex.run_id, key, text, token=ex.token)
+    return results
 
 
 def _run_threads(
