@@ -1,4 +1,4 @@
-"""Shared computation of the decision/schema rules (OP301–OP306).
+"""Shared computation of the decision/schema rules (OP301–OP307).
 
 The grammar and its messages live in the engine's pure :mod:`openprogram.schema_grammar`;
 this module only finds literal menus in source and maps problems back to nodes.
@@ -13,14 +13,16 @@ import libcst as cst
 
 from openprogram.schema_grammar import (
     OPAQUE,
+    SchemaProblem,
     TypeRef,
     check_menu,
+    check_response_format,
     check_route_options,
     msg_duplicate_option,
 )
 from openprogram_analyzers.determinism import agent_instance_at
 from openprogram_analyzers.index import CallSite, ModuleIndex, looks_like_class
-from openprogram_analyzers.literals import rebuild, string_value
+from openprogram_analyzers.literals import Locations, rebuild, string_value
 from openprogram_analyzers.rule import Context
 
 MENU_NODES = (cst.Dict, cst.List, cst.Tuple)
@@ -33,14 +35,24 @@ class SchemaFinding:
     node: cst.CSTNode
 
 
-def _menu_arg(index: ModuleIndex, site: CallSite) -> cst.BaseExpression | None:
+def _model_call_keyword(index: ModuleIndex, site: CallSite, keyword: str) -> Any:
+    """The value of ``keyword=`` in a call of OpenProgram (``llm``, ``agent``,
+    ``decision``...) or of an Agent (``self(...)``, an instance); ``None`` otherwise."""
     target = site.target or ""
-    args = site.node.args
-    for a in args:
-        if a.keyword is not None and a.keyword.value == "choices":
+    for a in site.node.args:
+        if a.keyword is not None and a.keyword.value == keyword:
             if target.startswith("openprogram.") or target == "self" or _is_agent_call(index, site):
                 return a.value
             return None
+    return None
+
+
+def _menu_arg(index: ModuleIndex, site: CallSite) -> cst.BaseExpression | None:
+    target = site.target or ""
+    args = site.node.args
+    if any(a.keyword is not None and a.keyword.value == "choices" for a in args):
+        value: cst.BaseExpression | None = _model_call_keyword(index, site, "choices")
+        return value
     if target.startswith("openprogram.") and (
         target.endswith("decision.make") or _is_route(index, site)
     ):
@@ -109,6 +121,10 @@ def compute(ctx: Context) -> list[SchemaFinding]:
     out: list[SchemaFinding] = []
     index = ctx.index
     for site in index.calls:
+        fmt = _model_call_keyword(index, site, "response_format")
+        if isinstance(fmt, cst.Dict):
+            value, locs = rebuild(fmt, OPAQUE, _name_value(index))
+            out.extend(_located(check_response_format(value), fmt, locs))
         menu = _menu_arg(index, site)
         if menu is None or not isinstance(menu, MENU_NODES):
             continue
@@ -116,19 +132,26 @@ def compute(ctx: Context) -> list[SchemaFinding]:
             out.extend(_duplicate_keys(menu))
         value, locs = rebuild(menu, OPAQUE, _name_value(index))
         check = check_route_options if _is_route(index, site) else check_menu
-        for problem in check(value):
-            path = tuple(problem.path)
-            node: cst.CSTNode = menu
-            # the deepest located prefix of the path
-            for n in range(len(path), -1, -1):
-                loc = locs.get(path[:n])
-                if loc is not None:
-                    key_node, val_node = loc
-                    node = (
-                        key_node if problem.code == "OP306" and key_node is not None else val_node
-                    )
-                    break
-            out.append(SchemaFinding(problem.code, problem.message, node))
+        out.extend(_located(check(value), menu, locs))
+    return out
+
+
+def _located(
+    problems: list[SchemaProblem], root: cst.CSTNode, locs: Locations
+) -> list[SchemaFinding]:
+    """Each problem at the deepest located node of its path below ``root``."""
+    out: list[SchemaFinding] = []
+    for problem in problems:
+        path = tuple(problem.path)
+        node: cst.CSTNode = root
+        # the deepest located prefix of the path
+        for n in range(len(path), -1, -1):
+            loc = locs.get(path[:n])
+            if loc is not None:
+                key_node, val_node = loc
+                node = key_node if problem.code == "OP306" and key_node is not None else val_node
+                break
+        out.append(SchemaFinding(problem.code, problem.message, node))
     return out
 
 

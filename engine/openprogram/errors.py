@@ -31,6 +31,12 @@ class MenuViolation(RuleViolation, TypeError):
     decision option 'a', schema['n'])``). A ``TypeError``, as a bad menu shape always was."""
 
 
+class ResponseFormatViolation(RuleViolation, TypeError):
+    """A ``response_format`` dict that is not a JSON schema (Python types, as in the
+    decision schema shorthand ``{"age": int}``), found when the call reads it: lint's
+    OP307 code and message, then where (``(in response_format['age'])``)."""
+
+
 def defined_in(kind: str, obj: object) -> str:
     """``class Helper of prog.py`` for a class or function of a Program file (whose module
     name is generated), ``class pkg.mod.Helper`` for one of an importable module."""

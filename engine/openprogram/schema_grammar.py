@@ -556,6 +556,61 @@ def check_menu(options: Any) -> list[SchemaProblem]:
     ]
 
 
+# ------------------------------------------------------------------------ response_format
+
+#: The JSON Schema type of each Python type the decision schema shorthand names.
+JSON_SCHEMA_TYPES: dict[str, str] = {
+    "str": "string",
+    "int": "integer",
+    "float": "number",
+    "bool": "boolean",
+    "list": "array",
+    "dict": "object",
+}
+
+
+def msg_response_format_type(found: str) -> str:
+    json_type = JSON_SCHEMA_TYPES.get(found.rsplit(".", 1)[-1])
+    instead = f'{{"type": "{json_type}"}}' if json_type else "a JSON schema"
+    return (
+        f"response_format takes a JSON schema, not Python types (the decision schema "
+        f"shorthand): found {found}; write {instead}, or pass a pydantic model class"
+    )
+
+
+def msg_response_format_value(found: str) -> str:
+    return f"response_format takes a JSON schema, whose values are JSON: found {found}"
+
+
+def response_format_path_text(path: Sequence[str | int]) -> str:
+    """Where a node is in a ``response_format``: ``response_format['age']``."""
+    return "response_format" + "".join(f"[{p!r}]" for p in path)
+
+
+def check_response_format(value: Any) -> list[SchemaProblem]:
+    """OP307: the Python types (or other non-JSON values) in a ``response_format`` dict
+    (a JSON schema or an OpenAI ``response_format``), the first one per branch."""
+    problems: list[SchemaProblem] = []
+
+    def walk(node: Any, path: tuple[str | int, ...]) -> None:
+        if is_opaque(node) or node is None or isinstance(node, (str, bool, int, float)):
+            return
+        if isinstance(node, Mapping):
+            for key, sub in node.items():
+                walk(sub, (*path, key))
+        elif isinstance(node, (list, tuple)):
+            for i, sub in enumerate(node):
+                walk(sub, (*path, i))
+        elif isinstance(node, (TypeRef, type)) or getattr(node, "__origin__", None) is not None:
+            problems.append(SchemaProblem("OP307", msg_response_format_type(describe(node)), path))
+        else:
+            problems.append(SchemaProblem("OP307", msg_response_format_value(describe(node)), path))
+
+    if isinstance(value, Mapping):
+        walk(value, ())
+    return problems
+
+
 # ----------------------------------------------------------------------------- compiling
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram import safepoints
 from openprogram.durable.errors import RunPaused
-from openprogram.errors import ConfigError, OpenProgramError
+from openprogram.errors import ConfigError, OpenProgramError, ResponseFormatViolation
 from openprogram.runtime import paused_loops
 from openprogram.runtime.cassette import CassetteWriter
 from openprogram.runtime.config import detect_model
@@ -25,6 +25,7 @@ from openprogram.runtime.model_string import PROVIDER_PREFIXES, ModelString, par
 from openprogram.runtime.providers.base import Provider
 from openprogram.runtime.retry import RetryPolicy
 from openprogram.runtime.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from openprogram.schema_grammar import check_response_format, response_format_path_text
 from openprogram.scope import (
     Frame,
     current_frame,
@@ -1006,6 +1007,12 @@ def normalize_response_format(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
     if isinstance(value, dict):
+        problems = check_response_format(value)
+        if problems:
+            first = problems[0]
+            raise ResponseFormatViolation(
+                first.code, first.message, response_format_path_text(first.path)
+            )
         if value.get("type") in ("json_schema", "json_object", "text") and (
             value.get("type") != "json_schema" or isinstance(value.get("json_schema"), dict)
         ):

@@ -1,0 +1,53 @@
+"""OP307: Python types (or other non-JSON values) in a ``response_format`` dict."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from openprogram_analyzers import schema_family
+from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
+
+
+class RuleOP307(FamilyRule):
+    """Why: ``response_format`` is a JSON schema (or an OpenAI ``response_format`` dict, or
+    a pydantic model class). The decision schema shorthand ``{"age": int}`` belongs to
+    ``choices=`` menus; in ``response_format`` the call refuses it before any request, with
+    this code and message.
+
+    Fix safety: No fix: the change needs the author's decision; ``# noqa: OP307`` suppresses it.
+    """
+
+    code = "OP307"
+    name = "response-format-not-json-schema"
+    summary = "Python types or other non-JSON values in a response_format dict"
+    family = schema_family.findings_for
+    VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            from openprogram import llm
+
+
+            def extract() -> object:
+                return llm("Extract", response_format={"type": "object", "properties": {"age": {"type": "integer"}}})
+            """
+        ),
+        Valid(
+            """
+            def extract(client: object) -> object:
+                return client.create(response_format={"age": int})
+            """
+        ),
+    ]
+    INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            from openprogram import llm
+
+
+            def extract() -> object:
+                return llm("Extract", response_format={"name": str})
+            """,
+            range=(5, 52, 5, 55),
+            message='found str; write {"type": "string"}',
+        ),
+    ]
