@@ -217,6 +217,7 @@ class ScopedMethod:
                     )
                 )
             frame.extras["op_method"] = self
+            frame.extras["op_agent"] = holder  # see enclosing_agent_request()
             if self.kind != "static":
                 stack.enter_context(offering(bound))
             if missing:  # legacy runtime parameters: this call's runtime
@@ -494,6 +495,34 @@ def _default_instance(cls: type) -> Any:
     return obj if obj is not None else cls()
 
 
+def _request_context(holder: Any) -> Context | None:
+    """The Context a request of this Agent (or Agent class) sends: the current Context
+    when it descends from the Agent's (inside its method), else the Agent's, else the
+    current one."""
+    ctx = getattr(holder, "context", None)
+    current = Context.current()
+    if ctx is None or (current is not None and current.descends_from(ctx)):
+        ctx = current
+    return ctx
+
+
+def enclosing_agent_request() -> tuple[str | None, Context | None] | None:
+    """``(system, context)`` that ``self(...)`` sends from the Agent method enclosing the
+    current call (the nearest one), so that its other requests (``decision.make``,
+    ``route``, control-flow judgements) carry the same instructions and Context;
+    ``None`` outside any Agent method."""
+    frame = current_frame()
+    while frame is not None:
+        holder = frame.extras.get("op_agent")
+        if holder is not None:
+            from openprogram.agentic_programming.calls import _system_for
+
+            instructions = getattr(holder, "instructions", None)
+            return _system_for(None, instructions), _request_context(holder)
+        frame = frame.parent
+    return None
+
+
 class Agent:
     """Reusable model settings; calling the instance runs :func:`agent`.
 
@@ -585,10 +614,7 @@ class Agent:
         return cls(**settings)
 
     def _call_settings(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
-        ctx = self.context
-        current = Context.current()
-        if ctx is None or (current is not None and current.descends_from(ctx)):
-            ctx = current
+        ctx = _request_context(self)
         settings: dict[str, Any] = {
             "model": self.model,
             "effort": self.effort,

@@ -652,7 +652,7 @@ def parse_args(
     """
     menu = normalize_options(options, context=context)
     if retry is None and runtime is not None:
-        retry = _runtime_retry(runtime, menu, prompt)
+        retry = _runtime_retry(runtime, menu, prompt, context)
     inject = runtime if runtime is not None else _enclosing_runtime()
     budget = max(0, int(max_retries)) if retry is not None else 0
     attempt = 0
@@ -730,7 +730,8 @@ def make(
 
     Inside an ``Agent`` method (or a run) the call's runtime is used; outside any call
     pass ``runtime=`` (else ``RuntimeError``). Each request, retries included, is a
-    recorded model call.
+    recorded model call; inside an Agent method it carries the Agent's instructions and
+    Context as ``self(...)`` does (a ``Context`` given as ``context=`` replaces the Agent's).
     """
     menu = normalize_options(options, context=context)
     rt = runtime if runtime is not None else _enclosing_runtime()
@@ -739,14 +740,14 @@ def make(
             "decision.make needs a runtime: call it inside an Agent method, or pass "
             "runtime=Runtime(...) / runtime=create_runtime()"
         )
-    reply = _exec(rt, f"{prompt}\n\n{render_options(menu)}", menu)
+    reply = _exec(rt, f"{prompt}\n\n{render_options(menu)}", menu, context)
     chosen, kwargs = parse_args(
         reply,
         menu,
         context=context,
         runtime=rt,
         max_retries=max_retries,
-        retry=_runtime_retry(rt, menu, prompt),
+        retry=_runtime_retry(rt, menu, prompt, context),
     )
     return resolve_decision(chosen, kwargs, menu)
 
@@ -757,15 +758,38 @@ def _enclosing_runtime() -> Any:
     return runtime_for_call()
 
 
-def _exec(runtime: Any, content: str, menu: Menu) -> str:
+def _request_settings(context: Any) -> dict[str, Any]:
+    """``system``/``context`` of a decision request: inside an Agent method those its
+    ``self(...)`` sends (its instructions and Context); a ``Context`` passed as the
+    decision's ``context=`` replaces the Agent's. Nothing (``{}``) outside an Agent method
+    without a ``Context``, so such requests are the prompt and menu alone."""
+    from openprogram.agents import enclosing_agent_request
+    from openprogram.context import Context
+
+    found = enclosing_agent_request()
+    settings: dict[str, Any] = {}
+    if found is not None:
+        settings["system"], settings["context"] = found
+    if isinstance(context, Context):
+        settings["context"] = context
+    return {k: v for k, v in settings.items() if v is not None}
+
+
+def _exec(runtime: Any, content: str, menu: Menu, context: Any = None) -> str:
+    settings = _request_settings(context)  # per request: providers run at each one
     ask = getattr(runtime, "ask_for_decision", None)
-    reply = ask(content, menu.raw) if ask is not None else runtime.exec(content, tools=[])
+    if ask is not None:
+        reply = ask(content, menu.raw, **settings)
+    else:
+        reply = runtime.exec(content, tools=[], **settings)
     return reply if isinstance(reply, str) else str(reply)
 
 
-def _runtime_retry(runtime: Any, menu: Menu, prompt: str | None) -> Callable[[str], str]:
+def _runtime_retry(
+    runtime: Any, menu: Menu, prompt: str | None, context: Any = None
+) -> Callable[[str], str]:
     def retry(message: str) -> str:
         content = f"{prompt}\n\n{message}" if prompt else message
-        return _exec(runtime, content, menu)
+        return _exec(runtime, content, menu, context)
 
     return retry

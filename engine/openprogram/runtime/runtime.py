@@ -240,13 +240,23 @@ class Runtime:
             result.decision = self._decide(turn, result, choices)
         return result
 
-    def ask_for_decision(self, content: Content, choices: Any) -> str:
+    def ask_for_decision(
+        self,
+        content: Content,
+        choices: Any,
+        *,
+        system: str | None = None,
+        context: Context | None = None,
+    ) -> str:
         """One model request for ``decision.make``: ``content`` (prompt and menu, as the
         caller wrote it) with no tools; ``choices`` ride along on the request for
-        providers that look at them (``scripted:``). Returns the reply text unparsed."""
+        providers that look at them (``scripted:``). ``system`` and ``context`` are as in
+        :meth:`exec` (inside an Agent method, the Agent's instructions and Context).
+        Returns the reply text unparsed."""
         turn = self._start(
-            content, [], None, choices, None, None, None, None, 1, None, None, None, menu=False
-        )
+            content, [], None, choices, None, None, None, system, 1, None, None, context,
+            menu=False,
+        )  # fmt: skip
         return self._loop(turn).text
 
     def _loop(self, turn: _Turn) -> ExecResult:

@@ -227,10 +227,12 @@ class CheckpointRuntime:
         )
         return result
 
-    def ask_for_decision(self, content: Any, choices: Any) -> str:
+    def ask_for_decision(self, content: Any, choices: Any, **kwargs: Any) -> str:
         """``decision.make``'s request (control-flow judgements), logged like ``exec``."""
         result: str = self._checkpoint.call(
-            "llm", prompt_text(content), lambda: self._inner.ask_for_decision(content, choices)
+            "llm",
+            prompt_text(content),
+            lambda: self._inner.ask_for_decision(content, choices, **kwargs),
         )
         return result
 
