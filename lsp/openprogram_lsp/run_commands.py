@@ -100,18 +100,26 @@ def resolve_program(ls: OpenProgramLanguageServer, target: Any) -> Path:
 
 
 def parse_args_json(value: Any) -> dict[str, Any]:
-    """The entry's keyword arguments as a JSON object (default ``{}``)."""
+    """The entry's keyword arguments (default ``{}``): a JSON object, or its text, which is
+    read by the CLI's own ``--args`` reader (the same errors: a key given twice, nesting
+    too deep, the JSON type of what is not an object)."""
     if value is None or value == "":
         return {}
     if isinstance(value, str):
+        from openprogram.durable.cli_support import BadArguments
+        from openprogram.durable.cli_support import parse_args_json as read_args
+
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise CommandError(
-                f"--args is not valid JSON: {exc.msg} at column {exc.colno}"
-            ) from None
+            return read_args(value)
+        except BadArguments as exc:
+            raise CommandError(str(exc)) from None
     if not isinstance(value, dict):
-        raise CommandError("entry arguments must be a JSON object of keyword arguments")
+        from openprogram.schema_grammar import json_type_name
+
+        raise CommandError(
+            "entry arguments must be a JSON object of keyword arguments, "
+            f"got {json_type_name(value)}"
+        )
     return value
 
 

@@ -110,6 +110,10 @@ async def test_run_with_hostile_entries_or_arguments_starts_nothing(
         ((uri, "summarize", {"text": "x", "shell": "rm -rf /"}), "unknown argument 'shell'"),
         ((uri, "summarize", {"--all-interrupted": True}), "unknown argument '--all-interrupted'"),
         ((uri, "summarize", {}), "missing required argument 'text'"),
+        # arguments as text are read as the CLI reads --args
+        ((uri, "summarize", '{"text": "a", "text": "b"}'), 'gives the key "text" twice'),
+        ((uri, "summarize", "[1]"), "got array"),
+        ((uri, "summarize", 7), "got integer"),
         ((uri, "reporter.report", {"self": 1, "topic": "x"}), "unknown argument 'self'"),
         ((uri, "summarize", {"text": "x"}, "extra"), "usage: openprogram.run"),
         (("--all-interrupted", "summarize"), "Program file not found"),
