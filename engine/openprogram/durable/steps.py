@@ -613,6 +613,30 @@ def _normalise_branches(branches: Mapping[str, Any]) -> dict[str, Branch]:
     return out
 
 
+def _open_parallel(
+    ex: Executor, scope: Scope, input_hash: str, *, again: bool = False
+) -> tuple[str, StepRecord | None]:
+    """Record a ``parallel`` call in ``scope``: its step key, and its record from an
+    earlier execution. Dispatched unless that record is completed (``again``: dispatched
+    anyway, for a call whose branches run again on every execution)."""
+    pos, occ, key = scope.next_identity("parallel")
+    flush(ex, scope)
+    ex.check_control(scope, "parallel", occ)
+    rec = ex.match(scope, "parallel", "parallel", pos, occ, input_hash)
+    if again or rec is None or rec.status != "completed":
+        ex.db.dispatch_step(
+            ex.run_id,
+            step_key=key,
+            scope=scope.path,
+            position=pos,
+            kind="parallel",
+            name="parallel",
+            occurrence=occ,
+            input_hash=input_hash,
+        )
+    return key, rec
+
+
 def parallel(branches: Any, /, **options: Any) -> Any:
     """Run branches concurrently.
 
@@ -632,23 +656,9 @@ def parallel(branches: Any, /, **options: Any) -> Any:
     if cur is None:
         return _run_threads({b: (fn, a, k, None) for b, (fn, a, k) in spec.items()})
     ex, scope = cur
-    input_hash = _input_hash("parallel", "parallel", (sorted(spec),), {})
-    pos, occ, key = scope.next_identity("parallel")
-    flush(ex, scope)
-    ex.check_control(scope, "parallel", occ)
-    rec = ex.match(scope, "parallel", "parallel", pos, occ, input_hash)
+    key, rec = _open_parallel(ex, scope, _input_hash("parallel", "parallel", (sorted(spec),), {}))
     if rec is not None and rec.status == "completed":
         return json.loads(rec.result) if rec.result is not None else None
-    ex.db.dispatch_step(
-        ex.run_id,
-        step_key=key,
-        scope=scope.path,
-        position=pos,
-        kind="parallel",
-        name="parallel",
-        occurrence=occ,
-        input_hash=input_hash,
-    )
     pscope = Scope(key)
     done: dict[str, Any] = {}
     todo: dict[str, tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], Any]] = {}
@@ -698,20 +708,8 @@ def parallel_thunks(
     cur = _current.get()
     assert cur is not None
     ex, scope = cur
-    input_hash = _input_hash("parallel", "parallel", (), {"thunks": len(thunks)})
-    pos, occ, key = scope.next_identity("parallel")
-    flush(ex, scope)
-    ex.check_control(scope, "parallel", occ)
-    ex.match(scope, "parallel", "parallel", pos, occ, input_hash)
-    ex.db.dispatch_step(
-        ex.run_id,
-        step_key=key,
-        scope=scope.path,
-        position=pos,
-        kind="parallel",
-        name="parallel",
-        occurrence=occ,
-        input_hash=input_hash,
+    key, _ = _open_parallel(
+        ex, scope, _input_hash("parallel", "parallel", (), {"thunks": len(thunks)}), again=True
     )
 
     def scoped(index: int, thunk: Callable[[], Any]) -> Callable[[], Any]:
