@@ -5,27 +5,20 @@ finished step is saved even when a sibling branch fails."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from cli_programs import calls, cli_json
 
-PROGRAM = '''
-import os
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
+from durable_programs import HEADER
+
+PROGRAM = (
+    HEADER
+    + '''
 import time
 
-from openprogram import parallel, step
 from openprogram.durable import resumable
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def act(name: str, value: int) -> dict:
-    """Record a call; fail while fail_<name> exists."""
-    with open(os.path.join(HERE, "calls.log"), "a", encoding="utf-8") as f:
-        f.write(name + " " + str(value) + "\\n")
-    if os.path.exists(os.path.join(HERE, "fail_" + name)):
-        raise RuntimeError("injected failure in " + name)
-    return {"name": name, "value": value}
 
 
 def wait_turn(index: int) -> None:
@@ -60,6 +53,7 @@ def fan() -> list:
 
 PROGRAM_ENTRIES = ["fan"]
 '''
+)
 
 
 def _execute(work: Path, order: str, *command: str) -> tuple[int, dict]:
