@@ -355,6 +355,17 @@ def by_position(
     return positional, keyword
 
 
+def call_by_name(fn: Callable[..., Any], args: Mapping[str, Any]) -> Any:
+    """``fn`` called with a run's arguments by name: positional-only ones by position
+    (:func:`by_position`)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return fn(**args)
+    positional, keyword = by_position(sig, args)
+    return fn(*positional, **keyword)
+
+
 _Def = ast.FunctionDef | ast.AsyncFunctionDef
 
 

@@ -4,10 +4,12 @@ types of simple annotations (real CLI subprocesses, real SQLite stores)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from cli_programs import cli, cli_json
+from cli_programs import cli, cli_json, env
 
 PROGRAM = """\
 from typing import Literal
@@ -166,3 +168,40 @@ def test_text_the_output_cannot_encode_is_escaped_not_a_traceback(work: Path) ->
     assert "Traceback" not in proc.stderr and '"\\ud800"' in proc.stdout
     code, out = cli_json("run", "prog.py:main", "--args", names, "--store", "st", cwd=work)
     assert code == 0 and out["result"]["names"] == ["\ud800", "\u00e9\udfff"], out
+
+
+DIRECT = """
+from openprogram import step
+from openprogram.durable import resumable
+
+
+def scale(x: int) -> int:
+    return x * 10
+
+
+@resumable
+def pos(a: int, /, b: int = 0) -> int:
+    return step("scale", scale, a) + b
+
+
+print(pos(4, b=2), pos(5))
+"""
+
+
+def test_a_direct_call_with_a_positional_only_parameter_runs_durably(tmp_path: Path) -> None:
+    """``pos(4, b=2)`` of a resumable ``def pos(a: int, /, b: int = 0)``, called from
+    Python: refused ("cannot run durably: positional-only parameter 'a'") though the CLI
+    runs the same entry; it runs durably."""
+    (tmp_path / "direct.py").write_text(DIRECT, encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "direct.py"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**env(), "OPENPROGRAM_STORE": str(tmp_path / "st")},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["42", "50"], proc.stdout
+    shown = cli("runs", "--store", "st", cwd=tmp_path)
+    assert shown.stdout.count("completed") == 2, shown.stdout

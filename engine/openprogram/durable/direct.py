@@ -36,6 +36,7 @@ from openprogram.durable.errors import (
     StepUsageError,
 )
 from openprogram.durable.steps import current_run_id, result_json
+from openprogram.entry_args import call_by_name
 from openprogram.programs.loader import (
     EntryError,
     ProgramEntry,
@@ -111,11 +112,7 @@ def _keyword_arguments(
                 )
         elif param.kind is inspect.Parameter.VAR_KEYWORD:
             out.update(value)
-        elif param.kind is inspect.Parameter.POSITIONAL_ONLY:
-            raise StepUsageError(
-                f"{fn.__qualname__} cannot run durably: positional-only parameter {name!r}"
-            )
-        else:
+        else:  # positional-only ones too: a run records its arguments by name
             out[name] = value
     return out
 
@@ -184,7 +181,7 @@ def call_durably(
 
     def call(**kw: Any) -> Any:
         try:
-            value = public(**kw)
+            value = call_by_name(public, kw)
         except (RunPaused, RunCancelled, RunReleased, LeaseLost, KeyboardInterrupt, SystemExit):
             raise  # the run's own ending (or an exit): not the orchestration failing
         except BaseException as exc:  # an Exception, or its own (asyncio.CancelledError)

@@ -48,6 +48,7 @@ from openprogram.durable.errors import (
 from openprogram.durable.policy import policy_for_resume, policy_for_start
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave, result_json
 from openprogram.durable.worker import DEFAULT_QUEUE
+from openprogram.entry_args import call_by_name
 from openprogram.errors import ConfigError, StoreError, Terminated, raised_at, stopped_by
 from openprogram.history import RESUMES
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
@@ -154,20 +155,6 @@ def _bind_args(entry: ProgramEntry, args: Any) -> dict[str, Any]:
     except TypeError as exc:
         raise ArgsError(f"{entry.name}{sig}: {exc}") from None
     return args
-
-
-def _call_by_name(fn: Callable[..., Any], args: Mapping[str, Any]) -> Any:
-    """``fn`` called with a run's arguments by name: positional-only ones by position."""
-    import inspect
-
-    from openprogram.entry_args import by_position
-
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):  # pragma: no cover - builtins
-        return fn(**args)
-    positional, keyword = by_position(sig, args)
-    return fn(*positional, **keyword)
 
 
 def _check_json_args(entry: ProgramEntry, args: Mapping[str, Any] | None) -> None:
@@ -305,7 +292,7 @@ def _execute_leased(
                 loops = take_loops(db, run_id) if executor is not None else None
                 resumed = paused_loops.resuming(loops) if loops else nullcontext()
                 with paused_loops.isolated(), resumed:
-                    value = _call_by_name(fn, args)
+                    value = call_by_name(fn, args)
             finally:
                 flush(executor, root)  # the last step's result, before the run's state
             if executor is not None:
