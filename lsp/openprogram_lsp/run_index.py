@@ -262,9 +262,7 @@ waits ``READ_WAIT_S`` for a connection, then one round trip): a read that takes 
 is left to its thread and the feature answers without the store's data."""
 
 
-async def read_stores(
-    stores: Iterable[Path | str], fn: Callable[[], T], empty: T, *, writes: bool = False
-) -> T:
+async def read_stores(stores: Iterable[Path | str], fn: Callable[[], T], empty: T) -> T:
     """``fn()``, which reads ``stores`` (run stores, or the SQLite database files in
     them), without blocking the event loop on a PostgreSQL one: then ``fn`` runs in a
     thread of its own, awaited at most ``READ_BOUND_S``. When that passes, the answer is
@@ -273,7 +271,7 @@ async def read_stores(
     thread until the server or the network gives up on it. SQLite stores (files, whose
     reads wait at most their busy timeout: a locked one) are read in a thread too, so
     nothing else waits for them; a failed one is not read again until it changes
-    (:class:`StoreGate`). ``writes``: ``fn`` may write (a cancel)."""
+    (:class:`StoreGate`). ``fn`` may write too (a cancel)."""
     GATE.use_loop(asyncio.get_running_loop())  # where a failure found in a thread is told
     urls = {store_url(s): s for s in stores if isinstance(s, str) and is_url(s)}
     if not urls:

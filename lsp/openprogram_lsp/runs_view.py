@@ -265,7 +265,7 @@ async def action_payload(
     unread = [e for e in (GATE.error(fs.store) for fs in stores if fs not in readable) if e]
     action = RunAction(readable, unread, run_id, verb)
     given_up: dict[str, Any] = {}
-    answer = await read_stores([fs.db for fs in readable], action, given_up, writes=True)
+    answer = await read_stores([fs.db for fs in readable], action, given_up)
     return answer or {"error": action.give_up()}
 
 
