@@ -167,3 +167,16 @@ def ctrl_c_in_step_slow(folder: Path, *extra: str, store: str = "st") -> tuple[i
             proc.kill()
             proc.communicate()
     return proc.returncode, stdout, stderr
+
+
+def python(script: str, *, cwd: Path, store: str = "st") -> subprocess.CompletedProcess[str]:
+    """``python SCRIPT`` in ``cwd`` (a Program called directly from Python), its runs in
+    ``cwd/store`` (``OPENPROGRAM_STORE``), no model configured."""
+    return subprocess.run(
+        [sys.executable, script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env={**env(), "OPENPROGRAM_STORE": str(cwd / store)},
+    )

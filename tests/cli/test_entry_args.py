@@ -4,12 +4,10 @@ types of simple annotations (real CLI subprocesses, real SQLite stores)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from cli_programs import cli, cli_json, env
+from cli_programs import cli, cli_json, python
 
 PROGRAM = """\
 from typing import Literal
@@ -193,14 +191,7 @@ def test_a_direct_call_with_a_positional_only_parameter_runs_durably(tmp_path: P
     Python: refused ("cannot run durably: positional-only parameter 'a'") though the CLI
     runs the same entry; it runs durably."""
     (tmp_path / "direct.py").write_text(DIRECT, encoding="utf-8")
-    proc = subprocess.run(
-        [sys.executable, "direct.py"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env={**env(), "OPENPROGRAM_STORE": str(tmp_path / "st")},
-    )
+    proc = python("direct.py", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["42", "50"], proc.stdout
     shown = cli("runs", "--store", "st", cwd=tmp_path)

@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_programs import OPENPROGRAM, cli, cli_json, env, spawn_interruptible
+from cli_programs import OPENPROGRAM, cli, cli_json, env, python, spawn_interruptible
 
 PROGRAM = """
 import dataclasses
@@ -278,14 +277,7 @@ def test_a_direct_call_returns_the_functions_own_value(tmp_path: Path) -> None:
     """It returned the stored JSON form (a tuple came back a list, {1: "x"} as {"1": "x"},
     a date as the string "datetime.date(2024, 1, 2)")."""
     (tmp_path / "direct.py").write_text(DIRECT, encoding="utf-8")
-    proc = subprocess.run(
-        [sys.executable, "direct.py"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env={**env(), "OPENPROGRAM_STORE": str(tmp_path / "st")},
-    )
+    proc = python("direct.py", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[:2] == ["tuple (1, 2)", "dict {1: 'x'}"]

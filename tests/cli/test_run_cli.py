@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from cli_programs import OPENPROGRAM, calls, cli, cli_json, env, write_program
+from cli_programs import OPENPROGRAM, calls, cli, cli_json, env, python, write_program
 
 
 @pytest.fixture()
@@ -394,14 +393,7 @@ def test_a_direct_call_of_a_resumable_static_or_class_method_runs_durably(
         encoding="utf-8",
     )
     (tmp_path / "call.py").write_text("from prog import Bot\n\nprint(Bot.go(n=2))\n")
-    proc = subprocess.run(
-        [sys.executable, "call.py"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env={**env(), "OPENPROGRAM_STORE": str(tmp_path / "st")},
-    )
+    proc = python("call.py", cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.strip() == "4", proc.stderr
     listed = json.loads(cli("runs", "--json", "--store", "st", cwd=tmp_path).stdout)
     assert [r["status"] for r in listed] == ["completed"], listed
