@@ -779,10 +779,22 @@ def _exec(runtime: Any, content: str, menu: Menu, context: Any = None) -> str:
     settings = _request_settings(context)  # per request: providers run at each one
     ask = getattr(runtime, "ask_for_decision", None)
     if ask is not None:
-        reply = ask(content, menu.raw, **settings)
-    else:
-        reply = runtime.exec(content, tools=[], **settings)
+        reply = ask(content, menu.raw, **_taken_by(ask, settings))
+    else:  # a runtime of the user's own may be just ``exec(content)`` (the seed's sample)
+        reply = runtime.exec(content, **_taken_by(runtime.exec, {"tools": [], **settings}))
     return reply if isinstance(reply, str) else str(reply)
+
+
+def _taken_by(method: Callable[..., Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of ``settings`` that ``method`` takes (all of them when it
+    takes ``**kwargs`` or its signature cannot be read)."""
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return settings
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return settings
+    return {k: v for k, v in settings.items() if k in params}
 
 
 def _runtime_retry(
