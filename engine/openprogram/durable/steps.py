@@ -563,23 +563,9 @@ def workflow(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) ->
     if cur is None:
         return fn(*args, **kwargs)
     ex, scope = cur
-    input_hash = _input_hash("workflow", name, args, kwargs)
-    pos, occ, key = scope.next_identity(name)
-    flush(ex, scope)
-    ex.check_control(scope, name, occ)
-    rec = ex.match(scope, "workflow", name, pos, occ, input_hash)
+    key, rec = _open_call(ex, scope, "workflow", name, _input_hash("workflow", name, args, kwargs))
     if rec is not None and rec.status == "completed":
         return json.loads(rec.result) if rec.result is not None else None
-    ex.db.dispatch_step(
-        ex.run_id,
-        step_key=key,
-        scope=scope.path,
-        position=pos,
-        kind="workflow",
-        name=name,
-        occurrence=occ,
-        input_hash=input_hash,
-    )
     try:
         _, text = _run_scoped(ex, Scope(key), "workflow", name, fn, args, kwargs)
     except BaseException as exc:
@@ -613,24 +599,26 @@ def _normalise_branches(branches: Mapping[str, Any]) -> dict[str, Branch]:
     return out
 
 
-def _open_parallel(
-    ex: Executor, scope: Scope, input_hash: str, *, again: bool = False
+def _open_call(
+    ex: Executor, scope: Scope, kind: str, name: str, input_hash: str, *, again: bool = False
 ) -> tuple[str, StepRecord | None]:
-    """Record a ``parallel`` call in ``scope``: its step key, and its record from an
-    earlier execution. Dispatched unless that record is completed (``again``: dispatched
-    anyway, for a call whose branches run again on every execution)."""
-    pos, occ, key = scope.next_identity("parallel")
+    """Record a ``workflow`` or ``parallel`` call (``kind``) named ``name`` in ``scope``:
+    its step key, and its record from an earlier execution. The scope's pending step
+    result is saved and cancel/pause checked first; the call is dispatched unless that
+    record is completed (``again``: dispatched anyway, for a call whose branches run again
+    on every execution)."""
+    pos, occ, key = scope.next_identity(name)
     flush(ex, scope)
-    ex.check_control(scope, "parallel", occ)
-    rec = ex.match(scope, "parallel", "parallel", pos, occ, input_hash)
+    ex.check_control(scope, name, occ)
+    rec = ex.match(scope, kind, name, pos, occ, input_hash)
     if again or rec is None or rec.status != "completed":
         ex.db.dispatch_step(
             ex.run_id,
             step_key=key,
             scope=scope.path,
             position=pos,
-            kind="parallel",
-            name="parallel",
+            kind=kind,
+            name=name,
             occurrence=occ,
             input_hash=input_hash,
         )
@@ -656,7 +644,8 @@ def parallel(branches: Any, /, **options: Any) -> Any:
     if cur is None:
         return _run_threads({b: (fn, a, k, None) for b, (fn, a, k) in spec.items()})
     ex, scope = cur
-    key, rec = _open_parallel(ex, scope, _input_hash("parallel", "parallel", (sorted(spec),), {}))
+    phash = _input_hash("parallel", "parallel", (sorted(spec),), {})
+    key, rec = _open_call(ex, scope, "parallel", "parallel", phash)
     if rec is not None and rec.status == "completed":
         return json.loads(rec.result) if rec.result is not None else None
     pscope = Scope(key)
@@ -708,9 +697,8 @@ def parallel_thunks(
     cur = _current.get()
     assert cur is not None
     ex, scope = cur
-    key, _ = _open_parallel(
-        ex, scope, _input_hash("parallel", "parallel", (), {"thunks": len(thunks)}), again=True
-    )
+    phash = _input_hash("parallel", "parallel", (), {"thunks": len(thunks)})
+    key, _ = _open_call(ex, scope, "parallel", "parallel", phash, again=True)
 
     def scoped(index: int, thunk: Callable[[], Any]) -> Callable[[], Any]:
         def run() -> Any:
