@@ -40,11 +40,13 @@ __all__ = [
     "CONTEXT_TAG",
     "HISTORY_TAG",
     "RESUMES",
+    "STEP_KEY",
     "HistoryFilterError",
     "branch_nodes",
     "call_order",
     "fold_attempts",
     "render_history",
+    "step_identity",
     "user_text",
 ]
 
@@ -55,6 +57,9 @@ CONTEXT_TAG = "context"
 #: Prompts show a resumed run as its first execution would have shown it
 #: (:func:`fold_attempts`); the session keeps every attempt.
 RESUMES = "resumes"
+#: node metadata of a ``workflow`` call or a ``parallel`` branch in a resumable run: its
+#: step key (:mod:`openprogram.durable.steps`); a step's node carries its key itself.
+STEP_KEY = "step_key"
 
 
 class HistoryFilterError(Exception):
@@ -107,25 +112,63 @@ def _forks(node: NodeLike) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
+def step_identity(node: NodeLike) -> str | None:
+    """The step key of the call ``node`` records in a resumable run: a step's (its node's
+    ``step_key``, :class:`openprogram.store.Node`) or a ``workflow`` / ``parallel``
+    branch call's (its metadata :data:`STEP_KEY`); ``None`` for any other node."""
+    key = getattr(node, "step_key", None)
+    if key is None:
+        key = (node.metadata or {}).get(STEP_KEY)
+    return key if isinstance(key, str) else None
+
+
 def fold_attempts(nodes: Iterable[N]) -> list[N]:
-    """``nodes`` with a resumed run's executions folded into one: an entry node that
-    ``resumes`` takes the place (``seq``, callees) of the top-level node before it, which is
-    left out with its calls that did not complete (failed, or cut short: they run again)
-    and everything under those — no failed attempt and no error text of it reaches a
-    prompt. Its completed calls stay, under the entry node that resumes it."""
+    """``nodes`` with a resumed run's executions folded into one, as its first execution
+    would have shown them; the session keeps every attempt.
+
+    A call of an earlier execution that ran again is **aliased** to its re-execution: the
+    entry node before one that ``resumes``, and a ``workflow`` / ``parallel`` branch call
+    whose step key (metadata :data:`STEP_KEY`) a later call of the same run carries. (A
+    step's earlier attempt never completed: it is left out as below.) An aliased node is
+    left out; its re-execution takes its place (``seq``, forks) and its callees that
+    **replay** — completed steps and completed workflow / parallel branch calls, which
+    return their saved result without writing a node. Its other callees (failed or cut
+    short, and completed calls that are not steps: they ran again) are left out with
+    everything under them, so no failed attempt, no error text and no call twice reaches
+    a prompt."""
     listed = sorted(nodes, key=lambda n: n.seq)
-    alias: dict[str, str] = {}  # an earlier execution's entry node -> the one resuming it
+    alias: dict[str, str] = {}  # an earlier execution's call -> its re-execution
+    run: dict[str, str] = {}  # node -> the first entry node of its run's executions
     previous: N | None = None
     for n in listed:
         if n.caller_id is None:
             if previous is not None and (n.metadata or {}).get(RESUMES):
                 alias[previous.id] = n.id
+                run[n.id] = run[previous.id]
+            else:
+                run[n.id] = n.id
             previous = n
     if not alias:
         return listed
+    by_key: dict[tuple[str, str], N] = {}
+    for n in listed:  # seq order: a caller before its callees, an execution before the next
+        root = run.get(n.id) if n.caller_id is None else run.get(n.caller_id)
+        if root is None:
+            continue
+        run[n.id] = root
+        key = (n.metadata or {}).get(STEP_KEY)  # a workflow / parallel branch call
+        if isinstance(key, str):
+            earlier = by_key.get((root, key))
+            if earlier is not None:
+                alias[earlier.id] = n.id
+            by_key[(root, key)] = n
     dropped: set[str] = set()
-    for n in listed:  # seq order: a caller before its callees
-        if (n.caller_id in alias and n.status != "completed") or n.caller_id in dropped:
+    for n in listed:
+        if n.caller_id in alias:
+            kept = n.id in alias or (n.status == "completed" and step_identity(n) is not None)
+        else:
+            kept = n.caller_id not in dropped
+        if not kept:
             dropped.add(n.id)
 
     def latest(node_id: str) -> str:
@@ -135,21 +178,40 @@ def fold_attempts(nodes: Iterable[N]) -> list[N]:
 
     by_id = {n.id: n for n in listed}
     first_seq: dict[str, int] = {}
-    for old in alias:
+    renamed: dict[str, str] = {}  # a re-executed parallel call's fork -> the new call's
+    for old, new in alias.items():
         last = latest(old)
         first_seq[last] = min(first_seq.get(last, by_id[last].seq), by_id[old].seq)
+        for (fork, _), (new_fork, _) in zip(_forks(by_id[old]), _forks(by_id[new]), strict=False):
+            if fork != new_fork:
+                renamed[fork] = new_fork
     out: list[N] = []
     for n in listed:
         if n.id in alias or n.id in dropped:
             continue
-        if n.id in first_seq or n.caller_id in alias:
+        forks = _forks(n)
+        moved = renamed and any(fork in renamed for fork, _ in forks)
+        if n.id in first_seq or n.caller_id in alias or moved:
             n = copy.copy(n)
             if n.id in first_seq:
                 n.seq = first_seq[n.id]
             if n.caller_id is not None and n.caller_id in alias:
                 n.caller_id = latest(n.caller_id)
+            if moved:
+                n.metadata = {
+                    **n.metadata,
+                    "forks": [[_latest_fork(f, renamed), i] for f, i in forks],
+                }
         out.append(n)
     return out
+
+
+def _latest_fork(fork: str, renamed: Mapping[str, str]) -> str:
+    seen = {fork}
+    while fork in renamed and renamed[fork] not in seen:
+        fork = renamed[fork]
+        seen.add(fork)
+    return fork
 
 
 def call_order(nodes: Iterable[N]) -> list[N]:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram.branches import current_branch, current_forks
 from openprogram.errors import StoreError
+from openprogram.history import STEP_KEY
 
 if TYPE_CHECKING:
     from openprogram.runtime.runtime import Runtime
@@ -291,15 +292,20 @@ def _safe_str(value: Any) -> str:
         return _safe_repr(value)
 
 
+#: The options of a call its node's metadata records (``step_key``: set by the durable
+#: ``workflow``/``parallel`` calls, :data:`openprogram.history.STEP_KEY`).
+_OPTIONS_RECORDED = ("expose", "render_range", STEP_KEY)
+
+
 def code_metadata(doc: str | None, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The metadata of a call's ``code`` node: its docstring, its ``expose`` and
-    ``render_range`` options, and the forks of the parallel branch it runs in
+    """The metadata of a call's ``code`` node: its docstring, its ``expose``,
+    ``render_range`` and ``step_key`` options, and the forks of the parallel branch it runs in
     (:mod:`openprogram.branches`)."""
     meta: dict[str, Any] = {}
     if doc:
         meta["doc"] = doc
     if options:
-        for key in ("expose", "render_range"):
+        for key in _OPTIONS_RECORDED:
             if options.get(key) is not None:
                 meta[key] = options[key]
     forks = current_forks()

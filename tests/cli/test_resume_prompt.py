@@ -19,7 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cli_programs import env
+from pgcluster import BACKENDS, store_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 from loopback import OpenAIServer
@@ -46,10 +48,12 @@ PROGRAM_ENTRIES = ["asker"]
 """
 
 
-def _cli(folder: Path, server: OpenAIServer, *args: str) -> tuple[int, dict[str, Any]]:
+def _cli(
+    folder: Path, server: OpenAIServer, *args: str, store: str = "st"
+) -> tuple[int, dict[str, Any]]:
     environment = {**env(), "OPENAI_BASE_URL": server.base_url, "OPENPROGRAM_MODEL": "openai:m"}
     proc = subprocess.run(
-        [OPENPROGRAM, *args, "--store", "st", "--json"],
+        [OPENPROGRAM, *args, "--store", store, "--json"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -85,3 +89,116 @@ def test_a_resumed_step_is_asked_exactly_what_its_first_execution_was(
     assert bodies[2] == first_time
     assert bodies[3] == first_time
     assert "warming up" not in json.dumps(bodies[3])
+
+
+# -- what a resumed run keeps of its earlier execution ------------------------------------
+# Only what replays is kept from an earlier execution: completed steps and completed
+# workflow / parallel calls. A completed call that is not a step (a helper's ``llm()``
+# called by the entry) runs again on resume and used to show twice in later prompts; the
+# completed steps of a workflow or parallel call that failed replay without writing a node
+# and used to vanish from the prompts of the re-run call. On both store backends.
+
+NOTE_OUTSIDE_STEPS = """
+from openprogram import step
+from openprogram.agentic_programming import llm
+
+
+def ask(q: str) -> str:
+    return llm(q)
+
+
+def annotate(text: str) -> str:
+    return llm("note on " + text)  # noqa: OP206 (knowingly run again on resume)
+
+
+def asker(q: str) -> str:
+    first = step("first", ask, q)
+    note = annotate(first)  # a helper's model call, not a step: it runs again on resume
+    return step("second", ask, q + " then " + note)
+
+
+asker.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["asker"]
+"""
+
+INNER = """
+from openprogram import parallel, step, workflow
+from openprogram.agentic_programming import llm
+
+
+def ask(q: str) -> str:
+    return llm(q)
+
+
+def inner(q: str) -> str:
+    a = step("a", ask, q)
+    return step("b", ask, q + " then " + a)
+
+
+def asker(q: str) -> str:
+    return CALL
+
+
+asker.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["asker"]
+"""
+
+CALLS = {
+    "workflow": 'workflow("w", inner, q)',
+    "parallel": 'parallel({"only": (inner, (q,))})["only"]',
+    "parallel_list": "parallel([lambda: inner(q)])[0]",
+}
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return store_for(request, tmp_path)
+
+
+def _fail_then_resume(
+    folder: Path,
+    server: OpenAIServer,
+    store: str,
+    program: str,
+    replies: list[str],
+    again: list[str],
+) -> list[dict[str, Any]]:
+    """Run ``program`` with ``replies`` then a failed reply, resume it with ``again``;
+    the request bodies."""
+    (folder / "prog.py").write_text(program, encoding="utf-8")
+    for text in replies:
+        server.reply_text(text)
+    server.reply_error(400, "the model is warming up")
+    code, out = _cli(folder, server, "run", "prog.py:asker", "--args", '{"q": "hi"}', store=store)
+    assert code == 1 and "warming up" in out["error"], out
+    for text in again:
+        server.reply_text(text)
+    code, out = _cli(folder, server, "resume", out["run_id"], store=store)
+    assert code == 0 and out["result"] == "B", out
+    return [r.json for r in server.requests]
+
+
+def test_a_call_outside_steps_shows_once_after_a_resume(
+    tmp_path: Path, openai_server: OpenAIServer, store: str
+) -> None:
+    bodies = _fail_then_resume(
+        tmp_path, openai_server, store, NOTE_OUTSIDE_STEPS, ["A", "N"], ["N", "B"]
+    )
+    # first, note, second (failed) | note (again), second
+    assert len(bodies) == 5
+    assert bodies[4] == bodies[2]
+    text = json.dumps(bodies[4])
+    assert text.count("note on A") == 1  # the note shows once
+    assert "assistant: A" in text and "warming up" not in text
+
+
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_completed_steps_of_a_failed_call_show_in_its_re_run(
+    tmp_path: Path, openai_server: OpenAIServer, store: str, call: str
+) -> None:
+    program = INNER.replace("CALL", CALLS[call])
+    bodies = _fail_then_resume(tmp_path, openai_server, store, program, ["A"], ["B"])
+    assert len(bodies) == 3  # a, b (failed) | b
+    text = json.dumps(bodies[2])
+    assert "assistant: A" in text and "warming up" not in text  # step a, under the call
+    assert bodies[2] == bodies[1]

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from openprogram import decision
 from openprogram.branches import in_branch, new_fork
 from openprogram.errors import MenuViolation
+from openprogram.history import STEP_KEY
 from openprogram.schema_grammar import check_route_options
 from openprogram.scope import call_scope, runtime_scope, set_output
 
@@ -213,12 +214,17 @@ def parallel(thunks: Iterable[Callable[[], Any]], *, max_workers: int | None = N
     # The run is set up through openprogram.durable.steps: if it is not loaded, none runs.
     steps = sys.modules.get("openprogram.durable.steps")
     if steps is not None and steps.current_executor() is not None:
-        return steps.parallel_thunks(branches, lambda scoped: _run_all(scoped, max_workers))
+        return steps.parallel_thunks(
+            branches, lambda scoped, keys: _run_all(scoped, max_workers, keys)
+        )
     return _run_all(branches, max_workers)
 
 
-def _run_all(branches: list[Callable[[], Any]], max_workers: int | None) -> list[Any]:
-    """Run ``branches`` in a bounded thread pool (see :func:`parallel`)."""
+def _run_all(
+    branches: list[Callable[[], Any]], max_workers: int | None, keys: list[str] | None = None
+) -> list[Any]:
+    """Run ``branches`` in a bounded thread pool (see :func:`parallel`); ``keys``: the
+    branches' step keys inside a resumable run, which their call nodes carry."""
     if not branches:
         return []
     workers = min(len(branches), max_workers or DEFAULT_MAX_WORKERS)
@@ -227,7 +233,9 @@ def _run_all(branches: list[Callable[[], Any]], max_workers: int | None) -> list
     fork = new_fork()
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openprogram-parallel") as pool:
         futures: list[Future[Any]] = [
-            pool.submit(contextvars.copy_context().run, _run_branch, fork, i, fn)
+            pool.submit(
+                contextvars.copy_context().run, _run_branch, fork, i, fn, keys[i] if keys else None
+            )
             for i, fn in enumerate(branches)
         ]
         results: list[Any] = []
@@ -241,7 +249,11 @@ def _run_all(branches: list[Callable[[], Any]], max_workers: int | None) -> list
     return results
 
 
-def _run_branch(fork: str, index: int, fn: Callable[[], Any]) -> Any:
+def _run_branch(fork: str, index: int, fn: Callable[[], Any], key: str | None) -> Any:
     name = f"parallel[{index}]"  # also the branch's replay stream (openprogram.branches)
-    with in_branch(name, fork, index), call_scope(name, inputs={"branch": index}) as frame:
+    options = {STEP_KEY: key} if key is not None else None
+    with (
+        in_branch(name, fork, index),
+        call_scope(name, inputs={"branch": index}, options=options) as frame,
+    ):
         return set_output(frame, fn())

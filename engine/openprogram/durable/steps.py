@@ -39,6 +39,7 @@ from openprogram.durable.errors import (
     RunReleased,
     StepUsageError,
 )
+from openprogram.history import STEP_KEY
 from openprogram.scope import (
     Frame,
     call_scope,
@@ -541,7 +542,10 @@ def _run_scoped(
 ) -> tuple[Any, str]:
     token = _current.set((ex, scope))
     try:
-        with call_scope(name, inputs={"args": list(args), "kwargs": dict(kw)}) as frame:
+        # the call's node carries its step key: prompts pair it with its re-execution
+        options = {STEP_KEY: scope.path}
+        inputs = {"args": list(args), "kwargs": dict(kw)}
+        with call_scope(name, inputs=inputs, options=options) as frame:
             try:
                 value = fn(*args, **kw)
             finally:
@@ -670,7 +674,7 @@ def parallel(branches: Any, /, **options: Any) -> Any:
         )
         todo[bname] = (fn, args, kwargs, (ex, Scope(bkey), bkey))
     try:
-        done.update(_run_threads(todo))
+        done.update(_run_threads(todo, list(spec)))
         ex.check_scope_end(pscope)
         results = {b: done[b] for b in spec}
         text = result_json("parallel", "parallel", results)
@@ -683,10 +687,12 @@ def parallel(branches: Any, /, **options: Any) -> Any:
 
 
 def parallel_thunks(
-    thunks: list[Callable[[], Any]], run_all: Callable[[list[Callable[[], Any]]], list[Any]]
+    thunks: list[Callable[[], Any]],
+    run_all: Callable[[list[Callable[[], Any]], list[str]], list[Any]],
 ) -> list[Any]:
     """The control-flow ``parallel([thunks])`` inside a run: ``run_all`` runs the thunks
-    concurrently, each in a scope of its own.
+    concurrently, each in a scope of its own whose step key (``<the call's key>/<i>``)
+    its call node carries.
 
     The call is recorded as a ``parallel`` in the current scope (its input: the number of
     thunks) and branch ``i`` numbers its steps under ``<that key>/<i>``, so their identities
@@ -717,7 +723,9 @@ def parallel_thunks(
         return run
 
     try:
-        results = run_all([scoped(i, t) for i, t in enumerate(thunks)])
+        results = run_all(
+            [scoped(i, t) for i, t in enumerate(thunks)], [f"{key}/{i}" for i in range(len(thunks))]
+        )
     except BaseException as exc:
         if not isinstance(exc, _STOP):
             ex.db.fail_step(ex.run_id, key, f"{type(exc).__name__}: {exc}", token=ex.token)
@@ -732,8 +740,11 @@ def parallel_thunks(
 
 def _run_threads(
     todo: Mapping[str, tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], Any]],
+    order: list[str] | None = None,
 ) -> dict[str, Any]:
     """Run each branch in its own thread (context copied); wait for all; re-raise.
+    ``order``: every branch of the call, in order (default: ``todo``'s), which numbers
+    them, so a branch has the same index when completed siblings replay.
 
     A failure wins over a pause, a pause over success; the first branch in order decides.
     """
@@ -741,7 +752,7 @@ def _run_threads(
         return {}
 
     fork = new_fork()  # branches are ordered by their place in ``todo`` (the call's order)
-    places = {b: i for i, b in enumerate(todo)}
+    places = {b: i for i, b in enumerate(todo if order is None else order)}
 
     def run_branch(
         bname: str, fn: Callable[..., Any], args: tuple[Any, ...], kw: dict[str, Any], d: Any

@@ -16,6 +16,9 @@ class Node:
     ``caller_id`` is the nesting edge (the scoped call this node ran inside);
     ``predecessor_id`` is the conversation edge (the branch head it continues).
     ``input``/``output``/``metadata`` are JSON values; timestamps are epoch seconds.
+    ``step_key`` is the step key of the step of a resumable run this node records (read
+    from the graph; ``None`` for any other node, and for a step's earlier attempt once the
+    step was dispatched again).
     """
 
     id: str
@@ -31,6 +34,7 @@ class Node:
     metadata: dict[str, Any]
     created_at: float
     updated_at: float
+    step_key: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""

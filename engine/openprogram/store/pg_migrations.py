@@ -127,6 +127,13 @@ ALTER TABLE sessions ADD COLUMN IF NOT EXISTS prior_head TEXT;
 CREATE INDEX IF NOT EXISTS runs_id_code_points ON runs (id COLLATE "C");
 """
 
+# v4: ``nodes.step_key``: the step key of a step's node (written by the step statement,
+# ``postgres_runs``), read with the graph so prompts fold a resumed run's executions
+# (``openprogram.history.fold_attempts``); NULL for every other node.
+PG_V4 = """
+ALTER TABLE nodes ADD COLUMN IF NOT EXISTS step_key TEXT;
+"""
+
 #: Every PostgreSQL migration, in order (append new ones; never edit an applied one).
 PG_MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, nodes, runs and steps (leases, queues)", PG_V1),
@@ -134,6 +141,7 @@ PG_MIGRATIONS: list[Migration] = [
     Migration(
         3, "appends without the foreign-key check and the row lock; run-id prefix index", PG_V3
     ),
+    Migration(4, "the step key of a step's node", PG_V4),
 ]
 
 

@@ -49,6 +49,8 @@ _NODE_COLS = (
     "id, session_id, seq, kind, name, caller_id, predecessor_id, input, output, status, "
     "metadata, created_at, updated_at"
 )
+# What the graph reads select: a node's columns and the step key of a step's node.
+_READ_COLS = _NODE_COLS + ", step_key"
 _SESSION_SELECT = (
     "SELECT s.id, s.name, s.agent_id, CASE WHEN s.head_pinned THEN s.head_id ELSE s.last_id END, "
     "s.metadata, s.created_at, GREATEST(s.updated_at, COALESCE((SELECT MAX(updated_at) "
@@ -70,13 +72,16 @@ upd AS (
     WHERE id = %(sid)s {where}
     RETURNING last_seq AS seq, prior_head AS head
 )"""
-APPEND_INSERT = f"""
-INSERT INTO nodes ({_NODE_COLS})
+_APPEND_INSERT = """
+INSERT INTO nodes ({columns})
 SELECT %(nid)s, %(sid)s, upd.seq, %(kind)s, %(name)s, %(caller)s,
     CASE WHEN %(pred_default)s THEN upd.head ELSE %(pred)s END,
-    %(input)s, %(output)s, %(status)s, %(meta)s, %(now)s, %(now)s FROM upd
+    %(input)s, %(output)s, %(status)s, %(meta)s, %(now)s, %(now)s{values} FROM upd
 RETURNING seq, predecessor_id
 """
+APPEND_INSERT = _APPEND_INSERT.format(columns=_NODE_COLS, values="")
+#: ``APPEND_INSERT`` of a step's node: with its step key (``%(key)s``, schema v4).
+STEP_APPEND_INSERT = _APPEND_INSERT.format(columns=_NODE_COLS + ", step_key", values=", %(key)s")
 _APPEND_SQL = "WITH " + APPEND_CTES.format(where="") + APPEND_INSERT
 # A node's update (``update_node``): its output when given, its status when given, its
 # metadata when given, and the time; returns the node. ``old`` NULL: only when that merges
@@ -220,6 +225,7 @@ def _node(row: Sequence[Any]) -> Node:
         row[0], row[1], row[2], row[3], row[4], row[5], row[6],
         None if inp is None else _loads(inp), None if out is None else _loads(out),
         row[9], _loads(meta) if meta else {}, row[11], row[12],
+        row[13] if len(row) > 13 else None,
     )  # fmt: skip
 
 
@@ -751,18 +757,18 @@ class PostgresBackend(StoreBackend):
             params["meta"], params["old"] = _dumps(merged), stored  # both JSON already
 
     def get_node(self, node_id: str) -> Node | None:
-        rows = self.execute(f"SELECT {_NODE_COLS} FROM nodes WHERE id = %s", (node_id,))
+        rows = self.execute(f"SELECT {_READ_COLS} FROM nodes WHERE id = %s", (node_id,))
         return _node(rows[0]) if rows else None
 
     def list_nodes(self, session_id: str) -> list[Node]:
         rows = self.execute(
-            f"SELECT {_NODE_COLS} FROM nodes WHERE session_id = %s ORDER BY seq", (session_id,)
+            f"SELECT {_READ_COLS} FROM nodes WHERE session_id = %s ORDER BY seq", (session_id,)
         )
         return [_node(r) for r in rows]
 
     def children(self, node_id: str) -> list[Node]:
         rows = self.execute(
-            f"SELECT {_NODE_COLS} FROM nodes WHERE session_id = "
+            f"SELECT {_READ_COLS} FROM nodes WHERE session_id = "
             "(SELECT session_id FROM nodes WHERE id = %s) AND caller_id = %s ORDER BY seq",
             (node_id, node_id),
         )

@@ -24,8 +24,8 @@ from openprogram.store.lease import Owner
 from openprogram.store.pg_hot import HotStatement
 from openprogram.store.postgres import (
     APPEND_CTES,
-    APPEND_INSERT,
     FINISH_SQL,
+    STEP_APPEND_INSERT,
     PostgresBackend,
 )
 from openprogram.store.runs import (
@@ -78,7 +78,7 @@ _STEP_PARTS = {
     "insert": STEP_INSERT,
     "may": MAY_DISPATCH,
     "append": APPEND_CTES.format(where="AND EXISTS (SELECT FROM call)"),
-    "node": APPEND_INSERT,
+    "node": STEP_APPEND_INSERT,
 }
 # What a step's node always is: a running ``code`` node that becomes the session's head
 # and follows the head before it (the general append binds these per node).

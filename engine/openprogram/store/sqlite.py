@@ -70,6 +70,8 @@ _NODE_COLS = (
 )
 #: The columns of ``nodes`` every node has, in the order of :class:`Node`'s row.
 NODE_COLUMNS = _NODE_COLS
+# What the graph reads select: a node's columns and the step key of a step's node.
+_READ_COLS = _NODE_COLS + ", step_key"
 # The session's head, its pin, its last node's id and seq (over nodes and the step log).
 _HEAD_SQL = (
     f"SELECT head_id, head_pinned, {_log_last_id('?1')}, {_log_last_seq('?1')} "
@@ -187,6 +189,7 @@ def _node(row: Sequence[Any]) -> Node:
         _loads(meta) if meta else {},
         row[11],
         row[12],
+        row[13] if len(row) > 13 else None,
     )
 
 
@@ -934,19 +937,19 @@ class SqliteBackend(StoreBackend):
         return StoreError(f"node {node_id!r} does not exist in {self.location}")
 
     def get_node(self, node_id: str) -> Node | None:
-        rows = self._query(f"SELECT {_NODE_COLS} FROM nodes_all WHERE id = ?", (node_id,))
+        rows = self._query(f"SELECT {_READ_COLS} FROM nodes_all WHERE id = ?", (node_id,))
         return _node(rows[0]) if rows else None
 
     def list_nodes(self, session_id: str) -> list[Node]:
         rows = self._query(
-            f"SELECT {_NODE_COLS} FROM nodes_all WHERE session_id = ? ORDER BY seq",
+            f"SELECT {_READ_COLS} FROM nodes_all WHERE session_id = ? ORDER BY seq",
             (session_id,),
         )
         return [_node(r) for r in rows]
 
     def children(self, node_id: str) -> list[Node]:
         rows = self._query(
-            f"SELECT {_NODE_COLS} FROM nodes_all WHERE session_id = "
+            f"SELECT {_READ_COLS} FROM nodes_all WHERE session_id = "
             "(SELECT session_id FROM nodes_all WHERE id = ?1) AND caller_id = ?1 ORDER BY seq",
             (node_id,),
         )
