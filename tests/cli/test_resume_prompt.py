@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from cli_programs import env
+
 from pgcluster import BACKENDS, store_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
