@@ -265,6 +265,7 @@ def test_node_to_json_has_every_field(store: SessionStore) -> None:
         "metadata",
         "created_at",
         "updated_at",
+        "step_key",
     }
 
 
