@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from openprogram_analyzers.config import ConfigsByFile, LintConfig
     from openprogram_analyzers.findings import Finding
     from openprogram_analyzers.first_party import Dependency
+    from openprogram_analyzers.fixes import Rejected
     from openprogram_analyzers.memo import RunMemo
 
     JobResult = tuple[list[Finding], str | None, dict[str, Dependency]]
@@ -270,9 +271,10 @@ def _run_stdin(args: argparse.Namespace, config: LintConfig) -> int:
 
     findings = analyze(source)
     if args.fix or args.diff:
-        fixed, count, remaining = fix_until_stable(
+        fixed, count, remaining, rejected = fix_until_stable(
             source, analyze, findings, unsafe=args.unsafe_fixes
         )
+        _report_rejected(display, rejected)
         if args.diff:
             sys.stdout.write(unified_diff(display, source, fixed))
             return 1 if count else 0
@@ -536,9 +538,10 @@ def _apply_fixes(
         def analyze(text: str, display: str = display) -> list[Finding]:
             return analyze_source(text, display, config=config)
 
-        fixed, count, remaining = fix_until_stable(
+        fixed, count, remaining, rejected = fix_until_stable(
             job.source, analyze, items, unsafe=args.unsafe_fixes
         )
+        _report_rejected(display, rejected)
         if fixed == job.source:
             result.extend(items)
             continue
@@ -566,6 +569,16 @@ def _apply_fixes(
     if args.fix:
         diff_found = False
     return result, diff_found
+
+
+def _report_rejected(display: str, rejected: Sequence[Rejected]) -> None:
+    """Say which fixes were not applied because the file would not parse after them."""
+    for f, reason in rejected:
+        assert f.fix is not None
+        _err(
+            f"{display}:{f.line}:{f.column}: {f.code}: fix not applied "
+            f"({f.fix.description}): the fixed file would not parse: {reason}"
+        )
 
 
 def _emit(args: argparse.Namespace, findings: list[Finding]) -> None:

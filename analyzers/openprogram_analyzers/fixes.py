@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from openprogram_analyzers.findings import Finding, Fix, TextEdit
 from openprogram_analyzers.suppressions import SUPPRESS_PREFIX
@@ -60,15 +61,41 @@ def applicable(fix: Fix | None, *, unsafe: bool = False) -> bool:
     return unsafe and not fix.description.startswith(SUPPRESS_PREFIX)
 
 
+class Rejected(NamedTuple):
+    """A fix not applied: the fixed file would not parse (``reason``: Python's message)."""
+
+    finding: Finding
+    reason: str
+
+
+def unparsable(source: str) -> str | None:
+    """Why a fixed ``source`` must not be written: Python's parser (the analysis's first
+    step, :func:`guard.check`) refuses it. None when it parses."""
+    from openprogram_analyzers.guard import check
+
+    refusal = check(source)
+    return None if refusal is None else f"{refusal.message} (line {refusal.line})"
+
+
+def fix_refusal(source: str, fix: Fix) -> str | None:
+    """Why applying ``fix`` alone to ``source`` is refused (None: it may be applied)."""
+    return unparsable(apply_edits(source, fix.edits))
+
+
 def apply_safe_fixes(
-    source: str, findings: Iterable[Finding], *, unsafe: bool = False
+    source: str,
+    findings: Iterable[Finding],
+    *,
+    unsafe: bool = False,
+    rejected: list[Rejected] | None = None,
 ) -> tuple[str, int]:
     """Source with every applicable fix applied, and how many were applied. A fix that
-    touches text an earlier fix changes waits for the next pass (whole, never in part)."""
+    touches text an earlier fix changes waits for the next pass (whole, never in part).
+    The result always parses: a fix after which it would not is left out and added to
+    ``rejected`` (the one check of every fix, ``--fix`` and the language server's)."""
     off = _offset_of(source)
     taken: list[tuple[int, int]] = []
-    edits: list[TextEdit] = []
-    count = 0
+    chosen: list[Finding] = []
     for f in sorted(findings, key=Finding.sort_key):
         if f.fix is None or not applicable(f.fix, unsafe=unsafe):
             continue
@@ -76,9 +103,33 @@ def apply_safe_fixes(
         if any(_overlap(a, b) for a in spans for b in taken):
             continue
         taken.extend(spans)
-        edits.extend(f.fix.edits)
-        count += 1
-    return (apply_edits(source, edits), count) if count else (source, 0)
+        chosen.append(f)
+    if not chosen:
+        return source, 0
+    fixed = _apply_all(source, chosen)
+    if unparsable(fixed) is None:
+        return fixed, len(chosen)
+    refused: list[Rejected] = []  # rare: find the fixes that break the parse on their own
+    good: list[Finding] = []
+    for f in chosen:
+        assert f.fix is not None
+        why = fix_refusal(source, f.fix)
+        if why is None:
+            good.append(f)
+        else:
+            refused.append(Rejected(f, why))
+    fixed = _apply_all(source, good)
+    if good and unparsable(fixed) is not None:  # only together: none of them
+        why = "together with the other fixes: " + str(unparsable(fixed))
+        refused.extend(Rejected(f, why) for f in good)
+        good, fixed = [], source
+    if rejected is not None:
+        rejected.extend(refused)
+    return (fixed, len(good)) if good else (source, 0)
+
+
+def _apply_all(source: str, chosen: list[Finding]) -> str:
+    return apply_edits(source, [e for f in chosen if f.fix is not None for e in f.fix.edits])
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -88,25 +139,34 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
 MAX_FIX_PASSES = 10
 
 
+class FixResult(NamedTuple):
+    source: str  # the fixed source
+    applied: int  # how many fixes were applied
+    findings: list[Finding]  # the findings left
+    rejected: list[Rejected]  # fixes not applied: the file would not parse after them
+
+
 def fix_until_stable(
     source: str,
     analyze: Callable[[str], list[Finding]],
     findings: list[Finding] | None = None,
     *,
     unsafe: bool = False,
-) -> tuple[str, int, list[Finding]]:
+) -> FixResult:
     """Apply fixes, re-analyse, repeat until nothing changes (at most
-    :data:`MAX_FIX_PASSES` passes): ``(fixed source, fixes applied, remaining findings)``."""
+    :data:`MAX_FIX_PASSES` passes)."""
     found = analyze(source) if findings is None else findings
     total = 0
+    rejected: list[Rejected] = []
     for _ in range(MAX_FIX_PASSES):
-        fixed, count = apply_safe_fixes(source, found, unsafe=unsafe)
+        rejected = []  # those of the last pass: the fixes still refused in the result
+        fixed, count = apply_safe_fixes(source, found, unsafe=unsafe, rejected=rejected)
         if not count or fixed == source:
             break
         total += count
         source = fixed
         found = analyze(source)
-    return source, total, found
+    return FixResult(source, total, found, rejected)
 
 
 def creates_duplicate_key(source: str, fix: Fix) -> bool:

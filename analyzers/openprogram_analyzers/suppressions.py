@@ -155,22 +155,35 @@ def apply_suppressions(
     return kept
 
 
+_SEPARATOR = " \t\f:,;"
+"""What may part a directive from the explanation after it (``# noqa: OP203: legacy``)."""
+
+
 def _remove_code_fix(source: SourceText, s: Suppression, code: str) -> Fix:
+    """Remove ``code`` from the directive of ``s``. The text after the directive is comment
+    text (an explanation, another comment) and stays one: ``x = 1  # noqa: OP203 why`` ->
+    ``x = 1  # why``. Without another code the directive goes (the line too when the
+    comment was all of it); with others it keeps them (as ruff's RUF100)."""
     text = source.line(s.line)
-    comment = text[s.column - 1 : s.end_column - 1]
+    start, end = s.column - 1, s.end_column - 1  # 0-based span of the directive
+    is_noqa = LINE_IGNORE.match(text, start) is None
+    if is_noqa:  # the directive ends at its last code: a word like ``runner2`` is text
+        end = max((m.end() for m in CODE.finditer(text, start, end)), default=end)
     remaining = [c for c in s.codes if c != code]
+    title = f"remove unused suppression of {code}"
     if remaining:
-        if comment.lstrip("# ").lower().startswith("noqa"):
-            new = "# noqa: " + ", ".join(remaining)
-        else:
-            new = "# openprogram: ignore[" + ", ".join(remaining) + "]"
-        edit = TextEdit(s.line, s.column, s.line, s.end_column, new)
-    else:
-        start = s.column
-        while start > 1 and text[start - 2] == " ":
-            start -= 1
-        edit = TextEdit(s.line, start, s.line, s.end_column, "")
-    return Fix(f"remove unused suppression of {code}", (edit,), safe=True)
+        listed = ", ".join(remaining)
+        new = f"# noqa: {listed}" if is_noqa else f"# openprogram: ignore[{listed}]"
+        return Fix(title, (TextEdit(s.line, start + 1, s.line, end + 1, new),), safe=True)
+    rest = len(text) - len(text[end:].lstrip(_SEPARATOR))
+    if rest < len(text):  # text after it: it stays a comment
+        new = "" if text.startswith("#", rest) else "# "
+        edit = TextEdit(s.line, start + 1, s.line, rest + 1, new)
+    elif text[:start].strip():  # code before it: drop the comment and the space before it
+        edit = TextEdit(s.line, len(text[:start].rstrip()) + 1, s.line, len(text) + 1, "")
+    else:  # the comment was the whole line
+        edit = TextEdit(s.line, 1, s.line + 1, 1, "")
+    return Fix(title, (edit,), safe=True)
 
 
 def suppression_fix(source: str | SourceText, finding: Finding) -> Fix | None:

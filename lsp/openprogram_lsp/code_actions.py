@@ -18,7 +18,7 @@ from pygls.workspace import TextDocument
 
 from .analysis import AnalysisResult
 from .diagnostics import SOURCE
-from .positions import finding_range, offset_of, split_lines
+from .positions import finding_range, split_lines
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
@@ -78,7 +78,11 @@ def actions_for(
     only_codes: set[str] | None,
     diags: dict[tuple[str, int], types.Diagnostic],
 ) -> list[types.CodeAction]:
+    from openprogram_analyzers.fixes import fix_refusal
     from openprogram_analyzers.suppressions import SourceText
+
+    def sound(fix: Any) -> bool:  # the file still parses after it (as --fix checks)
+        return fix_refusal(result.text, fix) is None
 
     lines = split_lines(result.text)
     source = SourceText(result.text)  # tokenized once for every finding's suppression
@@ -92,7 +96,14 @@ def actions_for(
             continue
         diag = diags.get((f.code, f.line - 1))
         sup = suppression(source, f)
-        if f.fix is not None and f.fix.edits and (sup is None or f.fix.edits != sup.edits):
+        if sup is not None and sup.edits and not sound(sup):
+            sup = None
+        if (
+            f.fix is not None
+            and f.fix.edits
+            and (sup is None or f.fix.edits != sup.edits)
+            and sound(f.fix)
+        ):
             fixes.append(
                 types.CodeAction(
                     title=f"{f.fix.description} ({f.code})",
@@ -128,54 +139,28 @@ def _wants(only: Sequence[str] | None, kind: str) -> bool:
     return any(kind == k or kind.startswith(k + ".") for k in only)
 
 
-def apply_text_edits(text: str, edits: Sequence[Any]) -> str:
-    """``text`` with analyzer edits (1-based, code points) applied, last first."""
-    lines = split_lines(text)
-
-    def offset(line: int, col: int) -> int:
-        if line - 1 >= len(lines):
-            return len(text)
-        return offset_of(lines, line - 1, min(col - 1, len(lines[line - 1].rstrip("\r\n"))))
-
-    for e in sorted(edits, key=lambda e: (e.line, e.column), reverse=True):
-        a, b = offset(e.line, e.column), offset(e.end_line, e.end_column)
-        text = text[:a] + e.new_text + text[b:]
-    return text
-
-
-def safe_edits(findings: Sequence[Any]) -> list[Any]:
-    """The edits of every safe fix, skipping a fix that overlaps one already taken."""
-    taken: list[Any] = []
-    spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
-    for f in sorted(findings, key=lambda f: (f.line, f.column)):
-        fix = f.fix
-        if fix is None or not fix.safe or not fix.edits:
-            continue
-        mine = [((e.line, e.column), (e.end_line, e.end_column)) for e in fix.edits]
-        if any(a < d and c < b for a, b in mine for c, d in spans):
-            continue  # overlapping fixes: the next pass takes the other one
-        spans.extend(mine)
-        taken.extend(fix.edits)
-    return taken
-
-
 async def fix_all_text(ls: OpenProgramLanguageServer, uri: str, doc: TextDocument) -> str | None:
     """The document with every safe fix applied, re-analysed until nothing changes
-    (bounded); None when there is nothing to fix. Analysis runs in the worker."""
+    (bounded); None when there is nothing to fix. Analysis runs in the worker; each pass
+    is the analyzer's own (``--fix``'s): a fix after which the file would not parse is
+    left out and logged."""
+    from openprogram_analyzers.fixes import Rejected, apply_safe_fixes
+
     from .diagnostics import document_path
 
     text = original = doc.source
     settings = ls.settings_for(uri)
     path = document_path(uri, doc)
+    rejected: list[Rejected] = []
     for _ in range(MAX_FIX_PASSES):
         findings = await ls.diagnostics.findings_of(text, path, settings.lint_config())
-        edits = safe_edits(findings)
-        if not edits:
-            break
-        fixed = apply_text_edits(text, edits)
-        if fixed == text:
+        rejected = []  # those of the last pass: the fixes still refused
+        fixed, count = apply_safe_fixes(text, findings, rejected=rejected)
+        if not count or fixed == text:
             break
         text = fixed
+    for f, reason in rejected:
+        ls.log(f"{uri}:{f.line}: {f.code} fix not applied: the file would not parse: {reason}")
     return None if text == original else text
 
 
@@ -260,6 +245,11 @@ def register(server: OpenProgramLanguageServer) -> None:
         fix = finding.fix if kind == "fix" else suppression(result.text, finding)
         if fix is None or not fix.edits:
             return {"applied": False, "error": f"{code} has no {kind} edit"}
+        from openprogram_analyzers.fixes import fix_refusal
+
+        refusal = fix_refusal(result.text, fix)
+        if refusal is not None:
+            return {"applied": False, "error": f"the file would not parse after it: {refusal}"}
         lines = split_lines(result.text)
         edit = workspace_edit(fix, uri, lines, doc, result.version)
         response = await ls.workspace_apply_edit_async(

@@ -18,7 +18,7 @@ from openprogram_analyzers import (
     check_resumable,
     suppression_fix,
 )
-from openprogram_analyzers.fixes import apply_edits
+from openprogram_analyzers.fixes import apply_edits, fix_until_stable
 from openprogram_analyzers.store_adapter import recorded_steps
 
 AGENT = textwrap.dedent(
@@ -287,3 +287,28 @@ def test_import_is_light() -> None:
     )
     out2 = subprocess.run([sys.executable, "-c", code2], capture_output=True, text=True, check=True)
     assert out2.stdout.strip() == ""
+
+
+def test_a_fix_after_which_the_file_would_not_parse_is_not_applied() -> None:
+    # the safety net under every fix (--fix and the language server's fix-all): a fix that
+    # would break the parse is reported back, the others still apply
+    from dataclasses import replace
+
+    from openprogram_analyzers.findings import Fix, TextEdit
+
+    src = "from openprogram import step\n\nA = 1  # noqa: OP203\nB = 2\n"
+    [unused] = analyze_source(src, "x.py")
+    broken = replace(unused, line=4, fix=Fix("break it", (TextEdit(4, 6, 4, 7, "2 +"),), safe=True))
+
+    def analyze(text: str) -> list:  # as a rule whose fix were broken: found every pass
+        return [*analyze_source(text, "x.py"), broken]
+
+    result = fix_until_stable(src, analyze, [unused, broken])
+    assert result.source == "from openprogram import step\n\nA = 1\nB = 2\n"
+    assert result.applied == 1
+    assert [(r.finding.fix.description, r.reason) for r in result.rejected] == [
+        ("break it", "file does not parse: invalid syntax (line 4)")
+    ]
+    # alone, the broken fix leaves the source as it was
+    only = fix_until_stable(src, analyze, [broken])
+    assert only.source == src and only.applied == 0 and len(only.rejected) == 1

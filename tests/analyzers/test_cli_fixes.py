@@ -97,3 +97,33 @@ def test_stdin_honours_a_coding_cookie(tmp_path: Path) -> None:
     r = lint("-", "--fix", "--unsafe-fixes", cwd=tmp_path, stdin=data)
     assert r.returncode == 0
     assert r.stdout == data.replace(b'"expsoe"', b'"expose"')  # written back in latin-1
+
+
+def test_removing_an_unused_code_keeps_the_rest_of_the_comment_a_comment(tmp_path: Path) -> None:
+    # OP900's safe fix once removed only '# noqa: OP203' and left the explanation as code:
+    # syntax errors, or ``LIMIT = 4, see #12`` (silently a tuple).
+    src = (
+        "from openprogram import step\n\n"
+        "RETRIES = 3  # noqa: OP203 kept for the old runner\n"
+        "LIMIT = 4  # noqa: OP203, see #12\n"
+        'MODE = "a"  # noqa: OP203: legacy\n'
+        "A = 1\t# noqa: OP203 # second comment\n"
+        "B = 2  # openprogram: ignore[OP203] explanation here\n"
+        "C = 3  # noqa: OP203, E501 too long\n"
+        "# noqa: OP203\n"
+        "D = 4  # noqa: OP203\n"
+    )
+    (tmp_path / "prog.py").write_text(src)
+    r = lint("--fix", "prog.py", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "prog.py").read_text() == (
+        "from openprogram import step\n\n"
+        "RETRIES = 3  # kept for the old runner\n"
+        "LIMIT = 4  # see #12\n"
+        'MODE = "a"  # legacy\n'
+        "A = 1\t# second comment\n"
+        "B = 2  # explanation here\n"
+        "C = 3  # noqa: E501 too long\n"
+        "D = 4\n"
+    )
+    assert b"Fixed 8 findings in prog.py" in r.stderr

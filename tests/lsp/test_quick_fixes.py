@@ -149,3 +149,50 @@ async def test_one_suppress_action_per_code_per_line_and_none_for_op900(
     unused = diags[3]
     titles = [a.title for a in await _actions(client, uri, [unused], unused.range)]
     assert titles == ["remove unused suppression of OP205 (OP900)"]
+
+
+EXPLAINED = """from openprogram import step
+
+RETRIES = 3  # noqa: OP203 kept for the old runner
+LIMIT = 4  # noqa: OP203, see #12
+MODE = "a"  # openprogram: ignore[OP203]: legacy
+"""
+EXPLAINED_FIXED = """from openprogram import step
+
+RETRIES = 3  # kept for the old runner
+LIMIT = 4  # see #12
+MODE = "a"  # legacy
+"""
+
+
+async def test_removing_an_unused_suppression_keeps_its_explanation_a_comment(
+    client: LanguageClient, workspace: Path
+) -> None:
+    # The fix once left the text after the code as code (``LIMIT = 4, see #12``).
+    uri = (workspace / "explained.py").as_uri()
+    open_doc(client, uri, EXPLAINED)
+    diags = await diags_for(client, uri, 1)
+    assert [str(d.code) for d in diags] == ["OP900"] * 3
+    text = EXPLAINED
+    for diag in reversed(diags):  # the quick fix of each, as the user applies them
+        (action,) = await _actions(client, uri, [diag], diag.range)
+        assert action.title == "remove unused suppression of OP203 (OP900)"
+        assert action.edit is not None and action.edit.document_changes
+        change = action.edit.document_changes[0]
+        assert isinstance(change, types.TextDocumentEdit)
+        text = apply_edits(text, list(change.edits))
+    assert text == EXPLAINED_FIXED
+    # fix-on-save (source.fixAll.openprogram): the same fixes, the same result
+    whole = types.Range(types.Position(0, 0), types.Position(0, 0))
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            types.TextDocumentIdentifier(uri=uri),
+            whole,
+            types.CodeActionContext(diagnostics=[], only=["source.fixAll.openprogram"]),
+        )
+    )
+    (fix_all,) = [a for a in actions or [] if isinstance(a, types.CodeAction)]
+    assert fix_all.edit is not None and fix_all.edit.document_changes
+    change = fix_all.edit.document_changes[0]
+    assert isinstance(change, types.TextDocumentEdit)
+    assert change.edits[0].new_text == EXPLAINED_FIXED

@@ -17,8 +17,9 @@ class RuleOP900(Rule):
     ``helpers.py`` suppresses the finding ``openprogram-lint prog.py`` reports there),
     which a lint of the helper does not see.
 
-    Fix safety: Safe: the fix removes the unused code from the comment (the whole comment
-    when it was the only one); ``--fix`` applies it.
+    Fix safety: Safe: the fix removes the unused code from the comment (the whole directive
+    when it was the only one); text after it stays a comment (``# noqa: OP203 why`` becomes
+    ``# why``); ``--fix`` applies it.
     """
 
     code = "OP900"
@@ -54,6 +55,51 @@ class RuleOP900(Rule):
             """,
             range=(2, 18, 2, 31),
             message="unused suppression of OP203",
+            fixed="""
+            def main() -> str:
+                return "ok"
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+        ),
+        # the explanation after the code stays a comment (never code)
+        Invalid(
+            """
+            def main() -> str:
+                return "ok"  # noqa: OP203, kept for the old runner
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(2, 18, 2, 31),
+            message="unused suppression of OP203",
+            fixed="""
+            def main() -> str:
+                return "ok"  # kept for the old runner
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+        ),
+        # only the unused code goes: the others and the explanation stay
+        Invalid(
+            """
+            def main() -> str:
+                return "ok"  # openprogram: ignore[OP203, E501] legacy
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(2, 18, 2, 52),
+            message="unused suppression of OP203",
+            fixed="""
+            def main() -> str:
+                return "ok"  # openprogram: ignore[E501] legacy
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
         ),
     ]
 
