@@ -48,7 +48,8 @@ def _entry(name: str, call: cst.Call) -> tuple[Any, Locations]:
     return entry, locs
 
 
-def _params(fn: FunctionInfo) -> list[str]:
+def params_of(fn: FunctionInfo) -> list[str]:
+    """``fn``'s parameter names, ``**name`` for its keyword catch-all (accepts any)."""
     params = list(fn.params)
     if isinstance(fn.node.params.star_kwarg, cst.Param):
         params.append("**" + fn.node.params.star_kwarg.name.value)
@@ -64,7 +65,7 @@ def decorator_problems(
             continue
         for call in _decorator_calls(index, fn):
             entry, locs = _entry(fn.name, call)
-            for problem in check_method_entry(fn.name, entry, _params(fn)):
+            for problem in check_method_entry(fn.name, entry, params_of(fn)):
                 key_node, val_node = locs.get(problem.path, (None, call))
                 node = key_node if problem.on_key and key_node is not None else val_node
                 yield problem, node

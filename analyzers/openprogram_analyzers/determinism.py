@@ -774,6 +774,11 @@ def _instance(
     if found is not None or depth > 4:
         return found
     if isinstance(expr, cst.Name):
+        annotation = _annotation(fn, expr.value) if expr.value in shadowed else None
+        if annotation is not None:  # ``rt: Runtime``: as if made by ``Runtime(...)``
+            found = made(cst.Call(func=annotation))
+            if found is not None:
+                return found
         scope = fn if fn is not None and expr.value in fn.bindings else None
         if scope is None and expr.value in shadowed:
             return None
@@ -815,6 +820,19 @@ def _instance(
             )
             if found is not None:
                 return found
+    return None
+
+
+def _annotation(fn: FunctionInfo | None, name: str) -> cst.BaseExpression | None:
+    """The class a parameter ``name`` of ``fn`` is annotated with (``rt: Runtime``,
+    ``bot: op.Agent``), written as a name or attribute (a string annotation is not read)."""
+    if fn is None or name not in fn.params:
+        return None
+    params = fn.node.params
+    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if p.name.value == name and p.annotation is not None:
+            value = p.annotation.annotation
+            return value if isinstance(value, (cst.Name, cst.Attribute)) else None
     return None
 
 
@@ -925,8 +943,27 @@ def _agent_class(index: ModuleIndex, expr: cst.BaseExpression, shadowed: set[str
     return is_agent_base(target) and index.resolve_imported(expr) is not None
 
 
+def runtime_at(index: ModuleIndex, function: str | None, expr: cst.BaseExpression) -> str | None:
+    """What made the model runtime ``expr`` is, where it is written (``function``'s
+    qualname, None at module level): ``create_runtime(...)`` / ``Runtime(...)`` of
+    ``openprogram``, a name bound to one, a parameter annotated ``Runtime``... as
+    :func:`_instance` follows them; None when ``expr`` is not known to be a runtime."""
+    fn = index.functions.get(function) if function else None
+    shadowed = fn.locals() if fn is not None else set()
+    return _instance(index, fn, expr, shadowed, lambda e: _runtime_made(index, e))
+
+
+def callee_at(index: ModuleIndex, site: CallSite) -> str | None:
+    """The import-resolved callee of ``site`` (``op.decision.make``), also through a name
+    bound to an imported callable (``pick = decision.make; pick(...)``), as OP206 sees it."""
+    fn = index.functions.get(site.function) if site.function else None
+    shadowed = fn.locals() if fn is not None else set()
+    found = index.resolve_imported(site.node.func, shadowed)
+    return found if found is not None else _aliased_call(index, fn, site.node.func, shadowed)
+
+
 def _aliased_call(
-    index: ModuleIndex, fn: FunctionInfo, func: cst.BaseExpression, shadowed: set[str]
+    index: ModuleIndex, fn: FunctionInfo | None, func: cst.BaseExpression, shadowed: set[str]
 ) -> str | None:
     """The imported callable a name bound to one names (``dm = op.decision.make`` in the
     function, or at module level when no local shadows it), followed one link."""
@@ -934,7 +971,7 @@ def _aliased_call(
         return None
     name = func.value
     if name in shadowed:
-        values = list(fn.bindings.get(name, ()))
+        values = list(fn.bindings.get(name, ())) if fn is not None else []
         inner = shadowed
     elif name in index.imports or index.function_at_module(name) is not None:
         return None

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 import libcst as cst
 
 from openprogram.contract import entries
-from openprogram.options import UNKNOWN, check_method_entry
-from openprogram_analyzers.index import ModuleIndex
+from openprogram.options import UNKNOWN
+from openprogram_analyzers.decorator_options import params_of
+from openprogram_analyzers.index import ModuleIndex, standard_attribute_kind
 from openprogram_analyzers.literals import rebuild, string_value
 from openprogram_analyzers.rule import Context
 
@@ -69,15 +70,11 @@ def compute(ctx: Context) -> list[EntryFinding]:
                 isinstance(v, cst.Lambda) for v in index.module_assigns[name]
             ):
                 out.append(EntryFinding(*entries.lambda_entry(name), expr))
-            elif fn is None and name not in index.classes and (kind := _constant(index, name)):
+            elif fn is None and name not in index.classes and (kind := _kind(index, name)):
                 out.append(EntryFinding(*entries.not_a_function(name, kind), expr))
     for _target, value in index.agent_options:
         if not isinstance(value, cst.Dict):
-            out.append(
-                EntryFinding(
-                    "OP405", "__agent_options__ must be a literal dict of entry metadata", value
-                )
-            )
+            out.append(EntryFinding(*entries.agent_options_not_dict(), value))
             continue
         bad_item = False
         for item in value.elements:
@@ -111,6 +108,33 @@ _LITERALS: dict[type, str] = {
 }
 
 
+#: what the loader runs as an entry (a function, a bound method); other objects it refuses
+_RUNNABLE = frozenset({"function", "method"})
+
+
+def _kind(index: ModuleIndex, name: str) -> str | None:
+    """The type name of what the module binds ``name`` to, when the loader refuses it as
+    an entry and the source tells: a literal, a ``functools.partial(...)``, an object
+    imported from the standard library that is no function (``os.getcwd``)."""
+    values = index.module_assigns.get(name) or []
+    imp = index.imports.get(name)
+    if imp is None:
+        partial = values and all(
+            isinstance(v, cst.Call) and index.resolve_imported(v.func) == "functools.partial"
+            for v in values
+        )
+        return "partial" if partial else _constant(index, name)
+    # ``except ImportError: k = None`` is a fallback: the import made ``k`` when it imports here
+    if imp.name is None or imp.relative or not all(_is_none(v) for v in values):
+        return None
+    kind = standard_attribute_kind(imp.module, imp.name)
+    return kind if kind is not None and kind not in _RUNNABLE else None
+
+
+def _is_none(value: cst.BaseExpression | None) -> bool:
+    return isinstance(value, cst.Name) and value.value == "None"
+
+
 def _constant(index: ModuleIndex, name: str) -> str | None:
     """The literal type every module-level value of ``name`` has (``LIMIT = 3``: int)."""
     values = index.module_assigns.get(name) or []
@@ -121,18 +145,18 @@ def _constant(index: ModuleIndex, name: str) -> str | None:
 
 
 def _table_problems(index: ModuleIndex, target: cst.CSTNode, value: cst.Dict) -> list[EntryFinding]:
-    """Keys and values of one ``__agent_options__`` checked with the method-options table."""
+    """Keys and values of one ``__agent_options__``, checked by the loader's own check."""
     owner = target.value if isinstance(target, cst.Attribute) else None
     name = owner.value if isinstance(owner, cst.Name) else "__agent_options__"
     fn = index.function_at_module(name)
-    signature = sorted(fn.params) if fn is not None else None
     rebuilt, locs = rebuild(value, UNKNOWN)
     out: list[EntryFinding] = []
-    # entry metadata (``label``, ...) is what tools show: tool-only keys are allowed
-    for problem in check_method_entry(name, rebuilt, signature, is_tool=True):
+    for problem in entries.agent_options_problems(
+        name, rebuilt, params_of(fn) if fn is not None else None
+    ):
         key_node, val_node = locs.get(tuple(problem.path[1:]), (None, value))
         node = key_node if problem.on_key and key_node is not None else val_node
-        out.append(EntryFinding("OP405", problem.message, node))
+        out.append(EntryFinding(problem[0], problem[1], node))
     return out
 
 

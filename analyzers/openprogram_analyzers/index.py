@@ -14,6 +14,7 @@ import importlib.util
 import os
 import sys
 import sysconfig
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -709,19 +710,37 @@ def star_exports(module: str) -> frozenset[str] | None:
     module (imported to read them: its ``__all__``, else its names without a leading
     underscore, once :func:`_is_standard` says the module found is the standard one); None
     for other modules (the analyzer imports no user or third-party code)."""
+    imported = _standard_module(module)
+    if imported is None:
+        return None
+    names = getattr(imported, "__all__", None)
+    if names is None:
+        names = [n for n in dir(imported) if not n.startswith("_")]
+    return frozenset(str(n) for n in names)
+
+
+def _standard_module(module: str) -> types.ModuleType | None:
+    """``module`` imported, when it is a standard-library or ``openprogram`` module that
+    :func:`_is_standard` finds here (the analyzer imports no user or third-party code)."""
     root = module.split(".")[0]
     if root != "openprogram" and (root not in STDLIB_MODULES or root in _NOISY_MODULES):
         return None
     if module not in sys.modules and not _is_standard(root):
         return None
     try:
-        imported = importlib.import_module(module)
+        return importlib.import_module(module)
     except Exception:  # not importable here: its names are unknown
         return None
-    names = getattr(imported, "__all__", None)
-    if names is None:
-        names = [n for n in dir(imported) if not n.startswith("_")]
-    return frozenset(str(n) for n in names)
+
+
+@functools.cache
+def standard_attribute_kind(module: str, name: str) -> str | None:
+    """The type name of ``module.name`` for a standard-library or ``openprogram`` module
+    (``os.getcwd``: ``builtin_function_or_method``); None when unknown or absent."""
+    imported = _standard_module(module)
+    if imported is None or not hasattr(imported, name):
+        return None
+    return type(getattr(imported, name)).__name__
 
 
 def _exports(imp: ImportInfo) -> frozenset[str] | None:

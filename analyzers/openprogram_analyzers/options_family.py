@@ -17,8 +17,8 @@ from openprogram.options import (
     merge_method_options,
     tool_methods,
 )
-from openprogram_analyzers.decorator_options import decorator_problems
-from openprogram_analyzers.index import ClassInfo, FunctionInfo, ModuleIndex
+from openprogram_analyzers.decorator_options import decorator_problems, params_of
+from openprogram_analyzers.index import ClassInfo, ModuleIndex
 from openprogram_analyzers.literals import rebuild
 from openprogram_analyzers.rule import Context
 
@@ -66,19 +66,12 @@ def _class_methods(
         if isinstance(value, cst.Lambda):
             methods[name] = ["**kwargs"]
         elif isinstance(value, cst.Name) and index.function_at_module(value.value):
-            methods[name] = _params(index.functions[value.value])
+            methods[name] = params_of(index.functions[value.value])
         elif isinstance(value, (cst.Name, cst.Attribute)) and index.resolve_imported(value):
             methods[name] = ["**kwargs"]  # imported callable: signature unknown here
     for name, fn in cls.methods.items():
-        methods[name] = _params(fn)
+        methods[name] = params_of(fn)
     return methods
-
-
-def _params(fn: FunctionInfo) -> list[str]:
-    params = list(fn.params)
-    if isinstance(fn.node.params.star_kwarg, cst.Param):
-        params.append("**" + fn.node.params.star_kwarg.name.value)
-    return params
 
 
 def _base_tables(index: ModuleIndex, cls: ClassInfo) -> list[object]:

@@ -20,7 +20,12 @@ from openprogram.schema_grammar import (
     check_route_options,
     msg_duplicate_option,
 )
-from openprogram_analyzers.determinism import agent_instance_at
+from openprogram_analyzers.determinism import (
+    RUNTIME_REQUESTS,
+    agent_instance_at,
+    callee_at,
+    runtime_at,
+)
 from openprogram_analyzers.index import CallSite, ModuleIndex, looks_like_class
 from openprogram_analyzers.literals import Locations, rebuild, string_value
 from openprogram_analyzers.rule import Context
@@ -37,18 +42,36 @@ class SchemaFinding:
 
 def _model_call_keyword(index: ModuleIndex, site: CallSite, keyword: str) -> Any:
     """The value of ``keyword=`` in a call of OpenProgram (``llm``, ``agent``,
-    ``decision``...) or of an Agent (``self(...)``, an instance); ``None`` otherwise."""
+    ``decision``..., also through an alias: ``pick = decision.make``), of an Agent
+    (``self(...)``, an instance) or of a model runtime (``rt.exec``, ``exec_full``);
+    ``None`` otherwise."""
     target = site.target or ""
     for a in site.node.args:
         if a.keyword is not None and a.keyword.value == keyword:
-            if target.startswith("openprogram.") or target == "self" or _is_agent_call(index, site):
+            if (
+                target == "self"
+                or (callee_at(index, site) or "").startswith("openprogram.")
+                or _is_agent_call(index, site)
+                or _is_runtime_request(index, site)
+            ):
                 return a.value
             return None
     return None
 
 
+def _is_runtime_request(index: ModuleIndex, site: CallSite) -> bool:
+    """``rt.exec(...)`` / ``create_runtime().exec_full(...)``: a request of a runtime
+    (made by ``create_runtime`` / ``Runtime``, or a parameter annotated ``Runtime``)."""
+    func = site.node.func
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value in RUNTIME_REQUESTS
+        and runtime_at(index, site.function, func.value) is not None
+    )
+
+
 def _menu_arg(index: ModuleIndex, site: CallSite) -> cst.BaseExpression | None:
-    target = site.target or ""
+    target = callee_at(index, site) or ""
     args = site.node.args
     if any(a.keyword is not None and a.keyword.value == "choices" for a in args):
         value: cst.BaseExpression | None = _model_call_keyword(index, site, "choices")

@@ -64,4 +64,29 @@ class RuleOP306(FamilyRule):
             range=(5, 42, 5, 44),
             message="option names must be non-empty strings",
         ),
+        Invalid(
+            """
+            from openprogram import decision
+
+
+            def route_it() -> object:
+                pick = decision.make
+                return pick("Route", ["refund", "refund"])
+            """,
+            range=(6, 37, 6, 45),
+            message="duplicate option name 'refund'",
+        ),
+        Invalid(
+            """
+            from openprogram import Runtime
+
+            rt = Runtime("scripted:echo")
+
+
+            def route_it() -> object:
+                return rt.exec("Route", choices=["refund", "refund"])
+            """,
+            range=(7, 48, 7, 56),
+            message="duplicate option name 'refund'",
+        ),
     ]

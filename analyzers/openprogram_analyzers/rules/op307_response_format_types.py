@@ -50,4 +50,26 @@ class RuleOP307(FamilyRule):
             range=(5, 52, 5, 55),
             message='found str; write {"type": "string"}',
         ),
+        Invalid(
+            """
+            from openprogram import create_runtime
+
+
+            def extract() -> object:
+                return create_runtime().exec("Extract", response_format={"age": int})
+            """,
+            range=(5, 69, 5, 72),
+            message='found int; write {"type": "integer"}',
+        ),
+        Invalid(
+            """
+            from openprogram import Runtime
+
+
+            def extract(rt: Runtime) -> object:
+                return rt.exec_full("Extract", response_format={"age": int})
+            """,
+            range=(5, 60, 5, 63),
+            message='found int; write {"type": "integer"}',
+        ),
     ]

@@ -9,7 +9,9 @@ from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 
 class RuleOP405(FamilyRule):
-    """Why: ``__agent_options__`` on an entry is a literal dict with string keys.
+    """Why: ``__agent_options__`` on an entry is a literal dict with string keys, its keys
+    and values those of the method-options table (``resumable`` a bool, no misspelt key).
+    ``openprogram run`` refuses the entry with the same message (one shared check).
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP405`` suppresses it.
     """
@@ -40,5 +42,27 @@ class RuleOP405(FamilyRule):
             """,
             range=(5, 26, 5, 35),
             message="__agent_options__ must be a literal dict",
+        ),
+        Invalid(
+            """
+            def main() -> str:
+                return "ok"
+
+
+            main.__agent_options__ = {"resumeable": True}
+            """,
+            range=(5, 27, 5, 39),
+            message="unknown method_options key 'resumeable' (method 'main'); did you mean 'resumable'?",
+        ),
+        Invalid(
+            """
+            def main() -> str:
+                return "ok"
+
+
+            main.__agent_options__ = {"resumable": "yes"}
+            """,
+            range=(5, 40, 5, 45),
+            message="method_options['main']['resumable'] must be bool, got str 'yes'",
         ),
     ]

@@ -1,7 +1,13 @@
 """The ``PROGRAM_ENTRIES`` rules, as ``(code, message)``: what ``openprogram-lint`` reports
-(OP401-OP404) and what the loader refuses at run time, with the same code and text."""
+(OP401-OP405) and what the loader refuses at run time, with the same code and text."""
 
 from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from openprogram.options import OptionProblem, check_method_entry
 
 Problem = tuple[str, str]
 
@@ -53,3 +59,22 @@ def not_a_function(name: str, kind: str) -> Problem:
 
 def duplicate(name: str) -> Problem:
     return "OP404", f"duplicate entry {name!r}"
+
+
+def agent_options_not_dict() -> Problem:
+    return "OP405", "__agent_options__ must be a literal dict of entry metadata"
+
+
+def agent_options_problems(
+    name: str, value: Any, signature: inspect.Signature | Sequence[str] | None
+) -> list[OptionProblem]:
+    """The OP405 problems of ``name.__agent_options__ = value``: its keys and values
+    checked with the method-options table (entry metadata such as ``label`` is what tools
+    show, so tool-only keys are allowed). The analyzer passes the literal rebuilt with
+    :data:`openprogram.options.UNKNOWN` for what it cannot read; the loader the value."""
+    if not isinstance(value, Mapping):
+        return [OptionProblem(*agent_options_not_dict(), (name,))]
+    return [
+        OptionProblem("OP405", p.message, p.path, on_key=p.on_key)
+        for p in check_method_entry(name, value, signature, is_tool=True)
+    ]

@@ -238,8 +238,14 @@ def _entry(name: str, obj: Any, module: types.ModuleType) -> ProgramEntry:
         raise _refused(module, entries.async_function(name))
     for holder in (obj, func, inner):
         extra = getattr(holder, "__agent_options__", None)
-        if isinstance(extra, Mapping):
-            options.update(extra)
+        if extra is None:
+            continue
+        # the check lint reports as OP405, so a run refuses what lint flags
+        problems = entries.agent_options_problems(name, extra, inspect.signature(func))
+        if problems:
+            code, message, _path = problems[0]
+            raise _refused(module, (code, message))
+        options.update(extra)
     return ProgramEntry(
         name=name,
         target=obj,

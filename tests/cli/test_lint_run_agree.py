@@ -1,0 +1,161 @@
+"""``openprogram-lint`` and ``openprogram run`` on the same Program report the same code and
+message (SPEC §3: one shared check): a malformed ``__agent_options__`` (OP405, which
+``run`` merged unchecked), a ``functools.partial`` or builtin entry (OP403, which lint did
+not report) and a decision menu or ``response_format`` given to ``Runtime.exec`` /
+``exec_full`` or to an aliased ``decision.make`` (OP306/OP307, which lint skipped)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from cli_programs import OPENPROGRAM, env, lint
+
+
+def run(entry: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [OPENPROGRAM, "run", f"prog.py:{entry}", "--args", '{"q": "x"}', "--store", "st"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env={**env(), "OPENPROGRAM_MODEL": "scripted:echo"},
+    )
+
+
+def lint_messages(folder: Path, code: str) -> list[str]:
+    """``CODE message`` of each ``code`` finding ``openprogram-lint prog.py`` prints."""
+    linted = lint("prog.py", cwd=folder)
+    return [ln.split(": ", 1)[1] for ln in linted.stdout.splitlines() if f": {code} " in ln]
+
+
+def runs_recorded(folder: Path) -> str:
+    listed = subprocess.run(
+        [OPENPROGRAM, "runs", "--store", "st"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=folder,
+        env=env(),
+    )
+    return listed.stdout.strip()
+
+
+AGENT_OPTIONS = """\
+def build(q: str) -> str:
+    return q
+
+
+build.__agent_options__ = {options}
+PROGRAM_ENTRIES = ["build"]
+"""
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        '{"resumable": "yes"}',  # truthy: ran resumable, refused with an OP205 lint never said
+        '{"resumeable": True}',  # a typo: ran silently non-resumable
+        '"resumable"',  # not a dict: accepted
+        '{"expose": "public"}',
+    ],
+)
+def test_malformed_agent_options_refused_by_run_as_lint_reports(
+    tmp_path: Path, options: str
+) -> None:
+    (tmp_path / "prog.py").write_text(AGENT_OPTIONS.format(options=options), encoding="utf-8")
+    (said,) = lint_messages(tmp_path, "OP405")
+    ran = run("build", tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert ran.stderr.strip() == f"openprogram: error: prog.py: {said}", (ran.stderr, said)
+    assert "run " not in runs_recorded(tmp_path)  # nothing recorded
+
+
+ENTRIES = """\
+import functools
+from os import getcwd as where
+
+
+def greet(q: str, greeting: str = "Hello") -> str:
+    return f"{{greeting}}, {{q}}"
+
+
+hola = functools.partial(greet, greeting="Hola")
+PROGRAM_ENTRIES = ["greet", "{bad}"]
+"""
+
+
+@pytest.mark.parametrize("bad", ["hola", "where"])
+def test_partial_or_builtin_entry_reported_by_lint_as_run_refuses_it(
+    tmp_path: Path, bad: str
+) -> None:
+    (tmp_path / "prog.py").write_text(ENTRIES.format(bad=bad), encoding="utf-8")
+    (said,) = lint_messages(tmp_path, "OP403")
+    assert said.startswith(f"OP403 entry {bad!r} is a "), said
+    # the module's entry list is checked as a whole (as for OP401-OP404): the valid
+    # entry is refused too, with the message lint reports on the list
+    for entry in (bad, "greet"):
+        ran = run(entry, tmp_path)
+        assert ran.returncode == 2, ran.stdout + ran.stderr
+        assert ran.stderr.strip() == f"openprogram: error: prog.py: {said}", (ran.stderr, said)
+
+
+REQUESTS = """\
+from openprogram import Runtime, create_runtime, decision
+
+rt = Runtime("scripted:echo")
+
+
+def exec_format(q: str) -> object:
+    return rt.exec(q, response_format={"age": int})
+
+
+def exec_full_format(q: str) -> object:
+    return create_runtime().exec_full(q, response_format={"age": int})
+
+
+def exec_menu(q: str) -> object:
+    return rt.exec(q, choices=["refund", "refund"])
+
+
+def aliased_make(q: str) -> object:
+    pick = decision.make
+    return pick(q, ["refund", "refund"], runtime=rt)
+
+
+def annotated(q: str, runtime: Runtime = rt) -> object:
+    return runtime.exec(q, choices=["refund", "refund"])
+
+
+PROGRAM_ENTRIES = ["exec_format", "exec_full_format", "exec_menu", "aliased_make", "annotated"]
+"""
+
+
+def test_runtime_requests_and_aliased_decision_linted_as_run_refuses_them(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "prog.py").write_text(REQUESTS, encoding="utf-8")
+    linted = lint("prog.py", cwd=tmp_path)
+    by_line = {
+        int(ln.split(":")[1]): ln.split(": ", 1)[1]
+        for ln in linted.stdout.splitlines()
+        if ln.startswith("prog.py:")
+    }
+    expected = {
+        "exec_format": (7, "OP307"),
+        "exec_full_format": (11, "OP307"),
+        "exec_menu": (15, "OP306"),
+        "aliased_make": (20, "OP306"),
+        "annotated": (24, "OP306"),
+    }
+    assert sorted(by_line) == sorted(line for line, _ in expected.values()), linted.stdout
+    for entry, (line, code) in expected.items():
+        said = by_line[line]
+        assert said.startswith(code + " "), said
+        ran = run(entry, tmp_path)
+        assert ran.returncode == 1, ran.stdout + ran.stderr
+        (failed,) = [ln for ln in ran.stderr.splitlines() if " failed: " in ln]
+        reason = failed.split("Violation: ", 1)[1]
+        # the runtime adds where in the menu or format the problem is: "(in ...)"
+        assert reason.split(" (in ", 1)[0] == said, (entry, reason, said)
