@@ -71,6 +71,14 @@ MODEL_CALLS = frozenset(
         "run_workflow_code",
     }
 )
+#: The methods ``openprogram.Agent`` itself defines that send the model a request (its
+#: others, :data:`AGENT_OTHER_METHODS`, send none); a method a subclass of the module
+#: defines runs its own body in a call scope, so its body is followed like ``self.x()``.
+#: ``tests/engine/test_primitive_params.py`` compares the two with the Agent class.
+AGENT_REQUESTS = frozenset({"run_turn", "arun_turn", "resume_turn", "aresume_turn", "arun"})
+AGENT_OTHER_METHODS = frozenset(
+    {"from_spec", "add_pre_invocation_hook", "remove_pre_invocation_hook"}
+)
 #: What makes an ``openprogram`` model runtime, and its methods that send the model a request
 RUNTIME_MAKERS = frozenset({"create_runtime", "Runtime"})
 RUNTIME_REQUESTS = frozenset({"exec", "exec_full", "ask_for_decision"})
@@ -283,6 +291,10 @@ def _callee(index: ModuleIndex, fn: FunctionInfo, expr: cst.BaseExpression) -> F
             return _lookup_method(index, cls.qualname, expr.attr.value) if cls else None
         if owner in index.classes and owner not in fn.locals():
             return _lookup_method(index, owner, expr.attr.value)
+    if isinstance(expr, cst.Attribute):  # bot.normalize(q): the method of bot's class
+        cls_name = _agent_instance(index, fn, expr.value, fn.locals())
+        if cls_name is not None and cls_name in index.classes:
+            return _lookup_method(index, cls_name, expr.attr.value)
     return None
 
 
@@ -458,40 +470,50 @@ def _builtin_callable(index: ModuleIndex, name: str, shadowed: set[str]) -> bool
     return callable(getattr(builtins, name, None))
 
 
-class _RunNow(cst.CSTVisitor):
-    """Collects the calls of a lambda body that a control-flow primitive runs at once
-    (a module-level class: one defined per call would leave reference cycles behind)."""
+class _Calls(cst.CSTVisitor):
+    """Collects the ids of the calls under a node (a module-level class: one defined per
+    call would leave reference cycles behind)."""
 
-    def __init__(self, index: ModuleIndex, shadowed: set[str], now: set[int]) -> None:
+    def __init__(self, found: set[int]) -> None:
         super().__init__()
-        self.index = index
-        self.shadowed = shadowed
-        self.now = now
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False  # runs later, unless a primitive calls it (below)
+        self.found = found
 
     def visit_Call(self, node: cst.Call) -> bool:
-        self.now.add(id(node))
-        for _, expr in run_now_callables(self.index, node, self.shadowed):
-            if isinstance(expr, cst.Lambda):
-                expr.body.visit(self)
+        self.found.add(id(node))
         return True
 
 
 def run_now_sites(index: ModuleIndex, fn: FunctionInfo, shadowed: set[str]) -> list[CallSite]:
-    """The calls of ``fn`` that run when ``fn`` runs: not those inside a lambda, except a
-    lambda that a control-flow primitive calls at once (``repeat_until(lambda: ...,
-    lambda r: ...)``), which runs in ``fn``'s body like any other call there."""
-    now: set[int] = set()
+    """The calls of ``fn`` that run in its body: those inside a lambda too (``sorted(xs,
+    key=lambda _: random.random())``, ``map(lambda s: llm(s), xs)``, a thunk a control-flow
+    primitive calls at once), as the body of a nested ``def`` is, except a lambda handed to
+    ``step`` / ``workflow`` / ``parallel({...})`` as its function (refused there, OP213)."""
+    handed: set[int] = set()
     for site in fn.calls:
-        if not site.deferred:
-            for _, expr in run_now_callables(index, site.node, shadowed):
-                if isinstance(expr, cst.Lambda):
-                    expr.body.visit(_RunNow(index, shadowed, now))
-    if not now:
-        return [site for site in fn.calls if not site.deferred]
-    return [site for site in fn.calls if not site.deferred or id(site.node) in now]
+        for expr in _step_callables(site):
+            if isinstance(expr, cst.Lambda):
+                expr.body.visit(_Calls(handed))
+    return [site for site in fn.calls if id(site.node) not in handed]
+
+
+def passed_callables(
+    index: ModuleIndex, site: CallSite, shadowed: set[str] | frozenset[str]
+) -> list[cst.BaseExpression]:
+    """Names and attributes handed as arguments to a call that may call them in the
+    orchestration body (``map(random.choice, xs)``, ``sorted(xs, key=helper)``,
+    ``functools.partial(llm, q)``): not the arguments of ``step`` / ``workflow`` /
+    ``parallel({...})`` (their function runs in a step), nor the callables a control-flow
+    primitive runs at once (:func:`run_now_callables`, followed with their own link)."""
+    if step_kind(site) is not None:
+        return []
+    run_now = {id(e) for _, e in run_now_callables(index, site.node, shadowed)}
+    return [
+        a.value
+        for a in site.node.args
+        if not a.star
+        and isinstance(a.value, (cst.Name, cst.Attribute))
+        and id(a.value) not in run_now
+    ]
 
 
 #: What a function run by a durable primitive is, when it runs again on resume.
@@ -540,6 +562,13 @@ def build_scope(
                     if dep is fn:
                         continue
                     link = (f"'{fn.qualname}' passes '{dep.qualname}' to {primitive} here", expr)
+                    todo.append((dep, [*chain, link], orch, in_workflow))
+            for expr in passed_callables(index, site, fn.locals()):
+                for dep in _callees(index, fn, expr, receivers):
+                    if dep is fn:
+                        continue
+                    to = _code(index, site.node.func)
+                    link = (f"'{fn.qualname}' passes '{dep.qualname}' to {to} here", expr)
                     todo.append((dep, [*chain, link], orch, in_workflow))
             kind = step_kind(site)
             body = _BODIES.get(kind or "", "")
@@ -604,7 +633,15 @@ def _check_function(
     out: list[DetFinding],
     chain: list[tuple[str, cst.CSTNode]],
 ) -> None:
-    where = f"resumable function '{fn.qualname}'" if not chain else f"helper '{fn.qualname}'"
+    outer = fn
+    while outer.parent is not None and outer.parent in index.functions:
+        outer = index.functions[outer.parent]
+    if chain:
+        where = f"helper '{fn.qualname}'"
+    elif outer is fn:
+        where = f"resumable function '{fn.qualname}'"
+    else:  # a nested def of the resumable function, run in its body
+        where = f"helper '{fn.qualname}' of resumable function '{outer.qualname}'"
     if not orch:
         where = f"step dependency '{fn.qualname}'"
     locals_ = fn.locals()
@@ -986,6 +1023,27 @@ def _aliased_call(
     return None
 
 
+def _agent_method_requests(index: ModuleIndex, cls_name: str, method: str) -> bool:
+    """Whether ``method`` called on an instance (or the class) ``cls_name`` of an Agent
+    sends the model a request by itself: not a method the module's classes define (its
+    body runs in a call scope that records a ``code`` node and is followed as a helper,
+    as ``self.method()`` is), not one of ``Agent``'s own that sends none, nor a name no
+    class defines (an ``AttributeError``); a method a base class of another module may
+    define is taken as one."""
+    if cls_name in index.classes and _lookup_method(index, cls_name, method) is not None:
+        return False
+    if method in AGENT_REQUESTS:
+        return True
+    if method in AGENT_OTHER_METHODS:
+        return False
+    chain = _class_chain(index, cls_name)
+    return any(
+        base is None or (base not in index.classes and not is_agent_base(base))
+        for name in chain
+        for base in index.classes[name].bases
+    )
+
+
 def _side_effect(
     index: ModuleIndex, fn: FunctionInfo, site: CallSite, imported: str, shadowed: set[str]
 ) -> str | None:
@@ -996,9 +1054,7 @@ def _side_effect(
     if not imported:  # dm = op.decision.make; dm(...)
         imported = _aliased_call(index, fn, func, shadowed) or ""
         last = imported.rsplit(".", 1)[-1] if imported else last
-    if imported.startswith("openprogram.") and (
-        last in MODEL_CALLS or imported.endswith("decision.make")
-    ):
+    if _model_callable(imported):
         if last in PRIMITIVES and not _judged_by_model(index, fn, site.node, shadowed):
             return None  # judged in Python; what it runs is checked as orchestration
         return "model call"
@@ -1012,15 +1068,17 @@ def _side_effect(
     method = func.attr.value if isinstance(func, cst.Attribute) else ""
     if isinstance(owner, cst.Name) and owner.value in SELF:
         owner = None  # own methods are followed as helpers
-    if owner is not None and (
-        _agent_instance(index, fn, owner, shadowed) is not None
-        or _agent_class(index, owner, shadowed)
-        or (
+    if owner is not None:
+        agent = _agent_instance(index, fn, owner, shadowed)
+        if agent is None and _agent_class(index, owner, shadowed):
+            agent = index.resolve(owner)
+        if agent is not None and _agent_method_requests(index, agent, method):
+            return "model call"
+        if agent is None and (
             method in RUNTIME_REQUESTS
             and _instance(index, fn, owner, shadowed, lambda e: _runtime_made(index, e))
-        )
-    ):
-        return "model call"
+        ):
+            return "model call"
     root = imported.split(".")[0]
     if root in NETWORK_ROOTS:
         return "network I/O"
@@ -1033,6 +1091,58 @@ def _side_effect(
     if isinstance(func, cst.Attribute) and func.attr.value in FILE_METHODS:
         return "file I/O"
     return None
+
+
+def _nondeterministic(imported: str) -> bool:
+    """Whether the import-resolved callable ``imported`` returns a different value each run."""
+    parts = imported.split(".")
+    return imported in NONDET_EXACT or (parts[0] in NONDET_ROOTS and len(parts) > 1)
+
+
+def _model_callable(imported: str) -> bool:
+    """Whether the import-resolved callable ``imported`` sends the model a request."""
+    last = imported.rsplit(".", 1)[-1]
+    return imported.startswith("openprogram.") and (
+        last in MODEL_CALLS or imported.endswith("decision.make")
+    )
+
+
+def _check_passed(
+    index: ModuleIndex,
+    fn: FunctionInfo,
+    site: CallSite,
+    where: str,
+    out: list[DetFinding],
+    chain: list[tuple[str, cst.CSTNode]],
+    shadowed: set[str],
+) -> None:
+    """OP205/OP206 on a non-deterministic or model-calling callable handed to a call that
+    may call it in the orchestration body (``map(random.choice, xs)``, ``map(llm, xs)``)."""
+    callee = _code(index, site.node.func)
+    for expr in passed_callables(index, site, shadowed):
+        imported = index.resolve_imported(expr, shadowed) or ""
+        if _nondeterministic(imported):
+            out.append(
+                DetFinding(
+                    "OP205",
+                    f"non-deterministic callable {imported} passed to {callee}() in {where} "
+                    "outside a step: a resumed run would see a different value; move it "
+                    "into a step",
+                    expr,
+                    chain,
+                )
+            )
+        elif _model_callable(imported):
+            out.append(
+                DetFinding(
+                    "OP206",
+                    f"model call ({_code(index, expr)} passed to {callee}) directly in "
+                    f"{where}: side effects outside a step run again on resume; wrap it "
+                    "in step('name', fn, ...)",
+                    expr,
+                    chain,
+                )
+            )
 
 
 def _check_orchestration(
@@ -1048,9 +1158,9 @@ def _check_orchestration(
     for site in run_now_sites(index, fn, shadowed):
         target = site.target or ""
         imported = index.resolve_imported(site.node.func, shadowed) or ""
+        _check_passed(index, fn, site, where, out, chain, shadowed)
         # OP205 non-determinism
-        parts = imported.split(".")
-        if imported in NONDET_EXACT or (parts[0] in NONDET_ROOTS and len(parts) > 1):
+        if _nondeterministic(imported):
             out.append(
                 DetFinding(
                     "OP205",

@@ -54,7 +54,6 @@ class CallSite:
     node: cst.Call
     target: str | None  # dotted, import-resolved name of the callee
     function: str | None  # qualname of the enclosing function
-    deferred: bool = False  # inside a lambda (runs later, elsewhere)
     head: str | None = None  # leftmost name of the callee expression (``t`` in ``t.time()``)
 
 
@@ -327,7 +326,6 @@ class IndexBuilder(cst.CSTVisitor):
         self._class_stack: list[ClassInfo] = []
         self._scope_kinds: list[str] = []  # "class" | "function" | "lambda"
         self._skip_names: set[int] = set()
-        self._lambda_depth = 0
         self._module_names: set[str] = set()  # names outside functions, for star imports
 
     # --------------------------------------------------------------- dispatcher
@@ -478,11 +476,9 @@ class IndexBuilder(cst.CSTVisitor):
         if self._func is not None:
             self._func.nested.append(node)
         self._scope_kinds.append("lambda")
-        self._lambda_depth += 1
 
     def leave_Lambda(self, original_node: cst.Lambda) -> None:
         self._scope_kinds.pop()
-        self._lambda_depth -= 1
 
     # --------------------------------------------------------------- names
     def visit_Name(self, node: cst.Name) -> None:
@@ -657,7 +653,6 @@ class IndexBuilder(cst.CSTVisitor):
             node,
             self.index.resolve(node.func),
             func.qualname if func else None,
-            deferred=self._lambda_depth > 0,
             head=_head(node.func),
         )
         self.index.calls.append(site)

@@ -57,3 +57,18 @@ def test_the_table_has_every_public_function_that_judges_a_condition() -> None:
             if "Condition" in annotations or Condition in annotations:
                 judging.add(name)
     assert judging == set(PRIMITIVES)
+
+
+def test_the_agent_methods_the_analyzer_knows_are_those_agent_defines() -> None:
+    """OP206 takes ``bot.run_turn(...)`` as a model call and ``bot.from_spec(...)`` as
+    none (``openprogram_analyzers.determinism``); a method added to ``Agent`` fails here
+    until the analyzer says which it is."""
+    from openprogram_analyzers.determinism import AGENT_OTHER_METHODS, AGENT_REQUESTS
+
+    public = {
+        name
+        for name in vars(openprogram.Agent)
+        if not name.startswith("_") and callable(getattr(openprogram.Agent, name))
+    }
+    assert public == AGENT_REQUESTS | AGENT_OTHER_METHODS
+    assert not AGENT_REQUESTS & AGENT_OTHER_METHODS

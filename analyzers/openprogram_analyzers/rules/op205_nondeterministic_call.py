@@ -13,7 +13,10 @@ class RuleOP205(FamilyRule):
     ``uuid.uuid4()``... return different values then. Call them inside a step. So does a
     generator made at module level (``rng = random.Random(7)``, ``SystemRandom()``), seeded
     or not: it is shared by every run of the process and each call advances it, so a
-    resumed run continues its sequence instead of replaying it.
+    resumed run continues its sequence instead of replaying it. A lambda or a nested
+    ``def`` of the body runs in the body (``sorted(xs, key=lambda _: random.random())``),
+    and so does a callable handed to a call that may call it (``map(random.choice, xs)``),
+    unless it is the function of a step.
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP205`` suppresses it.
     """
@@ -90,5 +93,58 @@ class RuleOP205(FamilyRule):
             """,
             range=(9, 13, 9, 32),
             message="non-deterministic call random.Random.choice()",
+        ),
+        Invalid(
+            """
+            import random
+
+            from openprogram import step
+
+
+            def main(options: list[str]) -> str:
+                order = sorted(options, key=lambda _: random.random())
+                return step("save", str.upper, order[0])
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(7, 43, 7, 58),
+            message="non-deterministic call random.random() in resumable function 'main'",
+        ),
+        Invalid(
+            """
+            import random
+
+            from openprogram import step
+
+
+            def main(groups: list[list[str]]) -> str:
+                picks = list(map(random.choice, groups))
+                return step("save", str.upper, "".join(picks))
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(7, 22, 7, 35),
+            message="non-deterministic callable random.choice passed to map()",
+        ),
+        Invalid(
+            """
+            import random
+
+            from openprogram import step
+
+
+            def main(options: list[str]) -> str:
+                def key(_: str) -> float:
+                    return random.random()
+
+                return step("save", str.upper, sorted(options, key=key)[0])
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(8, 16, 8, 31),
+            message="in helper 'main.<locals>.key' of resumable function 'main' outside a step",
         ),
     ]

@@ -11,9 +11,12 @@ from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 class RuleOP206(FamilyRule):
     """Why: Side effects in the orchestration body run again on every resume. Put model calls,
     network, file and subprocess work into ``step('name', fn, ...)``. Model calls are
-    ``llm``/``agent``, a call through an Agent instance or class (also one a function of the
-    module returns, ``make_bot()(q)``, or a class attribute holds, ``self.bot(q)`` with
-    ``bot = Bot()`` in the class body or ``self.bot = Bot()`` in a method), a model runtime's request
+    ``llm``/``agent`` (also handed to a call that may call them, ``map(llm, xs)``,
+    ``functools.partial(llm, q)``, or called in a lambda, ``map(lambda s: llm(s), xs)``),
+    a call of an Agent instance (also one a function of the module returns,
+    ``make_bot()(q)``, or a class attribute holds, ``self.bot(q)`` with ``bot = Bot()`` in
+    the class body or ``self.bot = Bot()`` in a method) or of its turn methods
+    (``bot.run_turn(...)``), a model runtime's request
     (``create_runtime().exec(q)``, ``rt.exec_full(q)``), the judgements of the
     control-flow primitives and ``goal``, and a Planner run (``plan_and_run``,
     ``run_workflow_code``: its ``llm()``/``agent()`` calls run again). The body of a
@@ -27,7 +30,10 @@ class RuleOP206(FamilyRule):
     run at once, in threads of the caller, not as steps. The durable
     ``parallel({"branch": (fn, args, kwargs)})`` runs each ``fn`` as a workflow body of
     its own: an interrupted branch runs it again on resume, so its model calls belong in
-    steps too.
+    steps too. A method the module's Agent class defines, called on an instance
+    (``bot.normalize(q)``), runs its own body in a call scope (a ``code`` node, no request
+    of its own), so it is followed like ``self.normalize(q)``: a model call in it
+    (``self(q)``, ``llm``) is reported there, with the call chain.
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP206`` suppresses it.
     """
@@ -192,6 +198,26 @@ class RuleOP206(FamilyRule):
                 def report(self, topic: str) -> str:
                     create_runtime("scripted:echo").close()
                     return step("save", str.lower, self.bot(topic))
+            """
+        ),
+        Valid(
+            """
+            from openprogram import Agent, step
+
+
+            class Bot(Agent):
+                def normalize(self, q: str) -> str:  # string work, no model call
+                    return q.strip().lower()
+
+
+            bot = Bot()
+
+
+            def build(q: str) -> str:
+                return step("save", str.upper, bot.normalize(q))  # followed as self.x() is
+
+
+            build.__agent_options__ = {"resumable": True}
             """
         ),
     ]
@@ -527,5 +553,54 @@ class RuleOP206(FamilyRule):
             """,
             range=(11, 13, 11, 44),
             message="model call (Team().critic) directly in resumable function 'report'",
+        ),
+        Invalid(
+            """
+            from openprogram import llm, step
+
+
+            def main(topics: list[str]) -> str:
+                parts = list(map(lambda t: llm("Summarize " + t), topics))
+                return step("save", str.upper, " ".join(parts))
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(5, 32, 5, 53),
+            message="model call (openprogram.llm) directly in resumable function 'main'",
+        ),
+        Invalid(
+            """
+            from openprogram import llm, step
+
+
+            def main(topics: list[str]) -> str:
+                parts = list(map(llm, topics))
+                return step("save", str.upper, " ".join(parts))
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(5, 22, 5, 25),
+            message="model call (llm passed to map) directly in resumable function 'main'",
+        ),
+        Invalid(
+            """
+            from openprogram import Agent, step
+
+
+            class Bot(Agent):
+                def normalize(self, q: str) -> str:
+                    return self("Normalize " + q)
+
+
+            def build(q: str) -> str:
+                return step("save", str.upper, Bot().normalize(q))
+
+
+            build.__agent_options__ = {"resumable": True}
+            """,
+            range=(6, 16, 6, 38),
+            message="model call (self) directly in helper 'Bot.normalize'",
         ),
     ]

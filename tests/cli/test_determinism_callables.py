@@ -1,0 +1,116 @@
+"""The determinism check sees work a resumable body does in a lambda, in a nested ``def``
+or through a callable it hands to another call (``map``, ``sorted(key=...)``), and follows a
+method called on an Agent instance as it follows ``self.method()``: ``openprogram-lint``
+and the pre-run check of ``openprogram run`` report the same line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_programs import cli, lint
+
+HEAD = """import random
+
+from openprogram import Agent, llm, step
+
+
+def fetch(x: str) -> str:
+    return x.upper()
+
+
+class Bot(Agent):
+    def normalize(self, q: str) -> str:
+        return q.strip().lower()
+
+    def draft(self, q: str) -> str:
+        return self("Draft " + q)
+
+
+bot = Bot()
+
+
+def main(q: str) -> str:
+"""
+TAIL = """
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+REFUSED = [
+    (
+        "    order = sorted([q, 'b'], key=lambda _: random.random())\n"
+        "    return step('fetch', fetch, order[0])",
+        "main.py:22:44: OP205 non-deterministic call random.random() in resumable function "
+        "'main' outside a step",
+    ),
+    (
+        "    picks = list(map(random.choice, [[q, 'a'], ['b', 'c']]))\n"
+        "    return step('fetch', fetch, ''.join(picks))",
+        "main.py:22:22: OP205 non-deterministic callable random.choice passed to map() in "
+        "resumable function 'main' outside a step",
+    ),
+    (
+        "    parts = list(map(lambda s: llm('Summarize ' + s), [q, q + '!']))\n"
+        "    return step('fetch', fetch, ' '.join(parts))",
+        "main.py:22:32: OP206 model call (openprogram.llm) directly in resumable function 'main'",
+    ),
+    (
+        "    parts = list(map(llm, [q, q + '!']))\n    return step('fetch', fetch, ' '.join(parts))",
+        "main.py:22:22: OP206 model call (llm passed to map) directly in resumable function 'main'",
+    ),
+    (
+        "    def key(_: str) -> float:\n        return random.random()\n\n"
+        "    return step('fetch', fetch, sorted([q, 'b'], key=key)[0])",
+        "main.py:23:16: OP205 non-deterministic call random.random() in helper "
+        "'main.<locals>.key' of resumable function 'main' outside a step",
+    ),
+    (
+        "    return step('fetch', fetch, bot.draft(q))",
+        "main.py:15:16: OP206 model call (self) directly in helper 'Bot.draft'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "line"), REFUSED)
+def test_lint_and_run_refuse_the_same_line(tmp_path: Path, body: str, line: str) -> None:
+    (tmp_path / "main.py").write_text(HEAD + body + TAIL, encoding="utf-8")
+    linted = lint("main.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    assert line in linted.stdout
+    ran = cli("run", "main.py:main", "--args", '{"q": "x"}', "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert line in ran.stderr
+    assert cli("runs", "--json", "--store", "st", cwd=tmp_path).stdout.strip() == "[]"
+
+
+ACCEPTED = [
+    # a method of the Agent doing string work runs as self.normalize(q) would
+    "    return step('fetch', fetch, bot.normalize(q))",
+    # a lambda that is the key of a sort, with no model call or random value in it
+    "    return step('fetch', fetch, sorted([q, 'b'], key=lambda s: s.lower())[0])",
+    # a function handed to map that does plain work
+    "    return step('fetch', fetch, ''.join(map(str.strip, [q, ' b '])))",
+]
+
+
+@pytest.mark.parametrize("body", ACCEPTED)
+def test_lint_and_run_accept_plain_work(tmp_path: Path, body: str) -> None:
+    (tmp_path / "main.py").write_text(HEAD + body + TAIL, encoding="utf-8")
+    linted = lint("main.py", cwd=tmp_path)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    ran = cli(
+        "run", "main.py:main", "--args", '{"q": " X "}', "--store", "st", "--json", cwd=tmp_path
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert json.loads(ran.stdout)["status"] == "completed"
+
+
+def test_a_method_no_class_defines_is_no_model_call_but_a_turn_is(tmp_path: Path) -> None:
+    body = "    a = bot.ask(q)\n    b = bot.run_turn(q)\n    return step('fetch', fetch, a + b)"
+    (tmp_path / "main.py").write_text(HEAD + body + TAIL, encoding="utf-8")
+    out = lint("main.py", cwd=tmp_path).stdout
+    assert "OP206 model call (bot.run_turn)" in out
+    assert "bot.ask" not in out
