@@ -291,10 +291,6 @@ def _callee(index: ModuleIndex, fn: FunctionInfo, expr: cst.BaseExpression) -> F
             return _lookup_method(index, cls.qualname, expr.attr.value) if cls else None
         if owner in index.classes and owner not in fn.locals():
             return _lookup_method(index, owner, expr.attr.value)
-    if isinstance(expr, cst.Attribute):  # bot.normalize(q): the method of bot's class
-        cls_name = _agent_instance(index, fn, expr.value, fn.locals())
-        if cls_name is not None and cls_name in index.classes:
-            return _lookup_method(index, cls_name, expr.attr.value)
     return None
 
 
@@ -324,7 +320,8 @@ def _callees(
     """The same-module functions ``expr`` may refer to: :func:`_callee`, except that
     ``self.hook`` / ``cls.hook`` in a method is the ``hook`` of each receiver class
     (``receivers`` deriving from the method's class; when none does, the class and its
-    subclasses), so an override in a subclass is followed too."""
+    subclasses), so an override in a subclass is followed too; ``bot.hook`` on an instance
+    of an Agent class of the module is that class's ``hook``."""
     if (
         isinstance(expr, cst.Attribute)
         and isinstance(expr.value, cst.Name)
@@ -341,6 +338,11 @@ def _callees(
                 out.append(found)
         return out
     found = _callee(index, fn, expr)
+    if found is None and isinstance(expr, cst.Attribute):
+        # bot.normalize(q): the method of bot's Agent class runs as self.normalize(q) would
+        cls_name = _agent_instance(index, fn, expr.value, fn.locals())
+        if cls_name is not None and cls_name in index.classes:
+            found = _lookup_method(index, cls_name, expr.attr.value)
     return [found] if found is not None else []
 
 
