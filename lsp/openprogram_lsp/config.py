@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -208,6 +208,34 @@ def config_file_for(
         return find_config(path, memo), None
     except Exception as exc:
         return None, f"[tool.openprogram.lint] ignored: {exc}"
+
+
+#: What ``os.stat`` says of a folder's ``pyproject.toml`` (None: there is none), to see
+#: cheaply whether it changed: ``(mtime_ns, ctime_ns, size, inode)``.
+PyprojectStat = tuple[int, int, int, int] | None
+
+
+def pyproject_stat(directory: str) -> PyprojectStat:
+    """:data:`PyprojectStat` of ``directory``'s ``pyproject.toml`` (one ``stat``, no read)."""
+    try:
+        st = os.stat(os.path.join(directory, "pyproject.toml"))
+    except (OSError, ValueError):
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
+def config_dirs(path: str | Path) -> Iterator[str]:
+    """The folders whose ``pyproject.toml`` ``find_config`` may read for ``path`` (a
+    document or a folder), nearest first, up to the filesystem root (its memo's keys)."""
+    here = os.path.realpath(path)
+    if not os.path.isdir(here):
+        here = os.path.dirname(here)
+    while True:
+        yield here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return
+        here = parent
 
 
 def load_pyproject(path: Path | None) -> tuple[Any, str | None]:

@@ -21,7 +21,7 @@ from lsprotocol import types
 from pygls.workspace import TextDocument
 
 from .analysis import AnalysisResult, analyze
-from .documents import DocumentState
+from .documents import DocumentState, document_key
 from .full_worker import FullAnalysisWorker, WorkerCrashed
 from .incremental import IncrementalAnalyzer
 from .positions import finding_range, split_lines
@@ -84,7 +84,7 @@ def to_diagnostics(
                     r_uri = from_fs_path(r.path) or result.uri
                 r_rng = (
                     finding_range(lines, codec, r.line, r.column, r.end_line, r.end_column)
-                    if r_uri == result.uri
+                    if document_key(r_uri) == document_key(result.uri)
                     else types.Range(
                         types.Position(max(r.line - 1, 0), max(r.column - 1, 0)),
                         types.Position(max(r.end_line - 1, 0), max(r.end_column - 1, 0)),
@@ -196,7 +196,7 @@ class DiagnosticsEngine:
             while not self.closed:
                 seen = state.changes
                 doc = self.server.open_document(uri)
-                if doc is None or self.server.documents.get(uri) is not state:
+                if doc is None or self.server.state_of(uri) is not state:
                     return
                 result = await self.analyse(uri, doc)
                 self._publish_if_current(result)
@@ -310,7 +310,7 @@ class DiagnosticsEngine:
             self.server.log(f"analyzer error on {uri}: {result.internal_error}", error=True)
         elif full and state.incremental is inc:
             inc.set_base(result.text, result.findings)
-        if result.depends_on is not None and self.server.documents.get(uri) is state:
+        if result.depends_on is not None and self.server.state_of(uri) is state:
             state.helper_files = frozenset(result.depends_on)
         if result.model is not None:
             self.server.model_built(state, text, result.model)

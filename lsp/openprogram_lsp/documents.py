@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 from .analysis import AnalysisResult
 from .incremental import IncrementalAnalyzer
@@ -22,11 +23,20 @@ if TYPE_CHECKING:
     from .raw_json import RawJSON
 
 
+def document_key(uri: str) -> str:
+    """The key an open document is found by, from any spelling of its URI the client
+    sends: pygls's own (``Workspace`` keeps documents under ``unquote(uri)``), so
+    ``file:///a%20b/%C3%B6.py`` and ``file:///a%20b/%c3%b6.py`` are one document. Only a
+    key: the way back to the URI the client opened it with is the document's ``uri``
+    (what diagnostics are published on)."""
+    return unquote(uri)
+
+
 @dataclass(eq=False)
 class DocumentState:
     """What the server knows about one open document."""
 
-    uri: str
+    uri: str  # as the client opened it (``didOpen``): diagnostics are published on it
     result: AnalysisResult | None = None  # latest analysis (of the current version, or older)
     incremental: IncrementalAnalyzer = field(default_factory=IncrementalAnalyzer)
     changes: int = 0  # didChange count: a pass compares it to see newer edits

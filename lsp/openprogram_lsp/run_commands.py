@@ -612,10 +612,9 @@ def register(server: OpenProgramLanguageServer) -> None:
             store = ls.settings_for(program).store_dir()
             read = functools.partial(select_runs, store, None, program, function)
             runs = await read_stores([store], read, none)
-        else:  # every folder's runs, each from its own store
+        else:  # every folder's runs, each from its own store (none: no folder is open)
             seen: dict[str, RunInfo] = {}
-            folders: list[Path | None] = [*ls.folders()] or [None]
-            for folder in folders:
+            for folder in ls.folders():
                 store = ls.settings_for(folder).store_dir()
                 read = functools.partial(select_runs, store, folder, None, function)
                 for r in await read_stores([store], read, none):

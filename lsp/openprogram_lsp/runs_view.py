@@ -43,14 +43,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pygls.uris import from_fs_path, to_fs_path
-
 from openprogram.contract.runs import RunStatus, entry_name
 from openprogram.durable import queries
 from openprogram.durable.queries import RunRow
 from openprogram.errors import OpenProgramError
 from openprogram.store.postgres import redacted_location
 
+from .documents import document_key
 from .entry_signature import entry_args_problems, entry_signature
 from .raw_json import RawJSON
 from .run_commands import executed_program
@@ -100,20 +99,12 @@ def param(params: Any, key: str, default: Any = None) -> Any:
 
 
 def folder_stores(ls: OpenProgramLanguageServer) -> list[FolderStore]:
-    """One store per workspace folder: the ``store`` setting resolved against each folder."""
-    folders = list(ls.workspace.folders.values())
-    out: list[FolderStore] = []
-    for folder in folders:
-        path = to_fs_path(folder.uri)
-        if path is None:
-            continue
-        store = ls.settings_for(Path(path)).store_dir()  # the folder's own settings
-        out.append(FolderStore(folder.name, folder.uri, store))
-    if not out:
-        store = ls.settings.store_dir()
-        root = ls.settings.root or (Path.cwd() if isinstance(store, str) else store.parent)
-        out.append(FolderStore(root.name, from_fs_path(str(root)) or "", store))
-    return out
+    """One store per served workspace folder (``served_folders``: none while no folder is
+    open, as Run refuses then): the ``store`` setting resolved against each folder."""
+    return [
+        FolderStore(name, uri, ls.settings_for(path).store_dir())  # the folder's own settings
+        for path, name, uri in ls.served_folders()
+    ]
 
 
 def readable_stores(ls: OpenProgramLanguageServer) -> list[FolderStore]:
@@ -287,8 +278,14 @@ async def read_run(
     return await read_stores([fs.db for fs in stores], read, empty)
 
 
+def _names(folder: str, fs: FolderStore) -> bool:
+    """Whether the ``folder`` param of a request (a name, or any spelling of the URI)
+    names ``fs``."""
+    return folder == fs.name or document_key(folder) == document_key(fs.uri)
+
+
 async def runs_payload(ls: OpenProgramLanguageServer, folder: str | None = None) -> dict[str, Any]:
-    stores = [fs for fs in folder_stores(ls) if not folder or folder in (fs.uri, fs.name)]
+    stores = [fs for fs in folder_stores(ls) if not folder or _names(folder, fs)]
     return {"folders": list(await asyncio.gather(*(folder_runs(fs) for fs in stores)))}
 
 

@@ -40,13 +40,16 @@ from . import (
 from .config import (
     CONFIG_SECTION,
     ClientSettings,
+    PyprojectStat,
     Settings,
+    config_dirs,
     config_file_for,
     load_pyproject,
     parse_client_settings,
+    pyproject_stat,
 )
 from .diagnostics import DiagnosticsEngine
-from .documents import DocumentState
+from .documents import DocumentState, document_key
 from .outline import Edit, Outline, build_outline, moved
 from .positions import from_lsp
 from .raw_json import RawJSON, send_raw_response
@@ -135,14 +138,17 @@ class OpenProgramLanguageServer(LanguageServer):
         self.init_settings = ClientSettings()
         self.workspace_settings = ClientSettings()
         self.folder_client_settings: dict[Path, ClientSettings] = {}  # scoped (resource) values
-        self.documents: dict[str, DocumentState] = {}
+        self.documents: dict[str, DocumentState] = {}  # by document_key: use state_of
         self.diagnostics = DiagnosticsEngine(self)
         self._settings_generation = 0
         self._shown_config_errors: set[str] = set()
         # which pyproject applies to a folder (find_config's memo) and each pyproject's
         # lint configuration (or error): emptied whenever a pyproject.toml may have changed
+        # (a watched-file event, or the stat of a folder's pyproject.toml, taken when the
+        # memo learnt the folder, differing when a document is opened, edited or saved)
         self._config_files: dict[str, Path | None] = {}
         self._lint_configs: dict[Path | None, tuple[Any, str | None]] = {}
+        self._pyproject_stats: dict[str, PyprojectStat] = {}
         self._shown_store_errors: set[str] = set()  # stores (redacted) whose outage was shown
         self._store_errors: dict[str, str] = {}  # store (redacted) -> why it cannot be read
         # the client named workspace folders (at initialize or by a change): only they are
@@ -150,18 +156,21 @@ class OpenProgramLanguageServer(LanguageServer):
         self.uses_folders = False
 
     # -- documents --------------------------------------------------------------------
-    def open_uris(self) -> list[str]:
-        return list(self.workspace.text_documents.keys())
-
     def open_document(self, uri: str) -> TextDocument | None:
-        """The open document for ``uri``, or None (never reads unknown URIs from disk)."""
-        return self.workspace.text_documents.get(uri)
+        """The open document for ``uri`` (any spelling of it: :func:`document_key`), or
+        None (never reads unknown URIs from disk)."""
+        return self.workspace.text_documents.get(document_key(uri))
+
+    def state_of(self, uri: str) -> DocumentState | None:
+        """The state of the open document ``uri`` if it has one (never creates it)."""
+        return self.documents.get(document_key(uri))
 
     def document_state(self, uri: str) -> DocumentState | None:
         """The state of an open document (created on first use), None if not open."""
-        state = self.documents.get(uri)
-        if state is None and self.open_document(uri) is not None:
-            state = self.documents[uri] = DocumentState(uri)
+        key = document_key(uri)
+        state = self.documents.get(key)
+        if state is None and (doc := self.open_document(uri)) is not None:
+            state = self.documents[key] = DocumentState(doc.uri)
         return state
 
     def outline(self, uri: str) -> Outline | None:
@@ -185,7 +194,7 @@ class OpenProgramLanguageServer(LanguageServer):
         """A didChange ``change`` is about to be applied to ``uri``: the last outline that
         parsed moves with it, so while the text does not parse, lenses and symbols stay
         on their lines (a whole-document change leaves nothing to place: none stay)."""
-        state = self.documents.get(uri)
+        state = self.state_of(uri)
         doc = self.open_document(uri)
         if state is None or doc is None or state.outline is None:
             return
@@ -230,7 +239,7 @@ class OpenProgramLanguageServer(LanguageServer):
     def model_built(self, state: DocumentState, text: str, model: ProgramModel | None) -> None:
         """A Program model of ``text`` was built (None: the text is not analysed, e.g. a
         syntax error mid-edit: the last model stays)."""
-        if self.documents.get(state.uri) is not state:
+        if self.state_of(state.uri) is not state:
             return  # closed or reopened meanwhile
         state.model_digest = hash(text)
         if model is None or model == state.model:
@@ -241,18 +250,19 @@ class OpenProgramLanguageServer(LanguageServer):
 
     def opened(self, uri: str) -> None:
         """didOpen: fresh state (a reopened document starts from scratch)."""
-        old = self.documents.pop(uri, None)
+        key = document_key(uri)
+        old = self.documents.pop(key, None)
         if old is not None:
             old.close()
-        self.documents[uri] = DocumentState(uri)
+        self.documents[key] = DocumentState(uri)
         self.diagnostics.schedule(uri)
 
     def forget_document(self, uri: str) -> None:
-        """didClose: stop its work and drop all it state at once."""
-        state = self.documents.pop(uri, None)
+        """didClose: stop its work and drop all its state at once."""
+        state = self.documents.pop(document_key(uri), None)
         if state is not None:
             state.close()
-        self.diagnostics.clear(uri)
+        self.diagnostics.clear(uri if state is None else state.uri)
 
     # -- settings ---------------------------------------------------------------------
     @property
@@ -260,19 +270,25 @@ class OpenProgramLanguageServer(LanguageServer):
         root = self.workspace.root_path
         return Path(root) if root else None
 
-    def folders(self) -> list[Path]:
-        """Workspace folders (multi-root), else the root; the first is the default. Once
+    def served_folders(self) -> list[tuple[Path, str, str]]:
+        """``(path, name, uri)`` of each served folder, its URI as the client sent it:
+        the workspace folders (multi-root), else the root; the first is the default. Once
         the client has named folders, only those: the root of a folder it removed is not
-        served any more."""
-        out: list[Path] = []
+        served any more. None at all when the client opened no folder (or removed the
+        last one): nothing is run, and no run store is listed."""
+        out: list[tuple[Path, str, str]] = []
         for folder in self.workspace.folders.values():
             path = fs_path(folder.uri)
             if path:
-                out.append(Path(path))
+                out.append((Path(path), folder.name, folder.uri))
         root = self.root
-        if not self.uses_folders and root is not None and root not in out:
-            out.insert(0, root)
+        if not self.uses_folders and root is not None and root not in [p for p, _, _ in out]:
+            out.insert(0, (root, root.name, self.workspace.root_uri or root.as_uri()))
         return out
+
+    def folders(self) -> list[Path]:
+        """The paths of :meth:`served_folders`."""
+        return [path for path, _, _ in self.served_folders()]
 
     def folder_of(self, path: str | Path | None) -> Path | None:
         """The innermost workspace folder holding ``path`` (None if none does)."""
@@ -309,6 +325,10 @@ class OpenProgramLanguageServer(LanguageServer):
     def _lint_config_of(self, path: str | Path) -> tuple[Any, str | None]:
         """The lint configuration (or its error) applying to ``path``; an error is shown
         to the user once (the defaults apply until it is fixed)."""
+        for directory in config_dirs(path):  # the folders find_config reads (not memoised)
+            if directory in self._config_files:
+                break
+            self._pyproject_stats[directory] = pyproject_stat(directory)
         found, err = config_file_for(path, self._config_files)
         key = None if err else found
         loaded = self._lint_configs.get(key) if err is None else (None, err)
@@ -320,6 +340,16 @@ class OpenProgramLanguageServer(LanguageServer):
             self.log(err, error=True)
             self.show(err, error=True)
         return loaded
+
+    def config_files_changed(self, uri: str) -> bool:
+        """Whether a ``pyproject.toml`` the configuration of document ``uri`` was read from
+        (or looked for) changed since: one ``stat`` per folder above it, no read. For a
+        client that does not watch files (Neovim 0.7), or a pyproject edited outside it."""
+        path = fs_path(uri) if uri.startswith("file:") else None
+        if not path or not os.path.isabs(path):
+            return False
+        stats = self._pyproject_stats
+        return any(d in stats and stats[d] != pyproject_stat(d) for d in config_dirs(path))
 
     @property
     def push_diagnostics(self) -> bool:
@@ -345,6 +375,7 @@ class OpenProgramLanguageServer(LanguageServer):
         per_folder: dict[Path, Settings] = {}
         self._config_files.clear()
         self._lint_configs.clear()
+        self._pyproject_stats.clear()
         for folder in folders:
             scoped = self.folder_client_settings.get(folder)
             folder_client = client if scoped is None else client.overlay(scoped)
@@ -521,18 +552,20 @@ def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: OpenProgramLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
         ls.opened(params.text_document.uri)
+        _check_config_files(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(
         ls: OpenProgramLanguageServer, params: types.DidChangeTextDocumentParams
     ) -> None:
-        ls.diagnostics.schedule(params.text_document.uri)
+        if not _check_config_files(ls, params.text_document.uri):
+            ls.diagnostics.schedule(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: OpenProgramLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
         if _is_pyproject(params.text_document.uri):
             _reload_config(ls)
-        else:
+        elif not _check_config_files(ls, params.text_document.uri):
             _python_files_changed(ls, [params.text_document.uri])
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -582,6 +615,16 @@ def _reload_config(ls: OpenProgramLanguageServer) -> None:
     ls.log("reloaded [tool.openprogram.lint] from pyproject.toml")
     ls.diagnostics.schedule_all()
     _refresh_client_views(ls)
+
+
+def _check_config_files(ls: OpenProgramLanguageServer, uri: str) -> bool:
+    """Reload the configuration if a pyproject.toml of document ``uri`` changed (stat
+    only: ``config_files_changed``); whether it did (every open document is analysed
+    again then)."""
+    if not ls.config_files_changed(uri):
+        return False
+    _reload_config(ls)
+    return True
 
 
 def _python_files_changed(ls: OpenProgramLanguageServer, uris: list[str]) -> None:
