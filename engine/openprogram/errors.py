@@ -140,6 +140,11 @@ class StoreError(OpenProgramError):
         return cls(f"store {store}: {reason}", store=store)
 
 
+#: What follows a traceback's file name in the code a run saved when it started
+#: (``keep_original``, :mod:`openprogram.durable.snapshot`).
+SAVED_SOURCE = " (saved source)"
+
+
 def raised_at(exc: BaseException) -> str | None:
     """Where ``exc`` was raised in the user's code: ``prog.py:16 in boom`` — the innermost
     frame of its traceback outside OpenProgram, the standard library and installed
@@ -171,7 +176,7 @@ def raised_at(exc: BaseException) -> str | None:
     if found is None:
         return None
     path, line, name = found
-    saved = " (saved source)"  # a resumed run's saved code (durable.snapshot)
+    saved = SAVED_SOURCE
     kept = path.endswith(saved)
     path = path[: -len(saved)] if kept else path
     try:

@@ -49,7 +49,14 @@ from openprogram.durable.policy import policy_for_resume, policy_for_start
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave, result_json
 from openprogram.durable.worker import DEFAULT_QUEUE
 from openprogram.entry_args import call_by_name
-from openprogram.errors import ConfigError, StoreError, Terminated, raised_at, stopped_by
+from openprogram.errors import (
+    SAVED_SOURCE,
+    ConfigError,
+    StoreError,
+    Terminated,
+    raised_at,
+    stopped_by,
+)
 from openprogram.history import RESUMES
 from openprogram.programs.loader import EntryError, ProgramEntry, load_entry, parse_entry_ref
 from openprogram.runtime import paused_loops
@@ -174,15 +181,18 @@ def _check_json_args(entry: ProgramEntry, args: Mapping[str, Any] | None) -> Non
 
 
 def _determinism(entry: ProgramEntry) -> list[str]:
-    """Run the pre-run check; the qualnames it reached (what ``keep_original`` saves)."""
-    if entry.path is None:
+    """Run the pre-run check; the qualnames it reached (what ``keep_original`` saves). It
+    reads the file that defines the entry's function (a method inherited from a class of
+    a module the Program imports is checked there)."""
+    path = entry.source_path
+    if path is None:
         return []
     try:
-        source = Path(entry.path).read_text(encoding="utf-8")
+        source = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise ProgramLoadError(f"{entry.path}: cannot read the Program: {exc}") from None
+        raise ProgramLoadError(f"{path}: cannot read the Program: {exc}") from None
     try:
-        return checks.check_resumable(source, entry.path, entry.qualname)
+        return checks.check_resumable(source, path, entry.qualname)
     except ModuleNotFoundError:  # analyzer not installed: run without the static pre-check
         warnings.warn(
             "openprogram_analyzers.determinism is not available; the pre-run determinism "
@@ -426,7 +436,16 @@ def _failure_text(db: RunStore, run_id: str, exc: BaseException) -> str:
     line = raised_at(exc)
     if line is not None:
         where.append(f"at {line}")
-    return f"{text} ({', '.join(where)})" if where else text
+    text = f"{text} ({', '.join(where)})" if where else text
+    name = getattr(exc, "name", None)
+    if isinstance(exc, NameError) and name and line is not None and line.endswith(SAVED_SOURCE):
+        # keep_original runs the saved functions against the module's globals as they are
+        text += (
+            f"; the saved source of this run (keep_original) reads the global "
+            f"{name!r}, which its module no longer defines: resume with --policy use_latest "
+            "to run the current code"
+        )
+    return text
 
 
 def _outcome(db: RunStore, run_id: str, status: str, lease: str | None = None) -> RunOutcome:
@@ -707,12 +726,12 @@ def resume_run(
         new_snap: dict[str, Any] | None = None
         if pol is Policy.KEEP_ORIGINAL and run.source_snapshot:
             fn = snapshot.restore(
-                run.source_snapshot, entry.module, entry.instance, entry.receiver_class
+                run.source_snapshot, entry.source_module, entry.instance, entry.receiver_class
             )
         else:
             reached = _determinism(entry)
             new_snap = snapshot.capture(
-                entry.function, entry.module, entry.qualname, reached, entry.instance
+                entry.function, entry.source_module, entry.qualname, reached, entry.instance
             )
             fn = entry.target
         owner = Owner.this_process()
@@ -847,7 +866,7 @@ def _prepare(
     if entry.resumable:
         reached = _determinism(entry)
         snap = snapshot.capture(
-            entry.function, entry.module, entry.qualname, reached, entry.instance
+            entry.function, entry.source_module, entry.qualname, reached, entry.instance
         )
     return bound, snap
 
@@ -906,7 +925,7 @@ def execute_claimed(
         entry = _load_for_resume(run)
         if run.policy == Policy.KEEP_ORIGINAL and run.source_snapshot:
             fn = snapshot.restore(
-                run.source_snapshot, entry.module, entry.instance, entry.receiver_class
+                run.source_snapshot, entry.source_module, entry.instance, entry.receiver_class
             )
         else:
             if entry.resumable:

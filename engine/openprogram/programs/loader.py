@@ -65,6 +65,24 @@ class ProgramEntry:
         return getattr(self.target, "__func__", self.target)
 
     @property
+    def source_module(self) -> types.ModuleType:
+        """The module whose source defines the entry's function: the Program's own, or a
+        module it imports (``class MyBot(BaseBot)`` inheriting a resumable ``BaseBot.go``
+        from ``basebot.py``). What the pre-run check reads and ``keep_original`` saves."""
+        inner = inspect.unwrap(self.function)
+        found = sys.modules.get(getattr(inner, "__module__", None) or "")
+        return found if found is not None and getattr(found, "__file__", None) else self.module
+
+    @property
+    def source_path(self) -> str | None:
+        """The absolute file of :attr:`source_module` (the Program's :attr:`path` when the
+        function is its own)."""
+        module = self.source_module
+        if module is self.module:
+            return self.path
+        return str(Path(module.__file__).resolve()) if module.__file__ else self.path
+
+    @property
     def receiver_class(self) -> type | None:
         """The class a classmethod entry is bound to (``go = Child.go`` binds ``Child``,
         also where ``Base`` defines ``go``), else ``None``."""
