@@ -35,6 +35,7 @@ from openprogram.contract.runs import ApprovalStatus, PauseReason, RunStatus
 from openprogram.durable.errors import RunNotFound, RunPaused, RunStateError
 from openprogram.durable.steps import current_run_id
 from openprogram.runtime import paused_loops
+from openprogram.store.jsoncodec import utf8_json
 from openprogram.store.runs import executing_store
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ def decide_in_run(tool: str, arguments: Mapping[str, Any]) -> ApprovedCall | Lit
                 + ", and an approval allows one execution"
             )
             occurrence += 1
-    shown = json.dumps(dict(arguments), ensure_ascii=False, default=repr)
+    shown = utf8_json(json.dumps(dict(arguments), ensure_ascii=False, default=repr))
     db.request_approval(run_id, _request_key(call, occurrence), call, occurrence, tool, shown)
     raise ApprovalPending(
         PauseReason.AWAITING_APPROVAL.value,
@@ -136,7 +137,7 @@ def keep_loops(db: RunStore, run_id: str, paused: RunPaused) -> None:
         return
     states = paused_loops.saved(paused)
     if states:
-        db.keep_approval_note(run_id, *_LOOPS, json.dumps(states, ensure_ascii=False))
+        db.keep_approval_note(run_id, *_LOOPS, utf8_json(json.dumps(states, ensure_ascii=False)))
 
 
 def take_loops(db: RunStore, run_id: str) -> list[dict[str, Any]] | None:

@@ -64,9 +64,11 @@ __all__ = ["current_run_id", "parallel", "parallel_thunks", "step", "workflow"]
 ProgressFn = Callable[[str, str], None]
 
 # json.dumps(..., sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-# allow_nan=False): the text whose sha256 is a step's input hash (must never change).
+# allow_nan=False), a lone surrogate escaped (jsoncodec.utf8_json): the text whose sha256
+# is a step's input hash (must never change).
 _canonical_json = make_dumps(sort_keys=True, compact=True, ensure_ascii=False, allow_nan=False)
-# json.dumps(value, ensure_ascii=False, allow_nan=False): a saved step result.
+# json.dumps(value, ensure_ascii=False, allow_nan=False), a lone surrogate escaped: a
+# saved step result.
 _result_dumps = make_dumps(ensure_ascii=False, allow_nan=False)
 #: The options of a step's frame (none): one read-only empty mapping for every step.
 _NO_OPTIONS: Mapping[str, Any] = MappingProxyType({})
@@ -304,7 +306,8 @@ def _first_non_json(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
 
 def result_json(kind: str, name: str, value: Any) -> str:
     """The JSON text a call's result is saved as: ``json.dumps(value, ensure_ascii=False,
-    allow_nan=False)``, the one rule for the results of steps, workflows, parallel blocks
+    allow_nan=False)`` with a lone surrogate escaped (a str from ``os.listdir`` of a name
+    that is not UTF-8 is still JSON), the one rule for the results of steps, workflows, parallel blocks
     and entries. A value that is not JSON raises :class:`StepUsageError` naming the call
     (``kind`` ``'name'``) and the value's type."""
     try:

@@ -67,20 +67,43 @@ def _make_dumps() -> Callable[[Any], str]:
 dumps: Callable[[Any], str] = _make_dumps()
 
 
+def utf8_json(text: str) -> str:
+    """``text``, a JSON text, with any lone surrogate written as its ``\\udXXX`` escape,
+    so that UTF-8 (the store, a file, a terminal) can carry it.
+
+    ``json.dumps(..., ensure_ascii=False)`` writes a str holding a lone surrogate (an
+    ``os.listdir`` name that is not UTF-8: ``'caf\\udce9.txt'``) as that character, which
+    no UTF-8 encoder accepts; the escape is still JSON and ``json.loads`` gives the same
+    str back (two that form a surrogate pair read back as the one character they encode,
+    as after ``ensure_ascii=True``). Such a character can only stand inside a JSON string, where a backslash is
+    always escaped, so the escape cannot join a preceding one. Any other text is returned
+    as is (ASCII text at the cost of one ``isascii``)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode()
+    return text
+
+
 def make_dumps(
     *, sort_keys: bool = False, compact: bool = False, ensure_ascii: bool = True,
     allow_nan: bool = True,
 ) -> Callable[[Any], str]:  # fmt: skip
     """A function equal to ``json.dumps(obj, sort_keys=, separators=(",", ":") if compact,
-    ensure_ascii=, allow_nan=)`` (same text, same ``TypeError``/``ValueError``), built once.
+    ensure_ascii=, allow_nan=)`` (same text, same ``TypeError``/``ValueError``), built once;
+    with ``ensure_ascii=False``, a lone surrogate is written escaped (:func:`utf8_json`),
+    so the text always encodes to UTF-8.
     """
     seps = (",", ":") if compact else (", ", ": ")
 
     def slow(obj: Any) -> str:
-        return json.dumps(
+        text = json.dumps(
             obj, sort_keys=sort_keys, separators=seps, ensure_ascii=ensure_ascii,
             allow_nan=allow_nan,
         )  # fmt: skip
+        return text if ensure_ascii else utf8_json(text)
 
     try:
         from json.encoder import (  # type: ignore[attr-defined]
@@ -109,4 +132,14 @@ def make_dumps(
         except RecursionError:  # circular or too deep: let json.dumps say which
             return slow(obj)
 
-    return fast
+    if ensure_ascii:
+        return fast
+
+    def fast_utf8(obj: Any) -> str:
+        try:
+            text = join(encoder(obj, 0))
+        except RecursionError:  # circular or too deep: let json.dumps say which
+            return slow(obj)
+        return text if text.isascii() else utf8_json(text)
+
+    return fast_utf8
