@@ -1,6 +1,7 @@
 """Ownership of a run is a lease (real processes): two racing ``resume`` never both
-execute, a silent owner loses the run after its lease expires, ``--force-takeover``,
-``cancel`` of a run executing elsewhere is "requested", ``cancel --kill``."""
+execute, a silent owner loses the run after its lease expires (and a step of it that
+returns then closes its node as an error), ``--force-takeover`` refuses a live process of
+this machine, ``cancel`` of a run executing elsewhere is "requested", ``cancel --kill``."""
 
 from __future__ import annotations
 
@@ -155,7 +156,7 @@ def test_silent_owner_loses_the_run_when_its_lease_expires(work: Path) -> None:
         _wait(lambda: any(i == 3 for i, _ in _effects(work)), "step 3 never started")
         rid, _ = _only_run(work)
         proc = cli("resume", rid, "--store", "st", cwd=work)
-        assert proc.returncode == 2 and "--force-takeover" in proc.stderr
+        assert proc.returncode == 2 and f"process {owner.pid} of this machine" in proc.stderr
         owner.send_signal(signal.SIGSTOP)
         time.sleep(4)  # the lease (3 s) expires: nobody renews it
         proc = cli("resume", rid, "--rerun-uncertain", "--store", "st", cwd=work)
@@ -171,28 +172,69 @@ def test_silent_owner_loses_the_run_when_its_lease_expires(work: Path) -> None:
     assert [i for i, c in counts.items() if c > 1] == [3]  # only the step it was inside
 
 
-def _take_over_inside_step_2(work: Path, owner: subprocess.Popen[str]) -> tuple[str, str, str]:
-    """While ``owner`` (a run of ``chain`` with ``--store st``) is held inside step 2,
-    ``resume --force-takeover --rerun-uncertain`` completes the run; then ``owner`` is let
-    go. Returns the run id and the owner's stdout and stderr."""
+def _interrupted(folder: Path, store: str = "st") -> bool:
+    """Whether ``openprogram runs`` says the folder's one run is interrupted."""
+    proc = cli("runs", "--store", store, "--json", cwd=folder)
+    assert proc.returncode == 0, proc.stderr
+    (run,) = json.loads(proc.stdout)
+    return bool(run["interrupted"])
+
+
+def _take_over_inside_step_2(
+    work: Path, owner: subprocess.Popen[str], store: str = "st"
+) -> tuple[str, str, str]:
+    """While ``owner`` (a run of ``chain`` on ``store``, with a short lease) is held inside
+    step 2, it stops renewing its lease (SIGSTOP); once the lease expired, ``resume
+    --rerun-uncertain`` completes the run; then ``owner`` goes on and its step 2 returns.
+    Returns the run id and the owner's stdout and stderr."""
     block = work / f"block_2_{owner.pid}"
     block.touch()
     try:
         _wait(lambda: any(i == 2 for i, _ in _effects(work)), "step 2 never started")
-        rid, _ = _only_run(work)
-        proc = cli(
-            "resume", rid, "--force-takeover", "--rerun-uncertain", "--store", "st", cwd=work
-        )
+        owner.send_signal(signal.SIGSTOP)
+        _wait(lambda: _interrupted(work, store), "the lease never expired")
+        proc = cli("resume", _run_id(work, store), "--rerun-uncertain", "--store", store, cwd=work)
         assert proc.returncode == 0, proc.stderr
         block.unlink()
+        owner.send_signal(signal.SIGCONT)
         out, err = owner.communicate(timeout=60)
     finally:
         owner.kill()
-    return rid, out, err
+    return _run_id(work, store), out, err
 
 
-def test_force_takeover_of_a_live_owner(work: Path) -> None:
-    owner = _start(work, "run", "prog.py:chain", "--store", "st")
+def _run_id(folder: Path, store: str) -> str:
+    proc = cli("runs", "--store", store, "--json", cwd=folder)
+    (run,) = json.loads(proc.stdout)
+    return str(run["run_id"])
+
+
+SHORT_LEASE = {"OPENPROGRAM_LEASE_S": "2"}
+
+
+def test_force_takeover_refuses_a_live_process_of_this_machine(work: Path) -> None:
+    # --force-takeover is for a run whose process is gone (on another machine); a live
+    # process here keeps its run, and the message says what to do instead
+    (work / "block_1").touch()
+    owner = _start(work, "run", "prog.py:chain", "--args", '{"n": 3}', "--store", "st")
+    try:
+        _wait(lambda: any(i == 1 for i, _ in _effects(work)), "step 1 never started")
+        rid, _ = _only_run(work)
+        proc = cli("resume", rid, "--force-takeover", "--store", "st", cwd=work)
+        assert proc.returncode == 2, proc.stderr
+        assert f"run {rid} is running in process {owner.pid} of this machine" in proc.stderr
+        assert f"openprogram pause {rid}" in proc.stderr, proc.stderr
+        (work / "block_1").unlink()
+        _, err = owner.communicate(timeout=60)
+    finally:
+        owner.kill()
+    assert owner.returncode == 0, err
+    assert _only_run(work) == (rid, "completed")
+    assert [i for i, _ in _effects(work)] == [0, 1, 2]  # nothing ran twice
+
+
+def test_a_taken_over_owner_stops_at_its_next_step(work: Path) -> None:
+    owner = _start(work, "run", "prog.py:chain", "--store", "st", extra=SHORT_LEASE)
     _, _, err = _take_over_inside_step_2(work, owner)
     assert owner.returncode == 1 and "no longer held by this process" in err, err
     assert "stopping before step 's'" in err, err  # the step it stopped before, by name
@@ -200,6 +242,32 @@ def test_force_takeover_of_a_live_owner(work: Path) -> None:
     assert by_pid[owner.pid] == 3 and len(by_pid) == 2  # steps 0-2, then it stopped
     counts = Counter(i for i, _ in _effects(work))
     assert [i for i, c in counts.items() if c > 1] == [2], counts
+
+
+@pytest.mark.parametrize("durability", ["process", "eager"])
+def test_a_step_that_returns_after_a_takeover_closes_its_node_as_an_error(
+    work: Path, st: str, durability: str
+) -> None:
+    # its result is not saved (the new owner's record stays), and its session node says
+    # so: an error (LeaseLost), not a completed step
+    owner = _start(
+        work, "run", "prog.py:chain", "--args", '{"n": 4}', "--store", st,
+        extra={**SHORT_LEASE, "OPENPROGRAM_DURABILITY": durability},
+    )  # fmt: skip
+    rid, _, err = _take_over_inside_step_2(work, owner, st)
+    assert owner.returncode == 1 and "no longer held by this process" in err, err
+    shown = cli("show", rid, "--store", st, cwd=work)
+    assert shown.returncode == 0, shown.stderr
+    steps = [line.split("code ", 1)[1] for line in shown.stdout.splitlines() if "code s " in line]
+    # the owner's steps 0-2, then the new owner's 2 (re-run) and 3
+    assert [s.split(" [")[1].split("]")[0] for s in steps] == [
+        "completed", "completed", "error", "completed", "completed",
+    ], shown.stdout  # fmt: skip
+    assert "LeaseLost: run" in steps[2] and "-> 2" not in steps[2], steps
+    code, out = (lambda p: (p.returncode, json.loads(p.stdout)))(
+        cli("resume", rid, "--store", st, "--json", cwd=work)
+    )
+    assert code == 2 and "completed" in out["error"], out
 
 
 def test_cancel_of_a_run_in_another_process_is_requested_then_acknowledged(
@@ -251,19 +319,9 @@ def test_a_worker_whose_run_was_taken_over_says_so(work: Path) -> None:
     rid = cli("submit", "prog.py:chain", "--args", '{"n": 4}', "--store", "st", cwd=work)
     assert rid.returncode == 0, rid.stderr
     run_id = rid.stdout.strip()
-    worker = _start(work, "worker", "--exit-when-idle", "--store", "st")
-    block = work / f"block_2_{worker.pid}"
-    block.touch()
-    try:
-        _wait(lambda: any(i == 2 for i, _ in _effects(work)), "step 2 never started")
-        proc = cli(
-            "resume", run_id, "--force-takeover", "--rerun-uncertain", "--store", "st", cwd=work
-        )
-        assert proc.returncode == 0 and "completed" in proc.stdout, proc.stderr
-        block.unlink()
-        out, err = worker.communicate(timeout=60)
-    finally:
-        worker.kill()
+    worker = _start(work, "worker", "--exit-when-idle", "--store", "st", extra=SHORT_LEASE)
+    rid, out, err = _take_over_inside_step_2(work, worker)
+    assert (rid, _only_run(work)) == (run_id, (run_id, "completed"))
     assert worker.returncode == 0, err
     assert out.splitlines() == [f"run {run_id} taken over"], (out, err)
 
@@ -271,7 +329,10 @@ def test_a_worker_whose_run_was_taken_over_says_so(work: Path) -> None:
 def test_an_owner_whose_step_fails_after_a_takeover_does_not_report_the_new_outcome(
     work: Path,
 ) -> None:
-    owner = _start(work, "run", "prog.py:chain", "--args", '{"n": 4}', "--store", "st", "--json")
+    owner = _start(
+        work, "run", "prog.py:chain", "--args", '{"n": 4}', "--store", "st", "--json",
+        extra=SHORT_LEASE,
+    )  # fmt: skip
     (work / f"fail_2_{owner.pid}").touch()  # its step 2 fails once it is let go
     rid, out, err = _take_over_inside_step_2(work, owner)
     assert owner.returncode == 1, (out, err)

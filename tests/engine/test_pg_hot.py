@@ -150,7 +150,7 @@ def test_constants_are_written_into_the_text() -> None:
 def test_a_nodes_exit_writes_the_same_metadata_text_either_way(pg_dsn: str) -> None:
     """``FINISH_SQL`` writes a plain node's metadata (``{}``) without parsing it: the text
     is the one the JSON merge writes, which a node with metadata still takes."""
-    from openprogram.store.postgres import FINISH_SQL
+    from openprogram.store.postgres_runs import FINISH_SQL
     from openprogram.store.session_store import SessionNodeWriter
 
     backend = PostgresBackend(pg_dsn)
@@ -160,10 +160,13 @@ def test_a_nodes_exit_writes_the_same_metadata_text_either_way(pg_dsn: str) -> N
         for duration in (0.0, 1e-7, 0.25, 123.456789, 1e300, -0.0, 3):
             for meta in ({}, {"forks": ["a"], "duration_s": 9}):
                 node = writer.append("code", "s", metadata=meta)
-                backend.execute(
-                    FINISH_SQL,
-                    {"now": 1.0, "result": "1", "duration": duration, "done_node": node.id},
-                )
+                backend.execute(  # in the step statement, whose ``run`` holds the lease
+                    "WITH run AS (SELECT true AS held) " + FINISH_SQL,
+                    {
+                        "now": 1.0, "result": "1", "duration": duration, "done_node": node.id,
+                        "run": "r",
+                    },
+                )  # fmt: skip
                 (merged,) = backend.execute(
                     "SELECT (%s::jsonb || jsonb_build_object('duration_s', %s::float8))::text",
                     (json.dumps(meta), duration),

@@ -160,6 +160,12 @@ def paused_at(step: str | None, occurrence: int | None) -> str:
     return where + f" (occurrence {occurrence})" if occurrence else where
 
 
+def lease_lost_message(run_id: str) -> str:
+    """What an execution that lost the run's lease says of it (``LeaseLost``; the step it
+    stopped before may follow), and the error of a step node such an execution closes."""
+    return f"run {run_id} is no longer held by this process (its lease was taken over)"
+
+
 def entry_name(entry: str) -> str:
     """The ENTRY of a run's ``FILE.py:ENTRY`` / ``MODULE:ENTRY`` (``report``, or
     ``FancyReporter.report`` for a direct call of a method), as run views name the run."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from openprogram.contract.runs import lease_lost_message
 from openprogram.errors import OpenProgramError
 
 
@@ -109,7 +110,7 @@ class LeaseLost(BaseException):
     @staticmethod
     def message(run_id: str) -> str:
         """What such an execution says of the run (the step it stopped before may follow)."""
-        return f"run {run_id} is no longer held by this process (its lease was taken over)"
+        return lease_lost_message(run_id)
 
 
 class RunReleased(BaseException):

@@ -651,13 +651,22 @@ def _resumable_run(db: RunStore, run_id: str, *, force_takeover: bool = False) -
         )
     if run.status == RunStatus.QUEUED:
         raise RunStateError(f"run {run_id} is queued; a worker of queue {run.queue!r} runs it")
-    if run.status == RunStatus.RUNNING and not force_takeover and owner_alive(run):
-        left = max(0.0, (run.lease_expires_at or 0.0) - time.time())
-        raise RunStateError(
-            f"run {run_id} is running in process {run.owner_pid} on {run.owner_host} (its "
-            f"lease is renewed; it expires {left:.0f} s after the last heartbeat); if that "
-            "process is gone, resume with --force-takeover"
-        )
+    if run.status == RunStatus.RUNNING and owner_alive(run):
+        pid = local_pid(run.owner_proc)
+        if pid is not None:  # a live process of this machine: never taken from it
+            raise RunStateError(
+                f"run {run_id} is running in process {pid} of this machine, which is alive; "
+                f"wait for it to end, or stop it at its next step with `openprogram pause "
+                f"{run_id}` (then resume) or `openprogram cancel {run_id}`; a process that "
+                "hangs: end it (kill), then resume"
+            )
+        if not force_takeover:
+            left = max(0.0, (run.lease_expires_at or 0.0) - time.time())
+            raise RunStateError(
+                f"run {run_id} is running in process {run.owner_pid} on {run.owner_host} (its "
+                f"lease is renewed; it expires {left:.0f} s after the last heartbeat); if that "
+                "process is gone, resume with --force-takeover"
+            )
     refuse_undecided(db, run_id, run.pause_reason)  # awaiting approval: decide first
     return run
 
@@ -706,11 +715,11 @@ def resume_run(
     Completed steps return their saved results; ``policy`` overrides the run's
     code-change policy for this resume; ``rerun_uncertain`` re-runs steps that were
     started but whose result was not saved; ``force_takeover`` takes a ``running`` run
-    over even though its lease has not expired; ``model`` overrides the run's model for
-    this resume (:func:`run_model`). Errors raised before execution
-    (:class:`RunNotFound`, :class:`RunStateError`, :class:`ProgramLoadError`,
-    :class:`DeterminismError`, a ``ConfigError`` for a malformed ``model``) leave the
-    run's records untouched.
+    over even though its lease has not expired (never from a live process of this
+    machine); ``model`` overrides the run's model for this resume (:func:`run_model`).
+    Errors raised before execution (:class:`RunNotFound`, :class:`RunStateError`,
+    :class:`ProgramLoadError`, :class:`DeterminismError`, a ``ConfigError`` for a
+    malformed ``model``) leave the run's records untouched.
     """
     _check_model(model)
     with open_run_store(store, durability=durability, create=False) as db:

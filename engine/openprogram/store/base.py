@@ -39,7 +39,7 @@ def node_exit(at: str, output: str, status: str, metadata: str) -> str:
     its time ``at``, ``output`` (JSON text), ``status`` and new ``metadata``, each an SQL
     expression (a placeholder, a literal, or the engine's JSON merge of ``duration_s``).
     The one text of a node's close and of a returned step's node update (SQLite's
-    ``finish_node``/``close_node``/``sqlite_runs``, PostgreSQL's ``FINISH_SQL``)."""
+    ``finish_node``/``close_node``/``sqlite_runs``, ``postgres_runs.FINISH_SQL``)."""
     return f"updated_at = {at}, output = {output}, status = {status}, metadata = {metadata}"
 
 

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from openprogram.errors import StoreError
-from openprogram.store.base import UNSET, StoreBackend, _Unset, node_exit
+from openprogram.store.base import UNSET, StoreBackend, _Unset
 from openprogram.store.ids import new_id
 from openprogram.store.jsoncodec import dumps as _dumps
 from openprogram.store.jsoncodec import loads as _loads
@@ -100,21 +100,6 @@ WHERE id = %(id)s AND CASE WHEN %(old)s::text IS NULL
     THEN %(meta)s::text IS NULL OR metadata = '{{}}' ELSE metadata = %(old)s END
 RETURNING {_NODE_COLS}
 """
-# A step's node exit: ``completed`` with its output and duration.
-FINISH_SQL = (
-    "UPDATE nodes SET "
-    + node_exit(
-        "%(now)s",
-        "%(result)s",
-        "'completed'",
-        # the common case, metadata '{}', without parsing it (the same text either way)
-        "CASE WHEN metadata = '{}' THEN "
-        "'{\"duration_s\": ' || to_jsonb(%(duration)s::float8)::text || '}' "
-        "ELSE (metadata::jsonb || jsonb_build_object('duration_s', %(duration)s::float8))::text "
-        "END",
-    )
-    + " WHERE id = %(done_node)s"
-)
 
 
 def normalize_url(location: str) -> str | None:

@@ -19,15 +19,11 @@ from typing import Any
 
 from openprogram.contract.runs import Durability
 from openprogram.errors import StoreError
+from openprogram.store.base import node_exit
 from openprogram.store.ids import new_id
 from openprogram.store.lease import Owner
 from openprogram.store.pg_hot import HotStatement
-from openprogram.store.postgres import (
-    APPEND_CTES,
-    FINISH_SQL,
-    STEP_APPEND_INSERT,
-    PostgresBackend,
-)
+from openprogram.store.postgres import APPEND_CTES, STEP_APPEND_INSERT, PostgresBackend
 from openprogram.store.runs import (
     MAY_DISPATCH,
     REDISPATCH,
@@ -39,15 +35,39 @@ from openprogram.store.runs import (
     StepCall,
     StepDone,
     StepNode,
+    lease_lost_error,
     run_from_row,
+)
+
+# A returned step's node exit (in ``_STEP_SQL``, whose ``run`` says whether this execution
+# holds the lease): ``completed`` with its output and duration; closed as an error
+# (``LeaseLost``) instead when the execution lost the lease, as its step's result is not
+# written then.
+_HELD = "(SELECT held FROM run)"
+FINISH_SQL = (
+    "UPDATE nodes SET "
+    + node_exit(
+        "%(now)s",
+        f"CASE WHEN {_HELD} THEN %(result)s "
+        f"ELSE jsonb_build_object('error', {lease_lost_error('%(run)s')})::text END",
+        f"CASE WHEN {_HELD} THEN 'completed' ELSE 'error' END",
+        # the common case, metadata '{}', without parsing it (the same text either way)
+        f"CASE WHEN NOT {_HELD} THEN (metadata::jsonb || jsonb_build_object('duration_s', "
+        "%(duration)s::float8, 'error_type', 'LeaseLost'))::text "
+        "WHEN metadata = '{}' THEN "
+        "'{\"duration_s\": ' || to_jsonb(%(duration)s::float8)::text || '}' "
+        "ELSE (metadata::jsonb || jsonb_build_object('duration_s', %(duration)s::float8))::text "
+        "END",
+    )
+    + " WHERE id = %(done_node)s"
 )
 
 # A step's records in one statement, so one round trip and one commit (autocommit: no
 # BEGIN/COMMIT messages): ``run`` — the run's row, read once: whether the execution asking
 # holds its lease ``token`` and whether it may dispatch (a running run asked neither to
 # pause nor to cancel); ``done`` — the previous step's result, written only by the
-# holder, and ``fin`` its node's exit; ``call`` — this step's dispatch, only when it may;
-# then its running node, appended only when ``call`` wrote a row. Returns (dispatch rows
+# holder, and ``fin`` its node's exit (an error when not: ``FINISH_SQL``); ``call`` —
+# this step's dispatch, only when it may; then its running node, appended only when ``call`` wrote a row. Returns (dispatch rows
 # written, node seq). ``{redispatch}``: empty in ``_STEP`` — a plain insert, the common
 # case of a key never recorded — and ``REDISPATCH`` in ``_STEP_AGAIN``, which runs when the
 # plain insert hit the key's record (a re-run of an uncertain or failed step), or at once

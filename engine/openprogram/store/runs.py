@@ -87,7 +87,13 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
-from openprogram.contract.runs import DURABILITY_MODES, Durability, Policy, RunStatus
+from openprogram.contract.runs import (
+    DURABILITY_MODES,
+    Durability,
+    Policy,
+    RunStatus,
+    lease_lost_message,
+)
 from openprogram.errors import StoreError
 from openprogram.store.lease import Owner
 from openprogram.store.run_views import GraphNodeRow, graph_node_row, step_view_object
@@ -234,6 +240,16 @@ def held_by(run: str, token: str) -> str:
     """The condition that the run ``run`` is still held by the execution whose lease token
     is ``token`` (two SQL parameters): a step's outcome is written only while it holds."""
     return f"(SELECT owner_token FROM runs WHERE id = {run}) = {token}"
+
+
+def lease_lost_error(run: str) -> str:
+    """An SQL text expression, on either engine: the error of a step's node whose step
+    returned after its execution lost the run's lease (``run``: the run id's SQL
+    parameter), as :func:`~openprogram.scope.exit_record` writes a ``LeaseLost``. Such a
+    node is closed as an error in the statement that refuses the step's result."""
+    before, after = lease_lost_message("\0").split("\0")
+    quoted = ["'" + text.replace("'", "''") + "'" for text in ("LeaseLost: " + before, after)]
+    return f"{quoted[0]} || {run} || {quoted[1]}"
 
 
 #: The run may record a step: the condition on its ``runs`` row, followed by the lease

@@ -36,6 +36,7 @@ from openprogram.store.runs import (
     StepDone,
     StepNode,
     held_by,
+    lease_lost_error,
     step_insert,
 )
 from openprogram.store.sqlite import NODE_COLUMNS, SqliteBackend, with_duration
@@ -98,9 +99,9 @@ _RELEASE_ON_NODE_SQL = (
     f"UPDATE nodes SET {RELEASE_STEP_COLUMNS} WHERE run_id = ?1 AND step_key = ?2"
 )
 _RELEASE_NODELESS_SQL = f"DELETE FROM {NODELESS} WHERE run_id = ?1 AND step_key = ?2"
-# A returned step, one row: its node's exit (always, as ``SqliteBackend.finish_node``
-# writes it) and its result (``completed``), the latter only while this execution (?5)
-# holds the lease — a process that lost it never overwrites what the new owner recorded.
+# A returned step, one row: its node's exit and its result (``completed``), only while
+# this execution (?5) holds the lease — a process that lost it never overwrites what the
+# new owner recorded, and closes the node as an error (``LeaseLost``) instead.
 _HOLDER = f"(step_key = ?6 AND run_id = ?4 AND {held_by('?4', '?5')})"
 #: The node's exit (?1 the time, ?2 the output, ?3 the duration's JSON: the row
 #: ``SqliteBackend.finish_node`` writes) and the step's result columns with their values:
@@ -108,7 +109,15 @@ _HOLDER = f"(step_key = ?6 AND run_id = ?4 AND {held_by('?4', '?5')})"
 _NODE_EXIT = node_exit("?1", "?2", "'completed'", with_duration("?3"))
 _STEP_RESULT = (("step_status", "'completed'"), ("step_result", "?2"), ("step_finished_at", "?1"))
 _COMPLETE_ON_NODE_SQL = (
-    f"UPDATE nodes SET {_NODE_EXIT}, "
+    "UPDATE nodes SET "
+    + node_exit(
+        "?1",
+        f"CASE WHEN {_HOLDER} THEN ?2 ELSE json_object('error', {lease_lost_error('?4')}) END",
+        f"CASE WHEN {_HOLDER} THEN 'completed' ELSE 'error' END",
+        f"CASE WHEN {_HOLDER} THEN {with_duration('?3')} ELSE json_set(metadata, "
+        "'$.\"duration_s\"', json(?3), '$.\"error_type\"', 'LeaseLost') END",
+    )
+    + ", "
     + ", ".join(f"{c} = CASE WHEN {_HOLDER} THEN {v} ELSE {c} END" for c, v in _STEP_RESULT)
     + " WHERE id = ?7"
 )

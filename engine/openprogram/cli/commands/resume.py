@@ -46,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force-takeover",
         action="store_true",
-        help="take over a run whose lease has not expired (its process must be gone)",
+        help="take over a run whose lease has not expired (its process, on another machine, "
+        "must be gone; a live process of this machine keeps its run)",
     )
     parser.add_argument(
         "--queue",
