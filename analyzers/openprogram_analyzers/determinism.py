@@ -321,7 +321,7 @@ def _callees(
     ``self.hook`` / ``cls.hook`` in a method is the ``hook`` of each receiver class
     (``receivers`` deriving from the method's class; when none does, the class and its
     subclasses), so an override in a subclass is followed too; ``bot.hook`` on an instance
-    of an Agent class of the module is that class's ``hook``."""
+    of a class of the module (an Agent or not) is that class's ``hook``."""
     if (
         isinstance(expr, cst.Attribute)
         and isinstance(expr.value, cst.Name)
@@ -337,13 +337,28 @@ def _callees(
             if found is not None and found not in out:
                 out.append(found)
         return out
-    found = _callee(index, fn, expr)
-    if found is None and isinstance(expr, cst.Attribute):
-        # bot.normalize(q): the method of bot's Agent class runs as self.normalize(q) would
-        cls_name = _agent_instance(index, fn, expr.value, fn.locals())
-        if cls_name is not None and cls_name in index.classes:
-            found = _lookup_method(index, cls_name, expr.attr.value)
+    found = _callee(index, fn, expr) or _instance_method(index, fn, expr)
     return [found] if found is not None else []
+
+
+def _instance_method(
+    index: ModuleIndex, fn: FunctionInfo, expr: cst.BaseExpression
+) -> FunctionInfo | None:
+    """The method ``expr`` names when it is an attribute of an instance of a class of the
+    module (``bot.normalize``, ``h.compute`` with ``h = Helper()``, ``Helper().compute``,
+    ``self.helper.compute``): it runs as ``self.compute()`` would, in its caller."""
+    if not isinstance(expr, cst.Attribute):
+        return None
+    cls_name = _instance(index, fn, expr.value, fn.locals(), lambda e: _module_class_made(index, e))
+    return _lookup_method(index, cls_name, expr.attr.value) if cls_name is not None else None
+
+
+def _module_class_made(index: ModuleIndex, expr: cst.BaseExpression) -> str | None:
+    """The class of the module ``expr`` makes an instance of (``Helper()``, ``Writer()``)."""
+    if not isinstance(expr, cst.Call):
+        return None
+    target = index.resolve(expr.func)
+    return target if target is not None and target in index.classes else None
 
 
 def _lookup_method(index: ModuleIndex, cls_name: str, method: str) -> FunctionInfo | None:
@@ -1351,9 +1366,13 @@ def findings_for(ctx: Context, code: str) -> list[DetFinding]:
 
 
 def static_step_sequence(index: ModuleIndex, fn: FunctionInfo) -> list[tuple[str, cst.CSTNode]]:
-    """Literal step/workflow/parallel names in source order, helpers inlined."""
+    """Literal step/workflow/parallel names in source order, helpers inlined: the
+    same-module functions and methods the body calls, followed as OP205/OP206 follow them
+    (:func:`_callees`: ``helper()``, ``self.x()``, ``Helper.x()``, ``bot.x()`` on an
+    instance of a class of the module)."""
     out: list[tuple[str, cst.CSTNode]] = []
     seen: set[str] = set()
+    receivers = receiver_classes(index, fn)
 
     def walk(f: FunctionInfo) -> None:
         if f.qualname in seen:
@@ -1370,8 +1389,7 @@ def static_step_sequence(index: ModuleIndex, fn: FunctionInfo) -> list[tuple[str
             elif kind == "parallel":
                 out.append(("parallel", site.node))
             else:
-                callee = _callee(index, f, site.node.func)
-                if callee is not None:
+                for callee in _callees(index, f, site.node.func, receivers):
                     walk(callee)
 
     walk(fn)

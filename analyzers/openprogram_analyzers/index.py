@@ -252,6 +252,25 @@ class ModuleIndex:
         dotted = self.resolve(expr) if target is not None else None
         return None if target is None or dotted is None else target + dotted[len(head) :]
 
+    def literal_constant(
+        self, expr: cst.BaseExpression, shadowed: frozenset[str] | set[str] = frozenset()
+    ) -> cst.BaseExpression:
+        """``expr``, or the literal dict, list or tuple a name ``expr`` stands for: one the
+        module binds once, at module level, and never mutates nor rebinds (``AGE = {"age":
+        int}``), unless a local of that name (``shadowed``) hides it."""
+        if not isinstance(expr, cst.Name) or expr.value in shadowed:
+            return expr
+        name = expr.value
+        values = self.module_assigns.get(name, [])
+        if (
+            len(values) != 1
+            or not isinstance(values[0], (cst.Dict, cst.List, cst.Tuple))
+            or name in self.imports
+            or any(mutated == name for mutated, _, _ in self.mutations)
+        ):
+            return expr
+        return values[0]
+
     def function_at_module(self, name: str) -> FunctionInfo | None:
         info = self.functions.get(name)
         return info if info is not None and info.class_name is None else None
@@ -659,6 +678,18 @@ class IndexBuilder(cst.CSTVisitor):
         if func is not None:
             func.calls.append(site)
         f = node.func
+        if (  # setattr(f, "__agent_options__", {...}) is f.__agent_options__ = {...}
+            isinstance(f, cst.Name)
+            and f.value == "setattr"
+            and self._at_module()
+            and "setattr" not in self.index.defined
+            and len(node.args) == 3
+            and all(a.keyword is None and not a.star for a in node.args)
+            and isinstance(node.args[0].value, cst.Name)
+            and string_value(node.args[1].value) == "__agent_options__"
+        ):
+            target = cst.Attribute(value=node.args[0].value, attr=cst.Name("__agent_options__"))
+            self.index.agent_options.append((target, node.args[2].value))
         if isinstance(f, cst.Attribute) and f.attr.value in MUTATING_METHODS:
             base = f.value
             while isinstance(base, (cst.Subscript, cst.Attribute)):

@@ -140,15 +140,26 @@ def _name_value(index: ModuleIndex) -> Any:
     return value
 
 
+def _constant(
+    index: ModuleIndex, site: CallSite, expr: cst.BaseExpression | None
+) -> cst.BaseExpression | None:
+    """``expr``, or the literal a module constant ``expr`` names (``response_format=AGE``,
+    ``choices=MENU``) where no local of the calling function hides it."""
+    if expr is None:
+        return None
+    fn = index.functions.get(site.function) if site.function else None
+    return index.literal_constant(expr, fn.locals() if fn is not None else frozenset())
+
+
 def compute(ctx: Context) -> list[SchemaFinding]:
     out: list[SchemaFinding] = []
     index = ctx.index
     for site in index.calls:
-        fmt = _model_call_keyword(index, site, "response_format")
+        fmt = _constant(index, site, _model_call_keyword(index, site, "response_format"))
         if isinstance(fmt, cst.Dict):
             value, locs = rebuild(fmt, OPAQUE, _name_value(index))
             out.extend(_located(check_response_format(value), fmt, locs))
-        menu = _menu_arg(index, site)
+        menu = _constant(index, site, _menu_arg(index, site))
         if menu is None or not isinstance(menu, MENU_NODES):
             continue
         if isinstance(menu, cst.Dict):  # a dict literal keeps only the last duplicate key
@@ -156,7 +167,11 @@ def compute(ctx: Context) -> list[SchemaFinding]:
         value, locs = rebuild(menu, OPAQUE, _name_value(index))
         check = check_route_options if _is_route(index, site) else check_menu
         out.extend(_located(check(value), menu, locs))
-    return out
+    # a constant used by several calls is reported once, where it is written
+    unique: dict[tuple[str, str, int], SchemaFinding] = {}
+    for f in out:
+        unique.setdefault((f.code, f.message, id(f.node)), f)
+    return list(unique.values())
 
 
 def _located(

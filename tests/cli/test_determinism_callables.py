@@ -114,3 +114,95 @@ def test_a_method_no_class_defines_is_no_model_call_but_a_turn_is(tmp_path: Path
     out = lint("main.py", cwd=tmp_path).stdout
     assert "OP206 model call (bot.run_turn)" in out
     assert "bot.ask" not in out
+
+
+PLAIN_CLASSES = """import random
+
+from openprogram import llm, step
+
+
+def fetch(x: str) -> str:
+    return x.upper()
+
+
+class Base:
+    def pick(self) -> float:
+        return random.random()
+
+
+class Helper(Base):
+    def compute(self, q: str) -> str:
+        return llm("Summarize " + q)
+
+    @classmethod
+    def make(cls) -> float:
+        return random.random()
+
+    def clean(self, q: str) -> str:
+        return q.strip()
+
+
+def on_instance(q: str) -> str:
+    h = Helper()
+    return step("fetch", fetch, h.compute(q))
+
+
+def on_new_instance(q: str) -> str:
+    return step("fetch", fetch, Helper().compute(q))
+
+
+def inherited(q: str) -> str:
+    h = Helper()
+    return step("fetch", fetch, q + str(h.pick()))
+
+
+def on_class(q: str) -> str:
+    return step("fetch", fetch, q + str(Helper.make()))
+
+
+def plain(q: str) -> str:
+    return step("fetch", fetch, Helper().clean(q))
+
+
+for f in (on_instance, on_new_instance, inherited, on_class, plain):
+    f.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["on_instance", "on_new_instance", "inherited", "on_class", "plain"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("entry", "line"),
+    [
+        (
+            "on_instance",
+            "main.py:17:16: OP206 model call (openprogram.llm) directly in helper 'Helper.compute'",
+        ),
+        (
+            "on_new_instance",
+            "main.py:17:16: OP206 model call (openprogram.llm) directly in helper 'Helper.compute'",
+        ),
+        (
+            "inherited",
+            "main.py:12:16: OP205 non-deterministic call random.random() in helper 'Base.pick'",
+        ),
+        (
+            "on_class",
+            "main.py:21:16: OP205 non-deterministic call random.random() in helper 'Helper.make'",
+        ),
+    ],
+)
+def test_methods_of_a_plain_class_followed_by_lint_and_run(
+    tmp_path: Path, entry: str, line: str
+) -> None:
+    """``h.compute()`` on an instance of a class of the module (no Agent), on
+    ``Helper()``, a method inherited from a base class, a classmethod on the class: their
+    bodies run in the resumable body, as a module function's would."""
+    (tmp_path / "main.py").write_text(PLAIN_CLASSES, encoding="utf-8")
+    linted = lint("main.py", cwd=tmp_path)
+    assert line in linted.stdout, linted.stdout
+    ran = cli("run", f"main.py:{entry}", "--args", '{"q": "x"}', "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert line in ran.stderr
+    assert f"note: '{entry}' calls " in ran.stderr
+    ran = cli("run", "main.py:plain", "--args", '{"q": " x "}', "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout + ran.stderr

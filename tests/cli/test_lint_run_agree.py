@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli_programs import OPENPROGRAM, env, lint
+from cli_programs import OPENPROGRAM, cli_json, env, lint
 
 
 def run(entry: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -52,6 +52,17 @@ PROGRAM_ENTRIES = ["build"]
 """
 
 
+SETATTR_OPTIONS = """\
+def build(q: str) -> str:
+    return q
+
+
+setattr(build, "__agent_options__", {options})
+PROGRAM_ENTRIES = ["build"]
+"""
+
+
+@pytest.mark.parametrize("program", [AGENT_OPTIONS, SETATTR_OPTIONS])
 @pytest.mark.parametrize(
     "options",
     [
@@ -62,9 +73,10 @@ PROGRAM_ENTRIES = ["build"]
     ],
 )
 def test_malformed_agent_options_refused_by_run_as_lint_reports(
-    tmp_path: Path, options: str
+    tmp_path: Path, program: str, options: str
 ) -> None:
-    (tmp_path / "prog.py").write_text(AGENT_OPTIONS.format(options=options), encoding="utf-8")
+    """``f.__agent_options__ = {...}`` and ``setattr(f, "__agent_options__", {...})``."""
+    (tmp_path / "prog.py").write_text(program.format(options=options), encoding="utf-8")
     (said,) = lint_messages(tmp_path, "OP405")
     ran = run("build", tmp_path)
     assert ran.returncode == 2, ran.stdout + ran.stderr
@@ -159,3 +171,116 @@ def test_runtime_requests_and_aliased_decision_linted_as_run_refuses_them(
         reason = failed.split("Violation: ", 1)[1]
         # the runtime adds where in the menu or format the problem is: "(in ...)"
         assert reason.split(" (in ", 1)[0] == said, (entry, reason, said)
+
+
+CONSTANTS = """\
+from openprogram import Runtime, decision, llm
+
+rt = Runtime("scripted:echo")
+AGE = {"age": int}
+MENU = ["refund", "escalate", "refund"]
+
+
+def fmt(q: str) -> object:
+    return llm(q, response_format=AGE)
+
+
+def menu(q: str) -> object:
+    return decision.make(q, MENU, runtime=rt)
+
+
+def exec_menu(q: str) -> object:
+    return rt.exec(q, choices=MENU)
+
+
+def shadowed(q: str) -> object:
+    MENU = ["refund", "escalate"]
+    return rt.exec(q, choices=MENU)
+
+
+PROGRAM_ENTRIES = ["fmt", "menu", "exec_menu", "shadowed"]
+"""
+
+
+def test_menu_and_format_in_module_constants_linted_as_run_refuses_them(
+    tmp_path: Path,
+) -> None:
+    """A ``response_format`` or menu held in a module constant is checked where it is
+    written, once, with the message the runtime refuses each call with."""
+    (tmp_path / "prog.py").write_text(CONSTANTS, encoding="utf-8")
+    linted = lint("prog.py", cwd=tmp_path)
+    by_line = {
+        int(ln.split(":")[1]): ln.split(": ", 1)[1]
+        for ln in linted.stdout.splitlines()
+        if ln.startswith("prog.py:")
+    }
+    assert sorted(by_line) == [4, 5], linted.stdout
+    assert by_line[4].startswith("OP307 "), by_line
+    assert by_line[5].startswith("OP306 "), by_line
+    for entry, line in (("fmt", 4), ("menu", 5), ("exec_menu", 5)):
+        ran = run(entry, tmp_path)
+        assert ran.returncode == 1, ran.stdout + ran.stderr
+        (failed,) = [ln for ln in ran.stderr.splitlines() if " failed: " in ln]
+        reason = failed.split("Violation: ", 1)[1]
+        assert reason.split(" (in ", 1)[0] == by_line[line], (entry, reason)
+    shadowed = run("shadowed", tmp_path)  # its local menu is fine (the echo model is no decider)
+    assert "OP306" not in shadowed.stderr, shadowed.stderr
+
+
+STEPS_IN_METHODS = """\
+import os
+
+from openprogram import step
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def act(name: str) -> str:
+    if os.path.exists(os.path.join(HERE, "fail_" + name)):
+        raise RuntimeError("injected failure in " + name)
+    return name
+
+
+class Source:
+    def gather(self, q: str) -> str:
+        return step("fetch", act, q)
+
+
+def main(q: str) -> str:
+    a = Source().gather("a")
+    return step("write", act, a + "b")
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+def test_op209_follows_steps_in_methods_as_resume_does(tmp_path: Path) -> None:
+    """A step called in a method of an instance (``Source().gather(q)``) is part of the
+    step sequence a paused run resumes, for ``openprogram-lint --store`` (OP209) as for
+    ``openprogram resume``: renaming the step after it is reported at the rename, and the
+    unchanged source is no broken run."""
+    prog = tmp_path / "prog.py"
+    prog.write_text(STEPS_IN_METHODS, encoding="utf-8")
+    (tmp_path / "fail_ab").touch()
+    code, failed = cli_json(
+        "run", "prog.py:main", "--args", '{"q": "x"}', "--policy", "use_latest",
+        "--store", "st", cwd=tmp_path,
+    )  # fmt: skip
+    assert code == 1 and failed["status"] == "failed", failed
+    prog.write_text(STEPS_IN_METHODS.replace('step("write"', 'step("publish"'), encoding="utf-8")
+    code, paused = cli_json("resume", failed["run_id"], "--store", "st", cwd=tmp_path)
+    assert code == 3 and paused["paused_step"] == "write", paused
+    assert "step 'publish'" in paused["error"] and "recorded step 'write'" in paused["error"]
+    linted = lint("--store", "st", "prog.py", cwd=tmp_path)
+    assert linted.stdout.splitlines()[:-1] == [
+        "prog.py:21:12: OP209 step 'publish' replaces step 'write' recorded for 'main': "
+        "this edit breaks 1 paused/running run"
+    ], linted.stdout
+    prog.write_text(STEPS_IN_METHODS, encoding="utf-8")
+    (tmp_path / "fail_ab").unlink()
+    linted = lint("--store", "st", "prog.py", cwd=tmp_path)
+    assert linted.returncode == 0, linted.stdout
+    code, done = cli_json("resume", failed["run_id"], "--store", "st", cwd=tmp_path)
+    assert code == 0 and done == {"run_id": failed["run_id"], "status": "completed", "result": "ab"}

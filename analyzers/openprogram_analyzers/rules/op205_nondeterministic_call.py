@@ -56,6 +56,30 @@ class RuleOP205(FamilyRule):
             main.__agent_options__ = {"resumable": True}
             """
         ),
+        Valid(
+            """
+            import random
+
+            from openprogram import step
+
+
+            class Fmt:
+                def clean(self, q: str) -> str:
+                    return q.strip().lower()
+
+                @staticmethod
+                def seed() -> int:
+                    return 7
+
+
+            def main(q: str) -> str:
+                f = Fmt()
+                return step("save", str.upper, f.clean(q) + str(Fmt.seed()))
+
+
+            main.__agent_options__ = {"resumable": True}
+            """
+        ),
     ]
     INVALID: ClassVar[list[Invalid]] = [
         Invalid(
@@ -146,5 +170,27 @@ class RuleOP205(FamilyRule):
             """,
             range=(8, 16, 8, 31),
             message="in helper 'main.<locals>.key' of resumable function 'main' outside a step",
+        ),
+        Invalid(
+            """
+            import random
+
+            from openprogram import step
+
+
+            class Dice:
+                def roll(self) -> float:
+                    return random.random()
+
+
+            def main(q: str) -> str:
+                d = Dice()
+                return step("save", str.upper, q + str(d.roll()))
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(8, 16, 8, 31),
+            message="non-deterministic call random.random() in helper 'Dice.roll' outside a step",
         ),
     ]

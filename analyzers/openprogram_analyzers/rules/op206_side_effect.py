@@ -603,4 +603,27 @@ class RuleOP206(FamilyRule):
             range=(6, 16, 6, 38),
             message="model call (self) directly in helper 'Bot.normalize'",
         ),
+        Invalid(
+            """
+            from openprogram import llm, step
+
+
+            class Base:
+                def summarize(self, q: str) -> str:
+                    return llm("Summarize " + q)
+
+
+            class Helper(Base):
+                pass
+
+
+            def build(q: str) -> str:
+                return step("save", str.upper, Helper().summarize(q))
+
+
+            build.__agent_options__ = {"resumable": True}
+            """,
+            range=(6, 16, 6, 37),
+            message="model call (openprogram.llm) directly in helper 'Base.summarize'",
+        ),
     ]

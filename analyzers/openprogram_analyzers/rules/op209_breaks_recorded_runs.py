@@ -58,6 +58,24 @@ class RuleOP209(Rule):
                     return step("write", str.lower, a)
             """
         ),
+        Valid(
+            """
+            from openprogram import Agent, step
+
+
+            class Source:
+                def fetch(self, topic: str) -> str:
+                    return step("fetch", str.upper, topic)
+
+
+            class Reporter(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def report(self, topic: str) -> str:
+                    a = Source().fetch(topic)
+                    return step("write", str.lower, a)
+            """
+        ),
     ]
     INVALID: ClassVar[list[Invalid]] = [
         Invalid(
@@ -104,6 +122,27 @@ class RuleOP209(Rule):
             """,
             range=(7, 9, 7, 15),
             message="step 'write' recorded for 'Reporter.report' no longer exists: this edit breaks 1 paused/running run",
+        ),
+        Invalid(
+            """
+            from openprogram import Agent, step
+
+
+            class Source:
+                def fetch(self, topic: str) -> str:
+                    return step("fetch2", str.upper, topic)
+
+
+            class Reporter(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def report(self, topic: str) -> str:
+                    source = Source()
+                    a = source.fetch(topic)
+                    return step("write", str.lower, a)
+            """,
+            range=(6, 16, 6, 48),
+            message="step 'fetch2' replaces step 'fetch' recorded for 'Reporter.report': this edit breaks 2 paused/running runs",
         ),
     ]
 

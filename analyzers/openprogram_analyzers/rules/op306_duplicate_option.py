@@ -89,4 +89,17 @@ class RuleOP306(FamilyRule):
             range=(7, 48, 7, 56),
             message="duplicate option name 'refund'",
         ),
+        Invalid(
+            """
+            from openprogram import decision
+
+            MENU = ["refund", "escalate", "refund"]
+
+
+            def triage(q: str) -> object:
+                return decision.make(q, MENU)
+            """,
+            range=(3, 31, 3, 39),
+            message="duplicate option name 'refund' in a decision menu",
+        ),
     ]

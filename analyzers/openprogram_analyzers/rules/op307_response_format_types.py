@@ -37,6 +37,17 @@ class RuleOP307(FamilyRule):
                 return client.create(response_format={"age": int})
             """
         ),
+        Valid(
+            """
+            from openprogram import llm
+
+            AGE = {"type": "object", "properties": {"age": {"type": "integer"}}}
+
+
+            def extract(q: str) -> object:
+                return llm(q, response_format=AGE)
+            """
+        ),
     ]
     INVALID: ClassVar[list[Invalid]] = [
         Invalid(
@@ -71,5 +82,18 @@ class RuleOP307(FamilyRule):
             """,
             range=(5, 60, 5, 63),
             message='found int; write {"type": "integer"}',
+        ),
+        Invalid(
+            """
+            from openprogram import llm
+
+            AGE = {"age": int}
+
+
+            def extract(q: str) -> object:
+                return llm(q, response_format=AGE)
+            """,
+            range=(3, 15, 3, 18),
+            message="response_format takes a JSON schema, not Python types",
         ),
     ]

@@ -65,4 +65,15 @@ class RuleOP405(FamilyRule):
             range=(5, 40, 5, 45),
             message="method_options['main']['resumable'] must be bool, got str 'yes'",
         ),
+        Invalid(
+            """
+            def build(q: str) -> str:
+                return q
+
+
+            setattr(build, "__agent_options__", {"resumeable": True})
+            """,
+            range=(5, 38, 5, 50),
+            message="unknown method_options key 'resumeable' (method 'build'); did you mean 'resumable'?",
+        ),
     ]
