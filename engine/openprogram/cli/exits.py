@@ -36,6 +36,7 @@ from contextvars import ContextVar
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from openprogram.cli.table import inert
 from openprogram.contract.runs import RunStatus
 from openprogram.errors import OpenProgramError, stopped_by
 
@@ -81,12 +82,13 @@ def code_for(exc: BaseException) -> int:
 
 
 def error_line(message: object) -> str:
-    """``openprogram: error: <message>`` folded onto one line; for a
+    """``openprogram: error: <message>`` folded onto one line, its control characters
+    escaped (:func:`~openprogram.cli.table.inert`); for a
     :class:`~openprogram.durable.errors.DeterminismError` its headline so, then its
     findings verbatim, one per line."""
     if _is_determinism_error(message) and message.findings:
-        return "\n".join((error_line(message.headline), *message.findings))
-    return "openprogram: error: " + " ".join(str(message).split())
+        return "\n".join((error_line(message.headline), *map(inert, message.findings)))
+    return inert("openprogram: error: " + " ".join(str(message).split()))
 
 
 def _is_determinism_error(message: object) -> TypeGuard[DeterminismError]:

@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any
 
+from openprogram.cli.table import inert
 from openprogram.durable import queries
 from openprogram.durable.steps import current_run_id
 from openprogram.store import store_db_path, store_url
@@ -34,7 +35,7 @@ def progress_line(
     """The text of the line (no control characters)."""
     now = f"{current} {step_s:.1f} s" if current else "-"
     usage = f" ({tokens[0]}→{tokens[1]} tokens)" if calls else ""
-    return (
+    return inert(
         f"{label}: {done} steps done · current: {now} · model calls: {calls}{usage}"
         f" · {total_s:.1f} s"
     )

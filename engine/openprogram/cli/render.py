@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from openprogram.cli.table import format_table, unicode_ok
+from openprogram.cli.table import format_table, inert, unicode_ok
 from openprogram.history import call_order
 from openprogram.store import Node, Session
 
@@ -20,7 +20,8 @@ def format_duration(seconds: Any) -> str:
 
 
 def short_output(node: Node, limit: int = SHORT_OUTPUT) -> str:
-    """A one-line, truncated view of a node's output ("" when there is none)."""
+    """A one-line, truncated view of a node's output ("" when there is none), its control
+    characters escaped (:func:`~openprogram.cli.table.inert`)."""
     out = node.output
     if out is None:
         return ""
@@ -32,7 +33,7 @@ def short_output(node: Node, limit: int = SHORT_OUTPUT) -> str:
         text = json.dumps(out, ensure_ascii=False)
     else:
         text = json.dumps(out, ensure_ascii=False, default=str)
-    text = " ".join(text.split())
+    text = inert(" ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -44,7 +45,7 @@ def node_line(node: Node) -> str:
         parts.append(duration)
     line = " ".join(parts)
     out = short_output(node)
-    return f"{line} -> {out}" if out else line
+    return inert(f"{line} -> {out}" if out else line)
 
 
 def _children(nodes: list[Node]) -> tuple[list[Node], dict[str, list[Node]]]:
@@ -86,7 +87,7 @@ def render_tree(
     name = f" ({session.name})" if session.name and session.name != session.id else ""
     run = f"; run {run_state}" if run_state else ""
     count = f"{len(nodes)} node" + ("" if len(nodes) == 1 else "s")
-    lines = [f"session {session.id}{name}: {count}, head {head}{run}"]
+    lines = [inert(f"session {session.id}{name}: {count}, head {head}{run}")]
     rows: list[tuple[str, str, str, str]] = []
     roots, kids = _children(nodes)
     # Iterative depth-first walk: (node, prefix for its line, prefix for its children).
@@ -124,7 +125,8 @@ def render_tree(
 
 def _mermaid_text(text: str) -> str:
     return (
-        text.replace("&", "#amp;")
+        inert(text)
+        .replace("&", "#amp;")
         .replace('"', "#quot;")
         .replace("<", "#lt;")
         .replace(">", "#gt;")

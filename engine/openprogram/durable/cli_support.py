@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from openprogram.cli.exits import Exit, code_for, error_line, for_status, report_error
+from openprogram.cli.table import inert
 from openprogram.contract.runs import paused_at
 from openprogram.schema_grammar import json_type_name
 
@@ -120,14 +121,16 @@ def report_outcome(outcome: Any, as_json: bool) -> int:
         return EXIT_FAILED if lost else exit_code(outcome.status)
     rid = outcome.run_id
     if lost:
-        print(f"run {rid}: {outcome.error} (the run is {outcome.status} now)", file=sys.stderr)
+        print(
+            inert(f"run {rid}: {outcome.error} (the run is {outcome.status} now)"), file=sys.stderr
+        )
         return EXIT_FAILED
     if outcome.status == "completed":
         print(f"run {rid} completed")
-        print(json.dumps(outcome.result, ensure_ascii=False, indent=2, default=repr))
+        print(inert(json.dumps(outcome.result, ensure_ascii=False, indent=2, default=repr)))
     elif outcome.status == "paused":
         where = paused_at(outcome.paused_step, outcome.paused_occurrence)
-        print(f"run {rid} paused{where}: {outcome.error}")
+        print(inert(f"run {rid} paused{where}: {outcome.error}"))
         hint = " --rerun-uncertain" if outcome.pause_reason == "uncertain" else ""
         if outcome.pause_reason == "incompatible":
             hint = " --policy keep_original  (or restore the recorded steps)"
@@ -136,5 +139,5 @@ def report_outcome(outcome: Any, as_json: bool) -> int:
         else:
             print(f"resume with: openprogram resume {rid}{hint}")
     else:
-        print(f"run {rid} {outcome.status}: {outcome.error}", file=sys.stderr)
+        print(inert(f"run {rid} {outcome.status}: {outcome.error}"), file=sys.stderr)
     return exit_code(outcome.status)

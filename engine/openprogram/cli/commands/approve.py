@@ -8,6 +8,7 @@ import argparse
 import json
 
 from openprogram.cli.common import add_store_argument
+from openprogram.cli.table import inert
 
 NAME = "approve"
 HELP = "approve the tool call a run is awaiting, then resume the run"
@@ -59,7 +60,7 @@ def decide(ns: argparse.Namespace, approve: bool) -> int:
             print(json.dumps({"run_id": ns.run_id, "status": "paused", "decision": verdict}))
         else:
             tool = request["tool"] if request else "the tool call"
-            print(f"{tool} {verdict}; resume with: openprogram resume {ns.run_id}")
+            print(inert(f"{tool} {verdict}; resume with: openprogram resume {ns.run_id}"))
         return cs.EXIT_OK
     return cs.report_outcome(outcome, ns.json)
 

@@ -17,6 +17,7 @@ import threading
 from typing import Any
 
 from openprogram.cli.common import add_store_argument
+from openprogram.cli.table import inert
 
 NAME = "worker"
 HELP = "execute runs submitted to a queue"
@@ -76,7 +77,7 @@ def execute(ns: argparse.Namespace) -> int:
     def finished(run_id: str, status: str, detail: str | None) -> None:
         line = f"run {run_id} {status}" + (f": {detail}" if detail else "")
         with output:
-            print(line, flush=True)
+            print(inert(line), flush=True)
 
     try:
         run_worker(
