@@ -106,6 +106,7 @@ class StoreGate:
         # SQLite stores (by directory) that failed: (their files' fingerprint, why)
         self._broken: dict[str, tuple[tuple[int, int, int, int], str]] = {}
         self._retrying: dict[str, str] = {}  # changed since they failed: read again once
+        self._probed: dict[str, threading.Event] = {}  # set once a URL's first probe ended
 
     def use_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         """The event loop ``on_change`` runs on (reads fail in threads)."""
@@ -147,6 +148,27 @@ class StoreGate:
                 self._start_probe(store)
             return state is not None and state[1] is None and store not in self._suspect
 
+    async def first_probes(self, stores: Iterable[Path | str]) -> None:
+        """Wait until each PostgreSQL store of ``stores`` has been probed once (its first
+        probe is started now), at most ``READ_BOUND_S``: so the server's first request
+        reads the store instead of answering as if it held no runs. A store whose first
+        probe is still out after that is not readable and its :meth:`error` says so."""
+        waits = []
+        for store in stores:
+            if isinstance(store, str) and is_url(store):
+                self.readable(store)  # starts the probe when none is due or running
+                with self._lock:
+                    if store not in self._state:
+                        waits.append(self._probed.setdefault(store, threading.Event()))
+        if waits:
+            deadline = time.monotonic() + READ_BOUND_S
+
+            def wait() -> None:
+                for event in waits:
+                    event.wait(max(0.0, deadline - time.monotonic()))
+
+            await asyncio.to_thread(wait)
+
     def _start_probe(self, url: str) -> None:
         self._loop = _loop() or self._loop  # where on_change runs (failed() may be off it)
         self._probing.add(url)
@@ -160,7 +182,10 @@ class StoreGate:
             broken = self._broken.get(os.fspath(store))
             return None if broken is None else broken[1]
         state = self._state.get(store)
-        return None if state is None else state[1]
+        if state is None:  # its first probe has not answered yet (:meth:`first_probes`)
+            shown = redacted_location(store)
+            return f"store {shown}: not read yet (no answer within {READ_BOUND_S:g} s)"
+        return state[1]
 
     def failed(self, store: Path | str, exc: BaseException) -> None:
         """A read of ``store`` failed: no more reads until a probe (started now)
@@ -200,6 +225,9 @@ class StoreGate:
             self._state[url] = (time.monotonic(), error)
             was_suspect = url in self._suspect
             self._suspect.discard(url)
+            probed = self._probed.pop(url, None)
+        if probed is not None:
+            probed.set()
         if old is not None and old[1] == error and not was_suspect:
             return
         self._tell(url, error, loop)

@@ -2,8 +2,10 @@
 
 Requests (JSON params and results, camelCase keys):
 
-* ``openprogram/runs`` ``{folder?}`` → ``{"folders": [{"name", "uri", "store", "runs": [run...]}]}``
-  — the runs of each workspace folder's store, newest first;
+* ``openprogram/runs`` ``{folder?}`` →
+  ``{"folders": [{"name", "uri", "store", "runs": [run...], "olderRuns"}]}`` — the runs of
+  each workspace folder's store, newest first: every unfinished run and the
+  :data:`RUNS_SHOWN` newest finished ones; ``olderRuns`` counts the finished runs left out;
 * ``openprogram/runSteps`` ``{runId, folder?}`` → ``{"run": run, "steps": [step...]}``;
 * ``openprogram/cancelRun`` ``{runId}`` → ``{"status", "cancel"}`` or ``{"error"}``
   (``durable.cancel_run``): ``cancel`` is ``"cancelled"`` (``status`` ``cancelled``) or
@@ -70,6 +72,9 @@ CHECK_ENTRY_ARGS = "openprogram/checkEntryArgs"
 RUNS_CHANGED = "openprogram/runsChanged"
 POLL_S = 0.5
 SHORT = 80
+RUNS_SHOWN = 200
+"""How many finished runs (the newest) `openprogram/runs` lists per folder; unfinished
+runs are all listed, and `olderRuns` says how many finished ones were left out."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,15 @@ def folder_stores(ls: OpenProgramLanguageServer) -> list[FolderStore]:
 def readable_stores(ls: OpenProgramLanguageServer) -> list[FolderStore]:
     """The folder stores that can be read now (``run_index.GATE``)."""
     return [fs for fs in folder_stores(ls) if GATE.readable(fs.store)]
+
+
+async def probed_stores(ls: OpenProgramLanguageServer) -> list[FolderStore]:
+    """The folder stores, once each PostgreSQL one was probed (``GATE.first_probes``, at
+    most ``READ_BOUND_S``): a request never answers "no such run" or "no runs" only
+    because the server had not connected to the store yet."""
+    stores = folder_stores(ls)
+    await GATE.first_probes(fs.store for fs in stores)
+    return stores
 
 
 def short_json(text: str | None, limit: int = SHORT) -> str:
@@ -251,7 +265,7 @@ async def action_payload(
     not a string names no run."""
     if not isinstance(run_id, str) or not run_id:
         return {"error": f"no run {run_id!r} in the workspace stores"}
-    stores = folder_stores(ls)
+    stores = await probed_stores(ls)
     readable = [fs for fs in stores if GATE.readable(fs.store)]
     unread = [e for e in (GATE.error(fs.store) for fs in stores if fs not in readable) if e]
     action = RunAction(readable, unread, run_id, verb)
@@ -269,7 +283,7 @@ async def read_run(
     """``fn(store, run)`` of the run ``run_id`` in the readable workspace stores, the reads
     done through ``run_index.read_stores`` (off the event loop); ``empty`` when no store
     has the run, or the stores do not answer."""
-    stores = readable_stores(ls)
+    stores = [fs for fs in await probed_stores(ls) if GATE.readable(fs.store)]
 
     def read() -> T:
         found = find_run_in(stores, run_id)
@@ -285,31 +299,34 @@ def _names(folder: str, fs: FolderStore) -> bool:
 
 
 async def runs_payload(ls: OpenProgramLanguageServer, folder: str | None = None) -> dict[str, Any]:
-    stores = [fs for fs in folder_stores(ls) if not folder or _names(folder, fs)]
+    stores = [fs for fs in await probed_stores(ls) if not folder or _names(folder, fs)]
     return {"folders": list(await asyncio.gather(*(folder_runs(fs) for fs in stores)))}
 
 
 async def folder_runs(fs: FolderStore) -> dict[str, Any]:
     """One folder of ``openprogram/runs``: its store's runs, and ``error`` (the store's
     message, ``run_index.GATE``) while it cannot be read."""
-    runs: list[dict[str, Any]] = []
+    listed: tuple[list[dict[str, Any]], int] = ([], 0)
     if GATE.readable(fs.store):
-        runs = await read_stores([fs.db], lambda: listed_runs(fs), runs)
-    row = {"name": fs.name, "uri": fs.uri, "store": fs.shown, "runs": runs}
+        listed = await read_stores([fs.db], lambda: listed_runs(fs), listed)
+    runs, older = listed
+    row = {"name": fs.name, "uri": fs.uri, "store": fs.shown, "runs": runs, "olderRuns": older}
     error = GATE.error(fs.store)
     return row if error is None else {**row, "error": error}
 
 
-def listed_runs(fs: FolderStore) -> list[dict[str, Any]]:
-    """The runs of ``fs`` for the view; none when its store cannot be read, which is told
-    to ``run_index.GATE`` (the folder's ``error`` then says why)."""
+def listed_runs(fs: FolderStore) -> tuple[list[dict[str, Any]], int]:
+    """The runs of ``fs`` for the view (every unfinished run and the :data:`RUNS_SHOWN`
+    newest finished ones, ``queries.newest_runs``), and how many older finished runs
+    were left out; none when its store cannot be read, which is told to
+    ``run_index.GATE`` (the folder's ``error`` then says why)."""
     try:
-        rows = queries.list_runs(fs.db, strict=not isinstance(fs.store, str))
+        rows, older = queries.newest_runs(fs.db, RUNS_SHOWN, strict=not isinstance(fs.store, str))
     except OpenProgramError as exc:
         GATE.failed(fs.store, exc)
-        return []
+        return [], 0
     GATE.read_ok(fs.store)
-    return [run_json(r) for r in rows]
+    return [run_json(r) for r in rows], older
 
 
 NO_STEPS: dict[str, Any] = {"run": None, "steps": []}

@@ -686,3 +686,31 @@ async def test_cancel_from_the_editor_on_a_frozen_postgresql_server_is_answered(
         if frozen:
             pg_cluster.thaw()
         await stop(client)
+
+
+async def test_a_fresh_server_answers_its_first_requests_with_the_runs_of_postgresql(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    """The first request of a fresh server waits for its first probe of the PostgreSQL
+    store (at most ``READ_BOUND_S``) and answers with the store's data: never "no such
+    run" or "no runs" because the server had not connected yet."""
+    folder = program_in(tmp_path, "ws")
+    (folder / "gate").touch()
+    run_id = cli(
+        folder, "run", "prog.py:gated", "--args", json.dumps({"gate": "gate"}), store=pg_dsn
+    )["run_id"]
+    for first in ("openprogram/runSteps", "openprogram/runGraph", "openprogram/runs"):
+        client = await start([folder], options={"store": pg_dsn})
+        try:
+            got = await request(
+                client, first, {"runId": run_id} if first != "openprogram/runs" else {}
+            )
+            if first == "openprogram/runs":
+                [shown] = got["folders"]
+                assert "error" not in shown, shown
+                assert [r["id"] for r in shown["runs"]] == [run_id] and shown["olderRuns"] == 0
+            else:
+                assert got is not None and got["run"] is not None, (first, got)
+                assert got["run"]["status"] == "completed"
+        finally:
+            await stop(client)

@@ -352,3 +352,44 @@ async def test_cancel_a_paused_run_from_the_view(client: LanguageClient, workspa
     assert "cancelled" in again["error"]
     unknown = as_dict(await request(client, "openprogram/cancelRun", {"runId": "nope"}))
     assert unknown == {"error": "no run 'nope' in the workspace stores"}
+
+
+RUNS_SHOWN = 200  # the finished runs the view lists (README: "the 200 newest finished ones")
+MAKE_RUNS = """
+import sys
+from openprogram.durable import start_run
+
+paused = start_run("pauser.py:pipeline", {"n": 1})
+assert paused.status == "paused", paused
+for i in range(int(sys.argv[1])):
+    assert start_run("pauser.py:strict", {"n": i % 100}).status == "completed"
+print(paused.run_id)
+"""
+
+
+async def test_runs_view_keeps_unfinished_runs_and_counts_the_older_ones_left_out(
+    client: LanguageClient, workspace: Path
+) -> None:
+    """The view lists the newest finished runs only (RUNS_SHOWN); a paused run older than
+    all of them is still listed, and ``olderRuns`` says how many finished runs were left
+    out, so nothing disappears silently."""
+    (workspace / "pauser.py").write_text(PAUSER)
+    made = subprocess.run(
+        [sys.executable, "-c", MAKE_RUNS, str(RUNS_SHOWN + 3)],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    paused_id = made.stdout.split()[-1]
+    got = as_dict(await request(client, "openprogram/runs", {}))
+    [folder] = got["folders"]
+    rows = folder["runs"]
+    assert folder["olderRuns"] == 3
+    assert len(rows) == RUNS_SHOWN + 1
+    assert [r["id"] for r in rows if r["status"] == "paused"] == [paused_id]
+    assert sum(r["status"] == "completed" for r in rows) == RUNS_SHOWN
+    created = [r["createdAt"] for r in rows]
+    assert created == sorted(created, reverse=True)  # newest first, the paused one last

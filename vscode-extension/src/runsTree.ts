@@ -34,6 +34,8 @@ export interface FolderRuns {
   runs: RunSummary[];
   /** Why the folder's store cannot be read (it names the store, never a password). */
   error?: string;
+  /** How many older finished runs the server left out (it lists the newest). */
+  olderRuns?: number;
 }
 
 export interface StepSummary {
@@ -53,6 +55,7 @@ export interface StepSummary {
 export type RunsNode =
   | { kind: 'folder'; folder: FolderRuns }
   | { kind: 'run'; run: RunSummary }
+  | { kind: 'older'; folder: FolderRuns }
   | { kind: 'step'; run: RunSummary; step: StepSummary; all: StepSummary[] };
 
 /** The run a command was invoked on (a tree node, or nothing from the palette). */
@@ -128,12 +131,31 @@ export function folderItem(folder: FolderRuns): ItemView {
   }
   return {
     label: folder.name,
-    description: `${folder.runs.length} run${folder.runs.length === 1 ? '' : 's'}`,
+    description: `${folder.runs.length} run${folder.runs.length === 1 ? '' : 's'}${(folder.olderRuns ?? 0) > 0 ? ` (+${folder.olderRuns} older)` : ''}`,
     tooltip: `Runs in ${folder.store}`,
     icon: 'root-folder',
     color: '',
     context: 'folder',
     collapsible: true,
+  };
+}
+
+/** A folder's runs, then an item saying how many older finished runs are not shown. */
+export function folderChildren(folder: FolderRuns): RunsNode[] {
+  const nodes: RunsNode[] = folder.runs.map((run) => ({ kind: 'run', run }));
+  return (folder.olderRuns ?? 0) > 0 ? [...nodes, { kind: 'older', folder }] : nodes;
+}
+
+export function olderItem(folder: FolderRuns): ItemView {
+  const n = folder.olderRuns ?? 0;
+  return {
+    label: `${n} older run${n === 1 ? '' : 's'} not shown`,
+    description: 'finished',
+    tooltip: `${n} older finished run${n === 1 ? '' : 's'} of ${folder.store} not shown; \`openprogram runs\` lists every run`,
+    icon: 'history',
+    color: '',
+    context: 'older',
+    collapsible: false,
   };
 }
 

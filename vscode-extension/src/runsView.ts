@@ -7,8 +7,10 @@ import * as vscode from 'vscode';
 
 import {
   asFolders,
+  folderChildren,
   folderItem,
   hasChildren,
+  olderItem,
   runItem,
   stepChildren,
   stepItem,
@@ -58,6 +60,8 @@ export class RunsProvider implements vscode.TreeDataProvider<RunsNode> {
         }
         return item;
       }
+      case 'older':
+        return toTreeItem(olderItem(node.folder), `older:${node.folder.uri}`);
       case 'step': {
         const view = stepItem(node.step);
         const item = toTreeItem({ ...view, collapsible: hasChildren(node.all, node.step) }, `step:${node.run.id}:${node.step.key}`);
@@ -72,18 +76,21 @@ export class RunsProvider implements vscode.TreeDataProvider<RunsNode> {
       // one folder: its runs at the top, unless its store cannot be read (then the
       // folder's item says why)
       if (folders.length === 1 && folders[0] !== undefined && folders[0].error === undefined) {
-        return folders[0].runs.map((run) => ({ kind: 'run', run }));
+        return folderChildren(folders[0]);
       }
       return folders.map((folder) => ({ kind: 'folder', folder }));
     }
     if (node.kind === 'folder') {
-      return node.folder.runs.map((run) => ({ kind: 'run', run }));
+      return folderChildren(node.folder);
     }
     if (node.kind === 'run') {
       const answer = (await this.request('openprogram/runSteps', { runId: node.run.id })) as { steps?: StepSummary[] } | undefined;
       const all = answer?.steps ?? [];
       this.steps.set(node.run.id, all);
       return stepChildren(all, '').map((step) => ({ kind: 'step', run: node.run, step, all }));
+    }
+    if (node.kind === 'older') {
+      return [];
     }
     return stepChildren(node.all, node.step.key).map((step) => ({ kind: 'step', run: node.run, step, all: node.all }));
   }

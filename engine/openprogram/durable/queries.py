@@ -36,6 +36,7 @@ __all__ = [
     "graph_node_objects",
     "list_runs",
     "llm_usage",
+    "newest_runs",
     "paused_runs_by_function",
     "recorded_step_sequences",
     "resolve_run_id",
@@ -325,6 +326,23 @@ def list_runs(
         return [_run_row(r) for r in found[: int(limit)]]
 
     return _read(db_path, read, [], strict=strict)
+
+
+def newest_runs(
+    db_path: str | os.PathLike[str], limit: int = 200, *, strict: bool = False
+) -> tuple[list[RunRow], int]:
+    """The runs a list of runs shows, newest first: every run not finished (queued,
+    running, interrupted, paused — one that may need its user is never left out) and the
+    ``limit`` newest finished ones; and how many older finished runs were left out
+    (:meth:`~openprogram.store.runs.RunStore.newest_runs`). ``strict`` as for
+    :func:`list_runs`."""
+
+    def read(runs: RunStore) -> tuple[list[RunRow], int]:
+        found, left_out = runs.newest_runs(limit)
+        return [_run_row(r) for r in found], left_out
+
+    none: tuple[list[RunRow], int] = ([], 0)
+    return _read(db_path, read, none, strict=strict)
 
 
 def get_run(db_path: str | os.PathLike[str], run_id: str, *, strict: bool = False) -> RunRow | None:

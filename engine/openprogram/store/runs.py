@@ -282,6 +282,12 @@ _COUNT_STEPS = "SELECT COUNT(*) FROM run_steps WHERE run_id = ? AND kind = 'step
 _ID_FROM_TO = "id COLLATE BINARY >= ? AND id COLLATE BINARY < ?"
 
 
+#: the statuses a run never leaves, as an SQL list
+_FINISHED = (
+    f"('{RunStatus.COMPLETED.value}', '{RunStatus.FAILED.value}', '{RunStatus.CANCELLED.value}')"
+)
+
+
 @dataclass(frozen=True)
 class RunSql:
     """The statements on the run tables that every SQL backend runs alike, written once:
@@ -297,6 +303,16 @@ class RunSql:
     get_run: str = f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?"
     list_runs: str = f"SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at"
     list_runs_in: str = f"SELECT {RUN_COLUMNS} FROM runs WHERE status = ? ORDER BY created_at"
+    # the runs' view: every unfinished run, the newest finished ones, how many finished
+    unfinished_runs: str = (
+        f"SELECT {RUN_COLUMNS} FROM runs WHERE status NOT IN {_FINISHED} "
+        "ORDER BY created_at DESC, id"
+    )
+    newest_finished_runs: str = (
+        f"SELECT {RUN_COLUMNS} FROM runs WHERE status IN {_FINISHED} "
+        "ORDER BY created_at DESC, id LIMIT ?"
+    )
+    count_finished_runs: str = f"SELECT COUNT(*) FROM runs WHERE status IN {_FINISHED}"
     # parameters: the prefix, the first string after it (``_after_prefix``), how many
     runs_by_id_prefix: str = (
         f"SELECT {RUN_COLUMNS} FROM runs WHERE {_ID_FROM_TO} ORDER BY created_at DESC, id LIMIT ?"
@@ -700,6 +716,20 @@ class RunStore(ABC):
         else:
             rows = self._rows(self.sql.list_runs_in, (str(status),))
         return [run_from_row(r) for r in rows]
+
+    def newest_runs(self, limit: int) -> tuple[list[RunRecord], int]:
+        """Every run not finished yet (queued, running — an interrupted one too — or
+        paused) and the ``limit`` newest finished ones (completed, failed, cancelled),
+        newest first; and how many older finished runs were left out. Two queries that
+        read only those rows, not every run."""
+        unfinished = self._rows(self.sql.unfinished_runs)
+        finished = self._rows(self.sql.newest_finished_runs, (max(0, int(limit)),))
+        left_out = 0
+        if len(finished) >= limit:  # more may be finished than were read
+            left_out = int(self._row(self.sql.count_finished_runs)[0]) - len(finished)
+        runs = [run_from_row(r) for r in (*unfinished, *finished)]
+        runs.sort(key=lambda r: (-r.created_at, r.id))
+        return runs, max(0, left_out)
 
     def runs_by_id_prefix(self, prefix: str, limit: int) -> tuple[int, list[RunRecord]]:
         """How many runs' ids start with ``prefix`` (as written: case, ``%`` and ``_``

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 
-import { anyLive, asFolders, folderItem, formatDuration, hasChildren, runItem, stepChildren, stepItem, type RunSummary, type StepSummary } from '../../src/runsTree';
+import { anyLive, asFolders, folderChildren, folderItem, olderItem, formatDuration, hasChildren, runItem, stepChildren, stepItem, type RunSummary, type StepSummary } from '../../src/runsTree';
 
 const RUN: RunSummary = {
   id: '99faadcb091947cd',
@@ -46,6 +46,17 @@ test('a folder whose store cannot be read says why instead of showing no runs', 
   assert.equal(broken.icon, 'warning');
   assert.match(broken.description, /^cannot read the run store: \/ws\/\.openprogram\/openprogram\.db is not a readable/);
   assert.equal(broken.context, 'folder error');
+});
+
+test('a folder whose older finished runs were left out ends in an item saying how many', () => {
+  const folder = { name: 'ws', uri: 'file:///ws', store: '/ws/.openprogram', runs: [RUN] };
+  assert.deepEqual(folderChildren(folder), [{ kind: 'run', run: RUN }]);
+  const capped = { ...folder, olderRuns: 1800 };
+  const nodes = folderChildren(capped);
+  assert.equal(nodes.length, 2);
+  assert.deepEqual(nodes[1], { kind: 'older', folder: capped });
+  assert.equal(olderItem(capped).label, '1800 older runs not shown');
+  assert.equal(folderItem(capped).description, '1 run (+1800 older)');
 });
 
 test('a running run whose cancel was requested says so until its process stops', () => {
