@@ -2,9 +2,10 @@
 
 On every ``step("name", ...)`` / ``workflow("name", ...)`` call and every branch key of a
 ``parallel({...})`` literal: ``✓ 12 ms → {"i": 3}``, ``‖ paused here``, ``✗ ValueError …``,
-``? uncertain``, ``… running``. The run is the newest run of the enclosing function, else
-the newest run of the file that has a step of that name (helpers reached through
-``workflow``). Read from the store's read-only query API; the client is asked to refresh
+``? uncertain``, ``… running`` (each row's state ``run_views.step_state``, as the Runs
+view's). The run is the newest of the latest runs of the enclosing function and of the
+functions running it as a ``workflow`` body, its rows matched by scope (``scopes_of``):
+never another function's step of the same name. Read from the store's read-only query API; the client is asked to refresh
 the hints when runs change (``runs_view.RunsWatcher``).
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,11 +22,12 @@ from lsprotocol import types
 
 from openprogram.durable import queries
 from openprogram.durable.queries import RunRow, StepRow
+from openprogram.store.run_views import StepContext, error_text, step_state
 
 from .outline import FunctionInfo, Outline, StepCall
 from .raw_json import RawJSON
 from .run_index import is_run_of, read_stores
-from .runs_view import readable_stores, short_json, watcher
+from .runs_view import readable_stores, short_json, step_context, watcher
 
 if TYPE_CHECKING:
     from .documents import DocumentState
@@ -52,25 +55,21 @@ def format_ms(ms: float) -> str:
     return f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms"
 
 
-def _live(run: RunRow) -> bool:
-    """A ``running`` run that a live process executes (its steps still run)."""
-    return run.owner_alive
-
-
-def hint_text(name: str, run: RunRow, rows: list[StepRow]) -> str | None:
-    """The hint for step ``name`` given its rows in ``run`` (None: nothing recorded)."""
-    failed = [r for r in rows if r.status == "failed"]
+def hint_text(name: str, context: StepContext, rows: list[StepRow]) -> str | None:
+    """The hint for step ``name`` given its rows in one run, their states by
+    ``run_views.step_state`` (as the Runs view shows them); None: nothing recorded."""
+    states = [
+        step_state(r.status, r.name, r.occurrence, r.result, **context._asdict()) for r in rows
+    ]
+    failed = [r for r, state in zip(rows, states, strict=True) if state == "failed"]
     if failed:
-        first = (failed[-1].result or "error").strip().splitlines()
+        first = error_text(failed[-1].result).strip().splitlines()
         return f"{GLYPHS['failed']} " + short_json(first[0] if first else "error", RESULT_CHARS)
-    pending = [r for r in rows if r.status not in ("completed", "failed")]
-    if run.status == "paused" and run.paused_step == name:
-        uncertain = run.pause_reason == "uncertain" and pending
-        return (
-            f"{GLYPHS['uncertain']} uncertain" if uncertain else f"{GLYPHS['paused']} paused here"
-        )
-    if pending:
-        return f"{GLYPHS['running']} running" if _live(run) else f"{GLYPHS['uncertain']} uncertain"
+    if "paused" in states or (not rows and context.paused_at is not None):
+        return f"{GLYPHS['paused']} paused here"
+    for state in ("uncertain", "running"):
+        if state in states:
+            return f"{GLYPHS[state]} {state}"
     if not rows:
         return None
     last = rows[-1]
@@ -107,48 +106,98 @@ def _branch_keys(source: str, calls: list[tuple[int, int]]) -> list[tuple[str, i
     return out
 
 
+MAX_NESTING = 8  # workflow bodies followed up from a function to the runs' entries
+_ANY_OCCURRENCE = r"#\d+"
+
+
+def scopes_of(f: FunctionInfo, outline: Outline) -> list[tuple[str, str]]:
+    """Where the steps ``f`` calls are recorded: ``(qualname of the run's function,
+    pattern of the scope)`` — ``(f, "")`` for runs of ``f`` itself, and for each
+    ``workflow("W", f, ...)`` call in a function ``g``, the scopes of ``g`` followed by
+    ``W#n`` (``step_key`` model: a workflow's steps are keyed under its key). A workflow
+    whose body is not a plain name (``f``, ``self.f``) or whose name is not literal is not
+    followed: its steps get no hint."""
+    found: list[tuple[str, str]] = []
+    todo: list[tuple[FunctionInfo, str, int]] = [(f, "", 0)]
+    while todo:
+        fn, suffix, depth = todo.pop()
+        found.append((fn.qualname, suffix))
+        if depth >= MAX_NESTING:
+            continue
+        for g in outline.all_functions():
+            for call in g.steps:
+                if call.kind == "workflow" and call.name and _is_body(call.body, fn, g):
+                    inner = re.escape(call.name) + _ANY_OCCURRENCE
+                    todo.append((g, inner + ("/" + suffix if suffix else ""), depth + 1))
+    return found
+
+
+def _is_body(body: str | None, fn: FunctionInfo, caller: FunctionInfo) -> bool:
+    if body is None:
+        return False
+    if fn.class_name is None:
+        return body == fn.name
+    return body == "self." + fn.name and caller.class_name == fn.class_name
+
+
 class RunHints:
-    """The file's runs (newest first) and the hint text of each step name, computed once per
-    store version: repeated requests (scrolling, edits) reuse them."""
+    """The file's runs (newest first) and the hint text of each step site, computed once
+    per store version: repeated requests (scrolling, edits) reuse them."""
 
     def __init__(self, runs: list[tuple[str, RunRow]]) -> None:
         self.runs = runs  # (db path, run), newest first
-        self._names: dict[str, dict[str, list[StepRow]]] = {}
-        self._own: dict[str, list[tuple[str, RunRow]]] = {}
-        self._hints: dict[tuple[str, str], tuple[RunRow, str] | None] = {}
+        self._rows: dict[str, list[StepRow]] = {}
+        self._hints: dict[tuple[Scopes, str, bool], tuple[RunRow, str] | None] = {}
 
-    def steps(self, db: str, run: RunRow) -> dict[str, list[StepRow]]:
-        got = self._names.get(run.id)
+    def steps(self, db: str, run: RunRow) -> list[StepRow]:
+        got = self._rows.get(run.id)
         if got is None:
-            got = {}
-            for row in queries.run_steps(db, run.id):
-                got.setdefault(row.name, []).append(row)
-            self._names[run.id] = got
+            got = self._rows[run.id] = queries.run_steps(db, run.id)
         return got
 
-    def for_step(self, f: FunctionInfo, name: str) -> tuple[RunRow, list[StepRow]] | None:
-        own = self._own.get(f.qualname)
-        if own is None:
-            own = self._own[f.qualname] = [
-                (db, r) for db, r in self.runs if is_run_of(r, f.qualname)
-            ][:1]
-        for db, run in own or self.runs:
-            rows = self.steps(db, run).get(name)
-            if rows or (run.status == "paused" and run.paused_step == name):
-                return run, rows or []
+    def latest(self, qualname: str) -> tuple[str, RunRow] | None:
+        return next(((db, r) for db, r in self.runs if is_run_of(r, qualname)), None)
+
+    def for_step(
+        self, scopes: Scopes, name: str, branch: bool
+    ) -> tuple[RunRow, StepContext, list[StepRow]] | None:
+        """The rows of step (or ``branch``) ``name`` in the newest of the latest runs of the
+        functions whose runs record it (``scopes``, :func:`scopes_of`), matched by scope."""
+        latest = []
+        for qualname, pattern in scopes:
+            found = self.latest(qualname)
+            if found is not None:
+                latest.append((found, pattern))
+        latest.sort(key=lambda item: item[0][1].created_at, reverse=True)
+        for (db, run), pattern in latest:
+            where = pattern + ("/" if pattern else "") + "parallel" + _ANY_OCCURRENCE
+            scope = re.compile(where if branch else pattern)
+            kinds = ("branch",) if branch else ("step", "workflow")
+            rows = [
+                r
+                for r in self.steps(db, run)
+                if r.name == name and r.kind in kinds and scope.fullmatch(r.scope)
+            ]
+            context = step_context(run)
+            paused_here = not pattern and not branch and run.paused_step == name
+            if rows or (paused_here and context.paused_at is not None):
+                return run, context, rows
         return None
 
-    def hint(self, f: FunctionInfo, name: str) -> tuple[RunRow, str] | None:
-        """``(run, hint text)`` of step ``name`` called in ``f``, None if nothing to show."""
-        key = (f.qualname, name)
+    def hint(self, scopes: Scopes, name: str, branch: bool) -> tuple[RunRow, str] | None:
+        """``(run, hint text)`` of step (``branch``) ``name`` called in a function whose
+        steps are recorded in ``scopes``, None if nothing to show."""
+        key = (scopes, name, branch)
         if key not in self._hints:
-            found = self.for_step(f, name)
-            text = None if found is None else hint_text(name, *found)
+            found = self.for_step(scopes, name, branch)
+            text = None if found is None else hint_text(name, found[1], found[2])
             self._hints[key] = None if found is None or text is None else (found[0], text)
         return self._hints[key]
 
 
-StepSite = tuple[FunctionInfo, str, int]  # (enclosing function, step name, 0-based line)
+Scopes = tuple[tuple[str, str], ...]  # scopes_of: where a function's steps are recorded
+# (enclosing function's scopes, step or branch name, is a branch key, 0-based line)
+StepSite = tuple[Scopes, str, bool, int]
 
 
 def step_sites(source: str, lines: Sequence[str], outline: Outline) -> list[StepSite]:
@@ -156,12 +205,16 @@ def step_sites(source: str, lines: Sequence[str], outline: Outline) -> list[Step
     sites: list[StepSite] = []
     for f in outline.all_functions():
         parallels: list[tuple[int, int]] = []
+        scopes: Scopes | None = None
         for call in f.steps:
+            if scopes is None:
+                scopes = tuple(scopes_of(f, outline))
             if call.kind == "parallel":
                 parallels.append(_call_start(lines, call))
             elif call.name is not None:
-                sites.append((f, call.name, call.span.line))
-        sites += [(f, name, line) for name, line in _branch_keys(source, parallels)]
+                sites.append((scopes, call.name, False, call.span.line))
+        if scopes is not None:
+            sites += [(scopes, k, True, line) for k, line in _branch_keys(source, parallels)]
     return sites
 
 
@@ -224,10 +277,10 @@ def _answer(
 ) -> RawJSON:
     hints: list[dict[str, Any]] = []
     seen: set[int] = set()
-    for f, name, line in sites if runs.runs else ():
+    for scopes, name, branch, line in sites if runs.runs else ():
         if not first <= line <= last or line in seen or line >= len(lines):
             continue
-        found = runs.hint(f, name)
+        found = runs.hint(scopes, name, branch)
         if found is None:
             continue
         run, text = found

@@ -33,6 +33,8 @@ class StepCall:
     kind: str  # step | workflow | parallel
     name: str | None  # literal name, None when dynamic
     span: Span
+    # a workflow's body as written (``inner``, ``self.inner``), None when not a plain name
+    body: str | None = None
 
 
 @dataclass
@@ -147,7 +149,9 @@ class _Builder:
                 found = _next_call(texts, fact, at)
                 if found is None:
                     continue  # the text moved on since the model was built
-                info.steps.append(StepCall(fact.kind, fact.name, self.span(calls[found])))
+                call = calls[found]
+                body = _body(call) if fact.kind == "workflow" else None
+                info.steps.append(StepCall(fact.kind, fact.name, self.span(call), body))
                 at = found + 1
         return info
 
@@ -156,6 +160,17 @@ def _next_call(texts: list[str], fact: StepFact, start: int) -> int | None:
     for i in range(start, len(texts)):
         if texts[i] == fact.callee:
             return i
+    return None
+
+
+def _body(call: ast.Call) -> str | None:
+    """The function a ``workflow(name, fn, ...)`` call runs, when written as a plain name
+    or ``self.NAME``."""
+    fn = call.args[1] if len(call.args) > 1 else None
+    if isinstance(fn, ast.Name):
+        return fn.id
+    if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and fn.value.id == "self":
+        return "self." + fn.attr
     return None
 
 
@@ -283,7 +298,7 @@ def moved(outline: Outline, edit: Edit) -> Outline:
         out = None
         if span is not None and name_span is not None:
             steps = [
-                StepCall(st.kind, st.name, sp)
+                StepCall(st.kind, st.name, sp, st.body)
                 for st in f.steps
                 if (sp := edit.span(st.span)) is not None
             ]

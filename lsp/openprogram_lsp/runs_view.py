@@ -50,6 +50,7 @@ from openprogram.durable import queries
 from openprogram.durable.queries import RunRow
 from openprogram.errors import OpenProgramError
 from openprogram.store.postgres import redacted_location
+from openprogram.store.run_views import StepContext
 
 from .documents import document_key
 from .entry_signature import entry_args_problems, entry_signature
@@ -136,10 +137,12 @@ def short_json(text: str | None, limit: int = SHORT) -> str:
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
-def run_json(run: RunRow) -> dict[str, Any]:
+def run_json(run: RunRow, stopped: tuple[str, int] | None = None) -> dict[str, Any]:
     """A run as the Runs view lists it. ``status`` is ``interrupted`` for a ``running`` run
     whose process is gone (resumable); ``cancelRequested`` / ``pauseRequested``: a
-    ``running`` run's cancel / pause waits for the process executing it (its next step)."""
+    ``running`` run's cancel / pause waits for the process executing it (its next step).
+    ``pausedStep`` / ``pausedOccurrence``: ``stopped`` (``queries.stopped_at``: where a
+    paused or interrupted run stopped, as ``openprogram runs`` says)."""
     info = RunInfo(
         id=run.id,
         function_qualname=run.function_qualname,
@@ -166,8 +169,8 @@ def run_json(run: RunRow) -> dict[str, Any]:
         "cancelRequested": run.cancel_requested and status == RunStatus.RUNNING,
         "pauseRequested": run.pause_requested and status == RunStatus.RUNNING,
         "queue": run.queue,
-        "pausedStep": run.paused_step,
-        "pausedOccurrence": run.paused_occurrence,
+        "pausedStep": stopped[0] if stopped else run.paused_step,
+        "pausedOccurrence": stopped[1] if stopped else run.paused_occurrence,
         "pauseReason": run.pause_reason,
         "error": run.error,
         "result": short_json(run.result_json),
@@ -326,7 +329,9 @@ def listed_runs(fs: FolderStore) -> tuple[list[dict[str, Any]], int]:
         GATE.failed(fs.store, exc)
         return [], 0
     GATE.read_ok(fs.store)
-    return [run_json(r) for r in rows], older
+    return [
+        run_json(r, queries.stopped_at(fs.db, r) if r.interrupted else None) for r in rows
+    ], older
 
 
 NO_STEPS: dict[str, Any] = {"run": None, "steps": []}
@@ -338,18 +343,18 @@ async def steps_payload(ls: OpenProgramLanguageServer, run_id: str) -> dict[str,
     return await read_run(ls, run_id, run_steps_json, NO_STEPS)
 
 
+def step_context(run: RunRow) -> StepContext:
+    """What the shown state of ``run``'s steps depends on (the Runs view and the hints)."""
+    return StepContext.of_run(
+        run.status, run.pause_reason, run.paused_step, run.paused_occurrence,
+        live=not run.interrupted,
+    )  # fmt: skip
+
+
 def run_steps_json(fs: FolderStore, run: RunRow) -> RawJSON:
-    rj = run_json(run)
-    paused_at = None
-    if run.status == "paused" and run.paused_step and run.pause_reason != "uncertain":
-        paused_at = (run.paused_step, run.paused_occurrence or 0)
+    rj = run_json(run, queries.stopped_at(fs.db, run) if run.interrupted else None)
     steps = queries.step_view_objects(
-        fs.db,
-        run.id,
-        live=rj["status"] == "running",
-        paused_at=paused_at,
-        now=time.time(),
-        shorten=short_json,
+        fs.db, run.id, **step_context(run)._asdict(), now=time.time(), shorten=short_json
     )
     return RawJSON(f'{{"run":{json.dumps(rj)},"steps":[{",".join(steps)}]}}')
 

@@ -158,6 +158,7 @@ def test_ctrl_c_in_a_step_names_the_step_and_how_to_resume(work: Path) -> None:
         "requested",
         "slow",
     )
+    assert run["paused_occurrence"] == 0  # the record's, as the editor's pausedOccurrence
     assert table_rows(work)[1][1:4] == ["paused (requested)", "main", "slow"]
     shown = cli("show", str(rid), "--store", "st", cwd=work)
     assert shown.stdout.splitlines()[0].endswith("; run paused (requested) at step 'slow'")

@@ -43,6 +43,7 @@ __all__ = [
     "run_steps",
     "step_starts",
     "step_view_objects",
+    "stopped_at",
     "store_version",
     "uncertain_step",
 ]
@@ -412,6 +413,16 @@ def uncertain_step(db_path: str | os.PathLike[str], run_id: str) -> tuple[str, i
     return _read(db_path, read, None)
 
 
+def stopped_at(db_path: str | os.PathLike[str], run: RunRow) -> tuple[str, int] | None:
+    """``(name, occurrence)`` of the step a run stopped at, as ``runs``, ``show`` and the
+    editor's Runs view name it: a paused run's ``paused_step`` (a run awaiting approval:
+    the tool), an interrupted run's step started without a saved result
+    (:func:`uncertain_step`); None for any other run, or when no step is known."""
+    if run.status == "paused":
+        return None if not run.paused_step else (run.paused_step, run.paused_occurrence or 0)
+    return uncertain_step(db_path, run.id) if run.interrupted else None
+
+
 def run_steps(db_path: str | os.PathLike[str], run_id: str) -> list[StepRow]:
     """The run's step identities in call order (by start time; scopes interleaved)."""
 
@@ -469,15 +480,22 @@ def step_view_objects(
     *,
     live: bool,
     paused_at: tuple[str, int] | None,
+    awaiting_approval: bool = False,
     now: float,
     shorten: Callable[[str | None], str],
 ) -> list[str]:
     """The run's steps in call order, each a JSON object text for the Runs view
-    (:meth:`RunStore.step_view_objects`)."""
+    (:meth:`RunStore.step_view_objects`; ``live``, ``paused_at`` and
+    ``awaiting_approval``: :meth:`~openprogram.store.run_views.StepContext.of_run`)."""
     return _read(
         db_path,
         lambda runs: runs.step_view_objects(
-            run_id, live=live, paused_at=paused_at, now=now, shorten=shorten
+            run_id,
+            live=live,
+            paused_at=paused_at,
+            awaiting_approval=awaiting_approval,
+            now=now,
+            shorten=shorten,
         ),
         [],
     )

@@ -15,10 +15,22 @@ SQLite store builds the same objects in SQL (``sqlite_runs``), which is what kee
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-__all__ = ["GraphNodeRow", "graph_node_row", "step_state", "step_view_object"]
+from openprogram.contract.runs import PauseReason, RunStatus
+
+__all__ = [
+    "APPROVAL_PAUSE_ERROR",
+    "VIEW_STEP_KINDS",
+    "GraphNodeRow",
+    "StepContext",
+    "error_text",
+    "graph_node_row",
+    "step_state",
+    "step_view_object",
+]
 
 
 class GraphNodeRow(NamedTuple):
@@ -34,11 +46,68 @@ class GraphNodeRow(NamedTuple):
     json: str
 
 
+#: The kinds of ``run_steps`` records a run view shows as steps. The others are the
+#: run's own bookkeeping (an approval's request and notes, scope ``approvals``): the tool
+#: a run awaits approval of is its paused step (``runs.paused_step``), not a step record.
+VIEW_STEP_KINDS: tuple[str, ...] = ("step", "workflow", "parallel", "branch")
+
+#: How the record of a step unwound by an approval pause starts (``TYPE: message`` of
+#: ``durable.approvals.ApprovalPending``, saved as a failure so that the step runs again).
+APPROVAL_PAUSE_ERROR = "ApprovalPending: "
+
+
+class StepContext(NamedTuple):
+    """What a step's shown state depends on besides its record (:func:`step_state`), of
+    one run: :meth:`of_run` derives it."""
+
+    live: bool  # a live process executes the run: its open steps run
+    paused_at: tuple[str, int] | None  # the step a paused run stopped at
+    awaiting_approval: bool  # paused until a tool call is approved or denied
+
+    @classmethod
+    def of_run(
+        cls,
+        status: str,
+        pause_reason: str | None,
+        paused_step: str | None,
+        paused_occurrence: int | None,
+        *,
+        live: bool,
+    ) -> StepContext:
+        """The context of a run's steps. Its ``paused_step`` is a step only when the run
+        paused before it or on request (an uncertain step shows ``uncertain``; the
+        ``paused_step`` of a run awaiting approval names the tool, whose steps are shown
+        paused by their records)."""
+        paused = status == RunStatus.PAUSED
+        approval = paused and pause_reason == PauseReason.AWAITING_APPROVAL
+        at = None
+        if paused and paused_step and not approval and pause_reason != PauseReason.UNCERTAIN:
+            at = (paused_step, paused_occurrence or 0)
+        return cls(
+            live=live and status == RunStatus.RUNNING, paused_at=at, awaiting_approval=approval
+        )
+
+
 def step_state(
-    status: str, name: str, occurrence: int, *, live: bool, paused_at: tuple[str, int] | None
+    status: str,
+    name: str,
+    occurrence: int,
+    result: str | None = None,
+    *,
+    live: bool,
+    paused_at: tuple[str, int] | None,
+    awaiting_approval: bool = False,
 ) -> str:
-    """A step's state as shown: its stored status when final, else ``running`` while the run
-    is ``live``, ``paused`` for the step the run is paused at, else ``uncertain``."""
+    """A step's state as every view shows it (the one derivation: the Runs view, the
+    run's SQLite view query and the inlay hints use it).
+
+    Its stored status when final, except the records an approval pause unwound while the
+    run awaits that approval (``awaiting_approval``: their saved failure is the pause,
+    they run again on approval): ``paused``. Else ``running`` while the run is ``live``,
+    ``paused`` for the step the run is paused at (``paused_at``: ``(name, occurrence)``),
+    else ``uncertain``."""
+    if status == "failed" and awaiting_approval and _is_approval_pause(result):
+        return "paused"
     if status in ("completed", "failed"):
         return status
     if live:
@@ -48,17 +117,60 @@ def step_state(
     return "uncertain"
 
 
+def _is_approval_pause(result: str | None) -> bool:
+    """Whether a failed record's saved error (a JSON string) is an approval pause."""
+    if not result:
+        return False
+    try:
+        text = json.loads(result)
+    except ValueError:
+        text = result
+    return isinstance(text, str) and text.startswith(APPROVAL_PAUSE_ERROR)
+
+
+def error_text(result: str | None) -> str:
+    """A failed step's saved error as the views show it: the JSON string decoded
+    (``ValueError: x``, not ``"ValueError: x"``), its control characters (but newlines
+    and tabs, which the views fold) and lone surrogates still escaped (``\\u001b``);
+    anything else as stored."""
+    if not result:
+        return ""
+    try:
+        text = json.loads(result)
+    except ValueError:
+        return result
+    if not isinstance(text, str):
+        return result
+    return "".join(_escaped(c) for c in text) if not text.isprintable() else text
+
+
+def _escaped(c: str) -> str:
+    if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cs"):
+        return c
+    return json.dumps(c)[1:-1]
+
+
 def step_view_object(
     step: Any,
     *,
     live: bool,
     paused_at: tuple[str, int] | None,
+    awaiting_approval: bool = False,
     now: float,
     shorten: Callable[[str | None], str],
 ) -> str:
-    """The Runs-view JSON object of one ``run_steps`` row (a ``StepRecord``): a running
-    step's duration counts to ``now``; ``result``/``error`` go through ``shorten``."""
-    state = step_state(step.status, step.name, int(step.occurrence), live=live, paused_at=paused_at)
+    """The Runs-view JSON object of one ``run_steps`` row (a ``StepRecord``): its state
+    :func:`step_state`; a running step's duration counts to ``now``; ``result`` and the
+    :func:`error_text` of ``error`` go through ``shorten``."""
+    state = step_state(
+        step.status,
+        step.name,
+        int(step.occurrence),
+        step.result,
+        live=live,
+        paused_at=paused_at,
+        awaiting_approval=awaiting_approval,
+    )
     started = float(step.started_at or 0.0)
     duration: float | None = None
     if step.finished_at is not None:
@@ -76,7 +188,7 @@ def step_view_object(
             "state": state,
             "durationMs": duration,
             "result": shorten(step.result) if state == "completed" else "",
-            "error": shorten(step.result) if state == "failed" else "",
+            "error": shorten(error_text(step.result)) if state == "failed" else "",
         },
         ensure_ascii=False,
     )

@@ -96,7 +96,12 @@ from openprogram.contract.runs import (
 )
 from openprogram.errors import StoreError
 from openprogram.store.lease import Owner
-from openprogram.store.run_views import GraphNodeRow, graph_node_row, step_view_object
+from openprogram.store.run_views import (
+    VIEW_STEP_KINDS,
+    GraphNodeRow,
+    graph_node_row,
+    step_view_object,
+)
 
 __all__ = [
     "GraphNodeRow",
@@ -150,6 +155,7 @@ class RunRecord:
             "status": self.status,
             "policy": self.policy,
             "paused_step": self.paused_step,
+            "paused_occurrence": self.paused_occurrence,
             "pause_reason": self.pause_reason,
             "error": self.error,
             "queue": self.queue,
@@ -1065,15 +1071,24 @@ class RunStore(ABC):
         *,
         live: bool,
         paused_at: tuple[str, int] | None,
+        awaiting_approval: bool = False,
         now: float,
         shorten: Callable[[str | None], str],
     ) -> list[str]:
-        """The run's steps in call order, each the Runs view's JSON object text
+        """The run's steps (records of :data:`~openprogram.store.run_views.VIEW_STEP_KINDS`)
+        in call order, each the Runs view's JSON object text
         (:func:`openprogram.store.run_views.step_view_object`)."""
-        steps = self.steps_in_call_order(run_id)
         return [
-            step_view_object(s, live=live, paused_at=paused_at, now=now, shorten=shorten)
-            for s in steps
+            step_view_object(
+                s,
+                live=live,
+                paused_at=paused_at,
+                awaiting_approval=awaiting_approval,
+                now=now,
+                shorten=shorten,
+            )
+            for s in self.steps_in_call_order(run_id)
+            if s.kind in VIEW_STEP_KINDS
         ]
 
     def graph_node_objects(

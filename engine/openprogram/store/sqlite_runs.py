@@ -24,6 +24,7 @@ from openprogram.store.base import node_exit
 from openprogram.store.ids import new_id
 from openprogram.store.lease import Owner
 from openprogram.store.migrations import RELEASE_STEP_COLUMNS
+from openprogram.store.run_views import VIEW_STEP_KINDS, error_text, step_state
 from openprogram.store.runs import (
     CALL_ORDER,
     MAY_DISPATCH,
@@ -162,6 +163,9 @@ _OUTCOME_ON_NODE_SQL = (
 # A 10,000-step run: SQLite writes each row's JSON object (C, no Python object per field);
 # the objects are the ones ``store.run_views`` builds for the other backends.
 
+VIEW_KINDS = "(" + ", ".join(f"'{kind}'" for kind in VIEW_STEP_KINDS) + ")"
+# Each row's state and error come from ``run_views`` (``op_state``/``op_error``), as the
+# other backends' do: one derivation (``OFFSET 0`` keeps each row's call to one).
 _STEP_VIEW_SQL = f"""
 SELECT json_object(
     'key', step_key, 'scope', scope, 'kind', kind, 'name', name, 'occurrence', occurrence,
@@ -170,14 +174,11 @@ SELECT json_object(
         WHEN finished_at IS NOT NULL THEN max(0.0, finished_at - started_at) * 1000.0
         WHEN state = 'running' THEN max(0.0, :now - started_at) * 1000.0 END,
     'result', CASE WHEN state = 'completed' THEN op_short(result) ELSE '' END,
-    'error', CASE WHEN state = 'failed' THEN op_short(result) ELSE '' END)
+    'error', CASE WHEN state = 'failed' THEN op_error(result) ELSE '' END)
 FROM (
-    SELECT *, CASE
-        WHEN status IN ('completed', 'failed') THEN status
-        WHEN :live THEN 'running'
-        WHEN name = :paused_name AND occurrence = :paused_occurrence THEN 'paused'
-        ELSE 'uncertain' END AS state
-    FROM run_steps WHERE run_id = :run_id ORDER BY {CALL_ORDER})
+    SELECT *, op_state(status, name, occurrence, result) AS state
+    FROM run_steps WHERE run_id = :run_id AND kind IN {VIEW_KINDS}
+    ORDER BY {CALL_ORDER} LIMIT -1 OFFSET 0)
 """
 
 
@@ -585,19 +586,26 @@ class SqliteRunStore(RunStore):
         *,
         live: bool,
         paused_at: tuple[str, int] | None,
+        awaiting_approval: bool = False,
         now: float,
         shorten: Callable[[str | None], str],
     ) -> list[str]:
-        name, occurrence = paused_at if paused_at is not None else (None, None)
-        conn = self.backend.connection()
+        def state(status: str, name: str, occurrence: int, result: str | None) -> str:
+            return step_state(
+                status,
+                name,
+                int(occurrence),
+                result,
+                live=live,
+                paused_at=paused_at,
+                awaiting_approval=awaiting_approval,
+            )
+
+        conn = self.backend.connection()  # each row's state and error: ``run_views``'
         conn.create_function("op_short", 1, shorten, deterministic=True)
-        params = {
-            "run_id": run_id,
-            "live": int(live),
-            "paused_name": name,
-            "paused_occurrence": occurrence,
-            "now": now,
-        }
+        conn.create_function("op_state", 4, state, deterministic=True)
+        conn.create_function("op_error", 1, lambda r: shorten(error_text(r)), deterministic=True)
+        params = {"run_id": run_id, "now": now}
         try:
             rows = conn.execute(_STEP_VIEW_SQL, params).fetchall()
         except sqlite3.Error as exc:

@@ -77,11 +77,9 @@ def execute(args: argparse.Namespace) -> int:
         run = queries.get_run(location, session.id)
         state = None
         if run is not None:  # the run's state as `openprogram runs` says it, and its step
-            where = paused_at(run.paused_step, run.paused_occurrence)
-            interrupted = run.interrupted
-            if interrupted:  # its process is gone: the step it stopped in
-                at = queries.uncertain_step(location, run.id)
-                where = paused_at(*at) if at is not None else ""
+            interrupted = run.interrupted  # its process is gone: the step it stopped in
+            at = queries.stopped_at(location, run)
+            where = paused_at(*at) if at is not None else ""
             state = state_text(
                 run.status,
                 run.pause_reason,
