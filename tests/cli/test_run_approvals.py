@@ -289,3 +289,12 @@ def test_api_deny_to_a_queue_then_wait_for_the_worker(
     assert (outcome.status, outcome.result) == ("completed", {"report": "Left junk.txt in place."})
     assert (folder / "junk.txt").exists()
     assert "denied by the user" in openai_server.requests[-1].json["messages"][-1]["content"]
+
+
+def test_the_views_know_how_an_approval_pause_is_recorded() -> None:
+    """The run views tell a step unwound by an approval pause by its recorded error
+    (``store.run_views`` cannot import the durable layer): the prefix is the class's."""
+    from openprogram.durable.approvals import ApprovalPending
+    from openprogram.store.run_views import APPROVAL_PAUSE_ERROR
+
+    assert APPROVAL_PAUSE_ERROR == f"{ApprovalPending.__name__}: "
