@@ -506,11 +506,11 @@ def _request_context(holder: Any) -> Context | None:
     return ctx
 
 
-def enclosing_agent_request() -> tuple[str | None, Context | None] | None:
-    """``(system, context)`` that ``self(...)`` sends from the Agent method enclosing the
-    current call (the nearest one), so that its other requests (``decision.make``,
-    ``route``, control-flow judgements) carry the same instructions and Context;
-    ``None`` outside any Agent method."""
+def enclosing_agent_request() -> tuple[str | None, Context | None, str | None] | None:
+    """``(system, context, model)`` that ``self(...)`` sends from the Agent method
+    enclosing the current call (the nearest one), so that its other requests
+    (``decision.make``, ``route``, control-flow judgements) carry the same instructions
+    and Context and go to the same model; ``None`` outside any Agent method."""
     frame = current_frame()
     while frame is not None:
         holder = frame.extras.get("op_agent")
@@ -518,7 +518,12 @@ def enclosing_agent_request() -> tuple[str | None, Context | None] | None:
             from openprogram.agentic_programming.calls import _system_for
 
             instructions = getattr(holder, "instructions", None)
-            return _system_for(None, instructions), _request_context(holder)
+            model = getattr(holder, "model", None)
+            return (
+                _system_for(None, instructions),
+                _request_context(holder),
+                model if isinstance(model, str) else None,
+            )
         frame = frame.parent
     return None
 

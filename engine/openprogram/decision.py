@@ -753,14 +753,16 @@ def make(
 
 
 def _enclosing_runtime() -> Any:
+    from openprogram.agents import enclosing_agent_request
     from openprogram.scope import runtime_for_call
 
-    return runtime_for_call()
+    found = enclosing_agent_request()  # an Agent's model needs no default configured
+    return runtime_for_call(found[2] if found is not None else None)
 
 
 def _request_settings(context: Any) -> dict[str, Any]:
-    """``system``/``context`` of a decision request: inside an Agent method those its
-    ``self(...)`` sends (its instructions and Context); a ``Context`` passed as the
+    """``system``/``context``/``model`` of a decision request: inside an Agent method
+    those its ``self(...)`` sends (its instructions, Context and model); a ``Context`` passed as the
     decision's ``context=`` replaces the Agent's. Nothing (``{}``) outside an Agent method
     without a ``Context``, so such requests are the prompt and menu alone."""
     from openprogram.agents import enclosing_agent_request
@@ -769,7 +771,7 @@ def _request_settings(context: Any) -> dict[str, Any]:
     found = enclosing_agent_request()
     settings: dict[str, Any] = {}
     if found is not None:
-        settings["system"], settings["context"] = found
+        settings["system"], settings["context"], settings["model"] = found
     if isinstance(context, Context):
         settings["context"] = context
     return {k: v for k, v in settings.items() if v is not None}

@@ -106,13 +106,15 @@ class RuntimeSlot:
         self.model = model  # of the runtime made on first use; None: autodetected
         self._lock = threading.Lock()
 
-    def get(self) -> Runtime:
-        """The slot's runtime, created with ``create_runtime()`` on first use."""
+    def get(self, wanted: str | None = None) -> Runtime:
+        """The slot's runtime, created with ``create_runtime()`` on first use (for the
+        slot's model, else the configured default, else ``wanted``: the model the first
+        request asks for, so a model given in code needs no default configured)."""
         with self._lock:
             if self.runtime is None:
                 from openprogram.runtime.runtime import implicit_runtime
 
-                self.runtime = implicit_runtime(self.model)
+                self.runtime = implicit_runtime(self.model, wanted=wanted)
             return self.runtime
 
     def close(self) -> None:
@@ -139,19 +141,20 @@ def current_runtime() -> Runtime | None:
     return slot.runtime if slot is not None else None
 
 
-def runtime_for_call() -> Runtime | None:
+def runtime_for_call(wanted: str | None = None) -> Runtime | None:
     """The runtime a model request made here runs on.
 
     Resolution (after an explicit argument and the Agent's own runtime, which callers
     check first): the nearest enclosing frame's runtime, else the outermost call's runtime
-    (created by ``create_runtime()`` on first use and closed when that call returns).
+    (created by ``create_runtime()`` on first use and closed when that call returns; for
+    ``wanted``, the model the request asks for, when no default model is configured).
     ``None`` outside any call or :func:`runtime_scope`.
     """
     bound = current_runtime()
     if bound is not None:
         return bound
     slot = _slot.get()
-    return slot.get() if slot is not None else None
+    return slot.get(wanted) if slot is not None else None
 
 
 @contextmanager

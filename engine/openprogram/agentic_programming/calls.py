@@ -172,7 +172,7 @@ def _run(
     if ctx is not None and not isinstance(ctx, Context):
         raise TypeError(f"context must be a Context, got {type(ctx).__name__}")
     with _writer_for(ctx), runtime_scope():
-        rt = runtime if runtime is not None else runtime_for_call()
+        rt = runtime if runtime is not None else runtime_for_call(model)
         assert rt is not None  # runtime_scope() always provides one
         offered: list[Any] = []
         if use_tools:

@@ -20,7 +20,7 @@ from openprogram.durable.errors import RunPaused
 from openprogram.errors import ConfigError, OpenProgramError, ResponseFormatViolation
 from openprogram.runtime import paused_loops
 from openprogram.runtime.cassette import CassetteWriter
-from openprogram.runtime.config import detect_model
+from openprogram.runtime.config import detect_model, model_setting
 from openprogram.runtime.model_string import PROVIDER_PREFIXES, ModelString, parse_model_string
 from openprogram.runtime.providers.base import Provider
 from openprogram.runtime.retry import RetryPolicy
@@ -247,14 +247,15 @@ class Runtime:
         *,
         system: str | None = None,
         context: Context | None = None,
+        model: str | None = None,
     ) -> str:
         """One model request for ``decision.make``: ``content`` (prompt and menu, as the
         caller wrote it) with no tools; ``choices`` ride along on the request for
-        providers that look at them (``scripted:``). ``system`` and ``context`` are as in
-        :meth:`exec` (inside an Agent method, the Agent's instructions and Context).
-        Returns the reply text unparsed."""
+        providers that look at them (``scripted:``). ``system``, ``context`` and ``model``
+        are as in :meth:`exec` (inside an Agent method, the Agent's instructions, Context
+        and model). Returns the reply text unparsed."""
         turn = self._start(
-            content, [], None, choices, None, None, None, system, 1, None, None, context,
+            content, [], None, choices, None, model, None, system, 1, None, None, context,
             menu=False,
         )  # fmt: skip
         return self._loop(turn).text
@@ -966,9 +967,10 @@ _SHARED_REPLAYS: dict[tuple[Any, ...], Provider] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def implicit_runtime(model: str | None = None) -> Runtime:
+def implicit_runtime(model: str | None = None, *, wanted: str | None = None) -> Runtime:
     """The runtime ``create_runtime()`` gives a call or run that was given none (for
-    ``model``, else for the autodetected model).
+    ``model``, else for the autodetected model, else for ``wanted``: the model the call
+    itself names; with none of them, the ConfigError that says how to configure one).
 
     A ``replay:`` model shares one provider per recording across the whole process, so
     the cassette is consumed in order even over several top-level calls (running past
@@ -976,7 +978,9 @@ def implicit_runtime(model: str | None = None) -> Runtime:
     """
     from openprogram.runtime import create_runtime
 
-    model = model or detect_model()
+    if not model:
+        found = model_setting()
+        model = found[0] if found is not None else wanted or detect_model()
     parsed = parse_model_string(model)
     if parsed.provider != "replay":
         return create_runtime(model)
