@@ -34,8 +34,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         recheck_s = recheck_seconds()
-    except ConfigError as exc:  # one line, exit 2, before the server loads
-        parser.error(str(exc))
+    except ConfigError as exc:  # one line (no usage: no argument was wrong), exit 2
+        print(f"openprogram-lsp: error: {exc}", file=sys.stderr)
+        return 2
     logging.basicConfig(
         stream=sys.stderr, level=ns.log_level, format="%(levelname)s %(name)s: %(message)s"
     )
