@@ -289,6 +289,27 @@ def test_persistent_5xx_names_provider_status_and_request_id(
     assert len(server.requests) == 3
 
 
+def test_a_servers_error_body_cannot_drive_the_terminal(
+    server: LoopbackServer, sleeps: RecordedSleeps, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An error body with terminal control sequences (a title change, a screen clear, a
+    fake green line) reaches the retry warning and the error only as visible escapes."""
+    hostile = "\x1b]0;pwned\x07\x1b[2J\x1b[32mALL TESTS PASSED\x1b[0m \u202egnp.exe"
+    for _ in range(2):
+        server.reply_error(503, hostile)
+    with (
+        caplog.at_level("WARNING"),
+        make_runtime(server, sleeps, max_retries=1) as rt,
+        pytest.raises(ProviderError) as info,
+    ):
+        rt.exec("hi")
+    shown = [str(info.value), *(r.getMessage() for r in caplog.records)]
+    assert len(shown) == 2
+    for text in shown:
+        assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+        assert "\\x1b[32mALL TESTS PASSED" in text and "\\u202egnp.exe" in text
+
+
 def test_timeout_retries_then_fails(server: LoopbackServer, sleeps: RecordedSleeps) -> None:
     server.reply_raw("{}", delay_s=1.0, content_type="application/json")
     server.reply_raw("{}", delay_s=1.0, content_type="application/json")

@@ -36,9 +36,9 @@ from contextvars import ContextVar
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from openprogram.cli.table import inert
 from openprogram.contract.runs import RunStatus
 from openprogram.errors import OpenProgramError, stopped_by
+from openprogram.terminal_text import inert
 
 if TYPE_CHECKING:
     from openprogram.durable.errors import DeterminismError

@@ -15,10 +15,10 @@ import threading
 import time
 from typing import Any
 
-from openprogram.cli.table import inert
 from openprogram.durable import queries
 from openprogram.durable.steps import current_run_id
 from openprogram.store import store_db_path, store_url
+from openprogram.terminal_text import inert
 
 TICK_S = 0.25
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from openprogram.cli.table import format_table, inert, unicode_ok
+from openprogram.cli.table import format_table, unicode_ok
 from openprogram.history import call_order
 from openprogram.store import Node, Session
+from openprogram.terminal_text import inert
 
 SHORT_OUTPUT = 60
 

@@ -1,5 +1,5 @@
-"""Aligned text tables for the terminal (``runs``, ``sessions``, ``show``), and
-:func:`inert`, which every piece of recorded text the CLI prints passes through.
+"""Aligned text tables for the terminal (``runs``, ``sessions``, ``show``); every piece
+of recorded text in them passes through :func:`openprogram.terminal_text.inert`.
 
 Columns are padded to their widest cell by display width (a wide CJK character or an emoji
 counts two columns, a combining mark none). On a terminal the table is fitted to its width:
@@ -9,32 +9,13 @@ output keeps every cell whole.
 
 from __future__ import annotations
 
-import re
 import shutil
 import sys
 import unicodedata
 from collections.abc import Sequence
 from typing import TextIO
 
-# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides,
-# embeddings and isolates (which reorder what a line shows)
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def inert(text: str) -> str:
-    """``text`` made inert for a terminal: each control character (C0 but tab and newline,
-    DEL, C1) and bidirectional override is written as a visible escape, ``\\x1b`` for
-    a C0 one, ``\\u009b`` / ``\\u202e`` for the others (valid inside a JSON string too).
-    Recorded text (a step's error, a model's reply, a tool's name) goes through it
-    before the CLI prints it in human format, so it cannot set the window title, clear
-    the screen or colour a line; it leaves any other text as it is (twice is once)."""
-    return _CONTROL.sub(_escape, text)
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x20 else f"\\u{code:04x}"
-
+from openprogram.terminal_text import inert
 
 GAP = "  "
 MIN_FLEX = 12  # the flexible column never shrinks below this

@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from openprogram.cli.exits import Exit, code_for, error_line, for_status, report_error
-from openprogram.cli.table import inert
 from openprogram.contract.runs import paused_at
 from openprogram.schema_grammar import json_type_name
+from openprogram.terminal_text import inert
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED = Exit.OK, Exit.FAILED, Exit.USAGE, Exit.PAUSED
 

@@ -35,6 +35,7 @@ from openprogram.errors import ConfigError, ProviderError
 from openprogram.runtime.deadline import DeadlineTransport, attempt_deadline
 from openprogram.runtime.retry import RetryPolicy, is_retryable_status, parse_retry_after
 from openprogram.runtime.secret import Secret, redact
+from openprogram.terminal_text import inert
 from openprogram.url_secrets import redact_url, scrub_url_password
 
 log = logging.getLogger("openprogram.runtime")
@@ -549,5 +550,7 @@ def _reason(status: int) -> str:
 
 
 def _short(text: str) -> str:
-    text = " ".join(text.split())
+    """One line of at most ``_EXCERPT_CHARS`` of a reply body, inert for a terminal (a
+    server's error body reaches log lines and error messages)."""
+    text = inert(" ".join(text.split()))
     return text if len(text) <= _EXCERPT_CHARS else text[: _EXCERPT_CHARS - 3] + "..."

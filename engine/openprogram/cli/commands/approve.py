@@ -8,7 +8,7 @@ import argparse
 import json
 
 from openprogram.cli.common import add_store_argument
-from openprogram.cli.table import inert
+from openprogram.terminal_text import inert
 
 NAME = "approve"
 HELP = "approve the tool call a run is awaiting, then resume the run"

@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 from openprogram.cli.common import add_store_argument
-from openprogram.cli.table import inert
+from openprogram.terminal_text import inert
 
 NAME = "worker"
 HELP = "execute runs submitted to a queue"
