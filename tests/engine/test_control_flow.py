@@ -254,6 +254,13 @@ def test_parallel_preserves_order_and_bounds_concurrency() -> None:
     assert parallel([]) == []
 
 
+@pytest.mark.parametrize("workers", [0, -1])
+def test_parallel_rejects_fewer_than_one_worker(workers: int) -> None:
+    # 0 is not "the default": it is refused like a negative count
+    with pytest.raises(ValueError, match=f"max_workers must be >= 1, got {workers}"):
+        parallel([lambda: 1, lambda: 2], max_workers=workers)
+
+
 def test_parallel_raises_first_failure_in_order() -> None:
     def boom() -> None:
         raise KeyError("b1")

@@ -225,11 +225,11 @@ def _run_all(
 ) -> list[Any]:
     """Run ``branches`` in a bounded thread pool (see :func:`parallel`); ``keys``: the
     branches' step keys inside a resumable run, which their call nodes carry."""
+    if max_workers is not None and max_workers < 1:  # 0 too: not "the default"
+        raise ValueError(f"max_workers must be >= 1, got {max_workers}")
     if not branches:
         return []
     workers = min(len(branches), max_workers or DEFAULT_MAX_WORKERS)
-    if workers < 1:
-        raise ValueError(f"max_workers must be >= 1, got {max_workers}")
     fork = new_fork()
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openprogram-parallel") as pool:
         futures: list[Future[Any]] = [
