@@ -166,6 +166,7 @@ def test_rerun_calls_the_model_only_after_the_change() -> None:
         "call_index": 0,
         "fn": "agent",
         "prompt": "find auth files",
+        "args": "",
         "result": "auth.py",
     }
     before = len(provider.requests)
@@ -242,6 +243,72 @@ def workflow():
     assert [last_user_text(r) for r in provider.requests[before:]] == ["server", "sum up F"]
 
 
+@pytest.mark.parametrize(
+    ("first", "revised"),
+    [
+        (
+            'agent("pick the strategy", choices=["direct", "phased"])',
+            'agent("pick the strategy", choices=["stage_one", "stage_two"])',
+        ),
+        ('llm("summarise auth")', 'llm("summarise auth", system="Answer in French")'),
+        ('llm("summarise auth", model="m1")', 'llm("summarise auth", model="m2")'),
+        ('agent("summarise auth")', 'agent("summarise auth", tools=[])'),
+        (
+            'llm("summarise auth", response_format={"type": "object"})',
+            'llm("summarise auth", response_format={"type": "array"})',
+        ),
+    ],
+)
+def test_a_call_with_changed_arguments_is_not_reused(first: str, revised: str) -> None:
+    def model(request: ModelRequest) -> str:
+        if isinstance(request.choices, list):
+            return json.dumps({"call": request.choices[0]})
+        if request.response_format is not None:
+            return json.dumps([] if "array" in json.dumps(request.response_format) else {})
+        return f"{request.system or 'plain'} {request.model_id}"
+
+    provider = ScriptedProvider(function=model)
+    rt = Runtime(provider=provider)
+    ckpt = Checkpoint()
+    old = run_workflow_code(f"def workflow():\n    return {first}\n", runtime=rt, checkpoint=ckpt)
+    new = run_workflow_code(f"def workflow():\n    return {revised}\n", runtime=rt, checkpoint=ckpt)
+    assert (ckpt.hits, len(provider.requests)) == (0, 2)  # the revised request was sent
+    assert new != old or "tools" in revised
+    # the same call with the same arguments is still reused
+    again = run_workflow_code(
+        f"def workflow():\n    return {revised}\n", runtime=rt, checkpoint=ckpt
+    )
+    assert (again, ckpt.hits, len(provider.requests)) == (new, 1, 2)
+
+
+def test_request_args_cover_pydantic_formats_and_tools() -> None:
+    from pydantic import BaseModel
+
+    from openprogram.programs.workflow.checkpoint import request_args
+
+    class Plan(BaseModel):
+        steps: list[str]
+
+    class Verdict(BaseModel):
+        ok: bool
+
+    def grep(pattern: str) -> str:
+        """Search the workspace."""
+        return pattern
+
+    def glob_files(pattern: str) -> str:
+        """List files."""
+        return pattern
+
+    assert request_args({}) == request_args({"runtime": object()}) == ""
+    assert request_args({"response_format": Plan}) != request_args({"response_format": Verdict})
+    assert request_args({"response_format": Plan}) == request_args({"response_format": Plan})
+    assert request_args({"tools": [grep]}) != request_args({"tools": [glob_files]})
+    assert request_args({"system": "a", "model": "m"}) == request_args(
+        {"model": "m", "system": "a"}
+    )
+
+
 def test_positions_order() -> None:
     from openprogram.programs.workflow.checkpoint import _precedes
 
@@ -307,6 +374,32 @@ def test_planner_revises_after_check_and_runtime_failures(tmp_path: Path) -> Non
     )
     # "find auth files" ran once (revision 1) and was reused by revision 2
     assert model.prompts.count("find auth files") == 1
+
+
+def test_a_revision_asks_again_the_decision_that_failed() -> None:
+    code = """```python
+def workflow():
+    analysis = agent("analyse the auth module")
+    return route(question="Which strategy?", options=["direct", "phased"], context=analysis)
+```"""
+    asked: list[str] = []
+
+    def model(request: ModelRequest) -> str:
+        text = last_user_text(request)
+        if request.system == PLANNER_INSTRUCTIONS:
+            return code  # the revision keeps the same workflow
+        asked.append(text)
+        if "Which strategy?" in text:  # a flaky model: two invalid replies, then a valid one
+            tries = sum("Which strategy?" in t for t in asked)
+            return json.dumps({"call": "sideways" if tries <= 2 else "phased"})
+        return "token.py depends on login.py"
+
+    rt = Runtime(provider=ScriptedProvider(function=model))
+    run = plan_and_run("migrate the auth module", runtime=rt, max_revisions=2)
+    assert (run.result, run.revisions) == ("phased", 1)
+    # the analysis the workflow went on with is reused; the failed decision is asked again
+    assert asked.count("analyse the auth module") == 1
+    assert sum("Which strategy?" in t for t in asked) == 3
 
 
 def test_planner_gives_up_after_max_revisions() -> None:

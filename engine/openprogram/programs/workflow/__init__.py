@@ -154,7 +154,8 @@ def _build_namespace(
 
     ``llm``/``agent`` (and ``extra`` callables) are logged as checkpoint calls; ``goal``
     and the control-flow primitives are transparent (their inner calls are logged), ``parallel``
-    numbers each branch's calls under its own position.
+    numbers each branch's calls under its own position. The calls made inside a primitive
+    that raised are not reused by the next run.
     """
     from openprogram_analyzers.planner import WORKFLOW_BUILTINS
 
@@ -167,8 +168,8 @@ def _build_namespace(
             ns[name] = checkpoint.wrap(name, fn)
         elif name == "parallel":
             ns[name] = checkpoint.wrap_parallel(fn)
-        else:
-            ns[name] = fn
+        else:  # its own calls are logged; they are not reused when it raises
+            ns[name] = checkpoint.guard(fn)
     for name, fn in (extra or {}).items():
         ns[name] = checkpoint.wrap(name, fn)
     return ns

@@ -2,9 +2,15 @@
 
 Every model-calling primitive called by workflow code (``llm``, ``agent``, and the
 judgements made inside the control-flow primitives) is logged as
-``{"call_index", "fn", "prompt", "result"}``. On the next run, a call at the same position
-with the same ``fn`` and ``prompt`` returns the saved result without a model request; the
-first call that differs (and every call after it) runs for real.
+``{"call_index", "fn", "prompt", "args", "result"}`` (``args``: canonical JSON of every other
+argument that shapes the request: choices, system, tools, response_format, model, ...). On
+the next run, a call at the same position with the same ``fn``, ``prompt`` and ``args``
+returns the saved result without a model request; the first call that differs (and every
+call after it) runs for real.
+
+A call the workflow did not go on with is not reused: when a primitive (``route``,
+``agent``, ...) raises, the calls made inside it (e.g. the decision replies that did not
+parse) are marked ``"reusable": false``, so the revision asks the model again.
 
 Positions are sequential per run; inside ``parallel`` each branch numbers its own calls
 under the parallel call's position, so concurrency does not change the order.
@@ -13,6 +19,7 @@ under the parallel call's position, so concurrency does not change the order.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import json
 import threading
@@ -48,6 +55,12 @@ _inside: contextvars.ContextVar[bool] = contextvars.ContextVar(
 )
 
 
+# The entries written inside the primitive calls now running (outermost first).
+_scopes: contextvars.ContextVar[tuple[list[dict[str, Any]], ...]] = contextvars.ContextVar(
+    "openprogram_checkpoint_scopes", default=()
+)
+
+
 def _precedes(first: _Position, later: _Position) -> bool:
     """Whether call ``later`` runs after call ``first`` (sibling parallel branches do not).
 
@@ -80,6 +93,45 @@ def prompt_text(content: Any) -> str:
     return repr(content)
 
 
+def _canonical(value: Any) -> Any:
+    """``value`` as plain JSON data that is equal exactly when the request would be."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_canonical(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
+    schema_fn = getattr(value, "model_json_schema", None)
+    if isinstance(value, type) and callable(schema_fn):  # a pydantic response_format
+        return {"model": value.__name__, "schema": schema_fn()}
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return _canonical(dump(mode="json"))
+    spec = getattr(value, "spec", None)  # a Tool: its name and schema
+    if spec is not None and not callable(spec):
+        return _canonical(spec)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _canonical({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+    if callable(value):  # a plain-function tool: its spec
+        from openprogram.programs.function_tools import tool_spec
+
+        try:
+            return _canonical(tool_spec(value))
+        except Exception:
+            return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', '')}"
+    return repr(value)
+
+
+def request_args(kwargs: Mapping[str, Any]) -> str:
+    """The canonical JSON of a call's arguments besides its prompt ("" for none)."""
+    shaped = {k: v for k, v in kwargs.items() if k != "runtime"}
+    if not shaped:
+        return ""
+    return json.dumps(_canonical(shaped), sort_keys=True, ensure_ascii=False)
+
+
 class Checkpoint:
     """The call log of workflow runs (in memory, optionally mirrored to a JSON file)."""
 
@@ -93,6 +145,7 @@ class Checkpoint:
         self.entries: list[dict[str, Any]] = [dict(e) for e in loaded]
         self._saved: dict[_Position, dict[str, Any]] = {}
         self._breaks: list[_Position] = []
+        self._failures: list[BaseException] = []
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -105,6 +158,7 @@ class Checkpoint:
             self._saved = {_position(e["call_index"]): e for e in self.entries}
             self.entries = []
             self._breaks = []
+            self._failures = []
             self.hits = self.misses = 0
         return _cursor.set(_Cursor())
 
@@ -114,8 +168,10 @@ class Checkpoint:
 
     # -- calls ----------------------------------------------------------------------
 
-    def call(self, fn: str, prompt: str, thunk: Callable[[], Any]) -> Any:
-        """Return the saved result of this call, or run ``thunk`` and log its result."""
+    def call(self, fn: str, prompt: str, thunk: Callable[[], Any], args: str = "") -> Any:
+        """Return the saved result of this call, or run ``thunk`` and log its result.
+
+        ``args``: :func:`request_args` of the call's other arguments (part of its key)."""
         if _inside.get():
             return thunk()
         cursor = _cursor.get()
@@ -128,6 +184,7 @@ class Checkpoint:
                 saved is not None
                 and saved.get("fn") == fn
                 and saved.get("prompt") == prompt
+                and saved.get("args", "") == args
                 and saved.get("reusable", True)
                 and not any(_precedes(b, pos) for b in self._breaks)
             )
@@ -135,31 +192,90 @@ class Checkpoint:
                 self._breaks.append(pos)
         if reusable:
             assert saved is not None
+            entry = dict(saved)
             with self._lock:
                 self.hits += 1
-                self.entries.append(dict(saved))
+                self.entries.append(entry)
+            self._in_scopes(entry)
             return saved["result"]
         token = _inside.set(True)
         try:
             result = thunk()
         finally:
             _inside.reset(token)
-        entry = {"call_index": _index_of(pos), "fn": fn, "prompt": prompt, "result": result}
+        entry = {
+            "call_index": _index_of(pos),
+            "fn": fn,
+            "prompt": prompt,
+            "args": args,
+            "result": result,
+        }
         with self._lock:
             self.misses += 1
             self.entries.append(entry)
+        self._in_scopes(entry)
         self._persist()
         return result
 
+    @staticmethod
+    def _in_scopes(entry: dict[str, Any]) -> None:
+        for written in _scopes.get():
+            written.append(entry)
+
+    def guard(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` (a primitive) whose logged calls are not reused when it raises.
+
+        Only the innermost primitive an exception comes out of marks its calls: an outer
+        one that lets the same failure through (or raises one chained to it) leaves its
+        other calls, whose results were used, reusable."""
+
+        @functools.wraps(fn)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if _cursor.get() is None or _inside.get():
+                return fn(*args, **kwargs)
+            written: list[dict[str, Any]] = []
+            token = _scopes.set((*_scopes.get(), written))
+            try:
+                return fn(*args, **kwargs)
+            except BaseException as exc:
+                self._discard(exc, written)
+                raise
+            finally:
+                _scopes.reset(token)
+
+        return guarded
+
+    def _discard(self, exc: BaseException, written: list[dict[str, Any]]) -> None:
+        chain: list[BaseException] = []
+        seen: BaseException | None = exc
+        while seen is not None and seen not in chain:
+            chain.append(seen)
+            seen = seen.__cause__ or seen.__context__
+        with self._lock:
+            if any(any(e is c for c in chain) for e in self._failures):
+                return
+            self._failures.append(exc)
+            for entry in written:
+                entry["reusable"] = False
+
     def wrap(self, fn_name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """``fn`` whose calls are checkpointed (the prompt is its first argument)."""
+        """``fn`` whose calls are checkpointed (the prompt is its first argument; the
+        other arguments are part of the key)."""
 
         @functools.wraps(fn)
         def checkpointed(*args: Any, **kwargs: Any) -> Any:
-            content = args[0] if args else kwargs.get("content", kwargs.get("prompt", ""))
-            return self.call(fn_name, prompt_text(content), lambda: fn(*args, **kwargs))
+            if args:
+                content = args[0]
+                shaped = {**({"args": list(args[1:])} if args[1:] else {}), **kwargs}
+            else:
+                key = "content" if "content" in kwargs else "prompt"
+                content = kwargs.get(key, "")
+                shaped = {k: v for k, v in kwargs.items() if k != key}
+            return self.call(
+                fn_name, prompt_text(content), lambda: fn(*args, **kwargs), request_args(shaped)
+            )
 
-        return checkpointed
+        return self.guard(checkpointed)
 
     def wrap_parallel(self, parallel: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
         """``parallel`` whose branches number their calls under one reserved position."""
@@ -183,7 +299,7 @@ class Checkpoint:
 
             return parallel([scoped(i, t) for i, t in enumerate(thunks)], **kwargs)
 
-        return checkpointed
+        return self.guard(checkpointed)
 
     # -- persistence ----------------------------------------------------------------
 
@@ -223,7 +339,10 @@ class CheckpointRuntime:
 
     def exec(self, content: Any, **kwargs: Any) -> str:
         result: str = self._checkpoint.call(
-            "llm", prompt_text(content), lambda: self._inner.exec(content, **kwargs)
+            "llm",
+            prompt_text(content),
+            lambda: self._inner.exec(content, **kwargs),
+            request_args(kwargs),
         )
         return result
 
@@ -233,6 +352,7 @@ class CheckpointRuntime:
             "llm",
             prompt_text(content),
             lambda: self._inner.ask_for_decision(content, choices, **kwargs),
+            request_args({"choices": choices, **kwargs}),
         )
         return result
 
