@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from openprogram.context import Context
 from openprogram.errors import RuleViolation, defined_in
 from openprogram.options import check_method_options, merge_method_options, tool_methods
-from openprogram.programs.registry import REGISTRY, Tool, ToolOptions
+from openprogram.programs.registry import REGISTRY, Tool, ToolOptions, own_tools
 from openprogram.safepoints import checkpoint
 from openprogram.scope import (
     ENTRY_EXTRA,
@@ -457,6 +457,7 @@ def _register_tools(cls: type) -> None:
         else:
             target = None
         tool = member.build_tool(cls, target)
+        tool.owner = cls
         tools[name] = tool
         if entry.get("register_globally", True):
             REGISTRY.register(tool)
@@ -475,10 +476,18 @@ _offerers: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar(
 @contextmanager
 def offering(instance: Any) -> Iterator[None]:
     """Mark ``instance`` as the Agent whose call offers tools inside the block: its class's
-    ``tool=True`` instance methods are served by it."""
+    registered ``tool=True`` methods are offered in place of same-named registered tools
+    (another class's), and its instance methods are served by it."""
+    cls = instance if isinstance(instance, type) else type(instance)
+    own = {
+        name: tool
+        for name, tool in getattr(cls, "_op_tools", {}).items()
+        if tool.options.register_globally and tool.registry is not None
+    }
     token = _offerers.set((*_offerers.get(), instance))
     try:
-        yield
+        with own_tools(own):
+            yield
     finally:
         _offerers.reset(token)
 
@@ -629,7 +638,7 @@ class Agent:
             "runtime": self.runtime,
             "instructions": self.instructions,
             "context": ctx,
-            "max_iterations": self.max_iterations or 20,
+            "max_iterations": 20 if self.max_iterations is None else self.max_iterations,
             "timeout_s": self.timeout_s,
         }
         for key, value in overrides.items():

@@ -270,6 +270,10 @@ class Tool:
             else build_parameters(src, self.options.input)
         )
         self.registry: ToolRegistry | None = None
+        # The Agent class of a ``tool=True`` method, and the registered tools of unrelated
+        # classes this one shares its name with (see ToolRegistry.register).
+        self.owner: type | None = None
+        self.rivals: tuple[Tool, ...] = ()
         self.clock: Callable[[], float] = time.monotonic
         self._cache: dict[str, tuple[float, str]] = {}
         self._lock = threading.Lock()
@@ -532,8 +536,54 @@ class _DeferredTool(Tool):
         return tool.execute(**arguments)
 
 
+_own_tools: contextvars.ContextVar[Mapping[str, Tool] | None] = contextvars.ContextVar(
+    "openprogram_own_tools", default=None
+)
+
+
+@contextmanager
+def own_tools(tools: Mapping[str, Tool]) -> Iterator[None]:
+    """Inside the block, ``tools`` (an Agent's own ``tool=True`` methods during its call)
+    take the place of registered tools of the same names when tools are resolved."""
+    token = _own_tools.set({**(_own_tools.get() or {}), **tools})
+    try:
+        yield
+    finally:
+        _own_tools.reset(token)
+
+
+def _related(a: type, b: type) -> bool:
+    """Whether two Agent classes are one lineage: a subclass, or a redefinition."""
+    same = (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
+    return same or issubclass(a, b) or issubclass(b, a)
+
+
+def _owner_name(tool: Tool) -> str:
+    owner = tool.owner
+    return f"{owner.__module__}.{owner.__qualname__}" if owner is not None else tool.name
+
+
+def _unambiguous(tool: Tool) -> Tool:
+    """``tool`` picked from the registry, unless its name is shared by ``tool=True``
+    methods of unrelated Agent classes and this is not a call of one of them."""
+    if tool.rivals and (_own_tools.get() or {}).get(tool.name) is not tool:
+        classes = " and ".join(_owner_name(t) for t in (tool, *tool.rivals))
+        raise ConfigError(
+            f"tool {tool.name!r} is ambiguous: it is a tool=True method of both {classes}; "
+            "offer it from a call of one of those Agents, pass the bound method "
+            "(tools=[agent.method]), or give one of them another name (method_options "
+            "name=...)"
+        )
+    return tool
+
+
 class ToolRegistry:
-    """Name -> :class:`Tool`. ``REGISTRY`` is the shared, process-wide instance."""
+    """Name -> :class:`Tool`. ``REGISTRY`` is the shared, process-wide instance.
+
+    ``tool=True`` methods of two unrelated Agent classes may share a name: the name then
+    resolves, inside a call of one of those Agents, to that Agent's own method, and
+    elsewhere is an error naming both classes.
+    """
 
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
@@ -541,7 +591,10 @@ class ToolRegistry:
         self.persist_dir: Path | None = None
 
     def register(self, tool: Tool) -> Tool:
-        """Add ``tool`` (replacing one of the same name) unless its ``available_if`` fails."""
+        """Add ``tool`` (replacing one of the same name) unless its ``available_if`` fails.
+
+        A ``tool=True`` method replacing one of an unrelated Agent class keeps it as a rival
+        (the name becomes ambiguous outside both classes' calls, see :meth:`resolve`)."""
         gate = tool.options.available_if
         if gate is not None:
             try:
@@ -551,6 +604,14 @@ class ToolRegistry:
                 return tool
         tool.registry = self
         with self._lock:
+            old = self._tools.get(tool.name)
+            if old is not None and old is not tool and tool.owner is not None:
+                owner = tool.owner
+                tool.rivals = tuple(
+                    t
+                    for t in (old, *old.rivals)
+                    if t.owner is not None and not _related(t.owner, owner)
+                )
             self._tools[tool.name] = tool
         return tool
 
@@ -607,30 +668,34 @@ class ToolRegistry:
         """
         chan = channel_name if channel_name is not None else current_channel()
         sets = (toolset,) if isinstance(toolset, str) else tuple(toolset or ())
+        registered = self._visible()
         if DEFAULT_TOOLSET in sets:  # every available registered tool
             sets = ()
-            tools = None if tools is None else [*tools, *self.tools()]
+            tools = None if tools is None else [*tools, *map(_unambiguous, registered)]
         self._check_toolsets(sets)
         if tools is None:
             chosen: list[Any] = [
-                t for t in self.tools() if not sets or set(sets) & set(t.options.toolset)
+                _unambiguous(t)
+                for t in registered
+                if not sets or set(sets) & set(t.options.toolset)
             ]
         else:
+            by_name = {t.name: t for t in registered}
             chosen = []
             for item in tools:
                 if isinstance(item, str):
-                    found = self.get(item)
+                    found = by_name.get(item)
                     if found is None:
                         raise ValueError(
                             f"unknown tool {item!r}; registered tools: {', '.join(self.names()) or 'none'}"
                         )
-                    chosen.append(found)
+                    chosen.append(_unambiguous(found))
                 else:
                     chosen.append(item)
             if sets:
                 chosen.extend(
-                    t
-                    for t in self.tools()
+                    _unambiguous(t)
+                    for t in registered
                     if set(sets) & set(t.options.toolset) and t not in chosen
                 )
         offered: list[Any] = []
@@ -646,6 +711,12 @@ class ToolRegistry:
         if deferred:
             offered.append(_DeferredTool(deferred))
         return offered
+
+    def _visible(self) -> list[Tool]:
+        """The registered tools as the current call sees them: the offering Agent's own
+        ``tool=True`` methods in place of registered tools of the same names."""
+        own = _own_tools.get() or {}
+        return [own.get(t.name, t) for t in self.tools()]
 
     def toolsets(self) -> list[str]:
         """Names of the toolsets registered tools belong to (plus ``"default"``)."""
