@@ -384,7 +384,7 @@ def test_tool_that_raises_and_bad_arguments(chat: ChatServer, rt: Runtime) -> No
         "ToolError: tool 'fragile' failed: RuntimeError: disk full"
     )
     bad = run_tool(chat, rt, "fragile", {"n": "one"})
-    assert "'n' must be integer, got str" in bad
+    assert "'n': Input should be a valid integer, got 'one'" in bad
     missing = run_tool(chat, rt, "fragile", {})
     assert "missing required 'n'" in missing
     with pytest.raises(ToolError, match="unknown 'm'"):

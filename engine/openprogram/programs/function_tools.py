@@ -13,9 +13,12 @@ into a :class:`Tool` with one calling convention. The full registry builds on th
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
+import functools
 import inspect
+import json
 import re
 import types
 import typing
@@ -116,6 +119,9 @@ def parameters_schema(
     out: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         out["required"] = required
+    defs = hoist_defs(properties)
+    if defs:
+        out["$defs"] = defs
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()):
         out["additionalProperties"] = False  # closed, as strict tool calling requires
     return out
@@ -183,8 +189,61 @@ def type_schema(annotation: Any) -> dict[str, Any]:
     schema_fn = getattr(annotation, "model_json_schema", None)
     if callable(schema_fn):  # pydantic model
         result = schema_fn()
-        return dict(result) if isinstance(result, dict) else {}
+        return copy.deepcopy(result) if isinstance(result, dict) else {}
     return {}
+
+
+def hoist_defs(node: Any) -> dict[str, Any]:
+    """Move every nested ``$defs`` (pydantic models) out of ``node``, to put at the root.
+
+    ``$ref: "#/$defs/X"`` resolves from the schema root, so a model's ``$defs`` pasted
+    into a property would not resolve. A name defined twice with different content is
+    renamed (``X_2``) together with the refs of the sub-schema that defined it.
+    """
+    defs: dict[str, Any] = {}
+
+    def walk(item: Any) -> None:
+        if isinstance(item, list):
+            for x in item:
+                walk(x)
+            return
+        if not isinstance(item, dict):
+            return
+        local = item.pop("$defs", None)
+        if isinstance(local, dict):
+            walk(local)  # defs inside defs (not made by pydantic, but possible)
+            renames: dict[str, str] = {}
+            for name, body in local.items():
+                new, n = name, 1
+                while (new in defs and defs[new] != body) or (new != name and new in local):
+                    n += 1
+                    new = f"{name}_{n}"
+                if new != name:
+                    renames[name] = new
+            if renames:
+                _rename_refs(item, renames)
+                _rename_refs(local, renames)
+            for name, body in local.items():
+                defs[renames[name] if name in renames else str(name)] = body
+        for value in item.values():
+            walk(value)
+
+    walk(node)
+    return defs
+
+
+def _rename_refs(node: Any, renames: Mapping[str, str]) -> None:
+    if isinstance(node, list):
+        for x in node:
+            _rename_refs(x, renames)
+    elif isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref[len("#/$defs/") :]
+            if name in renames:
+                node["$ref"] = "#/$defs/" + renames[name]
+        for value in node.values():
+            _rename_refs(value, renames)
 
 
 def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
@@ -250,28 +309,116 @@ def _coerce_spec(spec: Any, obj: Any) -> ToolSpec:
     )
 
 
-def check_arguments(tool: Tool, arguments: Mapping[str, Any]) -> None:
-    """Raise ToolArgumentError when ``arguments`` miss required or add unknown parameters."""
-    schema = tool.spec.parameters
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping):
-        return
-    missing = [p for p in schema.get("required") or [] if p not in arguments]
-    unknown = (
-        [a for a in arguments if a not in properties]
-        if schema.get("additionalProperties") is not True and not _has_var_kw(tool)
-        else []
+def check_arguments(tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """``arguments`` checked and converted for ``tool`` (see :func:`validated_arguments`)."""
+    return validated_arguments(
+        tool.name, tool.spec.parameters, tool.call, arguments, open_kwargs=_has_var_kw(tool)
     )
-    problems = []
-    if missing:
-        problems.append("missing required " + ", ".join(repr(m) for m in missing))
-    if unknown:
-        problems.append("unknown " + ", ".join(repr(u) for u in unknown))
+
+
+def validated_arguments(
+    name: str,
+    parameters: Mapping[str, Any],
+    fn: Callable[..., Any] | None,
+    arguments: Mapping[str, Any],
+    *,
+    open_kwargs: bool = False,
+) -> dict[str, Any]:
+    """The model's ``arguments`` for tool ``name``, converted to ``fn``'s annotated types.
+
+    The one rule for every tool (plain functions and registered ones): required and
+    unknown parameters and ``enum`` values come from the ``parameters`` schema; each
+    annotated parameter is validated and converted by pydantic in strict JSON mode, so a
+    pydantic model, dataclass or Enum parameter arrives as that type, ``"3"`` or ``true``
+    is not an ``int``, and an ``int`` is a ``float``. Raises :class:`ToolArgumentError`
+    naming each bad parameter.
+    """
+    properties = parameters.get("properties")
+    problems: list[str] = []
+    if not isinstance(properties, Mapping):  # a hand-written spec without properties
+        properties = {}
+    else:
+        missing = [p for p in parameters.get("required") or [] if p not in arguments]
+        if missing:
+            problems.append("missing required " + ", ".join(repr(m) for m in missing))
+    closed = parameters.get("additionalProperties") is not True and not open_kwargs
+    if closed and isinstance(parameters.get("properties"), Mapping):
+        unknown = [a for a in arguments if a not in properties]
+        if unknown:
+            problems.append("unknown " + ", ".join(repr(u) for u in unknown))
+    hints = _parameter_hints(fn) if fn is not None else {}
+    out = dict(arguments)
+    for param, value in arguments.items():
+        prop = properties.get(param)
+        choices = prop.get("enum") if isinstance(prop, Mapping) else None
+        if isinstance(choices, list) and value not in choices:
+            if not (isinstance(value, enum.Enum) and value.value in choices):
+                problems.append(f"{param!r} must be one of {choices!r}, got {value!r}")
+                continue
+        adapter = _adapter(hints[param]) if param in hints else None
+        if adapter is None:
+            continue
+        try:
+            out[param] = _convert(adapter, value)
+        except Exception as exc:  # pydantic.ValidationError
+            problems.append(_conversion_problem(param, exc))
     if problems:
         raise ToolArgumentError(
-            f"bad arguments for tool {tool.name!r}: {'; '.join(problems)}; "
+            f"bad arguments for tool {name!r}: {'; '.join(problems)}; "
             f"expected parameters: {', '.join(properties) or '(none)'}"
         )
+    return out
+
+
+def _parameter_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception:  # unresolvable forward references: no conversion
+        return {}
+    hints.pop("return", None)
+    for name in RUNTIME_PARAMS:
+        hints.pop(name, None)
+    return hints
+
+
+def _adapter(annotation: Any) -> Any:
+    try:
+        return _cached_adapter(annotation)
+    except TypeError:  # unhashable annotation
+        return _make_adapter(annotation)
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_adapter(annotation: Any) -> Any:
+    return _make_adapter(annotation)
+
+
+def _make_adapter(annotation: Any) -> Any:
+    from pydantic import TypeAdapter
+
+    try:
+        return TypeAdapter(annotation)
+    except Exception:  # a type pydantic cannot validate: passed through unchanged
+        return None
+
+
+def _convert(adapter: Any, value: Any) -> Any:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):  # Python objects from a direct call: as they are
+        return adapter.validate_python(value, strict=True)
+    return adapter.validate_json(text, strict=True)
+
+
+def _conversion_problem(param: str, exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return f"{param!r}: {exc}"
+    parts = []
+    for err in errors()[:3]:
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.get("loc", ()))
+        parts.append(f"{param + loc!r}: {err.get('msg')}, got {err.get('input')!r}")
+    return "; ".join(parts)
 
 
 def _has_var_kw(tool: Tool) -> bool:

@@ -2,8 +2,9 @@
 
 A :class:`Tool` wraps a callable with its registration options and is what the model
 sees (``tool.spec``) and what the tool loop dispatches (``tool.execute(**kwargs)``).
-Dispatch applies, in order: argument validation against the schema, the approval
-requirement, ``check_fn``, the result cache, the wall-clock ``timeout`` (an async tool
+Dispatch applies, in order: argument validation and conversion to the annotated types
+(``validated_arguments``, shared with plain function tools), the approval requirement,
+``check_fn``, the result cache, the wall-clock ``timeout`` (an async tool
 is awaited under it), then head/tail truncation of the text fed back to the model.
 Gates (``check_fn``, a callable ``requires_approval``) take the tool's arguments as
 named parameters and fail closed. Every refusal or failure is raised as
@@ -26,8 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openprogram.errors import ConfigError, OpenProgramError
-from openprogram.programs.function_tools import parse_docstring
-from openprogram.programs.schema import INJECTED_PARAMS, build_parameters, validate_arguments
+from openprogram.programs.function_tools import (
+    ToolArgumentError,
+    parse_docstring,
+    validated_arguments,
+)
+from openprogram.programs.schema import INJECTED_PARAMS, build_parameters
 
 if TYPE_CHECKING:
     from openprogram.durable.approvals import ApprovedCall
@@ -229,15 +234,6 @@ def truncate_result(text: str, max_chars: int, head_ratio: float, *, note: str =
     return text[:head] + marker + (text[-tail:] if tail > 0 else "")
 
 
-def _result_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
 class Tool:
     """A model-callable tool: ``spec`` for the model, ``execute(**kwargs)`` for dispatch.
 
@@ -321,9 +317,12 @@ class Tool:
         refused, times out, has bad arguments, or the function raises.
         """
         opts = self.options
-        problem = validate_arguments(self.parameters, kwargs)
-        if problem:
-            raise ToolError(f"invalid arguments for tool {self.name!r}: {problem}")
+        try:  # the function gets typed values; gates, approvals and the cache the JSON ones
+            typed = validated_arguments(
+                self.name, self.parameters, self._src, kwargs, open_kwargs=self._open_kwargs()
+            )
+        except ToolArgumentError as exc:
+            raise ToolError(str(exc)) from None
         approved = self._check_approval(kwargs)
         if opts.check_fn is not None:
             if not _run_gate(self, "check_fn", opts.check_fn, self._gate_view(kwargs)):
@@ -336,7 +335,7 @@ class Tool:
             if hit is not None and hit[0] > self.clock():
                 return hit[1]
         try:
-            text = self._finish(self._dispatch(kwargs))
+            text = self._finish(self._dispatch(typed, inputs=kwargs))
         except ToolError as exc:
             if approved is not None:
                 approved.record(f"error: {exc}")
@@ -347,6 +346,13 @@ class Tool:
             with self._lock:
                 self._cache[key] = (self.clock() + float(opts.cache_ttl), text)
         return text
+
+    def _open_kwargs(self) -> bool:
+        try:
+            params = inspect.signature(self._src).parameters.values()
+        except (TypeError, ValueError):
+            return False
+        return any(p.kind is p.VAR_KEYWORD for p in params)
 
     def _gate_view(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The call's arguments with the tool's defaults filled in (what gates see)."""
@@ -390,7 +396,7 @@ class Tool:
             )
         return None
 
-    def _dispatch(self, kwargs: dict[str, Any]) -> Any:
+    def _dispatch(self, kwargs: dict[str, Any], inputs: Mapping[str, Any] | None = None) -> Any:
         """Run the tool; a plain function gets its own ``code`` node (expose ``io``).
 
         The node is opened in the calling thread, so a timed-out or failing call is
@@ -404,7 +410,8 @@ class Tool:
         if wanted and any(kwargs.get(p) is None for p in wanted):
             runtime = current_runtime()
             kwargs = {**kwargs, **{p: runtime for p in wanted if kwargs.get(p) is None}}
-        recorded = {k: v for k, v in kwargs.items() if k not in INJECTED_PARAMS}
+        given = kwargs if inputs is None else inputs  # recorded as the model sent them
+        recorded = {k: v for k, v in given.items() if k not in INJECTED_PARAMS}
         with call_scope(
             self.name,
             inputs=recorded,
@@ -466,8 +473,10 @@ class Tool:
         return box.get("value")
 
     def _finish(self, value: Any) -> str:
+        from openprogram.runtime import format_tool_result
+
         opts = self.options
-        text = _result_text(value)
+        text = format_tool_result(value)
         limit = opts.max_result_chars or DEFAULT_MAX_RESULT_CHARS
         if len(text) <= limit:
             return text

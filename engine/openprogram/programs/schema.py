@@ -4,8 +4,8 @@
 :func:`openprogram.programs.function_tools.parameters_schema` (runtime-injected parameters
 already excluded) and applies the ``input`` metadata of ``method_options``:
 ``description``, ``options`` (-> ``enum``) and ``hidden`` (parameter removed). The first
-parameter of a method (``self``/``cls``) is dropped. :func:`validate_arguments` checks a
-model's arguments against such a schema (required, unknown, JSON types, enums).
+parameter of a method (``self``/``cls``) is dropped. A model's arguments are checked and
+converted by :func:`openprogram.programs.function_tools.validated_arguments`.
 """
 
 from __future__ import annotations
@@ -17,18 +17,9 @@ from typing import Any
 import openprogram.runtime  # noqa: F401  (load first: runtime <-> function_tools import cycle)
 from openprogram.programs.function_tools import RUNTIME_PARAMS, parameters_schema, parse_docstring
 
-__all__ = ["INJECTED_PARAMS", "build_parameters", "validate_arguments", "visible_params"]
+__all__ = ["INJECTED_PARAMS", "build_parameters", "visible_params"]
 
 INJECTED_PARAMS = RUNTIME_PARAMS
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list, tuple),
-    "object": (dict,),
-    "null": (type(None),),
-}
 
 
 def _bound_first(fn: Callable[..., Any]) -> str | None:
@@ -76,52 +67,11 @@ def build_parameters(
         out["required"] = required
     if "additionalProperties" in schema:
         out["additionalProperties"] = schema["additionalProperties"]
+    if "$defs" in schema:
+        out["$defs"] = schema["$defs"]
     return out
 
 
 def visible_params(parameters: Mapping[str, Any]) -> list[str]:
     """Parameter names of a schema (for messages)."""
     return list((parameters.get("properties") or {}).keys())
-
-
-def _type_ok(value: Any, schema: Mapping[str, Any]) -> bool:
-    tp = schema.get("type")
-    types = [tp] if isinstance(tp, str) else list(tp) if isinstance(tp, list) else []
-    if not types:
-        return True
-    for name in types:
-        py = _JSON_TYPES.get(name)
-        if py is None:
-            return True
-        if isinstance(value, bool) and name in ("integer", "number"):
-            continue
-        if isinstance(value, py):
-            return True
-    return False
-
-
-def validate_arguments(parameters: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
-    """'' when ``arguments`` fit ``parameters``, else a one-line description of the problem."""
-    props = parameters.get("properties")
-    if not isinstance(props, Mapping):
-        return ""
-    problems: list[str] = []
-    missing = [r for r in parameters.get("required") or [] if r not in arguments]
-    if missing:
-        problems.append("missing required " + ", ".join(repr(m) for m in missing))
-    if parameters.get("additionalProperties") is not True:
-        unknown = [a for a in arguments if a not in props]
-        if unknown:
-            problems.append("unknown " + ", ".join(repr(u) for u in unknown))
-    for name, value in arguments.items():
-        prop = props.get(name)
-        if not isinstance(prop, Mapping):
-            continue
-        if "enum" in prop and value not in prop["enum"]:
-            problems.append(f"{name!r} must be one of {prop['enum']!r}, got {value!r}")
-        elif not _type_ok(value, prop):
-            problems.append(f"{name!r} must be {prop.get('type')}, got {type(value).__name__}")
-    if problems:
-        expected = ", ".join(props) or "(none)"
-        return f"{'; '.join(problems)} (expected parameters: {expected})"
-    return ""

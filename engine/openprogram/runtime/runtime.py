@@ -596,8 +596,8 @@ class Runtime:
             return _record_of(call, problem, True)
         token = push_frame(Frame("tool-dispatch", current_frame(), self))
         try:
-            check_arguments(tool, call.arguments)
-            value = tool.invoke(call.arguments, runtime=self)
+            arguments = check_arguments(tool, call.arguments)
+            value = tool.invoke(arguments, runtime=self)
             if inspect.isawaitable(value):
                 value = _run_sync(value)
         except Exception as exc:
@@ -615,11 +615,11 @@ class Runtime:
             return _record_of(call, problem, True)
         token = push_frame(Frame("tool-dispatch", current_frame(), self))
         try:
-            check_arguments(tool, call.arguments)
+            arguments = check_arguments(tool, call.arguments)
             if _is_async(tool.call):
-                value = await tool.invoke(call.arguments, runtime=self)
+                value = await tool.invoke(arguments, runtime=self)
             else:
-                value = await asyncio.to_thread(tool.invoke, call.arguments, self)
+                value = await asyncio.to_thread(tool.invoke, arguments, self)
                 if inspect.isawaitable(value):
                     value = await value
         except Exception as exc:
