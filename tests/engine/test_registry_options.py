@@ -452,3 +452,25 @@ def test_isolated_registry_restores() -> None:
 
         assert "temp" in REGISTRY
     assert "temp" not in REGISTRY
+
+
+def test_a_hand_written_schema_still_checks_unannotated_parameters(
+    chat: ChatServer, rt: Runtime
+) -> None:
+    """With no annotation to convert by, a parameter's JSON type comes from the
+    ``parameters`` schema the tool was registered with (a bool is not an integer)."""
+
+    @function(
+        parameters={
+            "type": "object",
+            "properties": {"key": {"type": "string"}, "n": {"type": "integer"}},
+            "required": ["key"],
+        }
+    )
+    def lookup(key, n=1):  # type: ignore[no-untyped-def]  # as a user writes it
+        """Look a key up."""
+        return f"{key}x{n}"
+
+    assert run_tool(chat, rt, "lookup", {"key": "a", "n": 2}) == "ax2"
+    bad = run_tool(chat, rt, "lookup", {"key": 3, "n": True})
+    assert "'key' must be string, got int" in bad and "'n' must be integer, got bool" in bad

@@ -347,6 +347,7 @@ def validated_arguments(
         if unknown:
             problems.append("unknown " + ", ".join(repr(u) for u in unknown))
     hints = _parameter_hints(fn) if fn is not None else {}
+    bare = _unannotated(fn) if fn is not None else set()
     out = dict(arguments)
     for param, value in arguments.items():
         prop = properties.get(param)
@@ -356,7 +357,10 @@ def validated_arguments(
                 problems.append(f"{param!r} must be one of {choices!r}, got {value!r}")
                 continue
         adapter = _adapter(hints[param]) if param in hints else None
-        if adapter is None:
+        if adapter is None:  # a function's parameter with no annotation: the schema's type
+            if isinstance(prop, Mapping) and param in bare:
+                if not _json_type_ok(value, prop.get("type")):
+                    problems.append(f"{param!r} must be {prop['type']}, got {type(value).__name__}")
             continue
         try:
             out[param] = _convert(adapter, value)
@@ -368,6 +372,45 @@ def validated_arguments(
             f"expected parameters: {', '.join(properties) or '(none)'}"
         )
     return out
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list, tuple),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def _json_type_ok(value: Any, declared: Any) -> bool:
+    """Whether ``value`` is of the schema ``type`` ``declared`` (a name or a list of
+    them; anything else, or a name this rule does not know, accepts every value). A
+    ``bool`` is not an ``integer`` or a ``number``."""
+    names = [declared] if isinstance(declared, str) else declared
+    if not isinstance(names, list) or not names:
+        return True
+    for type_name in names:
+        accepted = _JSON_TYPES.get(type_name) if isinstance(type_name, str) else None
+        if accepted is None:
+            return True
+        if isinstance(value, bool) and type_name in ("integer", "number"):
+            continue
+        if isinstance(value, accepted):
+            return True
+    return False
+
+
+def _unannotated(fn: Callable[..., Any]) -> set[str]:
+    """The parameters ``fn`` names without an annotation (none for a ``**kwargs``
+    wrapper, whose callee checks its own)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    return {p.name for p in params if p.annotation is inspect.Parameter.empty}
 
 
 def _parameter_hints(fn: Callable[..., Any]) -> dict[str, Any]:
