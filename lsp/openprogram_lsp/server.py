@@ -11,6 +11,7 @@ import dataclasses
 import logging
 import os
 import threading
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,7 @@ class OpenProgramLanguageServer(LanguageServer):
         self._config_files: dict[str, Path | None] = {}
         self._lint_configs: dict[Path | None, tuple[Any, str | None]] = {}
         self._pyproject_stats: dict[str, PyprojectStat] = {}
+        self.config_checked_at = 0.0  # time.monotonic() of the last check while typing
         self._shown_store_errors: set[str] = set()  # stores (redacted) whose outage was shown
         self._store_errors: dict[str, str] = {}  # store (redacted) -> why it cannot be read
         # the client named workspace folders (at initialize or by a change): only they are
@@ -558,8 +560,13 @@ def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
     def did_change(
         ls: OpenProgramLanguageServer, params: types.DidChangeTextDocumentParams
     ) -> None:
-        if not _check_config_files(ls, params.text_document.uri):
-            ls.diagnostics.schedule(params.text_document.uri)
+        # while typing, the pyproject stats at most once a CONFIG_CHECK_S (not per key)
+        now = time.monotonic()
+        if now - ls.config_checked_at >= CONFIG_CHECK_S:
+            ls.config_checked_at = now
+            if _check_config_files(ls, params.text_document.uri):
+                return
+        ls.diagnostics.schedule(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: OpenProgramLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -615,6 +622,10 @@ def _reload_config(ls: OpenProgramLanguageServer) -> None:
     ls.log("reloaded [tool.openprogram.lint] from pyproject.toml")
     ls.diagnostics.schedule_all()
     _refresh_client_views(ls)
+
+
+#: How often an edit checks the pyproject.toml files of its document (seconds).
+CONFIG_CHECK_S = 1.0
 
 
 def _check_config_files(ls: OpenProgramLanguageServer, uri: str) -> bool:
