@@ -4,6 +4,7 @@ reading a file's text the way it is written back (its encoding and line endings)
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
@@ -78,8 +79,15 @@ def unparsable(source: str) -> str | None:
 
 
 def fix_refusal(source: str, fix: Fix) -> str | None:
-    """Why applying ``fix`` alone to ``source`` is refused (None: it may be applied)."""
-    return unparsable(apply_edits(source, fix.edits))
+    """Why applying ``fix`` alone to ``source`` is refused (None: it may be applied).
+    Remembered for the last few: the editor asks for a line's code actions again at
+    every cursor move, and each answer would otherwise parse the whole file again."""
+    return _refusal(source, fix.edits)
+
+
+@functools.lru_cache(maxsize=32)
+def _refusal(source: str, edits: tuple[TextEdit, ...]) -> str | None:
+    return unparsable(apply_edits(source, edits))
 
 
 def apply_safe_fixes(
