@@ -28,6 +28,7 @@ from openprogram_analyzers.index import (
     CallSite,
     FunctionInfo,
     ModuleIndex,
+    head_name,
     is_agent_base,
     looks_like_class,
 )
@@ -1124,6 +1125,46 @@ def _model_callable(imported: str) -> bool:
     )
 
 
+#: Calls that call the callables handed to them (the builtins by name; the others as
+#: imported): an object that is callable but is mostly handed over as data (an Agent
+#: instance, ``self``) counts as called only when handed to one of these. ``sorted`` /
+#: ``min`` / ``max`` / ``list.sort`` call only their ``key``.
+CALLING_BUILTINS = frozenset({"map", "filter"})
+CALLING_IMPORTS = frozenset(
+    {
+        "functools.partial",
+        "functools.reduce",
+        "itertools.starmap",
+        "itertools.filterfalse",
+        "itertools.takewhile",
+        "itertools.dropwhile",
+        "itertools.groupby",
+        "itertools.accumulate",
+    }
+)
+KEY_CALLERS = frozenset({"sorted", "min", "max", "sort"})
+
+
+def _calls_argument(index: ModuleIndex, site: CallSite, arg: cst.Arg, shadowed: set[str]) -> bool:
+    """Whether the call ``site`` calls the argument ``arg`` handed to it: a positional
+    argument of ``map`` / ``filter`` / ``functools.partial`` / ``functools.reduce``..., the
+    ``key`` of ``sorted`` / ``min`` / ``max`` / ``xs.sort``."""
+    func = site.node.func
+    imported = index.resolve_imported(func, shadowed) or ""
+    builtin = (
+        isinstance(func, cst.Name)
+        and func.value not in index.defined
+        and _builtin_callable(index, func.value, shadowed)
+    )
+    name = func.value if builtin and isinstance(func, cst.Name) else ""
+    if arg.keyword is not None and arg.keyword.value == "key":
+        method = isinstance(func, cst.Attribute) and func.attr.value == "sort"
+        return name in KEY_CALLERS or method
+    if arg.keyword is not None:
+        return False
+    return name in CALLING_BUILTINS or imported in CALLING_IMPORTS
+
+
 def _check_passed(
     index: ModuleIndex,
     fn: FunctionInfo,
@@ -1133,9 +1174,14 @@ def _check_passed(
     chain: list[tuple[str, cst.CSTNode]],
     shadowed: set[str],
 ) -> None:
-    """OP205/OP206 on a non-deterministic or model-calling callable handed to a call that
-    may call it in the orchestration body (``map(random.choice, xs)``, ``map(llm, xs)``)."""
+    """OP205/OP206 on a non-deterministic or side-effecting callable handed to a call that
+    may call it in the orchestration body (``map(random.choice, xs)``, ``map(llm, xs)``,
+    ``map(open, paths)``): what calling it there would be (:func:`_side_effect`), so the
+    same functions count. A callable object that is mostly handed over as data (an Agent
+    instance such as ``bot``, ``self.critic`` or ``self``) counts only where the call is
+    known to call it (``map(bot, xs)``, not ``isinstance(bot, Agent)``)."""
     callee = _code(index, site.node.func)
+    args = {id(a.value): a for a in site.node.args}
     for expr in passed_callables(index, site, shadowed):
         imported = index.resolve_imported(expr, shadowed) or ""
         if _nondeterministic(imported):
@@ -1149,17 +1195,24 @@ def _check_passed(
                     chain,
                 )
             )
-        elif _model_callable(imported):
-            out.append(
-                DetFinding(
-                    "OP206",
-                    f"model call ({_code(index, expr)} passed to {callee}) directly in "
-                    f"{where}: side effects outside a step run again on resume; wrap it "
-                    "in step('name', fn, ...)",
-                    expr,
-                    chain,
-                )
+            continue
+        called = CallSite(cst.Call(func=expr), index.resolve(expr), fn.qualname, head_name(expr))
+        effect = _side_effect(index, fn, called, imported, shadowed)
+        if effect is None:
+            continue
+        instance = called.target in SELF or _agent_instance(index, fn, expr, shadowed)
+        if instance and not _calls_argument(index, site, args[id(expr)], shadowed):
+            continue
+        out.append(
+            DetFinding(
+                "OP206",
+                f"{effect} ({_code(index, expr)} passed to {callee}) directly in "
+                f"{where}: side effects outside a step run again on resume; wrap it "
+                "in step('name', fn, ...)",
+                expr,
+                chain,
             )
+        )
 
 
 def _check_orchestration(

@@ -188,7 +188,7 @@ class ModuleIndex:
         import (``import time as t`` -> ``t.time`` is ``time.time``; ``from random import
         choice`` -> ``choice`` is ``random.choice``), unless a local of that name shadows it."""
         expr = self.literal_getattr(expr, shadowed)
-        head = _head(expr)
+        head = head_name(expr)
         if head is None or head in shadowed:
             return None
         return self._through_imports(expr)
@@ -224,7 +224,7 @@ class ModuleIndex:
         instance of an imported class: ``rng = random.Random()`` makes ``rng.random``
         ``random.Random.random`` (a class is spelt in CapWords; ``rng`` itself is no
         import)."""
-        head = _head(expr)
+        head = head_name(expr)
         if head is None:
             return None
         if head in self.imports:
@@ -303,7 +303,7 @@ class ModuleIndex:
         target = self.resolve(expr.func)
         if target is None:
             return None
-        if is_agent_base(target) and _head(expr.func) in self.imports:
+        if is_agent_base(target) and head_name(expr.func) in self.imports:
             return target
         if target in self.classes and self.is_agent_class(target):
             return target
@@ -323,7 +323,8 @@ def is_agent_base(dotted: str) -> bool:
     return dotted in ("openprogram.Agent", "openprogram.agents.Agent")
 
 
-def _head(expr: cst.BaseExpression) -> str | None:
+def head_name(expr: cst.BaseExpression) -> str | None:
+    """The leftmost name of a callee expression (``t`` in ``t.time()``, ``f`` in ``f()()``)."""
     while isinstance(expr, (cst.Attribute, cst.Call)):
         expr = expr.value if isinstance(expr, cst.Attribute) else expr.func
     return expr.value if isinstance(expr, cst.Name) else None
@@ -672,7 +673,7 @@ class IndexBuilder(cst.CSTVisitor):
             node,
             self.index.resolve(node.func),
             func.qualname if func else None,
-            head=_head(node.func),
+            head=head_name(node.func),
         )
         self.index.calls.append(site)
         if func is not None:

@@ -1,5 +1,6 @@
 """The determinism check sees work a resumable body does in a lambda, in a nested ``def``
-or through a callable it hands to another call (``map``, ``sorted(key=...)``), and follows a
+or through a callable it hands to another call (``map``, ``sorted(key=...)``; an Agent
+instance or ``open`` too), and follows a
 method called on an Agent instance as it follows ``self.method()``: ``openprogram-lint``
 and the pre-run check of ``openprogram run`` report the same line."""
 
@@ -67,6 +68,15 @@ REFUSED = [
         "main.py:23:16: OP205 non-deterministic call random.random() in helper "
         "'main.<locals>.key' of resumable function 'main' outside a step",
     ),
+    (  # an Agent instance is callable: map calls it, as bot(q) would
+        "    parts = list(map(bot, [q, q + '!']))\n    return step('fetch', fetch, ' '.join(parts))",
+        "main.py:22:22: OP206 model call (bot passed to map) directly in resumable function 'main'",
+    ),
+    (  # a builtin with a side effect handed to map, as open(p) called there
+        "    texts = [f.read() for f in map(open, [q])]\n"
+        "    return step('fetch', fetch, ' '.join(texts))",
+        "main.py:22:36: OP206 file I/O (open passed to map) directly in resumable function 'main'",
+    ),
     (
         "    return step('fetch', fetch, bot.draft(q))",
         "main.py:15:16: OP206 model call (self) directly in helper 'Bot.draft'",
@@ -93,6 +103,8 @@ ACCEPTED = [
     "    return step('fetch', fetch, sorted([q, 'b'], key=lambda s: s.lower())[0])",
     # a function handed to map that does plain work
     "    return step('fetch', fetch, ''.join(map(str.strip, [q, ' b '])))",
+    # an Agent instance handed over as data, not called
+    "    return step('fetch', fetch, q + str(isinstance(bot, Agent)))",
 ]
 
 

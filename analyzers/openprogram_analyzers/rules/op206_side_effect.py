@@ -10,13 +10,16 @@ from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 class RuleOP206(FamilyRule):
     """Why: Side effects in the orchestration body run again on every resume. Put model calls,
-    network, file and subprocess work into ``step('name', fn, ...)``. Model calls are
+    network, file and subprocess work into ``step('name', fn, ...)``; a function doing
+    such work handed to a call that may call it counts as called there (``map(open, paths)``). Model calls are
     ``llm``/``agent`` (also handed to a call that may call them, ``map(llm, xs)``,
     ``functools.partial(llm, q)``, or called in a lambda, ``map(lambda s: llm(s), xs)``),
     a call of an Agent instance (also one a function of the module returns,
     ``make_bot()(q)``, or a class attribute holds, ``self.bot(q)`` with ``bot = Bot()`` in
     the class body or ``self.bot = Bot()`` in a method) or of its turn methods
-    (``bot.run_turn(...)``), a model runtime's request
+    (``bot.run_turn(...)``; an instance handed to a call that calls it, ``map(bot, xs)``,
+    ``sorted(xs, key=self)``, but not one handed over as data, ``isinstance(bot, Agent)``),
+    a model runtime's request
     (``create_runtime().exec(q)``, ``rt.exec_full(q)``), the judgements of the
     control-flow primitives and ``goal``, and a Planner run (``plan_and_run``,
     ``run_workflow_code``: its ``llm()``/``agent()`` calls run again). The body of a
@@ -43,6 +46,25 @@ class RuleOP206(FamilyRule):
     summary = "side effect outside a step: model call, network, file or subprocess I/O"
     family = determinism.findings_for
     VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            from openprogram import Agent, step
+
+            bot = Agent()
+
+
+            def ask(agent: Agent, q: str) -> str:
+                return agent(q)
+
+
+            def main(q: str) -> str:
+                kind = type(bot).__name__ if isinstance(bot, Agent) else "other"
+                return step("ask", ask, bot, kind + q)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """
+        ),
         Valid(
             """
             from openprogram import llm
@@ -583,6 +605,53 @@ class RuleOP206(FamilyRule):
             """,
             range=(5, 22, 5, 25),
             message="model call (llm passed to map) directly in resumable function 'main'",
+        ),
+        Invalid(
+            """
+            from openprogram import Agent, step
+
+            bot = Agent()
+
+
+            def main(topics: list[str]) -> str:
+                parts = list(map(bot, topics))
+                return step("save", str.upper, " ".join(parts))
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(7, 22, 7, 25),
+            message="model call (bot passed to map) directly in resumable function 'main'",
+        ),
+        Invalid(
+            """
+            from openprogram import Agent, step
+
+
+            class Team(Agent):
+                method_options = {"report": {"resumable": True}}
+
+                def report(self, topics: list[str]) -> str:
+                    ranked = sorted(topics, key=self)
+                    return step("save", str.upper, ranked[0])
+            """,
+            range=(8, 37, 8, 41),
+            message="model call (self passed to sorted) directly in resumable function 'Team.report'",
+        ),
+        Invalid(
+            """
+            from openprogram import step
+
+
+            def main(paths: list[str]) -> str:
+                texts = [f.read() for f in map(open, paths)]
+                return step("save", str.upper, " ".join(texts))
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(5, 36, 5, 40),
+            message="file I/O (open passed to map) directly in resumable function 'main'",
         ),
         Invalid(
             """
