@@ -19,6 +19,7 @@ _EXPORTS: dict[str, str] = {
     "agent": "openprogram.agentic_programming.calls",
     "agentic_function": "openprogram.scoped_function",
     "RunPaused": "openprogram.durable",
+    "resumable": "openprogram.durable",
     "agent_async": "openprogram.agentic_programming.calls",
     "llm": "openprogram.agentic_programming.calls",
     "goal": "openprogram.agentic_programming.goals",
@@ -75,6 +76,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from openprogram.decision import DecisionError as DecisionError
     from openprogram.durable import RunPaused as RunPaused
     from openprogram.durable import parallel as parallel
+    from openprogram.durable import resumable as resumable
     from openprogram.durable import step as step
     from openprogram.durable import workflow as workflow
     from openprogram.programs.text_agent import TextAgent as TextAgent
