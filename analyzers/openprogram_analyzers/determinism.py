@@ -315,14 +315,23 @@ def _subclasses(index: ModuleIndex, cls_name: str) -> tuple[str, ...]:
     return tuple(q for q in index.classes if cls_name in _class_chain(index, q))
 
 
+#: A function reached from a resumable one, with the classes ``self`` may be an instance
+#: of in it (empty in a function outside classes)
+Reached = tuple[FunctionInfo, tuple[str, ...]]
+
+
 def _callees(
     index: ModuleIndex, fn: FunctionInfo, expr: cst.BaseExpression, receivers: Sequence[str]
-) -> list[FunctionInfo]:
-    """The same-module functions ``expr`` may refer to: :func:`_callee`, except that
-    ``self.hook`` / ``cls.hook`` in a method is the ``hook`` of each receiver class
-    (``receivers`` deriving from the method's class; when none does, the class and its
-    subclasses), so an override in a subclass is followed too; ``bot.hook`` on an instance
-    of a class of the module (an Agent or not) is that class's ``hook``."""
+) -> list[Reached]:
+    """The same-module functions ``expr`` may refer to, each with the classes ``self`` may
+    be an instance of there. ``receivers`` are those of ``fn``; ``self.hook`` /
+    ``cls.hook`` is the ``hook`` of each of them deriving from the method's class (when
+    none does, of the class and its subclasses), run with that one class, so an override
+    in a subclass is followed for that subclass only; ``super().hook`` keeps them; a
+    method of an instance of a class of the module (``Source().fetch``, ``h.fetch`` with
+    ``h = Source()``, ``bot.hook``) runs with that class (with its subclasses when the
+    instance is not made there, ``h: Source``); ``Source.make()`` with ``Source``; a nested
+    function with those of ``fn``; a module function with none."""
     if (
         isinstance(expr, cst.Attribute)
         and isinstance(expr.value, cst.Name)
@@ -332,26 +341,50 @@ def _callees(
     ):
         owner = fn.class_name
         classes = [r for r in receivers if owner in _class_chain(index, r)]
-        out: list[FunctionInfo] = []
+        by_method: dict[str, tuple[FunctionInfo, list[str]]] = {}
         for cls in classes or _subclasses(index, owner):
             found = _lookup_method(index, cls, expr.attr.value)
-            if found is not None and found not in out:
-                out.append(found)
-        return out
-    found = _callee(index, fn, expr) or _instance_method(index, fn, expr)
-    return [found] if found is not None else []
-
-
-def _instance_method(
-    index: ModuleIndex, fn: FunctionInfo, expr: cst.BaseExpression
-) -> FunctionInfo | None:
-    """The method ``expr`` names when it is an attribute of an instance of a class of the
-    module (``bot.normalize``, ``h.compute`` with ``h = Helper()``, ``Helper().compute``,
-    ``self.helper.compute``): it runs as ``self.compute()`` would, in its caller."""
+            if found is not None:
+                by_method.setdefault(found.qualname, (found, []))[1].append(cls)
+        return [(found, tuple(on)) for found, on in by_method.values()]
+    found = _callee(index, fn, expr)
+    if found is not None:
+        if found.class_name is None:
+            return [(found, tuple(receivers) if found.parent is not None else ())]
+        value = expr.value if isinstance(expr, cst.Attribute) else None
+        if isinstance(value, cst.Name) and value.value in index.classes:
+            return [(found, (value.value,))]  # Helper.make(): on the class itself
+        return [(found, tuple(receivers))]  # super().hook(): the same instance
     if not isinstance(expr, cst.Attribute):
-        return None
+        return []
     cls_name = _instance(index, fn, expr.value, fn.locals(), lambda e: _module_class_made(index, e))
-    return _lookup_method(index, cls_name, expr.attr.value) if cls_name is not None else None
+    found = _lookup_method(index, cls_name, expr.attr.value) if cls_name is not None else None
+    if found is None or cls_name is None:
+        return []
+    return [(found, _made_classes(index, fn, expr.value) or _subclasses(index, cls_name))]
+
+
+def _made_classes(
+    index: ModuleIndex, fn: FunctionInfo, expr: cst.BaseExpression
+) -> tuple[str, ...]:
+    """The classes of the module ``expr`` is made from where it is known exactly:
+    ``Source()``, or a name every binding of which is one (``h = Source()``); else none."""
+    made = _module_class_made(index, expr)
+    if made is not None:
+        return (made,)
+    if not isinstance(expr, cst.Name):
+        return ()
+    name = expr.value
+    if name in fn.bindings:
+        values: Sequence[cst.BaseExpression | None] = fn.bindings[name]
+    elif name in fn.locals():
+        return ()  # a parameter: an instance of a subclass may be passed
+    else:
+        values = index.module_assigns.get(name, [])
+    classes = [_module_class_made(index, v) if v is not None else None for v in values]
+    if not classes or None in classes:
+        return ()
+    return tuple(dict.fromkeys(c for c in classes if c is not None))
 
 
 def _module_class_made(index: ModuleIndex, expr: cst.BaseExpression) -> str | None:
@@ -550,51 +583,56 @@ def build_scope(
     ``parallel({...})`` branch are marked, since a model call there is asked again when
     the interrupted workflow or branch resumes."""
     scope = Scope(root=root)
-    receivers = receiver_classes(index, root)
-    Todo = tuple[FunctionInfo, list[tuple[str, cst.CSTNode]], bool, str]
-    todo: list[Todo] = [(root, list(chain), orchestration, "")]
+    Todo = tuple[FunctionInfo, tuple[str, ...], list[tuple[str, cst.CSTNode]], bool, str]
+    todo: list[Todo] = [(root, receiver_classes(index, root), list(chain), orchestration, "")]
+    # a function is followed once per set of classes self may be in it (a base method
+    # calling self.hook() reaches each subclass's hook once)
+    followed: set[tuple[str, tuple[str, ...], bool, str]] = set()
     while todo:
-        fn, chain, orch, in_workflow = todo.pop(0)
+        fn, receivers, chain, orch, in_workflow = todo.pop(0)
         table = scope.orchestration if orch else scope.dependencies
-        if fn.qualname in scope.orchestration or (
-            fn.qualname in table and (not in_workflow or fn.qualname in scope.workflow_bodies)
-        ):
+        key = (fn.qualname, receivers, orch, in_workflow)
+        if key in followed or (not orch and fn.qualname in scope.orchestration):
             continue
-        table[fn.qualname] = chain
-        if in_workflow:
-            scope.workflow_bodies[fn.qualname] = in_workflow
+        followed.add(key)
+        if fn.qualname not in scope.orchestration and (
+            fn.qualname not in table or (in_workflow and fn.qualname not in scope.workflow_bodies)
+        ):
+            table[fn.qualname] = chain
+            if in_workflow:
+                scope.workflow_bodies[fn.qualname] = in_workflow
         # nested functions belong to the same scope as their parent
         for info in index.children.get(fn.qualname, ()):
-            todo.append((info, chain, orch, in_workflow))
+            todo.append((info, receivers, chain, orch, in_workflow))
         for site in fn.calls:
-            for callee in _callees(index, fn, site.node.func, receivers):
-                if callee is fn:
+            for callee, on in _callees(index, fn, site.node.func, receivers):
+                if callee is fn and on == receivers:
                     continue
                 link: tuple[str, cst.CSTNode] = (
                     f"'{fn.qualname}' calls '{callee.qualname}' here",
                     site.node,
                 )
-                todo.append((callee, [*chain, link], orch, in_workflow))
+                todo.append((callee, on, [*chain, link], orch, in_workflow))
             for primitive, expr in run_now_callables(index, site.node, fn.locals()):
-                for dep in _callees(index, fn, expr, receivers):
-                    if dep is fn:
+                for dep, on in _callees(index, fn, expr, receivers):
+                    if dep is fn and on == receivers:
                         continue
                     link = (f"'{fn.qualname}' passes '{dep.qualname}' to {primitive} here", expr)
-                    todo.append((dep, [*chain, link], orch, in_workflow))
+                    todo.append((dep, on, [*chain, link], orch, in_workflow))
             for expr in passed_callables(index, site, fn.locals()):
-                for dep in _callees(index, fn, expr, receivers):
-                    if dep is fn:
+                for dep, on in _callees(index, fn, expr, receivers):
+                    if dep is fn and on == receivers:
                         continue
                     to = _code(index, site.node.func)
                     link = (f"'{fn.qualname}' passes '{dep.qualname}' to {to} here", expr)
-                    todo.append((dep, [*chain, link], orch, in_workflow))
+                    todo.append((dep, on, [*chain, link], orch, in_workflow))
             kind = step_kind(site)
             body = _BODIES.get(kind or "", "")
             for expr in _step_callables(site):
-                for dep in _callees(index, fn, expr, receivers):
+                for dep, on in _callees(index, fn, expr, receivers):
                     what = f"a {kind}" if kind in ("workflow", "parallel") else "a step"
                     link = (f"'{fn.qualname}' passes '{dep.qualname}' to {what} here", expr)
-                    todo.append((dep, [*chain, link], False, body))
+                    todo.append((dep, on, [*chain, link], False, body))
     for q in list(scope.dependencies):
         if q in scope.orchestration:
             del scope.dependencies[q]
@@ -1418,19 +1456,21 @@ def findings_for(ctx: Context, code: str) -> list[DetFinding]:
 # ------------------------------------------------------------------ OP209
 
 
-def static_step_sequence(index: ModuleIndex, fn: FunctionInfo) -> list[tuple[str, cst.CSTNode]]:
+def static_step_sequence(
+    index: ModuleIndex, fn: FunctionInfo, receiver: str | None = None
+) -> list[tuple[str, cst.CSTNode]]:
     """Literal step/workflow/parallel names in source order, helpers inlined: the
     same-module functions and methods the body calls, followed as OP205/OP206 follow them
     (:func:`_callees`: ``helper()``, ``self.x()``, ``Helper.x()``, ``bot.x()`` on an
-    instance of a class of the module)."""
+    instance of a class of the module), a method ``fn`` run on an instance of the class
+    ``receiver`` (``self.hook()`` is that class's ``hook``, not every override's)."""
     out: list[tuple[str, cst.CSTNode]] = []
-    seen: set[str] = set()
-    receivers = receiver_classes(index, fn)
+    seen: set[tuple[str, tuple[str, ...]]] = set()
 
-    def walk(f: FunctionInfo) -> None:
-        if f.qualname in seen:
+    def walk(f: FunctionInfo, receivers: tuple[str, ...]) -> None:
+        if (f.qualname, receivers) in seen:
             return
-        seen.add(f.qualname)
+        seen.add((f.qualname, receivers))
         for site in f.calls:
             kind = step_kind(site)
             if kind in ("step", "workflow"):
@@ -1442,10 +1482,10 @@ def static_step_sequence(index: ModuleIndex, fn: FunctionInfo) -> list[tuple[str
             elif kind == "parallel":
                 out.append(("parallel", site.node))
             else:
-                for callee in _callees(index, f, site.node.func, receivers):
-                    walk(callee)
+                for callee, on in _callees(index, f, site.node.func, receivers):
+                    walk(callee, on)
 
-    walk(fn)
+    walk(fn, (receiver,) if receiver is not None else ())
     return out
 
 
@@ -1466,6 +1506,47 @@ def _first_new_step(
     return None
 
 
+#: How a recorded run is broken: (node, kind, recorded name, current name)
+Break = tuple[cst.CSTNode, str, str, str]
+
+
+def _breaks(
+    fn: FunctionInfo,
+    static: Sequence[tuple[str, cst.CSTNode]],
+    runs_names: Sequence[Sequence[str]],
+    rec_names: Sequence[str],
+) -> Break | None:
+    """How the static step sequence ``static`` breaks the run that recorded ``rec_names``
+    (``runs_names``: the names of every run, which tell where a gone step used to be)."""
+    first_pos: dict[str, int] = {}
+    last_pos: dict[str, int] = {}
+    for i, (n, _node) in enumerate(static):
+        first_pos.setdefault(n, i)
+        last_pos[n] = i
+    all_recorded = {n for names in runs_names for n in names}
+    missing = [n for n in rec_names if n not in first_pos]
+    if missing:
+        gone = missing[0]
+        # where the step used to be: after the steps any run recorded before it and
+        # before those recorded after it; a step there that no run knows is its rename
+        before = {n for names in runs_names if gone in names for n in names[: names.index(gone)]}
+        after = {n for names in runs_names if gone in names for n in names[names.index(gone) + 1 :]}
+        lo = max((last_pos[n] for n in before if n in last_pos), default=-1)
+        hi = min(
+            (first_pos[n] for n in after if n in first_pos and first_pos[n] > lo),
+            default=len(static),
+        )
+        new_at = _first_new_step(static, all_recorded, lo, hi)
+        if new_at is None:
+            return (fn.node.name, "deleted", gone, "")
+        return (static[new_at][1], "renamed", gone, static[new_at][0])
+    order = [first_pos[n] for n in rec_names]
+    for a, b, name in zip(order, order[1:], rec_names[1:], strict=False):
+        if b < a:
+            return (static[b][1], "moved", name, name)
+    return None
+
+
 def compare_recorded(
     index: ModuleIndex,
     fn: FunctionInfo,
@@ -1475,53 +1556,37 @@ def compare_recorded(
 
     One finding per change, at the changed ``step(...)`` call (a renamed step, or the step
     that now runs too early) or, for a deleted step, on the function name; the message
-    names how many of the recorded runs (one sequence per run) the change breaks.
+    names how many of the recorded runs (one sequence per run) the change breaks. A
+    method is compared once per class of the module it may run on, its own and each
+    subclass (``self.hook()`` is that class's ``hook``; the store keeps the defining
+    class's qualname for a run on a subclass, whether run as an entry or called from
+    Python): a run is broken when no such class produces its steps, and reported as the
+    class missing the fewest of them sees it (a rename before a deletion).
     """
-    static = static_step_sequence(index, fn)
-    first_pos: dict[str, int] = {}
-    last_pos: dict[str, int] = {}
-    for i, (n, _node) in enumerate(static):
-        first_pos.setdefault(n, i)
-        last_pos[n] = i
+    owner = fn.class_name
+    candidates: Sequence[str | None] = (
+        _subclasses(index, owner) if owner is not None and owner in index.classes else (None,)
+    )
+    statics = [static_step_sequence(index, fn, cls) for cls in candidates]
     runs_names = [list(dict.fromkeys(name for name, _occ in run)) for run in recorded]
-    all_recorded = {n for names in runs_names for n in names}
     # (node, kind, recorded name, current name) -> number of runs broken that way
     broken: dict[tuple[int, str, str, str], int] = {}
     nodes: dict[int, cst.CSTNode] = {}
-
-    def count(node: cst.CSTNode, kind: str, old: str, new: str) -> None:
-        key = (id(node), kind, old, new)
-        nodes[id(node)] = node
-        broken[key] = broken.get(key, 0) + 1
-
     for rec_names in runs_names:
-        missing = [n for n in rec_names if n not in first_pos]
-        if missing:
-            gone = missing[0]
-            # where the step used to be: after the steps any run recorded before it and
-            # before those recorded after it; a step there that no run knows is its rename
-            before = {
-                n for names in runs_names if gone in names for n in names[: names.index(gone)]
-            }
-            after = {
-                n for names in runs_names if gone in names for n in names[names.index(gone) + 1 :]
-            }
-            lo = max((last_pos[n] for n in before if n in last_pos), default=-1)
-            hi = min(
-                (first_pos[n] for n in after if n in first_pos and first_pos[n] > lo),
-                default=len(static),
-            )
-            new_at = _first_new_step(static, all_recorded, lo, hi)
-            if new_at is None:
-                count(fn.node.name, "deleted", gone, "")
-            else:
-                count(static[new_at][1], "renamed", gone, static[new_at][0])
-            continue
-        order = [first_pos[n] for n in rec_names]
-        for a, b, name in zip(order, order[1:], rec_names[1:], strict=False):
-            if b < a:
-                count(static[b][1], "moved", name, name)
+        found: list[tuple[tuple[int, bool], Break]] = []
+        for static in statics:
+            how = _breaks(fn, static, runs_names, rec_names)
+            if how is None:
                 break
+            known = {n for n, _node in static}
+            # the class the run most likely ran on: missing the fewest of its steps, and
+            # one with a new step where the missing one was (a rename) before a deletion
+            found.append(((sum(n not in known for n in rec_names), how[1] == "deleted"), how))
+        else:
+            node, kind, old, new = min(found, key=lambda f: f[0])[1]
+            key = (id(node), kind, old, new)
+            nodes[id(node)] = node
+            broken[key] = broken.get(key, 0) + 1
     out: list[DetFinding] = []
     for (node_id, kind, old, new), runs in broken.items():
         if kind == "deleted":

@@ -315,3 +315,78 @@ def test_op209_reads_each_runs_policy(tmp_path: Path, policy: str, broken: bool)
     program.write_text(renamed, encoding="utf-8")
     outcome = resume_run("r1", store=store)
     assert outcome.status == ("paused" if broken else "completed"), outcome
+
+
+OVERRIDES = """\
+from openprogram import Agent, step
+
+
+class Report(Agent):
+    method_options = {"report": {"resumable": True}}
+
+    def report(self, topic: str) -> str:
+        text = self.gather(topic)
+        return step("write", str.lower, text)
+
+    def gather(self, topic: str) -> str:
+        return topic
+
+
+class LocalReport(Report):
+    def gather(self, topic: str) -> str:
+        return step("fetch", str.upper, topic)
+
+
+class WebReport(Report):
+    def gather(self, topic: str) -> str:
+        query = step("search", str.strip, topic)
+        return step("fetch", str.upper, query)
+
+
+local = LocalReport().report
+web = WebReport().report
+PROGRAM_ENTRIES = ["local", "web"]
+"""
+
+
+def test_op209_follows_self_hook_to_the_class_a_run_ran_on(tmp_path: Path) -> None:
+    """Two subclasses override ``self.gather()`` with different steps: a paused run of
+    ``web`` recorded search, fetch. Its class's sequence still produces them, so the
+    unchanged source (and an edit of the other subclass) breaks nothing; before, the
+    overrides of every class were read as one sequence (fetch, search, fetch, write) and
+    the run was reported broken ("step 'fetch' now runs before ..."). A rename in
+    WebReport still breaks it, as its resume says."""
+    from openprogram.durable import pause_run, resume_run
+    from openprogram_analyzers.store_adapter import recorded_steps
+
+    program = tmp_path / "prog.py"
+    program.write_text(OVERRIDES, encoding="utf-8")
+    store = tmp_path / "store"
+
+    def pause_after_fetch(event: str, key: str) -> None:
+        if event == "done" and key.startswith("fetch"):
+            pause_run("r1", store=store)
+
+    first = start_run(
+        f"{program}:web",
+        store=store,
+        policy="use_latest",
+        run_id="r1",
+        args={"topic": " x "},
+        on_progress=pause_after_fetch,
+    )
+    assert first.status == "paused"
+    rec = recorded_steps(str(store), str(program))
+    assert rec == {"Report.report": [[("search", 0), ("fetch", 0)]]}
+    assert analyze_source(OVERRIDES, str(program), recorded_steps=rec) == []
+    other = OVERRIDES.replace('step("fetch", str.upper, topic)', 'step("load", str.upper, topic)')
+    assert analyze_source(other, str(program), recorded_steps=rec) == []
+    renamed = OVERRIDES.replace('"search"', '"lookup"')
+    (found,) = analyze_source(renamed, str(program), recorded_steps=rec)
+    assert found.code == "OP209"
+    assert found.message == (
+        "step 'lookup' replaces step 'search' recorded for 'Report.report': "
+        "this edit breaks 1 paused/running run"
+    )
+    program.write_text(other, encoding="utf-8")
+    assert resume_run("r1", store=store).status == "completed"

@@ -218,3 +218,60 @@ def test_methods_of_a_plain_class_followed_by_lint_and_run(
     assert f"note: '{entry}' calls " in ran.stderr
     ran = cli("run", "main.py:plain", "--args", '{"q": " x "}', "--store", "st", cwd=tmp_path)
     assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+EXACT_CLASS = """import random
+
+from openprogram import step
+
+
+def save(x: str) -> str:
+    return x.upper()
+
+
+class Source:
+    def fetch(self, q: str) -> str:
+        return self.clean(q)
+
+    def clean(self, q: str) -> str:
+        return q.strip()
+
+
+class ShuffledSource(Source):
+    def clean(self, q: str) -> str:
+        return random.choice([q, q.upper()])
+
+
+def plain(q: str) -> str:
+    return step("save", save, Source().fetch(q))
+
+
+def shuffled(q: str) -> str:
+    source = ShuffledSource()
+    return step("save", save, source.fetch(q))
+
+
+for f in (plain, shuffled):
+    f.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["plain", "shuffled"]
+"""
+
+
+def test_self_in_a_method_of_a_made_instance_is_that_class(tmp_path: Path) -> None:
+    """``Source().fetch(q)`` runs ``Source.clean`` for ``self.clean(q)``, not the override
+    of a subclass the body never makes: lint and run accept ``plain`` (both refused it
+    before, with OP205 in ``ShuffledSource.clean``) and refuse ``shuffled``."""
+    (tmp_path / "main.py").write_text(EXACT_CLASS, encoding="utf-8")
+    line = (
+        "main.py:20:16: OP205 non-deterministic call random.choice() in helper "
+        "'ShuffledSource.clean' outside a step"
+    )
+    linted = lint("main.py", cwd=tmp_path)
+    assert linted.stdout.count(line) == 1, linted.stdout
+    assert "'plain' calls" not in linted.stdout
+    ran = cli("run", "main.py:plain", "--args", '{"q": " x "}', "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    ran = cli("run", "main.py:shuffled", "--args", '{"q": "x"}', "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert line in ran.stderr
+    assert "note: 'shuffled' calls 'Source.fetch' here" in ran.stderr
