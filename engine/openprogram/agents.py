@@ -17,15 +17,17 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from openprogram.context import Context
 from openprogram.errors import RuleViolation, defined_in
 from openprogram.options import check_method_options, merge_method_options, tool_methods
+from openprogram.programs.function_tools import call_with_arguments, split_arguments
 from openprogram.programs.registry import REGISTRY, Tool, ToolOptions, own_tools
 from openprogram.safepoints import checkpoint
 from openprogram.scope import (
@@ -259,6 +261,23 @@ class ScopedMethod:
         with self._scope(cls, bound, args, kwargs) as (frame, a, kw):
             return set_output(frame, await self.func(*a, **kw))
 
+    @contextmanager
+    def _served(
+        self, cls: type, receiver: Any, arguments: Mapping[str, Any]
+    ) -> Iterator[tuple[Frame | None, Callable[[], Any]]]:
+        """A tool dispatch of this method with the model's ``arguments``: its call scope,
+        entered here (the dispatching thread), and the body to run in it, which the tool
+        runs under its ``timeout`` as it runs a plain function (a coroutine for an async
+        method). A resumable method runs as a whole (its run keeps its own records)."""
+        public = self.__get__(receiver, cls)
+        args, kwargs = split_arguments(public, arguments)
+        if self.options_for(cls).get("resumable"):
+            yield None, lambda: public(*args, **kwargs)
+            return
+        bound = public.__self__
+        with self._scope(public._cls, bound, args, kwargs) as (frame, a, kw):
+            yield frame, lambda: self.func(*a, **kw)
+
     # ------------------------------------------------------------------ tools
     @property
     def spec(self) -> dict[str, Any]:
@@ -272,9 +291,12 @@ class ScopedMethod:
 
         def dispatch(**kwargs: Any) -> Any:
             receiver = target() if target is not None else None
-            if self.kind == "static":
-                return self.__get__(None, cls)(**kwargs)
-            return self.__get__(receiver, cls)(**kwargs)
+            return call_with_arguments(self.__get__(receiver, cls), kwargs)
+
+        def enter(
+            arguments: Mapping[str, Any],
+        ) -> AbstractContextManager[tuple[Frame | None, Callable[[], Any]]]:
+            return self._served(cls, target() if target is not None else None, arguments)
 
         tool = Tool(
             dispatch,
@@ -282,6 +304,7 @@ class ScopedMethod:
             scoped=True,
             signature_of=_unbound_view(self.func, self.kind),
             doc=self.doc or "",
+            enter=enter,
         )
         if opts.get("name") is None:
             tool.name = tool.__name__ = self.name
@@ -468,6 +491,7 @@ def _identity(value: Any) -> Any:
     return value
 
 
+_INSTANCES_LOCK = threading.Lock()
 _offerers: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar(
     "openprogram_offerers", default=()
 )
@@ -493,15 +517,18 @@ def offering(instance: Any) -> Iterator[None]:
 
 
 def _default_instance(cls: type) -> Any:
-    """The instance serving a registered ``tool=True`` method of ``cls``: the innermost
-    Agent of that class whose call offered the tool, else the most recently constructed
-    instance (else a new default one)."""
+    """The instance serving a registered ``tool=True`` method of ``cls`` wherever it is
+    offered (a bare ``agent()``, another Agent's call): the innermost Agent of that class
+    whose call is running, else the most recently constructed instance that still exists,
+    else a new default one."""
     for obj in reversed(_offerers.get()):
         if isinstance(obj, cls):
             return obj
-    ref = cls.__dict__.get("_op_last_instance")
-    obj = ref() if ref is not None else None
-    return obj if obj is not None else cls()
+    for ref in reversed(cls.__dict__.get("_op_instances", ())):
+        obj = ref()
+        if obj is not None:
+            return obj
+    return cls()
 
 
 def _request_context(holder: Any) -> Context | None:
@@ -559,6 +586,9 @@ class Agent:
     method_options: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     _op_method_options: ClassVar[dict[str, dict[str, Any]]] = {}
     _op_tools: ClassVar[dict[str, Tool]] = {}
+    # Weak references to the instances of each class (set per class in __new__).
+    _op_instances: ClassVar[list[weakref.ref[Agent]]]
+    _op_instances_kept: ClassVar[int]
 
     add_pre_invocation_hook = staticmethod(add_pre_invocation_hook)
     remove_pre_invocation_hook = staticmethod(remove_pre_invocation_hook)
@@ -578,7 +608,14 @@ class Agent:
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Agent:
         obj = super().__new__(cls)
-        cls._op_last_instance = weakref.ref(obj)
+        with _INSTANCES_LOCK:  # the instances of this very class, oldest first
+            refs = cls.__dict__.get("_op_instances")
+            if refs is None:
+                refs = cls._op_instances = []
+            refs.append(weakref.ref(obj))
+            if len(refs) >= 2 * cls.__dict__.get("_op_instances_kept", 8):  # drop dead refs
+                refs[:] = [r for r in refs if r() is not None]
+                cls._op_instances_kept = max(len(refs), 8)
         return obj
 
     def __init__(

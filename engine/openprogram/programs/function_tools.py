@@ -19,10 +19,11 @@ import enum
 import functools
 import inspect
 import json
+import math
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, Union
 
 from openprogram.errors import ConfigError
@@ -63,7 +64,37 @@ class Tool:
         for param in self.wants_runtime:
             if kwargs.get(param) is None:
                 kwargs[param] = runtime
-        return self.call(**kwargs)
+        return call_with_arguments(self.call, kwargs)
+
+
+def call_with_arguments(fn: Callable[..., Any], arguments: Mapping[str, Any]) -> Any:
+    """Call ``fn`` with a model's ``arguments`` (given by name), see :func:`split_arguments`."""
+    args, kwargs = split_arguments(fn, arguments)
+    return fn(*args, **kwargs)
+
+
+def split_arguments(
+    fn: Callable[..., Any], arguments: Mapping[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """A model's ``arguments`` (given by name) as ``fn``'s ``(args, kwargs)``:
+    positional-only parameters by position (a skipped one before a given one by its
+    default), the others by keyword."""
+    kwargs = dict(arguments)
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return (), kwargs
+    leading = [p for p in params if p.kind is inspect.Parameter.POSITIONAL_ONLY]
+    given = [i for i, p in enumerate(leading) if p.name in kwargs]
+    args: list[Any] = []
+    for p in leading[: given[-1] + 1] if given else ():
+        if p.name in kwargs:
+            args.append(kwargs.pop(p.name))
+        elif p.default is not inspect.Parameter.empty:
+            args.append(p.default)
+        else:  # a required one missing: let the call say so
+            break
+    return tuple(args), kwargs
 
 
 def tool_spec(
@@ -81,11 +112,40 @@ def tool_spec(
             "(pass name= for lambdas and partials)"
         )
     summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
+    schema = parameters if parameters is not None else parameters_schema(fn, param_docs)
+    check_json_schema(tool_name, schema)
     return ToolSpec(
         name=tool_name,
         description=description if description is not None else summary,
-        parameters=parameters if parameters is not None else parameters_schema(fn, param_docs),
+        parameters=schema,
     )
+
+
+def check_json_schema(tool_name: str, schema: Any) -> None:
+    """Raise :class:`ConfigError` naming the tool and the place when its parameters
+    schema holds a number JSON cannot carry (``inf``, ``nan``), which would fail every
+    request offering the tool."""
+
+    def walk(node: Any, path: str) -> str | None:
+        if isinstance(node, float) and not math.isfinite(node):
+            return path
+        items: Iterable[tuple[Any, Any]] = ()
+        if isinstance(node, Mapping):
+            items = node.items()
+        elif isinstance(node, (list, tuple)):
+            items = enumerate(node)
+        for key, value in items:
+            found = walk(value, f"{path}[{key!r}]")
+            if found is not None:
+                return found
+        return None
+
+    where = walk(schema, "parameters")
+    if where is not None:
+        raise ConfigError(
+            f"tool {tool_name!r}: {where} is not a JSON number (inf and nan cannot be sent "
+            "to a model); use a finite value or leave it out"
+        )
 
 
 def parameters_schema(
@@ -247,24 +307,47 @@ def _rename_refs(node: Any, renames: Mapping[str, str]) -> None:
 
 
 def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """First paragraph, and parameter descriptions from ``Args:`` or ``:param x:``."""
+    """First paragraph, and parameter descriptions from a Google ``Args:`` section or
+    reST ``:param x:`` fields; a line indented deeper than a parameter's continues its
+    description (even one reading ``word: text``)."""
     paragraphs = re.split(r"\n\s*\n", doc.strip(), maxsplit=1)
     summary = " ".join(paragraphs[0].split()) if doc.strip() else ""
     if re.match(r"^(Args|Arguments|Parameters|Returns|Raises):", summary):
         summary = ""
     params: dict[str, str] = {}
-    for match in re.finditer(r":param\s+(?:[^:]*\s)?(\w+):\s*(.+)", doc):
-        params[match.group(1)] = match.group(2).strip()
+
+    def add(name: str, line: str) -> None:
+        params[name] = f"{params[name]} {line.strip()}".strip()
+
+    # reST: ``:param [type] x: text``; lines indented deeper than it continue the text
+    field: tuple[str, int] | None = None
+    for line in doc.splitlines():
+        depth = len(line) - len(line.lstrip())
+        rest = re.match(r"^\s*:param\s+(?:[^:]*\s)?(\w+):\s*(.*)$", line)
+        if rest:
+            field = (rest.group(1), depth)
+            params[field[0]] = rest.group(2).strip()
+        elif field is not None and line.strip() and depth > field[1]:
+            add(field[0], line)
+        else:
+            field = None
+    # Google: ``x (type): text`` under ``Args:``; lines indented deeper than the
+    # parameters continue the text of the one before, even when they read ``word: text``
     section = re.search(r"^(?:Args|Arguments|Parameters):\s*\n((?:[ \t]+.*\n?|\s*\n)*)", doc, re.M)
     if section:
         current: str | None = None
+        indent: int | None = None
         for line in section.group(1).splitlines():
-            item = re.match(r"^\s{1,8}(\w+)(?:\s*\([^)]*\))?:\s*(.*)$", line)
-            if item:
+            if not line.strip():
+                continue
+            depth = len(line) - len(line.lstrip())
+            item = re.match(r"^\s{1,8}\*{0,2}(\w+)(?:\s*\([^)]*\))?:\s*(.*)$", line)
+            if item and (indent is None or depth <= indent):
+                indent = depth
                 current = item.group(1)
                 params[current] = item.group(2).strip()
-            elif current and line.strip():
-                params[current] = f"{params[current]} {line.strip()}".strip()
+            elif current:
+                add(current, line)
     return summary, params
 
 
@@ -473,4 +556,9 @@ def _has_var_kw(tool: Tool) -> bool:
 
 
 def _jsonable(value: Any) -> bool:
-    return value is None or isinstance(value, (str, int, float, bool))
+    """Whether a parameter default goes into the schema as its ``default``: a JSON scalar
+    (not ``inf``/``nan``, which JSON cannot carry). Others are left out; the parameter
+    stays optional and the function's own default applies."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, (str, int, bool))

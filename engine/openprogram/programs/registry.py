@@ -7,8 +7,10 @@ Dispatch applies, in order: argument validation and conversion to the annotated 
 ``check_fn``, the result cache, the wall-clock ``timeout`` (an async tool
 is awaited under it), then head/tail truncation of the text fed back to the model.
 Gates (``check_fn``, a callable ``requires_approval``) take the tool's arguments as
-named parameters and fail closed. Every refusal or failure is raised as
-:class:`ToolError`, which the tool loop returns to the model as an error result.
+named parameters, converted to the types they annotate, and fail closed. Every refusal
+or failure is raised as :class:`ToolError`, which the tool loop returns to the model as
+an error result. An Agent method's call scope is entered in the dispatching thread and
+only its body runs under the ``timeout``, as a plain function's.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 from openprogram.errors import ConfigError, OpenProgramError
 from openprogram.programs.function_tools import (
     ToolArgumentError,
+    call_with_arguments,
+    check_json_schema,
     parse_docstring,
     validated_arguments,
 )
@@ -36,6 +40,13 @@ from openprogram.programs.schema import INJECTED_PARAMS, build_parameters
 
 if TYPE_CHECKING:
     from openprogram.durable.approvals import ApprovedCall
+    from openprogram.scope import Frame
+
+#: ``enter(arguments)`` of a tool whose function opens its own call scope (an Agent
+#: method): the scope, entered in the dispatching thread, and the body to run in it.
+ScopeEntry = Callable[
+    [Mapping[str, Any]], AbstractContextManager[tuple["Frame | None", Callable[[], Any]]]
+]
 
 __all__ = [
     "DEFAULT_CACHE_TTL",
@@ -188,10 +199,20 @@ def _gate_arguments(gate: Callable[..., Any], arguments: Mapping[str, Any]) -> d
 
 
 def _run_gate(tool: Tool, kind: str, gate: Callable[..., Any], arguments: Mapping[str, Any]) -> Any:
-    """Call a ``check_fn`` / ``requires_approval`` gate; fail closed with a :class:`ToolError`."""
+    """Call a ``check_fn`` / ``requires_approval`` gate; fail closed with a :class:`ToolError`.
+
+    Each argument arrives converted to the type the gate's own parameter annotates, by
+    the rule the tool's arguments follow (``validated_arguments``): ``order: Order`` gets
+    an ``Order``; an unannotated (or ``dict``) parameter gets it as the model sent it."""
     name = getattr(gate, "__name__", type(gate).__name__)
     try:
         kwargs = _gate_arguments(gate, arguments)
+        try:
+            kwargs = validated_arguments(
+                tool.name, {"properties": {key: {} for key in kwargs}}, gate, kwargs
+            )
+        except ToolArgumentError as exc:
+            raise _GateMismatch(str(exc)) from None
     except _GateMismatch as exc:
         raise ToolError(
             f"tool {tool.name!r} was blocked: its {kind} {name} does not fit the tool's "
@@ -248,11 +269,14 @@ class Tool:
         scoped: bool = False,
         signature_of: Callable[..., Any] | None = None,
         doc: str | None = None,
+        enter: ScopeEntry | None = None,
     ) -> None:
         self.fn = fn
         self.options = options or ToolOptions()
-        # True when ``fn`` already opens its own call scope (Agent methods).
+        # True when ``fn`` already opens its own call scope (Agent methods); ``enter``
+        # then opens that scope apart from running the body (see _dispatch).
         self.scoped = scoped
+        self._enter = enter
         src = signature_of or fn
         self._src = src
         self.name: str = self.options.name or str(getattr(src, "__name__", "tool"))
@@ -265,6 +289,7 @@ class Tool:
             if self.options.parameters is not None
             else build_parameters(src, self.options.input)
         )
+        check_json_schema(self.name, self.parameters)
         self.registry: ToolRegistry | None = None
         # The Agent class of a ``tool=True`` method, and the registered tools of unrelated
         # classes this one shares its name with (see ToolRegistry.register).
@@ -317,7 +342,7 @@ class Tool:
         refused, times out, has bad arguments, or the function raises.
         """
         opts = self.options
-        try:  # the function gets typed values; gates, approvals and the cache the JSON ones
+        try:  # the function gets typed values; gates their own, approvals and the cache JSON
             typed = validated_arguments(
                 self.name, self.parameters, self._src, kwargs, open_kwargs=self._open_kwargs()
             )
@@ -397,14 +422,27 @@ class Tool:
         return None
 
     def _dispatch(self, kwargs: dict[str, Any], inputs: Mapping[str, Any] | None = None) -> Any:
-        """Run the tool; a plain function gets its own ``code`` node (expose ``io``).
+        """Run the tool; a plain function gets its own ``code`` node (expose ``io``), an
+        Agent method its method scope (``enter``).
 
-        The node is opened in the calling thread, so a timed-out or failing call is
-        closed as ``error`` right away instead of staying ``running``.
+        The node is opened in the calling thread and only the body runs under the
+        timeout, so a timed-out or failing call is closed as ``error`` right away instead
+        of staying ``running``, and a late result is not recorded.
         """
-        if self.scoped:
-            return self._guarded(kwargs)
         from openprogram.scope import call_scope, current_runtime, set_output
+
+        if self.scoped and self._enter is None:
+            return self._guarded(lambda: call_with_arguments(self.fn, kwargs))
+        if self._enter is not None:
+            with ExitStack() as stack:
+                try:
+                    frame, body = stack.enter_context(self._enter(kwargs))
+                except ToolError:
+                    raise
+                except Exception as exc:
+                    raise self._failure(exc) from exc
+                value = self._guarded(body)
+                return set_output(frame, value) if frame is not None else value
 
         wanted = [p for p in self._param_names() if p in INJECTED_PARAMS]
         if wanted and any(kwargs.get(p) is None for p in wanted):
@@ -418,7 +456,7 @@ class Tool:
             doc=self.doc or None,
             options={"expose": self.options.expose},
         ) as frame:
-            return set_output(frame, self._guarded(kwargs))
+            return set_output(frame, self._guarded(lambda: call_with_arguments(self.fn, kwargs)))
 
     def _param_names(self) -> list[str]:
         try:
@@ -426,22 +464,26 @@ class Tool:
         except (TypeError, ValueError):
             return []
 
-    def _guarded(self, kwargs: dict[str, Any]) -> Any:
-        """Call ``fn`` (under the ``timeout`` when set); failures become :class:`ToolError`."""
+    def _failure(self, exc: BaseException) -> ToolError:
+        return ToolError(f"tool {self.name!r} failed: {type(exc).__name__}: {exc}")
+
+    def _guarded(self, body: Callable[[], Any]) -> Any:
+        """Run ``body()`` (under the ``timeout`` when set, in a worker thread); failures
+        become :class:`ToolError`."""
         timeout = self.options.timeout
         if timeout is None:
             try:
-                value = self.fn(**kwargs)
+                value = body()
                 return _await_result(value, None) if inspect.isawaitable(value) else value
             except ToolError:
                 raise
             except Exception as exc:
-                raise ToolError(f"tool {self.name!r} failed: {type(exc).__name__}: {exc}") from exc
+                raise self._failure(exc) from exc
         box: dict[str, Any] = {}
         ctx = contextvars.copy_context()
 
         def call() -> Any:
-            value = self.fn(**kwargs)  # an async tool is awaited under the same timeout
+            value = body()  # an async tool is awaited under the same timeout
             return _await_result(value, timeout) if inspect.isawaitable(value) else value
 
         def run() -> None:
@@ -467,9 +509,7 @@ class Tool:
                     f"tool {self.name!r} timed out after {timeout:g} s (its timeout); "
                     "the call was cancelled"
                 ) from failure
-            raise ToolError(
-                f"tool {self.name!r} failed: {type(failure).__name__}: {failure}"
-            ) from failure
+            raise self._failure(failure) from failure
         return box.get("value")
 
     def _finish(self, value: Any) -> str:
