@@ -112,3 +112,50 @@ def test_a_v2_store_migrates_to_v3_without_the_node_key_check(pg_dsn: str, tmp_p
             )
         )
         assert "runs_id_code_points" in plan, plan
+
+
+def _updates(dsn: str) -> dict[str, tuple[int, int]]:
+    """(updates, HOT updates) of ``nodes`` and ``run_steps``, once every backend that
+    wrote them has exited (a backend reports its counts when it ends)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for _ in range(200):  # the closed store's server processes end meanwhile
+            others = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid()"
+            ).fetchone()
+            if others == (0,):
+                break
+            conn.execute("SELECT pg_sleep(0.05)")
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        rows = conn.execute(
+            "SELECT relname, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
+            "WHERE relname IN ('nodes', 'run_steps')"
+        ).fetchall()
+    return {name: (upd, hot) for name, upd, hot in rows}
+
+
+def test_a_v4_store_migrates_to_v5_and_every_step_update_stays_hot(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """v5 leaves room on each page of ``nodes`` and ``run_steps`` (fillfactor 90): a
+    step's update of its node and of its dispatch record — always the row inserted one
+    step before — finds room on that row's page, so no update adds index entries (packed
+    full, the last row of each page could not be updated in place)."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        migrate(conn, PG_MIGRATIONS[:4], pg_dsn)
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM, encoding="utf-8")
+    done = start_run(f"{prog}:main", {"n": 400}, store=pg_dsn)  # opening it migrates
+    assert (done.status, done.result) == ("completed", 400 * 399)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        options = dict(
+            conn.execute(
+                "SELECT relname, reloptions FROM pg_class WHERE relname IN ('nodes', 'run_steps')"
+            ).fetchall()
+        )
+        assert options == {"nodes": ["fillfactor=90"], "run_steps": ["fillfactor=90"]}
+        versions = [v for (v,) in conn.execute("SELECT version FROM schema_version")]
+        assert sorted(versions) == [m.version for m in PG_MIGRATIONS]
+    counts = _updates(pg_dsn)
+    assert counts["nodes"][0] >= 400 and counts["run_steps"][0] >= 400, counts
+    assert all(hot == upd for upd, hot in counts.values()), counts
