@@ -54,6 +54,6 @@ def recorded_steps(
     store_dir: str, program_path: str | None = None
 ) -> dict[str, list[list[tuple[str, int]]]]:
     """``{function_qualname: [[(name, occurrence), ...] per run]}`` of top-level steps of
-    the runs an edit can break: paused/running runs that resume the latest source (each
-    run's recorded policy is ``use_latest``, or it has no saved source)."""
+    the runs an edit can break: those ``resume`` takes and resumes with the latest source,
+    by its own rules (:meth:`openprogram.store.runs.RunStore.recorded_step_sequences`)."""
     return _read(store_dir, program_path)

@@ -410,8 +410,8 @@ def recorded_steps_for(
     """``recorded_steps`` argument of ``analyze_source`` (OP209): qualname -> runs -> steps.
 
     Each step is ``(name, occurrence)``; None when no run of the file can be broken by an
-    edit. The analyzer's query (``RunStore.recorded_step_sequences``: each run's recorded
-    policy applied), read through ``READERS``.
+    edit. The analyzer's query (``RunStore.recorded_step_sequences``: the runs ``resume``
+    takes and resumes with the latest source, by its rules), read through ``READERS``.
     """
     if not program_path or not GATE.readable(store_dir):
         return None

@@ -276,7 +276,7 @@ def test_op209_follows_steps_in_methods_as_resume_does(tmp_path: Path) -> None:
     linted = lint("--store", "st", "prog.py", cwd=tmp_path)
     assert linted.stdout.splitlines()[:-1] == [
         "prog.py:21:12: OP209 step 'publish' replaces step 'write' recorded for 'main': "
-        "this edit breaks 1 paused/running run"
+        "this edit breaks 1 unfinished run"
     ], linted.stdout
     prog.write_text(STEPS_IN_METHODS, encoding="utf-8")
     (tmp_path / "fail_ab").unlink()

@@ -273,7 +273,7 @@ async def test_op209_after_edit_breaking_a_paused_run(
     assert "'write'" in diags[0].message and "Reporter.report" in diags[0].message
     # at the changed step(...) call, naming how many recorded runs the edit breaks
     assert diags[0].range.start.line == line
-    assert diags[0].message.endswith("this edit breaks 1 paused/running run")
+    assert diags[0].message.endswith("this edit breaks 1 unfinished run")
 
 
 FILE_NOQA_PROGRAM = """\

@@ -394,7 +394,7 @@ async def test_op209_and_cancel_on_runs_recorded_in_postgresql(tmp_path: Path, p
         edited = PROGRAM.replace('step("prepare", prepare', 'step("prep", prepare')
         [diag] = await diags_for(client, uri, edit_doc(client, uri, edited))
         assert diag.code == "OP209" and "'prepare'" in diag.message
-        assert diag.message.endswith("this edit breaks 1 paused/running run")
+        assert diag.message.endswith("this edit breaks 1 unfinished run")
         cancelled = await request(client, "openprogram/cancelRun", {"runId": paused["run_id"]})
         assert cancelled == {"status": "cancelled", "cancel": "cancelled"}
         assert [r["status"] for r in cli(folder, "runs", store=pg_dsn)] == ["cancelled"]

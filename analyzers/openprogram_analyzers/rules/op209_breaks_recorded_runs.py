@@ -18,7 +18,8 @@ _PROGRAM = (
 
 class RuleOP209(Rule):
     """Why: The static step sequence of a resumable function must still produce the step
-    identities recorded by its paused or running runs. Needs a store
+    identities recorded by its unfinished runs (paused, failed or interrupted: those
+    ``resume`` takes and resumes with the current code, by its rules). Needs a store
     (``openprogram-lint --store DIR`` or the language server). The warning sits on the
     changed ``step(...)`` call (a renamed step, or one that now runs earlier than a step
     recorded before it) or, for a deleted step, on the function name, and says how many
@@ -91,7 +92,7 @@ class RuleOP209(Rule):
                     return step("write", str.lower, a)
             """,
             range=(8, 13, 8, 45),
-            message="step 'fetch2' replaces step 'fetch' recorded for 'Reporter.report': this edit breaks 2 paused/running runs",
+            message="step 'fetch2' replaces step 'fetch' recorded for 'Reporter.report': this edit breaks 2 unfinished runs",
         ),
         Invalid(
             """
@@ -106,7 +107,7 @@ class RuleOP209(Rule):
                     return step("fetch", str.lower, a)
             """,
             range=(8, 13, 8, 44),
-            message="step 'write' now runs before steps recorded earlier for 'Reporter.report': this edit breaks 1 paused/running run",
+            message="step 'write' now runs before steps recorded earlier for 'Reporter.report': this edit breaks 1 unfinished run",
         ),
         Invalid(
             """
@@ -121,7 +122,7 @@ class RuleOP209(Rule):
                     return a
             """,
             range=(7, 9, 7, 15),
-            message="step 'write' recorded for 'Reporter.report' no longer exists: this edit breaks 1 paused/running run",
+            message="step 'write' recorded for 'Reporter.report' no longer exists: this edit breaks 1 unfinished run",
         ),
         Invalid(
             """
@@ -142,7 +143,7 @@ class RuleOP209(Rule):
                     return step("write", str.lower, a)
             """,
             range=(6, 16, 6, 48),
-            message="step 'fetch2' replaces step 'fetch' recorded for 'Reporter.report': this edit breaks 2 paused/running runs",
+            message="step 'fetch2' replaces step 'fetch' recorded for 'Reporter.report': this edit breaks 2 unfinished runs",
         ),
     ]
 

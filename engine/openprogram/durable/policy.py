@@ -11,12 +11,27 @@ working directory) that has a ``[tool.openprogram]`` table::
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from openprogram.contract.pyproject import nearest_openprogram_table
-from openprogram.contract.runs import DEFAULT_POLICY, POLICIES, Policy
+from openprogram.contract.runs import DEFAULT_POLICY, POLICIES, Policy, RunStatus
 from openprogram.errors import ConfigError
 
-__all__ = ["configured_policy", "parse_policy", "policy_for_resume", "policy_for_start"]
+if TYPE_CHECKING:
+    from openprogram.store.runs import RunRecord
+
+__all__ = [
+    "RESUMABLE_STATUSES",
+    "configured_policy",
+    "parse_policy",
+    "policy_for_resume",
+    "policy_for_start",
+    "resumes_latest_source",
+]
+
+#: The states of the runs ``resume`` takes: paused, failed, and running (interrupted: its
+#: process is gone; a live one is refused until then).
+RESUMABLE_STATUSES = frozenset({RunStatus.PAUSED, RunStatus.FAILED, RunStatus.RUNNING})
 
 
 def parse_policy(value: object, where: str = "code-change policy") -> Policy:
@@ -67,3 +82,12 @@ def policy_for_resume(explicit: str | None, program_path: str | None, recorded: 
     if explicit is not None:
         return parse_policy(explicit)
     return configured_policy(program_path) or parse_policy(recorded, "the run's recorded policy")
+
+
+def resumes_latest_source(run: RunRecord, explicit: str | None = None) -> bool:
+    """Whether resuming ``run`` (with ``explicit``, the ``--policy`` given, if any) runs the
+    Program's latest source, not the source the run saved: its resume policy
+    (:func:`policy_for_resume`) is ``use_latest``, or the run saved no source. Then an edit
+    of the Program can break it (OP209 compares such runs with the edited code)."""
+    policy = policy_for_resume(explicit, run.program_path, run.policy)
+    return not (policy is Policy.KEEP_ORIGINAL and run.source_snapshot)

@@ -306,7 +306,8 @@ def paused_runs_by_function(
 def recorded_step_sequences(
     db_path: str | os.PathLike[str], program_path: str | None = None
 ) -> dict[str, list[list[StepId]]]:
-    """``{function_qualname: [[(name, occurrence), ...] per paused/running run]}`` (OP209)."""
+    """``{function_qualname: [[(name, occurrence), ...] per unfinished run an edit can
+    break]}`` (OP209)."""
     return _read(db_path, lambda runs: runs.recorded_step_sequences(program_path), {})
 
 

@@ -45,7 +45,12 @@ from openprogram.durable.errors import (
     RunStateError,
     StepUsageError,
 )
-from openprogram.durable.policy import policy_for_resume, policy_for_start
+from openprogram.durable.policy import (
+    RESUMABLE_STATUSES,
+    policy_for_resume,
+    policy_for_start,
+    resumes_latest_source,
+)
 from openprogram.durable.steps import Executor, Scope, enter, flush, leave, result_json
 from openprogram.durable.worker import DEFAULT_QUEUE
 from openprogram.entry_args import call_by_name
@@ -645,12 +650,12 @@ def _resumable_run(db: RunStore, run_id: str, *, force_takeover: bool = False) -
     run = db.get_run(run_id)
     if run is None:
         raise RunNotFound(f"no run {run_id!r} in {db.location}")
-    if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
+    if run.status == RunStatus.QUEUED:
+        raise RunStateError(f"run {run_id} is queued; a worker of queue {run.queue!r} runs it")
+    if run.status not in RESUMABLE_STATUSES:
         raise RunStateError(
             f"run {run_id} is {run.status}; only paused, failed or interrupted runs can be resumed"
         )
-    if run.status == RunStatus.QUEUED:
-        raise RunStateError(f"run {run_id} is queued; a worker of queue {run.queue!r} runs it")
     if run.status == RunStatus.RUNNING and owner_alive(run):
         pid = local_pid(run.owner_proc)
         if pid is not None:  # a live process of this machine: never taken from it
@@ -724,7 +729,7 @@ def resume_run(
     _check_model(model)
     with open_run_store(store, durability=durability, create=False) as db:
         run = _resumable_run(db, run_id, force_takeover=force_takeover)
-        pol = policy_for_resume(policy, run.program_path, run.policy)
+        latest = resumes_latest_source(run, policy)
         run_with = _checked_run_model(run, model)
         entry = _load_for_resume(run)
         if not entry.resumable:
@@ -733,7 +738,7 @@ def resume_run(
                 f"run {run_id}: {run.function_qualname} is not declared resumable; run it again"
             )
         new_snap: dict[str, Any] | None = None
-        if pol is Policy.KEEP_ORIGINAL and run.source_snapshot:
+        if not latest and run.source_snapshot:  # (not latest: it saved one)
             fn = snapshot.restore(
                 run.source_snapshot, entry.source_module, entry.instance, entry.receiver_class
             )

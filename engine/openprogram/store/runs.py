@@ -90,7 +90,6 @@ from typing import Any, ClassVar
 from openprogram.contract.runs import (
     DURABILITY_MODES,
     Durability,
-    Policy,
     RunStatus,
     lease_lost_message,
 )
@@ -1113,14 +1112,18 @@ class RunStore(ABC):
         self, program_path: str | None = None
     ) -> dict[str, list[list[tuple[str, int]]]]:
         """``{function_qualname: [[(name, occurrence), ...] per run an edit can break]}``:
-        the top-level calls, in order, of each paused/running run that resumes the latest
-        source — the identities an edit must keep for it to resume (OP209). A
-        ``keep_original`` run with a saved source resumes that source: no edit breaks it."""
+        the top-level calls, in order, of each run ``resume`` takes (paused, failed,
+        interrupted) that it resumes with the latest source — the identities an edit must
+        keep for it to resume (OP209). Both by ``resume``'s own rules
+        (:data:`~openprogram.durable.policy.RESUMABLE_STATUSES`,
+        :func:`~openprogram.durable.policy.resumes_latest_source`: the project's default
+        policy over the run's recorded one; a run resumed with its saved source is not
+        broken by an edit)."""
+        from openprogram.durable.policy import RESUMABLE_STATUSES, resumes_latest_source
+
         out: dict[str, list[list[tuple[str, int]]]] = {}
         for run in self.runs_of_program(program_path):
-            if run.status not in ("paused", "running"):
-                continue
-            if run.policy == Policy.KEEP_ORIGINAL and run.source_snapshot:
+            if run.status not in RESUMABLE_STATUSES or not resumes_latest_source(run):
                 continue
             seq = [
                 (s.name, int(s.occurrence))

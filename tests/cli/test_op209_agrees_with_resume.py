@@ -1,0 +1,107 @@
+"""``openprogram-lint --store DIR`` (OP209) warns about an edit exactly when ``openprogram
+resume`` would stop on it: for the runs ``resume`` takes (paused, failed, interrupted) with
+the policy ``resume`` applies (the project's ``[tool.openprogram.execution]
+code_change_policy`` over the run's recorded one). It ignored failed runs, and the project
+default. Real subprocesses, a SQLite store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_programs import cli, cli_json, lint
+
+PROGRAM = """
+import os
+
+from openprogram import step
+from openprogram.durable import current_run_id, pause_run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def ask(i: int) -> int:
+    if os.path.exists(os.path.join(HERE, "pause")):
+        pause_run(current_run_id())  # the run stops before its next step
+    return i
+
+
+def last(i: int) -> int:
+    if os.path.exists(os.path.join(HERE, "fail")):
+        raise RuntimeError("injected failure")
+    return i + 1
+
+
+def main(n: int = 1) -> int:
+    a = step("one", ask, n)
+    return step("two", last, a)
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+OP209 = (
+    "OP209 step 'first' replaces step 'one' recorded for 'main': this edit breaks 1 unfinished run"
+)
+
+
+def _stopped_run(folder: Path, how: str, *extra: str) -> str:
+    """A run of ``main`` stopped after step 'one' (``how``: paused or failed), then the
+    Program edited: step 'one' renamed 'first'."""
+    (folder / "prog.py").write_text(PROGRAM, encoding="utf-8")
+    flag = folder / ("pause" if how == "paused" else "fail")
+    flag.touch()
+    code, out = cli_json("run", "prog.py:main", "--store", "st", *extra, cwd=folder)
+    assert out["status"] == how and code == (3 if how == "paused" else 1), out
+    flag.unlink()
+    renamed = PROGRAM.replace('step("one"', 'step("first"')
+    (folder / "prog.py").write_text(renamed, encoding="utf-8")
+    return str(out["run_id"])
+
+
+def _project_default(folder: Path, policy: str) -> None:
+    (folder / "pyproject.toml").write_text(
+        f'[project]\nname = "p"\n\n[tool.openprogram.execution]\ncode_change_policy = "{policy}"\n',
+        encoding="utf-8",
+    )
+
+
+@pytest.mark.parametrize(
+    ("how", "run_args", "default_after"),
+    [
+        # the run recorded keep_original, the project default now says use_latest
+        ("paused", (), "use_latest"),
+        ("failed", (), "use_latest"),
+        # the run recorded use_latest: a failed run is resumed as a paused one is
+        ("failed", ("--policy", "use_latest"), None),
+    ],
+)
+def test_lint_warns_when_resume_stops_on_the_edit(
+    tmp_path: Path, how: str, run_args: tuple[str, ...], default_after: str | None
+) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n', encoding="utf-8")
+    run_id = _stopped_run(tmp_path, how, *run_args)
+    if default_after:
+        _project_default(tmp_path, default_after)
+    linted = lint("--store", "st", "prog.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    assert f"prog.py:23:9: {OP209}" in linted.stdout, linted.stdout
+    code, out = cli_json("resume", run_id, "--store", "st", cwd=tmp_path)
+    assert code == 3 and out["status"] == "paused", out
+    assert "'first'" in out["error"] and "'one'" in out["error"], out
+
+
+@pytest.mark.parametrize("how", ["paused", "failed"])
+def test_no_warning_when_resume_runs_the_saved_source(tmp_path: Path, how: str) -> None:
+    """keep_original (recorded, and the project default): resume runs the saved source,
+    which the edit does not touch."""
+    _project_default(tmp_path, "keep_original")
+    run_id = _stopped_run(tmp_path, how)
+    linted = lint("--store", "st", "prog.py", cwd=tmp_path)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    code, out = cli_json("resume", run_id, "--store", "st", cwd=tmp_path)
+    assert code == 0 and out["status"] == "completed" and out["result"] == 2, out
+    listed = json.loads(cli("runs", "--json", "--store", "st", cwd=tmp_path).stdout)
+    assert [r["status"] for r in listed] == ["completed"]
