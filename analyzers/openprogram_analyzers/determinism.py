@@ -31,6 +31,7 @@ from openprogram_analyzers.index import (
     head_name,
     is_agent_base,
     looks_like_class,
+    standard_attribute_kind,
 )
 from openprogram_analyzers.literals import is_literal_string, string_value
 from openprogram_analyzers.rule import Context
@@ -57,6 +58,9 @@ NONDET_EXACT = frozenset(
     }
 )
 NONDET_ROOTS = frozenset({"time", "random", "secrets"})
+#: Callables under :data:`NONDET_ROOTS` that return the same value every run: ``time.sleep``
+#: returns None (a resumed run that waits again sees nothing different)
+DETERMINISTIC_EXACT = frozenset({"time.sleep"})
 MODEL_CALLS = frozenset(
     {
         "llm",
@@ -101,13 +105,93 @@ FILE_CALLS = frozenset(
         "os.makedirs",
         "os.rmdir",
         "os.write",
+        "os.read",
         "os.truncate",
+        "os.removedirs",
+        "os.renames",
+        "os.link",
+        "os.symlink",
+        "os.readlink",
+        "os.chmod",
+        "os.chown",
+        "os.utime",
+        # reading the file system: a resumed run may find it changed
+        "os.listdir",
+        "os.scandir",
+        "os.walk",
+        "os.fwalk",
+        "os.stat",
+        "os.lstat",
+        "os.path.exists",
+        "os.path.lexists",
+        "os.path.isfile",
+        "os.path.isdir",
+        "os.path.islink",
+        "os.path.getsize",
+        "os.path.getmtime",
+        "os.path.getatime",
+        "os.path.getctime",
+        "glob.glob",
+        "glob.iglob",
+        "tempfile.mkstemp",
+        "tempfile.mkdtemp",
+        "tempfile.NamedTemporaryFile",
+        "tempfile.TemporaryFile",
+        "tempfile.TemporaryDirectory",
+        "tempfile.SpooledTemporaryFile",
+        # databases kept in files
+        "sqlite3.connect",
+        "dbm.open",
+        "shelve.open",
     }
 )
+#: What opens a database connection: calling a method of what it returns
+#: (``con.execute(...)``, ``con.commit()``) is file I/O too.
+DATABASE_OPENERS = frozenset({"sqlite3.connect", "dbm.open", "shelve.open"})
 FILE_METHODS = frozenset(
-    {"read_text", "write_text", "read_bytes", "write_bytes", "unlink", "touch", "mkdir", "rmdir"}
+    {
+        "read_text",
+        "write_text",
+        "read_bytes",
+        "write_bytes",
+        "unlink",
+        "touch",
+        "mkdir",
+        "rmdir",
+        "iterdir",
+        "rglob",
+        "symlink_to",
+        "hardlink_to",
+    }
 )
-PROCESS_CALLS = frozenset({"os.system", "os.popen", "os.fork", "os.kill"})
+PROCESS_CALLS = frozenset(
+    {
+        "os.system",
+        "os.popen",
+        "os.fork",
+        "os.forkpty",
+        "os.kill",
+        "os.killpg",
+        "os.execv",
+        "os.execve",
+        "os.execvp",
+        "os.execvpe",
+        "os.execl",
+        "os.execle",
+        "os.execlp",
+        "os.execlpe",
+        "os.spawnv",
+        "os.spawnve",
+        "os.spawnvp",
+        "os.spawnvpe",
+        "os.spawnl",
+        "os.spawnle",
+        "os.spawnlp",
+        "os.spawnlpe",
+        "os.posix_spawn",
+        "os.posix_spawnp",
+    }
+)
 MUTABLE_FACTORIES = frozenset(
     {
         "list",
@@ -651,10 +735,39 @@ def _is_mutable_default(index: ModuleIndex, expr: cst.BaseExpression) -> bool:
     return False
 
 
+def _module_object(index: ModuleIndex, name: str) -> bool:
+    """Whether the module-level name ``name`` is bound by an import to a module: ``import
+    os``, ``import a.b as c``, or ``from os import path`` (a standard-library module)."""
+    imp = index.imports.get(name)
+    if imp is None:
+        return False
+    if imp.name is None:
+        return True
+    return imp.absolute and standard_attribute_kind(imp.module, imp.name) == "module"
+
+
+def _changes_module(node: cst.CSTNode, name: str) -> bool:
+    """Whether ``node``, a mutation through the imported module ``name``, changes what
+    the name stands for: ``global name`` (then rebinding it) or assigning or deleting an
+    attribute of the module itself (``json.dumps = f``). Calling its functions
+    (``os.remove(p)``) or changing an object it holds (``sys.path.insert(0, d)``,
+    ``os.environ.pop("X")``, ``os.environ["X"] = v``) changes process state, as a file
+    write does, not a global of this module."""
+    if isinstance(node, cst.Global):
+        return True
+    return (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == name
+    )
+
+
 def _mutated_globals(index: ModuleIndex) -> dict[str, cst.CSTNode]:
     out: dict[str, cst.CSTNode] = {}
     for name, func_q, node in index.mutations:
         if name not in index.defined:
+            continue
+        if _module_object(index, name) and not _changes_module(node, name):
             continue
         if func_q is not None:
             fn = index.functions.get(func_q)
@@ -1146,13 +1259,27 @@ def _side_effect(
         return "subprocess or file-system call"
     if isinstance(func, cst.Attribute) and func.attr.value in FILE_METHODS:
         return "file I/O"
+    if owner is not None and _instance(
+        index, fn, owner, shadowed, lambda e: _database_opened(index, e)
+    ):
+        return "file I/O"
     return None
+
+
+def _database_opened(index: ModuleIndex, expr: cst.BaseExpression) -> str | None:
+    """``sqlite3.connect(...)`` (a :data:`DATABASE_OPENERS` call): what opens it."""
+    if not isinstance(expr, cst.Call):
+        return None
+    imported = index.resolve_imported(expr.func) or ""
+    return imported if imported in DATABASE_OPENERS else None
 
 
 def _nondeterministic(imported: str) -> bool:
     """Whether the import-resolved callable ``imported`` returns a different value each run."""
     parts = imported.split(".")
-    return imported in NONDET_EXACT or (parts[0] in NONDET_ROOTS and len(parts) > 1)
+    return imported in NONDET_EXACT or (
+        parts[0] in NONDET_ROOTS and len(parts) > 1 and imported not in DETERMINISTIC_EXACT
+    )
 
 
 def _model_callable(imported: str) -> bool:
@@ -1490,7 +1617,7 @@ def static_step_sequence(
 
 
 def _runs(n: int) -> str:
-    return f"{n} paused/running run" + ("" if n == 1 else "s")
+    return f"{n} unfinished run" + ("" if n == 1 else "s")
 
 
 def _first_new_step(
@@ -1625,8 +1752,8 @@ def check_planner_code(
 
     Only the ``injected_names`` and :data:`~openprogram_analyzers.planner.WORKFLOW_BUILTINS`
     may be used, nothing imported, and exactly one zero-argument ``def workflow()``
-    defined: findings ``OP001`` (parse error), ``OP201`` (dynamic code), ``OP202``
-    (import), ``OP210`` (names, shape) and ``OP211`` (dunder names and attributes).
+    defined: findings ``OP001`` (parse error), ``OP201`` (dynamic code), ``OP210``
+    (imports, names, shape) and ``OP211`` (dunder names and attributes).
     """
     from openprogram_analyzers.planner import analyze_planner
 

@@ -5,8 +5,8 @@ with the analyzer's own codes and positions:
 
 - ``OP001`` code that does not parse;
 - ``OP201`` ``exec`` / ``eval`` / ``compile`` / ``__import__``;
-- ``OP202`` any import;
-- ``OP210`` a name that is neither injected, bound in the code nor in
+- ``OP210`` any import (it brings in a name that is not injected), a name that is
+  neither injected, bound in the code nor in
   :data:`WORKFLOW_BUILTINS` (with a did-you-mean), and anything but one plain,
   undecorated, zero-argument ``workflow`` at top level (a docstring is fine);
 - ``OP211`` dunder names and attributes (``().__class__``), the usual escape hatches.
@@ -109,7 +109,7 @@ def _check_top_level(ctx: Context, module: cst.Module) -> None:
         elif isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 if not isinstance(small, (cst.Import, cst.ImportFrom)) and not _is_docstring(small):
-                    ctx.report("OP210", small, _TOP_LEVEL)  # imports are OP202
+                    ctx.report("OP210", small, _TOP_LEVEL)  # imports: their own OP210
         else:
             anchor = stmt.name if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else stmt
             ctx.report("OP210", anchor, _TOP_LEVEL)
@@ -146,7 +146,7 @@ def _check_imports_and_dunders(ctx: Context, module: cst.Module) -> None:
 
         def _import(self, node: cst.CSTNode) -> None:
             ctx.report(
-                "OP202",
+                "OP210",
                 node,
                 "imports are not allowed in Planner code: use only the injected functions",
             )

@@ -84,10 +84,10 @@ TOP_LEVEL = "only `def workflow():` may appear at top level"
     ("code", "expected"),
     [
         ("def workflow():\n    return llm('x')\n", []),
-        ("import os\ndef workflow():\n    return 1\n", [("OP202", 1, "imports are not allowed")]),
+        ("import os\ndef workflow():\n    return 1\n", [("OP210", 1, "imports are not allowed")]),
         (
             "def workflow():\n    from os import path\n    return path\n",
-            [("OP202", 2, "imports are not allowed")],
+            [("OP210", 2, "imports are not allowed")],
         ),
         (
             "def workflow():\n    return open('f').read()\n",
@@ -140,7 +140,7 @@ def test_namespace_builtins_are_the_checked_builtins() -> None:
 
 def test_rejected_code_never_runs() -> None:
     rt = Runtime(provider=ScriptedProvider.block())
-    with pytest.raises(WorkflowCheckError, match="OP202"):
+    with pytest.raises(WorkflowCheckError, match="OP210 imports are not allowed"):
         run_workflow_code("import os\ndef workflow():\n    return llm('x')\n", runtime=rt)
 
 
@@ -368,7 +368,7 @@ def test_planner_revises_after_check_and_runtime_failures(tmp_path: Path) -> Non
     # the grep tool result reached the planner
     tool_msgs = [m for r in provider.requests for m in r.messages if m.role == "tool"]
     assert "auth/oauth.py:1:def login():" in tool_msgs[0].content
-    assert "OP202" in model.planner_prompts[2] and "import os" in model.planner_prompts[2]
+    assert "OP210" in model.planner_prompts[2] and "import os" in model.planner_prompts[2]
     assert (
         "ValueError" in model.planner_prompts[3] and "workflow line 3" in model.planner_prompts[3]
     )
@@ -407,7 +407,7 @@ def test_planner_gives_up_after_max_revisions() -> None:
     rt, _ = runtime_for(model)
     with pytest.raises(WorkflowFailed, match="after 1 revision") as err:
         plan_and_run("task", runtime=rt, max_revisions=1)
-    assert "OP202 imports are not allowed" in err.value.feedback
+    assert "OP210 imports are not allowed" in err.value.feedback
 
 
 def test_workspace_tools_stay_inside_the_root(tmp_path: Path) -> None:

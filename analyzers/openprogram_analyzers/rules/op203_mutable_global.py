@@ -10,7 +10,11 @@ from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 
 class RuleOP203(FamilyRule):
     """Why: State kept in a module global is lost when a run resumes in a new process. Pass it
-    through step inputs and results instead.
+    through step inputs and results instead. A module the Program imports is changed only
+    by rebinding its name (``global os``) or assigning one of its attributes (``json.dumps
+    = f``): calling its functions (``os.remove(p)``) or changing what it holds
+    (``sys.path.insert(0, d)``, ``os.environ.pop("X")``) changes process state, as writing
+    a file does, not a global of the Program.
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP203`` suppresses it.
     """
@@ -20,6 +24,29 @@ class RuleOP203(FamilyRule):
     summary = "module global that is rebound or mutated in place, used by a resumable function or its helpers"
     family = determinism.findings_for
     VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            import os
+            import sys
+
+            from openprogram import step
+            from openprogram.durable import resumable
+
+            sys.path.insert(0, os.path.dirname(__file__))  # calls, not a change of `sys`
+
+
+            def cleanup(path: str) -> bool:
+                if os.path.exists(path):
+                    os.remove(path)  # a function of the module `os`, not a list's remove
+                    return True
+                return False
+
+
+            @resumable
+            def tidy(path: str) -> bool:
+                return step("cleanup", cleanup, path)
+            """
+        ),
         Valid(
             """
             LIMIT = 3

@@ -16,7 +16,8 @@ class RuleOP205(FamilyRule):
     resumed run continues its sequence instead of replaying it. A lambda or a nested
     ``def`` of the body runs in the body (``sorted(xs, key=lambda _: random.random())``),
     and so does a callable handed to a call that may call it (``map(random.choice, xs)``),
-    unless it is the function of a step.
+    unless it is the function of a step. ``time.sleep`` is none: it returns nothing, so a
+    resumed run that waits again sees no other value.
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP205`` suppresses it.
     """
@@ -26,6 +27,25 @@ class RuleOP205(FamilyRule):
     summary = "non-deterministic call outside a step"
     family = determinism.findings_for
     VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            import time
+            from time import sleep
+
+            from openprogram import step
+            from openprogram.durable import resumable
+
+
+            @resumable
+            def crawl(pages: list[str]) -> list[str]:
+                out = []
+                for page in pages:
+                    out.append(step("fetch", str.upper, page))
+                    time.sleep(1.0)  # rate limiting: a replay waits again, nothing differs
+                    sleep(0.5)
+                return out
+            """
+        ),
         Valid(
             """
             import time

@@ -36,7 +36,10 @@ class RuleOP206(FamilyRule):
     steps too. A method the module's Agent class defines, called on an instance
     (``bot.normalize(q)``), runs its own body in a call scope (a ``code`` node, no request
     of its own), so it is followed like ``self.normalize(q)``: a model call in it
-    (``self(q)``, ``llm``) is reported there, with the call chain.
+    (``self(q)``, ``llm``) is reported there, with the call chain. File I/O includes
+    reading the file system (``os.listdir``, ``os.path.exists``, ``glob.glob``; not the
+    path arithmetic of ``os.path.join``) and databases kept in files (``sqlite3.connect``,
+    ``shelve.open``, and the calls of the connection they return: ``con.execute(...)``).
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP206`` suppresses it.
     """
@@ -63,6 +66,24 @@ class RuleOP206(FamilyRule):
 
 
             main.__agent_options__ = {"resumable": True}
+            """
+        ),
+        Valid(
+            """
+            import os
+
+            from openprogram import step
+            from openprogram.durable import resumable
+
+
+            def names(folder: str) -> list[str]:
+                return sorted(os.listdir(folder))  # file-system reads belong in a step
+
+
+            @resumable
+            def build(folder: str) -> int:
+                found = step("list", names, os.path.join(folder, "in"))  # path arithmetic
+                return len(found)
             """
         ),
         Valid(
@@ -244,6 +265,40 @@ class RuleOP206(FamilyRule):
         ),
     ]
     INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            import os
+
+            from openprogram import step
+            from openprogram.durable import resumable
+
+
+            @resumable
+            def build(folder: str) -> int:
+                names = os.listdir(os.path.join(folder, "in"))
+                return step("count", len, names)
+            """,
+            range=(9, 13, 9, 51),
+            message="file I/O (os.listdir) directly in resumable function 'build'",
+        ),
+        Invalid(
+            """
+            import os
+            import sqlite3
+
+            from openprogram import step
+            from openprogram.durable import resumable
+
+
+            @resumable
+            def build(folder: str) -> int:
+                con = sqlite3.connect(os.path.join(folder, "seen.db"))  # noqa: OP206
+                con.execute("create table if not exists seen(name)")
+                return step("count", len, folder)
+            """,
+            range=(11, 5, 11, 57),
+            message="file I/O (con.execute) directly in resumable function 'build'",
+        ),
         Invalid(
             """
             from openprogram import Agent, decision, step

@@ -10,9 +10,10 @@ from openprogram_analyzers.rule import Context, Invalid, Rule, Valid
 class RuleOP210(Rule):
     """Why: Code written by the Planner (SPEC §2.9) may read only the injected names, names it
     binds itself and the basic builtins of ``WORKFLOW_BUILTINS`` (``open``, ``getattr``
-    and the like are not there), and must consist of exactly one plain, undecorated,
-    zero-argument ``def workflow():`` (a docstring is fine; helpers and values go inside
-    it). Imports are OP202, ``exec``/``eval`` OP201, dunders OP211. Reported by
+    and the like are not there), imports nothing (an import brings in a name that is not
+    injected), and must consist of exactly one plain, undecorated, zero-argument ``def
+    workflow():`` (a docstring is fine; helpers and values go inside it).
+    ``exec``/``eval`` are OP201, dunders OP211. Reported by
     ``check_planner_code``, which the engine runs before executing Planner code; the
     examples use the injected name ``llm``.
 
@@ -46,6 +47,17 @@ class RuleOP210(Rule):
         ),
     ]
     INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            import os
+
+
+            def workflow():
+                return llm(os.getcwd())
+            """,
+            range=(1, 1, 1, 10),
+            message="imports are not allowed in Planner code",
+        ),
         Invalid(
             """
             def workflow(x):
