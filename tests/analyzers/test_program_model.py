@@ -386,7 +386,7 @@ def test_op209_follows_self_hook_to_the_class_a_run_ran_on(tmp_path: Path) -> No
     assert found.code == "OP209"
     assert found.message == (
         "step 'lookup' replaces step 'search' recorded for 'Report.report': "
-        "this edit breaks 1 paused/running run"
+        "this edit breaks 1 unfinished run"
     )
     program.write_text(other, encoding="utf-8")
     assert resume_run("r1", store=store).status == "completed"
