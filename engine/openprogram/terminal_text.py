@@ -1,10 +1,13 @@
 """Text from outside (a step's error, a model's reply, a provider's error body) made
 inert for a terminal: :func:`inert`, the one rule the CLI and the providers' messages
-and log lines use."""
+and log lines use; :func:`inert_json`, the one writer of the CLI's JSON output."""
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
+from typing import Any
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides,
 # embeddings and isolates (which reorder what a line shows)
@@ -24,3 +27,23 @@ def inert(text: str) -> str:
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x20 else f"\\u{code:04x}"
+
+
+# what a JSON text written for a terminal escapes besides what ``json.dumps`` does (C0
+# controls): the C1 controls and the bidirectional embeddings, overrides and isolates;
+# and a lone surrogate (an older store's), which no UTF-8 output can hold
+_JSON_INERT = re.compile("[\x80-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def inert_json(
+    value: Any, *, default: Callable[[Any], Any] | None = None, allow_nan: bool = True
+) -> str:
+    """``value`` as the one-line JSON text every ``--json`` (and ``show --format json``)
+    of the CLI prints: other non-ASCII text stays readable (``ensure_ascii=False``), but
+    the C1 controls (U+0080-U+009F) and bidirectional overrides (U+202A-U+202E,
+    U+2066-U+2069) are written as ``\\uXXXX`` escapes, as ``json.dumps`` writes the C0
+    ones, so a terminal shows them instead of obeying them (the text reads back the same);
+    a lone surrogate is escaped too (``ensure_ascii`` did that before).
+    ``default`` and ``allow_nan`` as for ``json.dumps``."""
+    text = json.dumps(value, ensure_ascii=False, default=default, allow_nan=allow_nan)
+    return _JSON_INERT.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

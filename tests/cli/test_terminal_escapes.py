@@ -116,3 +116,40 @@ def test_a_model_reply_is_printed_with_its_control_characters_escaped(
     llm_line = next(line for line in shown.stdout.splitlines() if "llm loop" in line)
     assert "-> \\x1b]0;pwned\\x07\\x1b[2J\\x1b[32mALL TESTS" in llm_line, llm_line
     assert "code model\\u202e" in shown.stdout  # a step's name too
+
+
+def test_json_output_escapes_c1_controls_and_bidi_overrides_but_not_other_text(
+    tmp_path: Path,
+) -> None:
+    """``runs --json``, ``run --json``, ``resume --json`` and ``show --format json`` printed
+    a C1 CSI (U+009B) and the bidirectional overrides and isolates raw (``ensure_ascii=
+    False``): a terminal obeyed them. Now each is a ``\\uXXXX`` escape, as the C0 ones
+    are; other non-ASCII text (``é``, ``日本``, U+200E) stays readable, and the JSON reads
+    back as the recorded text."""
+    (tmp_path / "prog.py").write_text(PROGRAM, encoding="utf-8")
+    hostile = "".join(chr(c) for c in [*range(0x80, 0xA0), *range(0x202A, 0x202F)])
+    hostile += "".join(chr(c) for c in range(0x2066, 0x206A))
+    text = f"é 日本 \u200e \x1b[2J {hostile}"
+    args = json.dumps({"text": text})
+    ran = cli("run", "prog.py:raiser", "--store", "st", "--args", args, "--json", cwd=tmp_path)
+    rid = json.loads(ran.stdout)["run_id"]
+    outputs = [
+        ran.stdout,
+        cli("runs", "--store", "st", "--json", cwd=tmp_path).stdout,
+        cli("resume", rid, "--store", "st", "--json", cwd=tmp_path).stdout,
+        cli("show", rid, "--store", "st", "--format", "json", cwd=tmp_path).stdout,
+    ]
+    for out in outputs:
+        _assert_inert(out)
+        assert "é 日本 \u200e \\u001b[2J \\u0080\\u0081" in out, out
+        assert "\\u009b" in out and "\\u202e" in out and "\\u2069" in out
+        assert any(f"ValueError: {text}" in s for s in _strings(json.loads(out)))
+
+
+def _strings(value: object) -> list[str]:
+    """Every string in a decoded JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    return [s for v in value for s in _strings(v)] if isinstance(value, list) else []

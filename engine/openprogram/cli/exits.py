@@ -28,7 +28,6 @@ Command modules raise :class:`CliError` or an :class:`~openprogram.errors.OpenPr
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 from openprogram.contract.runs import RunStatus
 from openprogram.errors import OpenProgramError, stopped_by
-from openprogram.terminal_text import inert
+from openprogram.terminal_text import inert, inert_json
 
 if TYPE_CHECKING:
     from openprogram.durable.errors import DeterminismError
@@ -127,5 +126,5 @@ def report_error(
     if as_json:
         rid = run_id if run_id is not None else _RUN_ID.get()
         out: dict[str, Any] = {"run_id": rid, "status": status, "error": str(message)}
-        print(json.dumps(out, ensure_ascii=False))
+        print(inert_json(out))
     return code

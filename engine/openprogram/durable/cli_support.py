@@ -18,7 +18,7 @@ from typing import Any
 from openprogram.cli.exits import Exit, code_for, error_line, for_status, report_error
 from openprogram.contract.runs import paused_at
 from openprogram.schema_grammar import json_type_name
-from openprogram.terminal_text import inert
+from openprogram.terminal_text import inert, inert_json
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED = Exit.OK, Exit.FAILED, Exit.USAGE, Exit.PAUSED
 
@@ -109,7 +109,7 @@ def report_interrupted(exc: KeyboardInterrupt, as_json: bool) -> int:
         )
     print(error_line(f"interrupted: {outcome.error}{hint}"), file=sys.stderr)
     if as_json:
-        print(json.dumps(outcome.to_json(), ensure_ascii=False, default=repr))
+        print(inert_json(outcome.to_json(), default=repr))
     return code
 
 
@@ -117,7 +117,7 @@ def report_outcome(outcome: Any, as_json: bool) -> int:
     """Print how a run ended and return its exit code."""
     lost = bool(getattr(outcome, "lease_lost", False))
     if as_json:
-        print(json.dumps(outcome.to_json(), ensure_ascii=False, default=repr))
+        print(inert_json(outcome.to_json(), default=repr))
         return EXIT_FAILED if lost else exit_code(outcome.status)
     rid = outcome.run_id
     if lost:

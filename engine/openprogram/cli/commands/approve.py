@@ -5,10 +5,9 @@ the tool call a run awaits (``awaiting_approval``) and resume the run — here, 
 from __future__ import annotations
 
 import argparse
-import json
 
 from openprogram.cli.common import add_store_argument
-from openprogram.terminal_text import inert
+from openprogram.terminal_text import inert, inert_json
 
 NAME = "approve"
 HELP = "approve the tool call a run is awaiting, then resume the run"
@@ -57,7 +56,7 @@ def decide(ns: argparse.Namespace, approve: bool) -> int:
         return cs.EXIT_OK
     if outcome is None:
         if ns.json:
-            print(json.dumps({"run_id": ns.run_id, "status": "paused", "decision": verdict}))
+            print(inert_json({"run_id": ns.run_id, "status": "paused", "decision": verdict}))
         else:
             tool = request["tool"] if request else "the tool call"
             print(inert(f"{tool} {verdict}; resume with: openprogram resume {ns.run_id}"))

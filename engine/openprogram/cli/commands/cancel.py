@@ -16,10 +16,10 @@ object of every command (``{"run_id", "status": "error", "error"}``).
 from __future__ import annotations
 
 import argparse
-import json
 
 from openprogram.cli.common import add_store_argument
 from openprogram.contract.runs import CancelOutcome
+from openprogram.terminal_text import inert_json
 
 NAME = "cancel"
 HELP = "cancel a run"
@@ -46,7 +46,7 @@ def execute(ns: argparse.Namespace) -> int:
     except OpenProgramError as exc:
         return cs.command_error("cancel", exc, ns.json)
     if ns.json:
-        print(json.dumps({"run_id": ns.run_id, "status": str(state.status), "cancel": str(state)}))
+        print(inert_json({"run_id": ns.run_id, "status": str(state.status), "cancel": str(state)}))
     elif state is CancelOutcome.REQUESTED:
         print(
             f"run {ns.run_id}: cancel requested; the process executing it stops at its next "

@@ -15,10 +15,10 @@ is the one error object of every command (``{"run_id", "status": "error", "error
 from __future__ import annotations
 
 import argparse
-import json
 
 from openprogram.cli.common import add_store_argument
 from openprogram.contract.runs import PauseOutcome
+from openprogram.terminal_text import inert_json
 
 NAME = "pause"
 HELP = "pause a run before its next step"
@@ -41,7 +41,7 @@ def execute(ns: argparse.Namespace) -> int:
         return cs.command_error("pause", exc, ns.json)
     if ns.json:
         print(
-            json.dumps({"run_id": ns.run_id, "status": str(outcome.status), "pause": str(outcome)})
+            inert_json({"run_id": ns.run_id, "status": str(outcome.status), "pause": str(outcome)})
         )
     elif outcome is PauseOutcome.REQUESTED:
         print(

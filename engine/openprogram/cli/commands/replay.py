@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from openprogram.cli.common import add_store_argument, cannot_write
+from openprogram.terminal_text import inert_json
 
 NAME = "replay"
 HELP = "re-run a recorded run offline against its recorded model replies"
@@ -57,7 +58,7 @@ def execute(ns: argparse.Namespace) -> int:
             return cs.command_error("replay", cannot_write(ns.cassette, exc), ns.json)
         message = f"wrote {len(recordings)} model calls of run {run.id} to {path}"
         if ns.json:
-            print(json.dumps({"run_id": run.id, "status": "exported", "cassette": str(path)}))
+            print(inert_json({"run_id": run.id, "status": "exported", "cassette": str(path)}))
         else:
             print(message)
         return 0
@@ -72,7 +73,7 @@ def execute(ns: argparse.Namespace) -> int:
     matches = outcome.status == "completed" and _same(outcome.result, run.result)
     if ns.json:
         payload: dict[str, Any] = {**outcome.to_json(), "replayed": run.id, "matches": matches}
-        print(json.dumps(payload, ensure_ascii=False, default=repr))
+        print(inert_json(payload, default=repr))
     else:
         code = cs.report_outcome(outcome, False)
         if code != 0:

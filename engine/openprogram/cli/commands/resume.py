@@ -13,10 +13,10 @@ at once; ``--json`` prints ``{"run_id", "status": "queued", "queue"}``.
 from __future__ import annotations
 
 import argparse
-import json
 
 from openprogram.cli.common import add_store_argument
 from openprogram.contract.runs import POLICIES
+from openprogram.terminal_text import inert_json
 
 NAME = "resume"
 HELP = "resume a paused, failed or interrupted run"
@@ -108,7 +108,7 @@ def execute(ns: argparse.Namespace) -> int:
         return cs.report_outcome(outcomes[0], ns.json)
     codes = [cs.exit_code(o.status) for o in outcomes]
     if ns.json:
-        print(json.dumps({"runs": [o.to_json() for o in outcomes]}, default=repr))
+        print(inert_json({"runs": [o.to_json() for o in outcomes]}, default=repr))
     else:
         if not outcomes:
             print("no interrupted runs")
@@ -146,5 +146,5 @@ def requeue(ns: argparse.Namespace) -> int:
 def queued_line(run_id: str, queue: str, as_json: bool, **extra: str) -> str:
     """What ``resume``/``approve``/``deny --queue`` print once the run is queued."""
     if as_json:
-        return json.dumps({"run_id": run_id, "status": "queued", **extra, "queue": queue})
+        return inert_json({"run_id": run_id, "status": "queued", **extra, "queue": queue})
     return f"run {run_id} queued on {queue!r}: a worker of that queue resumes it"

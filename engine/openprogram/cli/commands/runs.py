@@ -13,7 +13,6 @@ lists only the runs of ``Q``.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 from openprogram.cli.common import add_store_argument, no_store_note
@@ -25,6 +24,7 @@ from openprogram.contract.runs import (
     entry_name,
     state_text,
 )
+from openprogram.terminal_text import inert_json
 
 NAME = "runs"
 INTERRUPTED = "interrupted"  # the STATUS of a running run whose process is gone (state_text)
@@ -72,7 +72,7 @@ def execute(ns: argparse.Namespace) -> int:
             at = stopped.get(r.id)
             interrupted = {"interrupted": r.id in stopped, "interrupted_step": at and at.name}
             out.append({**r.to_json(), **interrupted})
-        print(json.dumps(out, ensure_ascii=False))
+        print(inert_json(out))
         return 0
     if not runs:
         print("no runs" + no_store_note(ns.store))

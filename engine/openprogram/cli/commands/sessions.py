@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 from openprogram.cli.common import add_store_argument, no_store_note, open_existing_store
 from openprogram.cli.table import format_table, terminal_width
 from openprogram.store import Session
+from openprogram.terminal_text import inert_json
 
 NAME = "sessions"
 
@@ -28,7 +28,7 @@ def execute(args: argparse.Namespace) -> int:
         with store:
             sessions = store.list_sessions()
     if args.json:
-        print(json.dumps([s.to_json() for s in sessions]))
+        print(inert_json([s.to_json() for s in sessions]))
         return 0
     if not sessions:
         print(f"No sessions{no_store_note(args.store)}.")

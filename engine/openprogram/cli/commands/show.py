@@ -11,13 +11,13 @@ self-contained page (the run graph the VS Code extension draws) to stdout, or to
 from __future__ import annotations
 
 import argparse
-import json
 
 from openprogram.cli.common import CliError, add_store_argument, cannot_write, open_existing_store
 from openprogram.cli.render import render_mermaid, render_tree
 from openprogram.cli.table import terminal_width
 from openprogram.contract.runs import RunStatus, paused_at, state_text
 from openprogram.store import Session, resolve_root, store_url
+from openprogram.terminal_text import inert_json
 
 NAME = "show"
 
@@ -117,8 +117,8 @@ def _json_text(payload: dict[str, object]) -> str:
     """Valid JSON always: a value no JSON holds (NaN or Infinity a store written by an
     older version kept) is printed as :func:`~openprogram.scope.to_json_value` writes it."""
     try:
-        return json.dumps(payload, allow_nan=False)
+        return inert_json(payload, allow_nan=False)
     except ValueError:
         from openprogram.scope import to_json_value
 
-        return json.dumps(to_json_value(payload))
+        return inert_json(to_json_value(payload))

@@ -11,11 +11,11 @@ workers.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from openprogram.cli.common import add_store_argument
 from openprogram.cli.exits import Exit, report_error
+from openprogram.terminal_text import inert_json
 
 NAME = "submit"
 HELP = "enqueue a run for workers"
@@ -51,7 +51,7 @@ def execute(ns: argparse.Namespace) -> int:
         return cs.usage_error("submit", str(exc), ns.json)
     if not ns.wait:
         if ns.json:
-            print(json.dumps({"run_id": rid, "status": "queued", "queue": ns.queue}))
+            print(inert_json({"run_id": rid, "status": "queued", "queue": ns.queue}))
         else:
             print(rid)
         return 0
