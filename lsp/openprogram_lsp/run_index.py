@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from openprogram.contract.runs import PauseReason
-from openprogram.durable.queries import READ_WAIT_S, READERS, store_version
+from openprogram.durable.queries import READ_WAIT_S, READERS, stopped_in, store_version
 from openprogram.errors import OpenProgramError
-from openprogram.store.lease import is_interrupted
 from openprogram.store.postgres import is_url, redacted_location
 from openprogram.store.runs import RunRecord, RunStore
 from openprogram.store.session_store import store_url
@@ -49,7 +48,7 @@ class RunInfo:
     updated_at: float
     owner_pid: int | None = None
     owner_host: str | None = None
-    current_step: str | None = None  # last dispatched top-level step of a running run
+    current_step: str | None = None  # ``name#occurrence`` an interrupted run stopped in
     pause_reason: str | None = None  # a PauseReason
     interrupted: bool = False  # running, no live owner (``store.lease.is_interrupted``)
 
@@ -363,11 +362,8 @@ def _read(store_dir: Path | str, fn: Callable[[RunStore], T], empty: T) -> T:
     return found
 
 
-def _info(runs: RunStore, r: RunRecord) -> RunInfo:
-    current = None
-    if r.status == "running":
-        steps = runs.top_level_steps(r.id)
-        current = f"{steps[-1].name}#{steps[-1].occurrence}" if steps else None
+def _info(r: RunRecord, stopped: dict[str, tuple[str, int]]) -> RunInfo:
+    at = stopped.get(r.id) if r.status == "running" else None
     return RunInfo(
         id=r.id,
         function_qualname=r.function_qualname,
@@ -379,9 +375,9 @@ def _info(runs: RunStore, r: RunRecord) -> RunInfo:
         updated_at=float(r.updated_at or 0.0),
         owner_pid=r.owner_pid,
         owner_host=r.owner_host,
-        current_step=current,
+        current_step=f"{at[0]}#{at[1]}" if at is not None else None,
         pause_reason=r.pause_reason,
-        interrupted=is_interrupted(r),
+        interrupted=r.interrupted,
     )
 
 
@@ -389,7 +385,9 @@ def runs_for_file(store_dir: Path | str, program_path: str) -> list[RunInfo]:
     """Runs whose Program is ``program_path``, newest first ([] if unavailable)."""
 
     def read(runs: RunStore) -> list[RunInfo]:
-        return [_info(runs, r) for r in runs.runs_of_program(program_path)]
+        records = runs.runs_of_program(program_path)
+        stopped = stopped_in(runs, records)  # as ``openprogram runs`` names it
+        return [_info(r, stopped) for r in records]
 
     none: list[RunInfo] = []
     found = _read(store_dir, read, none)

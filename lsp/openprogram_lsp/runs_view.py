@@ -329,9 +329,8 @@ def listed_runs(fs: FolderStore) -> tuple[list[dict[str, Any]], int]:
         GATE.failed(fs.store, exc)
         return [], 0
     GATE.read_ok(fs.store)
-    return [
-        run_json(r, queries.stopped_at(fs.db, r) if r.interrupted else None) for r in rows
-    ], older
+    stops = queries.stopped_at(fs.db, rows)  # one read for every interrupted run
+    return [run_json(r, stops.get(r.id) if r.interrupted else None) for r in rows], older
 
 
 NO_STEPS: dict[str, Any] = {"run": None, "steps": []}
@@ -352,7 +351,7 @@ def step_context(run: RunRow) -> StepContext:
 
 
 def run_steps_json(fs: FolderStore, run: RunRow) -> RawJSON:
-    rj = run_json(run, queries.stopped_at(fs.db, run) if run.interrupted else None)
+    rj = run_json(run, queries.stopped_at(fs.db, [run]).get(run.id) if run.interrupted else None)
     steps = queries.step_view_objects(
         fs.db, run.id, **step_context(run)._asdict(), now=time.time(), shorten=short_json
     )

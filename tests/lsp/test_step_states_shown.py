@@ -139,16 +139,13 @@ async def test_a_hint_shows_runs_of_its_own_function_or_of_the_workflow_running_
         await stop(client)
 
 
-async def test_an_interrupted_run_names_the_step_it_stopped_in(tmp_path: Path) -> None:
-    """``openprogram runs`` names step ``slow`` of a run whose process was killed in it;
-    the Runs view's row had ``pausedStep: null``."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "prog.py").write_text(PROGRAM)
-    (ws / "block_slow").touch()
+def killed_in(ws: Path, entry: str, block: str) -> subprocess.CompletedProcess[str]:
+    """Run ``prog.py:ENTRY`` until it blocks in the step that waits on ``block_BLOCK``,
+    kill its process; ``openprogram runs --json`` after."""
+    (ws / f"block_{block}").touch()
     store = str(ws / ".openprogram")
     proc = subprocess.Popen(
-        [OPENPROGRAM, "run", "prog.py:main", "--store", store],
+        [OPENPROGRAM, "run", f"prog.py:{entry}", "--store", store],
         cwd=ws, env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -160,20 +157,31 @@ async def test_an_interrupted_run_names_the_step_it_stopped_in(tmp_path: Path) -
             rows = json.loads(listed.stdout or "[]")
             if rows and rows[0]["status"] == "running":
                 got = subprocess.run(
-                    [OPENPROGRAM, "show", rows[0]["run_id"], "--store", store],
+                    [OPENPROGRAM, "show", rows[0]["run_id"], "--format", "json", "--store", store],
                     cwd=ws, env=cli_env(), capture_output=True, text=True,
                 )  # fmt: skip
-                if "slow" in got.stdout:
+                nodes = json.loads(got.stdout or "{}").get("nodes", [])
+                inputs = [n["input"] for n in nodes if isinstance(n["input"], dict)]
+                if any(block in i.get("args", []) for i in inputs):  # the blocked step
                     break
             time.sleep(0.05)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
-    (ws / "block_slow").unlink()
-    listed = subprocess.run(
+    (ws / f"block_{block}").unlink()
+    return subprocess.run(
         [OPENPROGRAM, "runs", "--json", "--store", store],
         cwd=ws, env=cli_env(), capture_output=True, text=True, check=True,
     )  # fmt: skip
+
+
+async def test_an_interrupted_run_names_the_step_it_stopped_in(tmp_path: Path) -> None:
+    """``openprogram runs`` names step ``slow`` of a run whose process was killed in it;
+    the Runs view's row had ``pausedStep: null``."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "prog.py").write_text(PROGRAM)
+    listed = killed_in(ws, "main", "slow")
     [row] = json.loads(listed.stdout)
     assert (row["interrupted"], row["interrupted_step"]) == (True, "slow")
     client = await start([ws], env={"OPENPROGRAM_STORE": ""})
@@ -184,5 +192,34 @@ async def test_an_interrupted_run_names_the_step_it_stopped_in(tmp_path: Path) -
         )  # fmt: skip
         got = await request(client, "openprogram/runSteps", {"runId": row["run_id"]})
         assert got["run"]["pausedStep"] == "slow"
+    finally:
+        await stop(client)
+
+
+async def test_the_resume_lens_of_an_interrupted_run_names_the_step_runs_names(
+    tmp_path: Path,
+) -> None:
+    """A run killed in step ``a`` inside workflow ``outer``: ``openprogram runs`` and the
+    Runs view name step ``a`` (started, result not saved: uncertain on resume), but the
+    Resume lens read the last top-level record and said ``step "outer" #0``. The lens
+    names the step from the same derivation (``queries.stopped_at``)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "prog.py").write_text(PROGRAM)
+    [row] = json.loads(killed_in(ws, "nested", "ia").stdout)
+    assert (row["interrupted"], row["interrupted_step"]) == (True, "a")
+    client = await start([ws], env={"OPENPROGRAM_STORE": ""})
+    try:
+        [view] = (await request(client, "openprogram/runs", {}))["folders"][0]["runs"]
+        assert (view["status"], view["pausedStep"], view["pausedOccurrence"]) == (
+            "interrupted", "a", 0,
+        )  # fmt: skip
+        uri = (ws / "prog.py").as_uri()
+        open_doc(client, uri, PROGRAM)
+        lenses = await client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        titles = [lens.command.title for lens in lenses or [] if lens.command]
+        assert [t for t in titles if "Resume" in t] == ['⟳ Resume (step "a" #0, interrupted)']
     finally:
         await stop(client)

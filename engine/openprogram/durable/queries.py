@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 from openprogram.contract.runs import entry_name, state_text
 from openprogram.durable.errors import AmbiguousRunId
@@ -32,6 +32,7 @@ __all__ = [
     "Readers",
     "RunRow",
     "StepRow",
+    "StoppedRun",
     "get_run",
     "graph_node_objects",
     "list_runs",
@@ -44,8 +45,8 @@ __all__ = [
     "step_starts",
     "step_view_objects",
     "stopped_at",
+    "stopped_in",
     "store_version",
-    "uncertain_step",
 ]
 
 StepId = tuple[str, int]
@@ -403,25 +404,50 @@ def resolve_run_id(db_path: str | os.PathLike[str], text: str) -> str:
     return _read(db_path, read, text, strict=True)
 
 
-def uncertain_step(db_path: str | os.PathLike[str], run_id: str) -> tuple[str, int] | None:
-    """``(name, occurrence)`` of the run's first step started without a saved result (see
-    :meth:`~openprogram.store.runs.RunStore.uncertain_step`), or None."""
+class StoppedRun(Protocol):
+    """What :func:`stopped_at` reads of a run (a :class:`RunRow` or a ``RunRecord``)."""
 
-    def read(runs: RunStore) -> tuple[str, int] | None:
-        s = runs.uncertain_step(run_id)
-        return None if s is None else (s.name, s.occurrence)
+    @property
+    def id(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def paused_step(self) -> str | None: ...
+    @property
+    def paused_occurrence(self) -> int | None: ...
+    @property
+    def interrupted(self) -> bool: ...
 
-    return _read(db_path, read, None)
+
+def stopped_at(
+    db_path: str | os.PathLike[str], runs: Iterable[StoppedRun], *, strict: bool = False
+) -> dict[str, tuple[str, int]]:
+    """``{run_id: (name, occurrence)}`` of the step each of ``runs`` stopped at, the one
+    answer ``runs``, ``show`` and the editor's Runs view give: a paused run's
+    ``paused_step`` (a run awaiting approval: the tool); an interrupted run's step started
+    without a saved result (:meth:`~openprogram.store.runs.RunStore.uncertain_step`, all
+    of them in one read of the store). A run with no such step (any other run, or no step
+    known) is not a key. ``strict`` as for :func:`list_runs`."""
+    runs = list(runs)
+    if not any(run.status != "paused" and run.interrupted for run in runs):
+        return stopped_in(None, runs)
+    none: dict[str, tuple[str, int]] = {}
+    return _read(db_path, lambda store: stopped_in(store, runs), none, strict=strict)
 
 
-def stopped_at(db_path: str | os.PathLike[str], run: RunRow) -> tuple[str, int] | None:
-    """``(name, occurrence)`` of the step a run stopped at, as ``runs``, ``show`` and the
-    editor's Runs view name it: a paused run's ``paused_step`` (a run awaiting approval:
-    the tool), an interrupted run's step started without a saved result
-    (:func:`uncertain_step`); None for any other run, or when no step is known."""
-    if run.status == "paused":
-        return None if not run.paused_step else (run.paused_step, run.paused_occurrence or 0)
-    return uncertain_step(db_path, run.id) if run.interrupted else None
+def stopped_in(store: RunStore | None, runs: Iterable[StoppedRun]) -> dict[str, tuple[str, int]]:
+    """:func:`stopped_at` on an open ``store`` (``None``: none of ``runs`` is interrupted),
+    for a caller that reads it already (the language server's run index)."""
+    found: dict[str, tuple[str, int]] = {}
+    for run in runs:
+        if run.status == "paused":
+            if run.paused_step:
+                found[run.id] = (run.paused_step, run.paused_occurrence or 0)
+        elif store is not None and run.interrupted:
+            s = store.uncertain_step(run.id)
+            if s is not None:
+                found[run.id] = (s.name, s.occurrence)
+    return found
 
 
 def run_steps(db_path: str | os.PathLike[str], run_id: str) -> list[StepRow]:

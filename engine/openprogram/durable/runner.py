@@ -84,7 +84,6 @@ from openprogram.store.lease import (
 from openprogram.store.runs import (
     RunRecord,
     RunStore,
-    StepRecord,
     executing_in,
     open_run_store,
     read_run_store,
@@ -1088,22 +1087,6 @@ def list_runs(
         return []
     with runs:
         return runs.list_runs(status)
-
-
-def interrupted_steps(
-    runs: list[RunRecord], *, store: str | os.PathLike[str] | None = None
-) -> dict[str, StepRecord | None]:
-    """For each ``running`` run of ``runs`` that no live process executes (its process was
-    killed or crashed: it is resumable), the step it stopped in — started, its result not
-    saved: uncertain on resume — or ``None`` when it stopped between steps."""
-    gone = [r.id for r in runs if is_interrupted(r)]
-    if not gone:
-        return {}
-    db = read_run_store(store)
-    if db is None:
-        return {}
-    with db:
-        return {run_id: db.uncertain_step(run_id) for run_id in gone}
 
 
 def _has_runs(store: str | os.PathLike[str] | None) -> bool:

@@ -94,7 +94,7 @@ from openprogram.contract.runs import (
     lease_lost_message,
 )
 from openprogram.errors import StoreError
-from openprogram.store.lease import Owner
+from openprogram.store.lease import Owner, is_interrupted
 from openprogram.store.run_views import (
     VIEW_STEP_KINDS,
     GraphNodeRow,
@@ -163,6 +163,12 @@ class RunRecord:
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }
+
+    @property
+    def interrupted(self) -> bool:
+        """``running`` with no live process holding its lease, now
+        (:func:`~openprogram.store.lease.is_interrupted`)."""
+        return is_interrupted(self)
 
     def is_of_program(self, program_path: str) -> bool:
         """Whether this run executes the Program file ``program_path``."""

@@ -46,8 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def execute(ns: argparse.Namespace) -> int:
     from openprogram.durable import cli_support as cs
-    from openprogram.durable.runner import interrupted_steps, list_runs
+    from openprogram.durable import queries
+    from openprogram.durable.runner import list_runs
     from openprogram.errors import OpenProgramError
+    from openprogram.store import store_db_path, store_url
 
     awaiting = ns.status == PauseReason.AWAITING_APPROVAL
     status = ns.status
@@ -61,16 +63,18 @@ def execute(ns: argparse.Namespace) -> int:
             runs = [r for r in runs if r.pause_reason == PauseReason.AWAITING_APPROVAL]
         if ns.queue is not None:
             runs = [r for r in runs if r.queue == ns.queue]
-        stopped = interrupted_steps(runs, store=ns.store)  # running, but its process is gone
+        gone = {r.id for r in runs if r.interrupted}  # running, but its process is gone
         if ns.status == INTERRUPTED:
-            runs = [r for r in runs if r.id in stopped]
+            runs = [r for r in runs if r.id in gone]
+        location = store_url(ns.store) or store_db_path(ns.store)
+        stopped = queries.stopped_at(location, runs, strict=True)  # paused at, or stopped in
     except OpenProgramError as exc:
         return cs.command_error("runs", exc, ns.json)
     if ns.json:
         out = []
         for r in runs:
-            at = stopped.get(r.id)
-            interrupted = {"interrupted": r.id in stopped, "interrupted_step": at and at.name}
+            at = stopped.get(r.id) if r.id in gone else None
+            interrupted = {"interrupted": r.id in gone, "interrupted_step": at and at[0]}
             out.append({**r.to_json(), **interrupted})
         print(inert_json(out))
         return 0
@@ -87,12 +91,12 @@ def execute(ns: argparse.Namespace) -> int:
         status = state_text(
             r.status,
             r.pause_reason,
-            interrupted=r.id in stopped,
+            interrupted=r.id in gone,
             cancel_requested=r.cancel_requested,
             pause_requested=r.pause_requested,
         )
         at = stopped.get(r.id)
-        step = r.paused_step or (at.name if at is not None else None)
+        step = at[0] if at is not None else r.paused_step  # a cancelled run's too
         queue = (r.queue or "-",) if queues else ()
         rows.append((r.id, status, entry_name(r.entry), step or "-", *queue, updated))
     for line in format_table(rows[0], rows[1:], flex=2, width=terminal_width()):

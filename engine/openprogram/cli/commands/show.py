@@ -78,7 +78,7 @@ def execute(args: argparse.Namespace) -> int:
         state = None
         if run is not None:  # the run's state as `openprogram runs` says it, and its step
             interrupted = run.interrupted  # its process is gone: the step it stopped in
-            at = queries.stopped_at(location, run)
+            at = queries.stopped_at(location, [run]).get(run.id)
             where = paused_at(*at) if at is not None else ""
             state = state_text(
                 run.status,
