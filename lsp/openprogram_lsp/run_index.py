@@ -396,10 +396,8 @@ def runs_for_file(store_dir: Path | str, program_path: str) -> list[RunInfo]:
 
 def store_program_paths(store_dir: Path | str) -> list[str]:
     """Distinct Program files with runs in the store ([] if unavailable)."""
-    none: list[RunRecord] = []
-    records = _read(store_dir, lambda runs: runs.list_runs(), none)
-    paths = {r.program_path or r.entry.rpartition(":")[0] for r in records}
-    return sorted(p for p in paths if p)
+    none: list[str] = []
+    return _read(store_dir, lambda runs: runs.program_paths(), none)
 
 
 def recorded_steps_for(

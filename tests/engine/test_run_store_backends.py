@@ -225,3 +225,65 @@ def test_a_head_is_moved_only_to_a_node_of_its_own_session(runs: RunStore) -> No
     assert mine.append("user", "q2b").predecessor_id == first.id  # a branch from q1
     session = store.get_session("mine")
     assert session is not None and session.head_id != foreign.id
+
+
+@pytest.fixture(params=BACKENDS)
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return store_for(request, tmp_path)
+
+
+def test_the_runs_of_a_program_are_read_by_its_path_however_it_is_spelled(
+    location: str, tmp_path: Path
+) -> None:
+    """``queries.list_runs(db, program_path)`` (the editor's runs of a file) read every
+    run and compared paths in Python: a run of another Program whose ``args`` column
+    cannot be decoded made it fail. Now only the runs of the file are read (SQL, one
+    query per spelling of its path), and they are the same runs: recorded through a
+    symlink, with ``..``, or named only by the entry's path; newest first."""
+    import sqlite3
+
+    from openprogram.durable import queries
+    from openprogram.store import store_db_path
+
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    real = folder / "prog.py"
+    real.write_text("", encoding="utf-8")
+    link = tmp_path / "link"
+    link.symlink_to(folder)
+    spelled = {
+        "direct": (str(real), f"{real}:main"),
+        "via-link": (str(link / "prog.py"), f"{link / 'prog.py'}:main"),
+        "dotted": (str(folder / "sub" / ".." / "prog.py"), "prog.py:main"),
+        "entry-only": (None, f"{link / 'prog.py'}:main"),
+        "empty-path": ("", f"{real}:main"),
+        "other": (str(folder / "other.py"), f"{folder / 'other.py'}:main"),
+        "broken": (str(folder / "other.py"), f"{folder / 'other.py'}:main"),
+        "other-entry": (None, f"{folder / 'other.py'}:main"),
+    }
+    with open_run_store(location) as db:
+        for run_id, (path, entry) in spelled.items():
+            db.insert_run(
+                run_id=run_id, entry=entry, program_path=path, function_qualname="main",
+                args={}, policy=Policy.USE_LATEST, model=None, source_snapshot=None,
+                session_id=None, owner=A, lease_s=60.0,
+            )  # fmt: skip
+    damage = ("UPDATE runs SET args = '{not json' WHERE id = 'broken'",)
+    if location.startswith("postgresql"):
+        import psycopg
+
+        with psycopg.connect(location, autocommit=True) as conn:
+            conn.execute(*damage)
+    else:
+        with sqlite3.connect(store_db_path(location)) as conn:
+            conn.execute(*damage)
+    db_path = location if location.startswith("postgresql") else str(store_db_path(location))
+    mine = {"direct", "via-link", "dotted", "entry-only", "empty-path"}
+    for spelling in (str(real), str(link / "prog.py"), f"{folder}/./prog.py"):
+        found = queries.list_runs(db_path, spelling, strict=True)
+        assert {r.id for r in found} == mine, spelling
+        assert [r.created_at for r in found] == sorted((r.created_at for r in found), reverse=True)
+    assert [r.id for r in queries.list_runs(db_path, str(real), limit=2, strict=True)] == [
+        r.id for r in queries.list_runs(db_path, str(real), strict=True)[:2]
+    ]
+    assert queries.list_runs(db_path, str(folder / "none.py"), strict=True) == []

@@ -172,13 +172,19 @@ class RunRecord:
 
     def is_of_program(self, program_path: str) -> bool:
         """Whether this run executes the Program file ``program_path``."""
-        path = self.program_path or self.entry.rpartition(":")[0]
-        if not path:
-            return False
-        try:
-            return os.path.realpath(path) == os.path.realpath(program_path)
-        except OSError:  # pragma: no cover - realpath of a str does not touch the disk
-            return False
+        return _same_file(self.program_path or self.entry.rpartition(":")[0], program_path)
+
+
+def _same_file(path: str, program_path: str) -> bool:
+    """Whether the recorded Program ``path`` ('' : none) is the file ``program_path``
+    (their real paths are equal): the one rule of :meth:`RunRecord.is_of_program` and
+    :meth:`RunStore.runs_of_program`."""
+    if not path:
+        return False
+    try:
+        return os.path.realpath(path) == os.path.realpath(program_path)
+    except OSError:  # pragma: no cover - realpath of a str does not touch the disk
+        return False
 
 
 @dataclass(frozen=True)
@@ -314,6 +320,18 @@ class RunSql:
     get_run: str = f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?"
     list_runs: str = f"SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at"
     list_runs_in: str = f"SELECT {RUN_COLUMNS} FROM runs WHERE status = ? ORDER BY created_at"
+    # the runs of one Program file: the spellings of its path first (few), then its runs
+    program_paths: str = "SELECT DISTINCT program_path FROM runs WHERE program_path <> ''"
+    entries_without_program: str = (
+        "SELECT DISTINCT entry FROM runs WHERE program_path IS NULL OR program_path = ''"
+    )
+    runs_of_program_path: str = (
+        f"SELECT {RUN_COLUMNS} FROM runs WHERE program_path = ? ORDER BY created_at"
+    )
+    runs_of_entry_without_program: str = (
+        f"SELECT {RUN_COLUMNS} FROM runs WHERE (program_path IS NULL OR program_path = '') "
+        "AND entry = ? ORDER BY created_at"
+    )
     # the runs' view: every unfinished run, the newest finished ones, how many finished
     unfinished_runs: str = (
         f"SELECT {RUN_COLUMNS} FROM runs WHERE status NOT IN {_FINISHED} "
@@ -1108,11 +1126,36 @@ class RunStore(ABC):
         ]
 
     def runs_of_program(self, program_path: str | None) -> list[RunRecord]:
-        """Runs of the Program file ``program_path`` (every run for ``None``), oldest first."""
-        runs = self.list_runs()
+        """Runs of the Program file ``program_path`` (every run for ``None``), oldest first:
+        those :meth:`RunRecord.is_of_program` says, read by SQL. The few distinct spellings
+        of the runs' Program paths (``program_path``, else the path of ``entry``) are read
+        and compared as that method compares them (real paths); then only the runs of the
+        matching ones are read."""
         if program_path is None:
-            return runs
-        return [r for r in runs if r.is_of_program(program_path)]
+            return self.list_runs()
+        paths = [str(row[0]) for row in self._rows(self.sql.program_paths)]
+        entries = [str(row[0]) for row in self._rows(self.sql.entries_without_program)]
+        rows = [
+            row
+            for path in paths
+            if _same_file(path, program_path)
+            for row in self._rows(self.sql.runs_of_program_path, (path,))
+        ]
+        rows += [
+            row
+            for entry in entries
+            if _same_file(entry.rpartition(":")[0], program_path)
+            for row in self._rows(self.sql.runs_of_entry_without_program, (entry,))
+        ]
+        return sorted((run_from_row(r) for r in rows), key=lambda r: r.created_at)
+
+    def program_paths(self) -> list[str]:
+        """The distinct Program files the runs execute (``program_path``, else the path of
+        ``entry``), as recorded, sorted."""
+        paths = {str(row[0]) for row in self._rows(self.sql.program_paths)}
+        entries = (str(row[0]) for row in self._rows(self.sql.entries_without_program))
+        paths.update(entry.rpartition(":")[0] for entry in entries)
+        return sorted(path for path in paths if path)
 
     def recorded_step_sequences(
         self, program_path: str | None = None
