@@ -26,11 +26,13 @@ def _runs_by_function(runs: list[RunInfo], f: FunctionInfo) -> list[RunInfo]:
 
 async def file_runs(ls: OpenProgramLanguageServer, uri: str) -> list[RunInfo]:
     """The runs of the open Program ``uri`` in its store, newest first ([]: none, no
-    file, or the store cannot be read now)."""
+    file, no folder open — no store, ``store_for`` —, or the store cannot be read now)."""
     doc = ls.open_document(uri)
     if doc is None or not uri.startswith("file:") or not doc.path:
         return []
-    store, path = ls.settings_for(doc.path).store_dir(), doc.path
+    store, path = ls.store_for(doc.path), doc.path
+    if store is None:
+        return []
     none: list[RunInfo] = []
     return await read_stores([store], lambda: runs_for_file(store, path), none)
 

@@ -608,10 +608,12 @@ def register(server: OpenProgramLanguageServer) -> None:
             ls.show(f"openprogram.showRuns: {exc}", error=True)
             return []
         none: list[RunInfo] = []
-        if program is not None:
-            store = ls.settings_for(program).store_dir()
-            read = functools.partial(select_runs, store, None, program, function)
-            runs = await read_stores([store], read, none)
+        if program is not None:  # no folder open: no store (``store_for``), no runs
+            program_store = ls.store_for(program)
+            runs = none
+            if program_store is not None:
+                read = functools.partial(select_runs, program_store, None, program, function)
+                runs = await read_stores([program_store], read, none)
         else:  # every folder's runs, each from its own store (none: no folder is open)
             seen: dict[str, RunInfo] = {}
             for folder in ls.folders():

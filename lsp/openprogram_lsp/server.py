@@ -305,6 +305,15 @@ class OpenProgramLanguageServer(LanguageServer):
                     best = folder
         return best
 
+    def store_for(self, uri_or_path: str | Path | None) -> Path | str | None:
+        """The run store a document's runs are read from (its lenses, OP209, ``showRuns``):
+        its folder's (``settings_for(...).store_dir()``); None while no folder is served —
+        no folder, no store, as the Runs view lists none and Run refuses (never the store
+        in the server's working directory)."""
+        if not self.served_folders():
+            return None
+        return self.settings_for(uri_or_path).store_dir()
+
     def settings_for(self, uri_or_path: str | Path | None) -> Settings:
         """Settings of the document: those of the folder holding it (store, interpreter,
         client settings; the first folder's for a document outside every folder) with the
@@ -445,7 +454,9 @@ class OpenProgramLanguageServer(LanguageServer):
         doc = self.open_document(uri)
         if doc is None or not uri.startswith("file:"):
             return None
-        store, path = self.settings_for(doc.path).store_dir(), doc.path
+        store, path = self.store_for(doc.path), doc.path
+        if store is None:
+            return None
         return await read_stores([store], lambda: recorded_steps_for(store, path), None)
 
     def store_state_changed(self, url: str, error: str | None) -> None:

@@ -291,6 +291,30 @@ async def test_a_window_without_folder_lists_no_runs(tmp_path: Path) -> None:
         await stop(client)
 
 
+async def test_a_window_without_folder_shows_no_runs_lens_from_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    """No folder open, the server started in a directory whose store has a run of the
+    open Program: the Runs view listed no store, but the document's lenses read the
+    working directory's store (``Runs (1)`` on ``count``), and so did ``showRuns`` of
+    the file. No folder, no store: neither reads it; Run lenses stay."""
+    run_from_terminal(tmp_path)
+    client = make_runs_client()
+    await client.start_io(*SERVER_CMD, env=dict(os.environ), cwd=tmp_path)
+    await client.initialize_session(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=None)
+    )
+    try:
+        uri = (tmp_path / "prog.py").as_uri()
+        open_doc(client, uri, PROGRAM)
+        titles = [c.title for c in await lens_commands(client, uri)]
+        assert titles == ["▶ Run", "▶ Run"], titles
+        assert await folders_listed(client) == []
+        assert await execute(client, "openprogram.showRuns", uri) == []
+    finally:
+        await stop(client)
+
+
 async def test_a_client_naming_only_its_root_lists_the_roots_runs(tmp_path: Path) -> None:
     """A client with a ``rootUri`` and no workspace folders (older clients) is served on
     its root: its runs are listed under the URI it sent."""
