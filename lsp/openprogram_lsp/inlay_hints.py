@@ -42,6 +42,7 @@ GLYPHS = {
     "completed": "✓",
     "failed": "✗",
     "paused": "‖",
+    "cancelled": "⊘",
     "uncertain": "?",
     "running": "…",
     "result": "→",
@@ -67,7 +68,7 @@ def hint_text(name: str, context: StepContext, rows: list[StepRow]) -> str | Non
         return f"{GLYPHS['failed']} " + short_json(first[0] if first else "error", RESULT_CHARS)
     if "paused" in states or (not rows and context.paused_at is not None):
         return f"{GLYPHS['paused']} paused here"
-    for state in ("uncertain", "running"):
+    for state in ("cancelled", "uncertain", "running"):
         if state in states:
             return f"{GLYPHS[state]} {state}"
     if not rows:

@@ -298,3 +298,24 @@ def test_the_views_know_how_an_approval_pause_is_recorded() -> None:
     from openprogram.store.run_views import APPROVAL_PAUSE_ERROR
 
     assert APPROVAL_PAUSE_ERROR == f"{ApprovalPending.__name__}: "
+
+
+def test_a_run_cancelled_while_awaiting_approval_shows_its_step_cancelled(
+    paused: tuple[Path, str], openai_server: OpenAIServer, st: str
+) -> None:
+    """Cancelled while awaiting approval, the run's steps were shown as the pause left
+    them: ``show`` said ``tidy [paused]`` (``"status": "paused"``) of a run nothing will
+    resume, and the Runs view said the step failed with ``ApprovalPending: ...``. The
+    step ended in the cancel: ``cancelled``, with no error of its own."""
+    folder, rid = paused
+    done = _json(_cli(folder, openai_server, "cancel", rid, "--store", st, "--json"))
+    assert done["status"] == "cancelled"
+    (listed,) = _json(_cli(folder, openai_server, "runs", "--json", "--store", st))
+    assert listed["status"] == "cancelled" and "ApprovalPending" not in listed["error"]
+    stored = _json(_cli(folder, openai_server, "show", rid, "--format", "json", "--store", st))
+    by_name = {n["name"]: n for n in stored["nodes"] if n["kind"] == "code"}
+    assert (by_name["clean"]["status"], by_name["tidy"]["status"]) == ("cancelled", "cancelled")
+    tree = _cli(folder, openai_server, "show", rid, "--store", st).stdout
+    assert "code tidy [cancelled]" in tree, tree
+    assert not [line for line in tree.splitlines() if "[paused]" in line or "[error]" in line]
+    assert tree.splitlines()[0].endswith("; run cancelled"), tree

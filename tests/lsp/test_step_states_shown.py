@@ -108,6 +108,32 @@ async def test_a_step_awaiting_approval_is_paused_in_the_runs_view_and_its_hint(
         await stop(client)
 
 
+async def test_a_step_of_a_run_cancelled_while_awaiting_approval_is_cancelled_not_failed(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    """Cancelled while awaiting approval: the Runs view said ``tidy #0`` failed with
+    ``ApprovalPending: tool 'delete_file' requires approval …`` as its error, and the hint
+    ``✗ ApprovalPending: …``. The step ended in the cancel: ``cancelled``, no error."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "janitor.py").write_text(JANITOR)
+    run_id = awaiting_run(ws, openai_server, "junk.txt")
+    assert cli(ws, "cancel", run_id, "--store", str(ws / ".openprogram"))["status"] == "cancelled"
+    client = await start([ws], env={"OPENPROGRAM_STORE": ""})
+    try:
+        got = await request(client, "openprogram/runSteps", {"runId": run_id})
+        assert got["run"]["status"] == "cancelled"
+        assert [(s["label"], s["state"], s["error"]) for s in got["steps"]] == [
+            ("tidy #0", "cancelled", "")
+        ]
+        uri = (ws / "janitor.py").as_uri()
+        open_doc(client, uri, JANITOR)
+        shown = await hints(client, uri, JANITOR)
+        assert shown == {line_of(JANITOR, 'step("tidy"'): "⊘ cancelled"}
+    finally:
+        await stop(client)
+
+
 async def test_a_hint_shows_runs_of_its_own_function_or_of_the_workflow_running_it(
     tmp_path: Path,
 ) -> None:

@@ -508,6 +508,7 @@ def step_view_objects(
     live: bool,
     paused_at: tuple[str, int] | None,
     awaiting_approval: bool = False,
+    cancelled: bool = False,
     now: float,
     shorten: Callable[[str | None], str],
 ) -> list[str]:
@@ -521,6 +522,7 @@ def step_view_objects(
             live=live,
             paused_at=paused_at,
             awaiting_approval=awaiting_approval,
+            cancelled=cancelled,
             now=now,
             shorten=shorten,
         ),

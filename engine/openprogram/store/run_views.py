@@ -28,6 +28,7 @@ __all__ = [
     "StepContext",
     "error_text",
     "graph_node_row",
+    "node_status",
     "step_state",
     "step_view_object",
 ]
@@ -63,6 +64,7 @@ class StepContext(NamedTuple):
     live: bool  # a live process executes the run: its open steps run
     paused_at: tuple[str, int] | None  # the step a paused run stopped at
     awaiting_approval: bool  # paused until a tool call is approved or denied
+    cancelled: bool = False  # the run was cancelled (an approval pause it ended in too)
 
     @classmethod
     def of_run(
@@ -84,7 +86,10 @@ class StepContext(NamedTuple):
         if paused and paused_step and not approval and pause_reason != PauseReason.UNCERTAIN:
             at = (paused_step, paused_occurrence or 0)
         return cls(
-            live=live and status == RunStatus.RUNNING, paused_at=at, awaiting_approval=approval
+            live=live and status == RunStatus.RUNNING,
+            paused_at=at,
+            awaiting_approval=approval,
+            cancelled=status == RunStatus.CANCELLED,
         )
 
 
@@ -97,17 +102,19 @@ def step_state(
     live: bool,
     paused_at: tuple[str, int] | None,
     awaiting_approval: bool = False,
+    cancelled: bool = False,
 ) -> str:
     """A step's state as every view shows it (the one derivation: the Runs view, the
     run's SQLite view query and the inlay hints use it).
 
-    Its stored status when final, except the records an approval pause unwound while the
-    run awaits that approval (``awaiting_approval``: their saved failure is the pause,
-    they run again on approval): ``paused``. Else ``running`` while the run is ``live``,
-    ``paused`` for the step the run is paused at (``paused_at``: ``(name, occurrence)``),
-    else ``uncertain``."""
-    if status == "failed" and awaiting_approval and _is_approval_pause(result):
-        return "paused"
+    Its stored status when final, except the records an approval pause unwound (their
+    saved failure is the pause, not the step's: they run again on approval): ``paused``
+    while the run awaits that approval (``awaiting_approval``), ``cancelled`` once the
+    run was cancelled (``cancelled``: it ended in that pause). Else ``running`` while
+    the run is ``live``, ``paused`` for the step the run is paused at (``paused_at``:
+    ``(name, occurrence)``), else ``uncertain``."""
+    if status == "failed" and (awaiting_approval or cancelled) and _is_approval_pause(result):
+        return "paused" if awaiting_approval else "cancelled"
     if status in ("completed", "failed"):
         return status
     if live:
@@ -115,6 +122,14 @@ def step_state(
     if paused_at is not None and (name, occurrence) == paused_at:
         return "paused"
     return "uncertain"
+
+
+def node_status(status: str, run_status: str | None) -> str:
+    """A recorded call's status as ``show`` and the run graph show it: a call its run's
+    pause unwound (``paused``: an approval pause, a requested one) of a run cancelled
+    since shows ``cancelled`` (it ended there, as :func:`step_state` says of its step);
+    any other as recorded."""
+    return "cancelled" if status == "paused" and run_status == RunStatus.CANCELLED else status
 
 
 def _is_approval_pause(result: str | None) -> bool:
@@ -156,6 +171,7 @@ def step_view_object(
     live: bool,
     paused_at: tuple[str, int] | None,
     awaiting_approval: bool = False,
+    cancelled: bool = False,
     now: float,
     shorten: Callable[[str | None], str],
 ) -> str:
@@ -170,6 +186,7 @@ def step_view_object(
         live=live,
         paused_at=paused_at,
         awaiting_approval=awaiting_approval,
+        cancelled=cancelled,
     )
     started = float(step.started_at or 0.0)
     duration: float | None = None

@@ -1095,6 +1095,7 @@ class RunStore(ABC):
         live: bool,
         paused_at: tuple[str, int] | None,
         awaiting_approval: bool = False,
+        cancelled: bool = False,
         now: float,
         shorten: Callable[[str | None], str],
     ) -> list[str]:
@@ -1107,6 +1108,7 @@ class RunStore(ABC):
                 live=live,
                 paused_at=paused_at,
                 awaiting_approval=awaiting_approval,
+                cancelled=cancelled,
                 now=now,
                 shorten=shorten,
             )

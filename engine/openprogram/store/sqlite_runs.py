@@ -587,6 +587,7 @@ class SqliteRunStore(RunStore):
         live: bool,
         paused_at: tuple[str, int] | None,
         awaiting_approval: bool = False,
+        cancelled: bool = False,
         now: float,
         shorten: Callable[[str | None], str],
     ) -> list[str]:
@@ -599,6 +600,7 @@ class SqliteRunStore(RunStore):
                 live=live,
                 paused_at=paused_at,
                 awaiting_approval=awaiting_approval,
+                cancelled=cancelled,
             )
 
         conn = self.backend.connection()  # each row's state and error: ``run_views``'

@@ -11,12 +11,14 @@ self-contained page (the run graph the VS Code extension draws) to stdout, or to
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from openprogram.cli.common import CliError, add_store_argument, cannot_write, open_existing_store
 from openprogram.cli.render import render_mermaid, render_tree
 from openprogram.cli.table import terminal_width
 from openprogram.contract.runs import RunStatus, paused_at, state_text
 from openprogram.store import Session, resolve_root, store_url
+from openprogram.store.run_views import node_status
 from openprogram.terminal_text import inert_json
 
 NAME = "show"
@@ -64,6 +66,10 @@ def execute(args: argparse.Namespace) -> int:
             )
         # the html graph reads the stored JSON text itself (never decodes the nodes)
         nodes = store.list_nodes(session.id) if args.format != "html" else []
+    location = store_url(args.store) or store.location
+    run = queries.get_run(location, session.id) if args.format != "html" else None
+    if run is not None:  # a call a pause unwound, of a run cancelled since: cancelled
+        nodes = [dataclasses.replace(n, status=node_status(n.status, run.status)) for n in nodes]
     if args.format == "json":
         text = _json_text({"session": session.to_json(), "nodes": [n.to_json() for n in nodes]})
     elif args.format == "mermaid":
@@ -73,8 +79,6 @@ def execute(args: argparse.Namespace) -> int:
 
         text = render_html(*_graph(store_url(args.store) or store.location, session))
     else:
-        location = store_url(args.store) or store.location
-        run = queries.get_run(location, session.id)
         state = None
         if run is not None:  # the run's state as `openprogram runs` says it, and its step
             interrupted = run.interrupted  # its process is gone: the step it stopped in
