@@ -12,7 +12,7 @@ from pathlib import Path
 
 from loopback import OpenAIServer
 
-from openprogram import goal
+from openprogram import Agent, Context, goal
 from openprogram.programs.workflow import injected_names, run_workflow_code
 from openprogram.runtime import create_runtime
 
@@ -97,3 +97,34 @@ def test_goal_in_a_program_run_from_the_cli(tmp_path: Path, openai_server: OpenA
     out = json.loads(proc.stdout)
     assert out["status"] == "completed" and out["result"] == "1. intro", proc.stderr
     assert len(openai_server.requests) == 2
+
+
+class Editor(Agent):
+    instructions = "You are the HOUSE-STYLE editor."
+    tools = []
+
+    def polish(self, text: str) -> str:
+        """Polish a text until it reads well."""
+        return goal(f"Polish: {text}", max_iterations=2)
+
+
+def test_goal_in_an_agent_method_sends_its_instructions_and_context(
+    openai_server: OpenAIServer,
+) -> None:
+    rt = create_runtime("openai:loop", base_url=openai_server.base_url)
+    openai_server.reply_text("draft one")
+    openai_server.reply_text(verdict("no"))
+    openai_server.reply_text("draft two")
+    editor = Editor(runtime=rt, context=Context({"style": "SHORT-SENTENCES"}))
+    try:
+        assert editor.polish("hello") == "draft two"
+    finally:
+        rt.close()
+    bodies = [r.json for r in openai_server.requests]
+    assert len(bodies) == 3  # turn, judgement, last turn
+    for body in bodies:  # the work turns as well as the judgement
+        assert body["messages"][0] == {
+            "role": "system",
+            "content": "You are the HOUSE-STYLE editor.",
+        }
+        assert "SHORT-SENTENCES" in json.dumps(body["messages"][1:])

@@ -6,6 +6,8 @@ allowed) that sees the objective and the previous attempt; after it, a yes/no de
 (:func:`~openprogram.agentic_programming.control_flow.judge`, one recorded model call)
 judges whether the objective is met. At most ``max_iterations`` turns run; the last
 turn is not judged (its result is returned either way), as in ``repeat_until``.
+Inside an Agent method the turns, like the judgements, carry the Agent's instructions
+(unless ``system=`` is given), Context and model (:func:`~openprogram.agents.enclosing_agent_request`).
 """
 
 from __future__ import annotations
@@ -65,13 +67,18 @@ def goal(
                 runtime=rt,
             )
         )
+        from openprogram.agents import enclosing_agent_request
+
+        agent_system, agent_context, agent_model = enclosing_agent_request() or (None, None, None)
         result: Any = None
         for iteration in range(1, max_iterations + 1):
             previous = None if iteration == 1 else str(result)
             result = agent(
                 _prompt(objective, previous, iteration - 1),
                 tools=tools,
-                system=system,
+                system=system if system is not None else agent_system,
+                context=agent_context,
+                model=agent_model,
                 runtime=rt,
             )
             if iteration == max_iterations:
