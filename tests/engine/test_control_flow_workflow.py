@@ -346,7 +346,8 @@ def workflow():
 ```"""
 WITH_IMPORT = "```python\nimport os\ndef workflow():\n    return os.getcwd()\n```"
 CRASHING = (
-    '```python\ndef workflow():\n    files = agent("find auth files")\n    return int(files)\n```'
+    '```python\ndef workflow():\n    files = agent("find auth files")\n'
+    '    count = llm("count the files in " + files)\n    return int(count)\n```'
 )
 
 
@@ -370,9 +371,10 @@ def test_planner_revises_after_check_and_runtime_failures(tmp_path: Path) -> Non
     assert "auth/oauth.py:1:def login():" in tool_msgs[0].content
     assert "OP210" in model.planner_prompts[2] and "import os" in model.planner_prompts[2]
     assert (
-        "ValueError" in model.planner_prompts[3] and "workflow line 3" in model.planner_prompts[3]
+        "ValueError" in model.planner_prompts[3] and "workflow line 4" in model.planner_prompts[3]
     )
-    # "find auth files" ran once (revision 1) and was reused by revision 2
+    # "find auth files" ran once (revision 1) and was reused by revision 2 (the reply
+    # revision 1 failed on was the count's, tests/engine/test_workflow_reuse.py)
     assert model.prompts.count("find auth files") == 1
 
 

@@ -2,15 +2,20 @@
 
 Every model-calling primitive called by workflow code (``llm``, ``agent``, and the
 judgements made inside the control-flow primitives) is logged as
-``{"call_index", "fn", "prompt", "args", "result"}`` (``args``: canonical JSON of every other
-argument that shapes the request: choices, system, tools, response_format, model, ...). On
+``{"call_index", "fn", "prompt", "args", "result"}`` (``args``: canonical JSON of everything
+else that shapes the request: choices, system, tools, response_format, model, ..., and the
+Context the call sends — given as ``context=`` or the current one — as the blocks and
+provider values it contributes, so the providers run once more to key a call). On
 the next run, a call at the same position with the same ``fn``, ``prompt`` and ``args``
 returns the saved result without a model request; the first call that differs (and every
 call after it) runs for real.
 
 A call the workflow did not go on with is not reused: when a primitive (``route``,
 ``agent``, ...) raises, the calls made inside it (e.g. the decision replies that did not
-parse) are marked ``"reusable": false``, so the revision asks the model again.
+parse) are marked ``"reusable": false``, so the revision asks the model again. The same
+holds for the workflow's own code: when it raises outside any primitive (e.g.
+``int(llm("how many?"))`` got "five"), the calls of the primitive whose result it received
+last are marked, so the retry does not replay the reply it failed on.
 
 Positions are sequential per run; inside ``parallel`` each branch numbers its own calls
 under the parallel call's position, so concurrency does not change the order.
@@ -27,6 +32,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from openprogram.context import Context
 
 __all__ = ["Checkpoint", "CheckpointRuntime"]
 
@@ -58,6 +65,13 @@ _inside: contextvars.ContextVar[bool] = contextvars.ContextVar(
 # The entries written inside the primitive calls now running (outermost first).
 _scopes: contextvars.ContextVar[tuple[list[dict[str, Any]], ...]] = contextvars.ContextVar(
     "openprogram_checkpoint_scopes", default=()
+)
+
+
+# Inside a workflow body (:meth:`Checkpoint.body`): one slot holding the entries written
+# by the last primitive called directly by the workflow's own code (not inside another).
+_received: contextvars.ContextVar[list[list[dict[str, Any]]] | None] = contextvars.ContextVar(
+    "openprogram_checkpoint_received", default=None
 )
 
 
@@ -97,6 +111,8 @@ def _canonical(value: Any) -> Any:
     """``value`` as plain JSON data that is equal exactly when the request would be."""
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
+    if isinstance(value, Context):  # what it adds to the request: blocks and provider values
+        return _canonical(value.evaluate())
     if isinstance(value, Mapping):
         return {str(k): _canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, (list, tuple)):
@@ -124,9 +140,20 @@ def _canonical(value: Any) -> Any:
     return repr(value)
 
 
-def request_args(kwargs: Mapping[str, Any]) -> str:
-    """The canonical JSON of a call's arguments besides its prompt ("" for none)."""
+def request_args(kwargs: Mapping[str, Any], *, ambient: bool = False) -> str:
+    """The canonical JSON of a call's arguments besides its prompt ("" for none).
+
+    ``ambient``: the call is an ``llm``/``agent`` call from workflow code, which also sends
+    what it takes from where it runs (as ``llm()`` resolves them): the current Context and
+    the enclosing methods' ``system`` option, unless given."""
     shaped = {k: v for k, v in kwargs.items() if k != "runtime"}
+    if ambient:
+        from openprogram.agentic_programming.calls import _system_for
+
+        if shaped.get("context") is None and Context.current() is not None:
+            shaped["context"] = Context.current()
+        if _system_for(shaped.get("system"), None) is not None:
+            shaped["system"] = _system_for(shaped.get("system"), None)
     if not shaped:
         return ""
     return json.dumps(_canonical(shaped), sort_keys=True, ensure_ascii=False)
@@ -234,6 +261,9 @@ class Checkpoint:
             if _cursor.get() is None or _inside.get():
                 return fn(*args, **kwargs)
             written: list[dict[str, Any]] = []
+            received = _received.get()
+            if received is not None and not _scopes.get():  # called by the workflow's code
+                received[0] = written
             token = _scopes.set((*_scopes.get(), written))
             try:
                 return fn(*args, **kwargs)
@@ -244,6 +274,25 @@ class Checkpoint:
                 _scopes.reset(token)
 
         return guarded
+
+    def body(self, fn: Callable[[], Any]) -> Callable[[], Any]:
+        """The workflow function ``fn``, guarded as a primitive is: when its own code raises
+        (no primitive did), the calls of the primitive whose result it received last are
+        not reused."""
+
+        @functools.wraps(fn)
+        def run() -> Any:
+            received: list[list[dict[str, Any]]] = [[]]
+            token = _received.set(received)
+            try:
+                return fn()
+            except BaseException as exc:
+                self._discard(exc, received[0])
+                raise
+            finally:
+                _received.reset(token)
+
+        return run
 
     def _discard(self, exc: BaseException, written: list[dict[str, Any]]) -> None:
         chain: list[BaseException] = []
@@ -272,7 +321,10 @@ class Checkpoint:
                 content = kwargs.get(key, "")
                 shaped = {k: v for k, v in kwargs.items() if k != key}
             return self.call(
-                fn_name, prompt_text(content), lambda: fn(*args, **kwargs), request_args(shaped)
+                fn_name,
+                prompt_text(content),
+                lambda: fn(*args, **kwargs),
+                request_args(shaped, ambient=True),
             )
 
         return self.guard(checkpointed)
