@@ -31,12 +31,14 @@ or ``assistant -> tool(<json args>)`` for an ``llm`` node.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 __all__ = [
+    "AFTER_REPLAY",
     "CONTEXT_TAG",
     "HISTORY_TAG",
     "RESUMES",
@@ -60,6 +62,11 @@ RESUMES = "resumes"
 #: node metadata of a ``workflow`` call or a ``parallel`` branch in a resumable run: its
 #: step key (:mod:`openprogram.durable.steps`); a step's node carries its key itself.
 STEP_KEY = "step_key"
+#: node metadata of a node written in a resumed execution after a completed call replayed
+#: (returned its saved result without writing a node): the step key of the last such call
+#: (:func:`openprogram.scope.note_replay`). Prompts place the earlier execution's node of
+#: a replayed call after the nodes written before it replayed (:func:`fold_attempts`).
+AFTER_REPLAY = "after_replay"
 
 
 class HistoryFilterError(Exception):
@@ -80,6 +87,7 @@ class NodeLike(Protocol):
 
 
 N = TypeVar("N", bound=NodeLike)
+Forks = tuple[tuple[str, int], ...]  # as openprogram.branches.Forks
 
 
 def branch_nodes(nodes: Iterable[N], head_id: str | None) -> list[N]:
@@ -96,7 +104,7 @@ def branch_nodes(nodes: Iterable[N], head_id: str | None) -> list[N]:
     return out
 
 
-def _forks(node: NodeLike) -> tuple[tuple[str, int], ...]:
+def _forks(node: NodeLike) -> Forks:
     """The node's ``metadata.forks`` (``()`` for sequential code or a malformed value)."""
     value = (node.metadata or {}).get("forks")
     if not isinstance(value, list):
@@ -130,12 +138,14 @@ def fold_attempts(nodes: Iterable[N]) -> list[N]:
     entry node before one that ``resumes``, and a ``workflow`` / ``parallel`` branch call
     whose step key (metadata :data:`STEP_KEY`) a later call of the same run carries. (A
     step's earlier attempt never completed: it is left out as below.) An aliased node is
-    left out; its re-execution takes its place (``seq``, forks) and its callees that
-    **replay** — completed steps and completed workflow / parallel branch calls, which
-    return their saved result without writing a node. Its other callees (failed or cut
-    short, and completed calls that are not steps: they ran again) are left out with
-    everything under them, so no failed attempt, no error text and no call twice reaches
-    a prompt."""
+    left out; its re-execution takes its callees that **replay** — completed steps and
+    completed workflow / parallel branch calls, which return their saved result without
+    writing a node — and its forks (a resumed entry also its ``seq``: the run's first
+    place). Its other callees (failed or cut short, and completed calls that are not
+    steps: they ran again) are left out with everything under them, so no failed attempt,
+    no error text and no call twice reaches a prompt. A replayed callee goes where the
+    latest execution replayed it, among the calls that ran again
+    (:func:`_place_replays`), so the order is the first execution's."""
     listed = sorted(nodes, key=lambda n: n.seq)
     alias: dict[str, str] = {}  # an earlier execution's call -> its re-execution
     run: dict[str, str] = {}  # node -> the first entry node of its run's executions
@@ -181,7 +191,8 @@ def fold_attempts(nodes: Iterable[N]) -> list[N]:
     renamed: dict[str, str] = {}  # a re-executed parallel call's fork -> the new call's
     for old, new in alias.items():
         last = latest(old)
-        first_seq[last] = min(first_seq.get(last, by_id[last].seq), by_id[old].seq)
+        if by_id[old].caller_id is None:  # an entry: the resumed run takes its first place
+            first_seq[last] = min(first_seq.get(last, by_id[last].seq), by_id[old].seq)
         for (fork, _), (new_fork, _) in zip(_forks(by_id[old]), _forks(by_id[new]), strict=False):
             if fork != new_fork:
                 renamed[fork] = new_fork
@@ -203,7 +214,90 @@ def fold_attempts(nodes: Iterable[N]) -> list[N]:
                     "forks": [[_latest_fork(f, renamed), i] for f, i in forks],
                 }
         out.append(n)
-    return out
+    return _place_replays(out, by_id, alias, run, first_seq, latest)
+
+
+def _place_replays(
+    out: list[N],
+    by_id: Mapping[str, N],
+    alias: Mapping[str, str],
+    run: Mapping[str, str],
+    first_seq: Mapping[str, int],
+    latest: Callable[[str], str],
+) -> list[N]:
+    """``out`` (folded, by ``seq``) with each replayed node of an earlier execution (a
+    completed step, workflow or branch call kept under its re-executed caller) placed where
+    the latest execution replayed it: after that execution's nodes written before it
+    replayed — those without :data:`AFTER_REPLAY` or naming a call that came earlier — and
+    before the ones written after (its subtree takes that place, in its own order)."""
+    began = {root: by_id[latest(root)].seq for root in set(run.values()) if root in by_id}
+    # (root, step key) -> the seq of its first node (a ``parallel`` call's: its first
+    # branch's, whose keys extend it)
+    rank: dict[tuple[str, str], int] = {}
+    for n in by_id.values():
+        key = step_identity(n)
+        root = run.get(n.id)
+        while key is not None and root is not None:
+            rank[(root, key)] = min(rank.get((root, key), n.seq), n.seq)
+            key = key.rpartition("/")[0] or None
+    # per latest execution and branch: (rank of the replay a node followed, its seq) sorted,
+    # with the running maximum of seq: the last node written before a given replay
+    lines: dict[tuple[str, Forks], list[tuple[float, int]]] = {}
+    for n in out:
+        root = run.get(n.id)
+        if root is None or n.id in first_seq or by_id[n.id].seq <= began[root]:
+            continue
+        after = (n.metadata or {}).get(AFTER_REPLAY)
+        order = float("-inf") if after is None else rank.get((root, after), float("inf"))
+        lines.setdefault((root, _forks(n)), []).append((order, n.seq))
+    if not lines:
+        return out
+    latest_before: dict[tuple[str, Forks], tuple[list[float], list[int]]] = {}
+    for line, entries in lines.items():
+        entries.sort()
+        highest: list[int] = []
+        for _, seq in entries:
+            highest.append(max(seq, highest[-1]) if highest else seq)
+        latest_before[line] = ([order for order, _ in entries], highest)
+    place: dict[str, int] = {}  # a moved node -> the seq of the node it follows
+    for n in out:
+        original = by_id[n.id]
+        if original.caller_id in place:  # inside a moved node: goes with it
+            place[n.id] = place[original.caller_id]
+            continue
+        if original.caller_id not in alias or n.id in first_seq:
+            continue
+        root, key = run.get(n.id), step_identity(n)
+        if root is None or key is None:
+            continue
+        mine, replayed_at = _forks(n), rank[(root, key)]
+        follows = n.seq
+        for (line_root, forks), (orders, highest) in latest_before.items():
+            if line_root != root or not _related(forks, mine):
+                continue
+            count = bisect.bisect_left(orders, replayed_at)  # written before it replayed
+            if count:
+                follows = max(follows, highest[count - 1])
+        if follows > n.seq:
+            place[n.id] = follows
+    if not place:
+        return out
+    moved: list[N] = []
+    for n in out:
+        if n.id in place:
+            n = copy.copy(n)
+            n.seq = place[n.id]
+        moved.append(n)
+    original_seq = {n.id: by_id[n.id].seq for n in moved}
+    # ties: the node a moved subtree follows first, then the moved nodes in their order
+    moved.sort(key=lambda n: (n.seq, n.id in place, original_seq[n.id]))
+    return moved
+
+
+def _related(forks: Forks, other: Forks) -> bool:
+    """Whether code with ``forks`` and code with ``other`` ran in one line (one's branch
+    encloses the other's), not in concurrent branches."""
+    return all(a == b for a, b in zip(forks, other, strict=False))
 
 
 def _latest_fork(fork: str, renamed: Mapping[str, str]) -> str:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram.branches import current_branch, current_forks
 from openprogram.errors import StoreError
-from openprogram.history import STEP_KEY
+from openprogram.history import AFTER_REPLAY, STEP_KEY
 
 if TYPE_CHECKING:
     from openprogram.runtime.runtime import Runtime
@@ -300,10 +300,33 @@ def _safe_str(value: Any) -> str:
 _OPTIONS_RECORDED = ("expose", "render_range", STEP_KEY)
 
 
+# In a resumed run: the step key of the last completed call that replayed here (its saved
+# result returned without a node); every node written after it carries it
+# (:data:`~openprogram.history.AFTER_REPLAY`), so prompts place the replayed call's node of
+# the earlier execution where it replayed. ``None`` (the default) everywhere else.
+_after_replay: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "openprogram_after_replay", default=None
+)
+
+
+def note_replay(step_key: str) -> None:
+    """The completed call ``step_key`` replayed here: nodes written after it say so."""
+    _after_replay.set(step_key)
+
+
+def replay_scope() -> contextvars.Token[str | None]:
+    """Start an execution of a run with no replay noted yet (:func:`end_replay_scope`)."""
+    return _after_replay.set(None)
+
+
+def end_replay_scope(token: contextvars.Token[str | None]) -> None:
+    _after_replay.reset(token)
+
+
 def code_metadata(doc: str | None, options: Mapping[str, Any]) -> dict[str, Any]:
     """The metadata of a call's ``code`` node: its docstring, its ``expose``,
-    ``render_range`` and ``step_key`` options, and the forks of the parallel branch it runs in
-    (:mod:`openprogram.branches`)."""
+    ``render_range`` and ``step_key`` options, the forks of the parallel branch it runs in
+    (:mod:`openprogram.branches`) and, in a resumed run, the last call replayed before it."""
     meta: dict[str, Any] = {}
     if doc:
         meta["doc"] = doc
@@ -314,6 +337,9 @@ def code_metadata(doc: str | None, options: Mapping[str, Any]) -> dict[str, Any]
     forks = current_forks()
     if forks:
         meta["forks"] = [[fork, index] for fork, index in forks]
+    replayed = _after_replay.get()
+    if replayed is not None:
+        meta[AFTER_REPLAY] = replayed
     return meta
 
 
@@ -671,6 +697,9 @@ def _llm_meta(
     if branch:
         meta["branch"] = branch  # the replay stream of a parallel branch
         meta["forks"] = [[fork, index] for fork, index in current_forks()]
+    replayed = _after_replay.get()
+    if replayed is not None:
+        meta[AFTER_REPLAY] = replayed
     return meta
 
 
@@ -702,6 +731,9 @@ def _llm_meta_json(
         text += f', "branch": {_j(branch)}'
         forks = ", ".join(f"[{_j(fork)}, {index}]" for fork, index in current_forks())
         text += f', "forks": [{forks}]'
+    replayed = _after_replay.get()
+    if replayed is not None:
+        text += f', "{AFTER_REPLAY}": {_j(replayed)}'
     return text + "}"
 
 

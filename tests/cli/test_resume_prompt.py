@@ -122,6 +122,15 @@ asker.__agent_options__ = {"resumable": True}
 PROGRAM_ENTRIES = ["asker"]
 """
 
+NOTE_BEFORE_STEPS = NOTE_OUTSIDE_STEPS.replace(
+    """    first = step("first", ask, q)
+    note = annotate(first)  # a helper's model call, not a step: it runs again on resume
+    return step("second", ask, q + " then " + note)""",
+    """    note = annotate(q)  # a helper's model call, not a step: it runs again on resume
+    first = step("first", ask, q)
+    return step("second", ask, first + " then " + note)""",
+)
+
 INNER = """
 from openprogram import parallel, step, workflow
 from openprogram.agentic_programming import llm
@@ -203,3 +212,64 @@ def test_completed_steps_of_a_failed_call_show_in_its_re_run(
     text = json.dumps(bodies[2])
     assert "assistant: A" in text and "warming up" not in text  # step a, under the call
     assert bodies[2] == bodies[1]
+
+
+def test_a_call_before_replayed_steps_keeps_its_place_after_a_resume(
+    tmp_path: Path, openai_server: OpenAIServer, store: str
+) -> None:
+    assert NOTE_BEFORE_STEPS != NOTE_OUTSIDE_STEPS
+    bodies = _fail_then_resume(
+        tmp_path, openai_server, store, NOTE_BEFORE_STEPS, ["N", "A"], ["N", "B"]
+    )
+    # note, first, second (failed) | note (again; first replays), second
+    assert len(bodies) == 5
+    history = json.dumps(bodies[2])
+    assert history.index("note on hi") < history.index("assistant: A")  # the first order
+    assert bodies[4] == bodies[2]  # the resumed request is the first execution's
+
+
+NOTE_BEFORE_CALL = """
+from openprogram import parallel, step, workflow
+from openprogram.agentic_programming import llm
+
+
+def ask(q: str) -> str:
+    return llm(q)
+
+
+def annotate(text: str) -> str:
+    return llm("note on " + text)  # noqa: OP206 (knowingly run again on resume)
+
+
+def inner(q: str, note: str) -> str:
+    first = step("first", ask, q)
+    return step("second", ask, first + " then " + note)
+
+
+def asker(q: str) -> str:
+    note = annotate(q)
+    return CALL
+
+
+asker.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["asker"]
+"""
+
+NOTE_CALLS = {
+    "workflow": 'workflow("w", inner, q, note)',
+    "parallel": 'parallel({"only": (inner, (q, note))})["only"]',
+    "parallel_list": "parallel([lambda: inner(q, note)])[0]",
+}
+
+
+@pytest.mark.parametrize("call", sorted(NOTE_CALLS))
+def test_a_call_before_a_re_run_call_keeps_its_place_after_a_resume(
+    tmp_path: Path, openai_server: OpenAIServer, store: str, call: str
+) -> None:
+    program = NOTE_BEFORE_CALL.replace("CALL", NOTE_CALLS[call])
+    bodies = _fail_then_resume(tmp_path, openai_server, store, program, ["N", "A"], ["N", "B"])
+    # note, first, second (failed) | note (again; first replays), second
+    assert len(bodies) == 5
+    history = json.dumps(bodies[2])
+    assert history.index("note on hi") < history.index("assistant: A")
+    assert bodies[4] == bodies[2]

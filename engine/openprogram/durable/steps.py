@@ -46,10 +46,13 @@ from openprogram.scope import (
     code_metadata,
     current_frame,
     current_writer,
+    end_replay_scope,
     exit_record,
     nearest_node_id,
+    note_replay,
     pop_frame,
     push_frame,
+    replay_scope,
     set_output,
 )
 from openprogram.store.jsoncodec import dumps as _meta_dumps
@@ -229,13 +232,19 @@ def current_run_id() -> str | None:
     return _run_id.get()
 
 
-def enter(executor: Executor | None, scope: Scope | None) -> contextvars.Token[Any]:
-    """Install ``(executor, scope)`` for the calling context (runner use)."""
-    return _current.set((executor, scope) if executor is not None and scope else None)
+def enter(executor: Executor | None, scope: Scope | None) -> tuple[contextvars.Token[Any], ...]:
+    """Install ``(executor, scope)`` for the calling context (runner use); no call of
+    this execution has replayed yet (:func:`~openprogram.scope.note_replay`)."""
+    return (
+        _current.set((executor, scope) if executor is not None and scope else None),
+        replay_scope(),
+    )
 
 
-def leave(token: contextvars.Token[Any]) -> None:
-    _current.reset(token)
+def leave(tokens: tuple[contextvars.Token[Any], ...]) -> None:
+    current, replayed = tokens
+    end_replay_scope(replayed)
+    _current.reset(current)
 
 
 # -- validation --------------------------------------------------------------------
@@ -363,6 +372,7 @@ def step(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any
         assert rec is not None
         if rec.status == "completed":
             ex.progress("skipped", key)
+            note_replay(key)
             return fast_loads(rec.result) if rec.result is not None else None
         if rec.uncertain and not ex.rerun_uncertain:
             raise RunPaused(
@@ -572,6 +582,7 @@ def workflow(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) ->
     ex, scope = cur
     key, rec = _open_call(ex, scope, "workflow", name, _input_hash("workflow", name, args, kwargs))
     if rec is not None and rec.status == "completed":
+        note_replay(key)
         return json.loads(rec.result) if rec.result is not None else None
     try:
         _, text = _run_scoped(ex, Scope(key), "workflow", name, fn, args, kwargs)
@@ -654,6 +665,7 @@ def parallel(branches: Any, /, **options: Any) -> Any:
     phash = _input_hash("parallel", "parallel", (sorted(spec),), {})
     key, rec = _open_call(ex, scope, "parallel", "parallel", phash)
     if rec is not None and rec.status == "completed":
+        note_replay(key)
         return json.loads(rec.result) if rec.result is not None else None
     pscope = Scope(key)
     done: dict[str, Any] = {}
