@@ -62,10 +62,11 @@ RESUMES = "resumes"
 #: node metadata of a ``workflow`` call or a ``parallel`` branch in a resumable run: its
 #: step key (:mod:`openprogram.durable.steps`); a step's node carries its key itself.
 STEP_KEY = "step_key"
-#: node metadata of a node written in a resumed execution after a completed call replayed
-#: (returned its saved result without writing a node): the step key of the last such call
-#: (:func:`openprogram.scope.note_replay`). Prompts place the earlier execution's node of
-#: a replayed call after the nodes written before it replayed (:func:`fold_attempts`).
+#: node metadata of the first node written in a resumed execution (in one line: a parallel
+#: branch marks its own) after a completed call replayed (returned its saved result
+#: without writing a node): the step key of the last such call
+#: (:func:`openprogram.scope.note_replay`); the nodes after it carry none. Prompts place
+#: the earlier execution's node of a replayed call just before it (:func:`fold_attempts`).
 AFTER_REPLAY = "after_replay"
 
 
@@ -227,12 +228,18 @@ def _place_replays(
 ) -> list[N]:
     """``out`` (folded, by ``seq``) with each replayed node of an earlier execution (a
     completed step, workflow or branch call kept under its re-executed caller) placed where
-    the latest execution replayed it: after that execution's nodes written before it
-    replayed — those without :data:`AFTER_REPLAY` or naming a call that came earlier — and
-    before the ones written after (its subtree takes that place, in its own order)."""
+    the latest execution replayed it, with its subtree in its own order.
+
+    Only the first node the latest execution wrote after a replay carries
+    :data:`AFTER_REPLAY` (per line: a parallel branch marks its own), so a replayed node
+    goes just before the first node of the latest execution, in its line or one enclosing
+    or enclosed by it, marked with its step key or a later one (by the first execution's
+    order): every node before that one was written before it replayed. Replayed nodes
+    with no such node go after the last node of those lines; replayed nodes taking one
+    place keep their old order."""
     began = {root: by_id[latest(root)].seq for root in set(run.values()) if root in by_id}
     # (root, step key) -> the seq of its first node (a ``parallel`` call's: its first
-    # branch's, whose keys extend it)
+    # branch's, whose keys extend it): the first execution's order of replayed calls
     rank: dict[tuple[str, str], int] = {}
     for n in by_id.values():
         key = step_identity(n)
@@ -240,26 +247,32 @@ def _place_replays(
         while key is not None and root is not None:
             rank[(root, key)] = min(rank.get((root, key), n.seq), n.seq)
             key = key.rpartition("/")[0] or None
-    # per latest execution and branch: (rank of the replay a node followed, its seq) sorted,
-    # with the running maximum of seq: the last node written before a given replay
-    lines: dict[tuple[str, Forks], list[tuple[float, int]]] = {}
+    # per latest execution and line: its last seq, and its marked nodes as (rank of the
+    # replay they follow, seq) sorted, with the lowest seq from each on: the first node
+    # marked with a given replay or a later one
+    last: dict[tuple[str, Forks], int] = {}
+    marked: dict[tuple[str, Forks], list[tuple[float, int]]] = {}
     for n in out:
         root = run.get(n.id)
         if root is None or n.id in first_seq or by_id[n.id].seq <= began[root]:
             continue
+        line = (root, _forks(n))
+        last[line] = max(last.get(line, n.seq), n.seq)
         after = (n.metadata or {}).get(AFTER_REPLAY)
-        order = float("-inf") if after is None else rank.get((root, after), float("inf"))
-        lines.setdefault((root, _forks(n)), []).append((order, n.seq))
-    if not lines:
+        if isinstance(after, str):
+            marked.setdefault(line, []).append((rank.get((root, after), float("inf")), n.seq))
+    if not last:
         return out
-    latest_before: dict[tuple[str, Forks], tuple[list[float], list[int]]] = {}
-    for line, entries in lines.items():
+    first_after: dict[tuple[str, Forks], tuple[list[float], list[int]]] = {}
+    for line, entries in marked.items():
         entries.sort()
-        highest: list[int] = []
-        for _, seq in entries:
-            highest.append(max(seq, highest[-1]) if highest else seq)
-        latest_before[line] = ([order for order, _ in entries], highest)
-    place: dict[str, int] = {}  # a moved node -> the seq of the node it follows
+        lowest: list[int] = []
+        for _, seq in reversed(entries):
+            lowest.append(min(seq, lowest[-1]) if lowest else seq)
+        lowest.reverse()
+        first_after[line] = ([order for order, _ in entries], lowest)
+    # a moved node -> (seq, 0: just before that node | 2: just after it)
+    place: dict[str, tuple[int, int]] = {}
     for n in out:
         original = by_id[n.id]
         if original.caller_id in place:  # inside a moved node: goes with it
@@ -271,27 +284,31 @@ def _place_replays(
         if root is None or key is None:
             continue
         mine, replayed_at = _forks(n), rank[(root, key)]
-        follows = n.seq
-        for (line_root, forks), (orders, highest) in latest_before.items():
-            if line_root != root or not _related(forks, mine):
+        before: int | None = None  # the first node written after it replayed
+        end: int | None = None  # the last node of its lines
+        for line, seq in last.items():
+            if line[0] != root or not _related(line[1], mine):
                 continue
-            count = bisect.bisect_left(orders, replayed_at)  # written before it replayed
-            if count:
-                follows = max(follows, highest[count - 1])
-        if follows > n.seq:
-            place[n.id] = follows
+            end = seq if end is None else max(end, seq)
+            if line in first_after:
+                orders, lowest = first_after[line]
+                at = bisect.bisect_left(orders, replayed_at)  # marked with it or a later one
+                if at < len(orders) and (before is None or lowest[at] < before):
+                    before = lowest[at]
+        if before is not None:
+            place[n.id] = (before, 0)
+        elif end is not None and end > n.seq:
+            place[n.id] = (end, 2)
     if not place:
         return out
-    moved: list[N] = []
-    for n in out:
+    # a moved node takes the seq of the node it precedes or follows; in the list it goes
+    # just before or after it (a sort by seq keeps that), moved nodes in their old order
+    out = sorted(out, key=lambda n: (*place.get(n.id, (n.seq, 1)), by_id[n.id].seq))
+    for i, n in enumerate(out):
         if n.id in place:
-            n = copy.copy(n)
-            n.seq = place[n.id]
-        moved.append(n)
-    original_seq = {n.id: by_id[n.id].seq for n in moved}
-    # ties: the node a moved subtree follows first, then the moved nodes in their order
-    moved.sort(key=lambda n: (n.seq, n.id in place, original_seq[n.id]))
-    return moved
+            out[i] = n = copy.copy(n)
+            n.seq = place[n.id][0]
+    return out
 
 
 def _related(forks: Forks, other: Forks) -> bool:

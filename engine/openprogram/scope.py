@@ -301,17 +301,28 @@ _OPTIONS_RECORDED = ("expose", "render_range", STEP_KEY)
 
 
 # In a resumed run: the step key of the last completed call that replayed here (its saved
-# result returned without a node); every node written after it carries it
-# (:data:`~openprogram.history.AFTER_REPLAY`), so prompts place the replayed call's node of
-# the earlier execution where it replayed. ``None`` (the default) everywhere else.
+# result returned without a node) while no node has been written since. The next node
+# written here carries it (:data:`~openprogram.history.AFTER_REPLAY`) and clears it; the
+# nodes after that one follow by ``seq``. Prompts place the replayed call's node of the
+# earlier execution just before it. Per context: a parallel branch (a copied context)
+# marks its own first node. ``None`` (the default) everywhere else.
 _after_replay: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "openprogram_after_replay", default=None
 )
 
 
 def note_replay(step_key: str) -> None:
-    """The completed call ``step_key`` replayed here: nodes written after it say so."""
+    """The completed call ``step_key`` replayed here: the next node written says so."""
     _after_replay.set(step_key)
+
+
+def _take_replay() -> str | None:
+    """The mark of the node being written (:func:`note_replay`), cleared: only the first
+    node after a replay carries it."""
+    replayed = _after_replay.get()
+    if replayed is not None:
+        _after_replay.set(None)
+    return replayed
 
 
 def replay_scope() -> contextvars.Token[str | None]:
@@ -326,7 +337,7 @@ def end_replay_scope(token: contextvars.Token[str | None]) -> None:
 def code_metadata(doc: str | None, options: Mapping[str, Any]) -> dict[str, Any]:
     """The metadata of a call's ``code`` node: its docstring, its ``expose``,
     ``render_range`` and ``step_key`` options, the forks of the parallel branch it runs in
-    (:mod:`openprogram.branches`) and, in a resumed run, the last call replayed before it."""
+    (:mod:`openprogram.branches`) and, in a resumed run, the call replayed just before it."""
     meta: dict[str, Any] = {}
     if doc:
         meta["doc"] = doc
@@ -337,7 +348,7 @@ def code_metadata(doc: str | None, options: Mapping[str, Any]) -> dict[str, Any]
     forks = current_forks()
     if forks:
         meta["forks"] = [[fork, index] for fork, index in forks]
-    replayed = _after_replay.get()
+    replayed = _take_replay()
     if replayed is not None:
         meta[AFTER_REPLAY] = replayed
     return meta
@@ -697,7 +708,7 @@ def _llm_meta(
     if branch:
         meta["branch"] = branch  # the replay stream of a parallel branch
         meta["forks"] = [[fork, index] for fork, index in current_forks()]
-    replayed = _after_replay.get()
+    replayed = _take_replay()
     if replayed is not None:
         meta[AFTER_REPLAY] = replayed
     return meta
@@ -731,7 +742,7 @@ def _llm_meta_json(
         text += f', "branch": {_j(branch)}'
         forks = ", ".join(f"[{_j(fork)}, {index}]" for fork, index in current_forks())
         text += f', "forks": [{forks}]'
-    replayed = _after_replay.get()
+    replayed = _take_replay()
     if replayed is not None:
         text += f', "{AFTER_REPLAY}": {_j(replayed)}'
     return text + "}"

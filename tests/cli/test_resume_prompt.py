@@ -228,6 +228,35 @@ def test_a_call_before_replayed_steps_keeps_its_place_after_a_resume(
     assert bodies[4] == bodies[2]  # the resumed request is the first execution's
 
 
+NOTES_BETWEEN_STEPS = NOTE_OUTSIDE_STEPS.replace(
+    """    first = step("first", ask, q)
+    note = annotate(first)  # a helper's model call, not a step: it runs again on resume
+    return step("second", ask, q + " then " + note)""",
+    """    note = annotate(q)  # runs again on resume, as the other annotate() calls
+    first = step("first", ask, q)
+    again = annotate(first)
+    second = step("second", ask, again)
+    third = step("third", ask, note)
+    return step("fourth", ask, second + third)""",
+)
+
+
+def test_calls_between_replayed_steps_keep_their_places_after_a_resume(
+    tmp_path: Path, openai_server: OpenAIServer, store: str
+) -> None:
+    # note, first, again, second, third, fourth (failed) | note, again (first, second,
+    # third replay: only the note after the first, and fourth, say which replayed before)
+    bodies = _fail_then_resume(
+        tmp_path, openai_server, store, NOTES_BETWEEN_STEPS, ["N", "A", "M", "S", "T"],
+        ["N", "M", "B"],
+    )  # fmt: skip
+    assert len(bodies) == 9
+    history = json.dumps(bodies[5])
+    places = [history.index(s) for s in ("note on hi", "assistant: A", "note on A", "assistant: S")]
+    assert places == sorted(places) and "assistant: T" in history
+    assert bodies[8] == bodies[5]
+
+
 NOTE_BEFORE_CALL = """
 from openprogram import parallel, step, workflow
 from openprogram.agentic_programming import llm
@@ -273,3 +302,70 @@ def test_a_call_before_a_re_run_call_keeps_its_place_after_a_resume(
     history = json.dumps(bodies[2])
     assert history.index("note on hi") < history.index("assistant: A")
     assert bodies[4] == bodies[2]
+
+
+# -- what a resumed execution writes --------------------------------------------------------
+# Only the first node written after a replay says which call replayed before it; the
+# nodes after it follow by seq and carry nothing of it, so a resumed run's later steps
+# commit as a first execution's do (metadata '{}' until their exit adds duration_s).
+
+STEPS_AFTER_A_REPLAY = """
+import os
+
+from openprogram import step
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def inc(i: int) -> int:
+    if i == 1 and os.path.exists(os.path.join(HERE, "fail")):
+        raise RuntimeError("injected failure")
+    return i
+
+
+def main(n: int) -> int:
+    step("prep", inc, 0)
+    total = 0
+    for i in range(1, n + 1):
+        total += step("s", inc, i)
+    return total
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+def test_only_the_first_node_after_a_replay_is_marked(tmp_path: Path, store: str) -> None:
+    (tmp_path / "prog.py").write_text(STEPS_AFTER_A_REPLAY, encoding="utf-8")
+    (tmp_path / "fail").touch()
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [OPENPROGRAM, *args, "--store", store],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env=env(),
+        )
+
+    out = json.loads(cli("run", "prog.py:main", "--args", '{"n": 4}', "--json").stdout)
+    assert out["status"] == "failed" and "injected failure" in out["error"], out
+    run_id = out["run_id"]
+    (tmp_path / "fail").unlink()
+    out = json.loads(cli("resume", run_id, "--json").stdout)
+    assert out["status"] == "completed" and out["result"] == 10, out
+
+    shown = cli("show", run_id, "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    nodes = json.loads(shown.stdout)["nodes"]
+    entries = [n for n in nodes if n["caller_id"] is None]
+    assert len(entries) == 2 and entries[1]["metadata"].get("resumes") is True
+    resumed = [n for n in nodes if n["caller_id"] == entries[1]["id"]]
+    # prep replayed (no node); s#0..s#3 ran
+    assert [n["step_key"] for n in resumed] == ["s#0", "s#1", "s#2", "s#3"]
+    assert all(n["status"] == "completed" for n in resumed)
+    assert resumed[0]["metadata"]["after_replay"] == "prep#0"
+    for n in resumed[1:]:  # '{}' as written, then the exit's duration
+        assert n["metadata"] == {"duration_s": n["metadata"]["duration_s"]}, n
