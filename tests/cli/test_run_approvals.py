@@ -319,3 +319,57 @@ def test_a_run_cancelled_while_awaiting_approval_shows_its_step_cancelled(
     assert "code tidy [cancelled]" in tree, tree
     assert not [line for line in tree.splitlines() if "[paused]" in line or "[error]" in line]
     assert tree.splitlines()[0].endswith("; run cancelled"), tree
+
+
+PLAIN_ADMIN = '''
+import os
+
+from openprogram import Agent
+from openprogram.programs import function
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@function(requires_approval=True)
+def delete_account(user: str) -> str:
+    """Delete a user account."""
+    with open(os.path.join(HERE, "deleted.txt"), "a") as f:
+        f.write(user + "\\n")
+    return "deleted " + user
+
+
+class Admin(Agent):
+    def handle(self, request: str) -> str:
+        """Handle a request with the delete tool."""
+        return self(request, tools=[delete_account])
+
+
+handle = Admin().handle
+PROGRAM_ENTRIES = ["handle"]
+'''
+
+
+def test_approval_in_a_run_that_is_not_resumable_fails_it_saying_how(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    """The model was told "not approved" and the run completed (exit 0): nothing told the
+    user, and ``approve`` said the run was completed. A run of an entry that is not
+    resumable cannot pause (it could only run again from its start): it fails, naming the
+    tool and how to get a decision; the tool did not run and the model was asked once."""
+    (tmp_path / "admin.py").write_text(PLAIN_ADMIN, encoding="utf-8")
+    openai_server.reply_tool_calls([("call_1", "delete_account", {"user": "bob"})])
+    openai_server.reply_text("I could not delete bob.")  # what the old run went on with
+    proc = _cli(
+        tmp_path,
+        openai_server,
+        *("run", "admin.py:handle", "--args", '{"request": "delete bob"}'),
+        *("--model", "openai:loop", "--store", str(tmp_path / "store"), "--json"),
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = _json(proc)
+    assert out["status"] == "failed"
+    assert "tool 'delete_account' requires approval" in out["error"]
+    assert "entry is not declared resumable" in out["error"]
+    assert "openprogram approve" in out["error"] and "approvals" in out["error"]
+    assert not (tmp_path / "deleted.txt").exists()
+    assert len(openai_server.requests) == 1

@@ -20,6 +20,10 @@ before it runs (its result is recorded when it returns), and a later request of 
 same call (tool and arguments) — the model asking again, the step re-run after a
 failure — pauses the run for a new decision instead of running it again. A denial
 holds for every later request of that call.
+
+A run whose entry is not resumable cannot pause (resuming it could only run the entry
+again from its start, repeating what ran before the call): such a call fails the run
+with :class:`ApprovalUnavailable`, which says how to get a decision.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApprovalPending",
+    "ApprovalUnavailable",
     "ApprovedCall",
     "approve_run",
     "decide_in_run",
@@ -66,6 +71,26 @@ class ApprovalPending(RunPaused):
     again on resume."""
 
     reruns_step = True
+
+
+class ApprovalUnavailable(BaseException):
+    """A ``requires_approval`` tool called, with no approver, inside a run whose entry is
+    not resumable: the run cannot pause for a decision (it could only be run again from
+    its start, repeating what ran before the call), so it fails, saying how to get one.
+    A ``BaseException``, as :class:`RunPaused`, so that neither the tool loop (which
+    would hand the model a refusal and let the run complete) nor a Program's
+    ``except Exception`` swallows it."""
+
+
+def _not_resumable(tool: str) -> ApprovalUnavailable:
+    return ApprovalUnavailable(
+        f"tool {tool!r} requires approval, and this run cannot pause for a decision: its "
+        "entry is not declared resumable. Declare the entry resumable (@resumable, "
+        "method_options = {'<method>': {'resumable': True}} or __agent_options__) and "
+        "the run pauses as awaiting_approval until `openprogram approve RUN_ID` or "
+        "`openprogram deny RUN_ID`; or call it with an approver installed "
+        "(openprogram.programs.approvals)"
+    )
 
 
 def _call_key(tool: str, arguments: Mapping[str, Any]) -> str:
@@ -96,11 +121,14 @@ class ApprovedCall:
 def decide_in_run(tool: str, arguments: Mapping[str, Any]) -> ApprovedCall | Literal[False] | None:
     """Inside a durable run: the :class:`ApprovedCall` whose approval this call uses
     (it runs now, once), ``False`` (denied) for this call, or :class:`ApprovalPending`
-    when undecided or when its approval was used already. ``None`` outside a run."""
+    when undecided or when its approval was used already; :class:`ApprovalUnavailable`
+    inside a run whose entry is not resumable. ``None`` outside a run."""
     run_id = current_run_id()
     db = executing_store()
-    if run_id is None or db is None:
+    if db is None:
         return None
+    if run_id is None:  # a run of an entry that is not resumable: nothing could resume it
+        raise _not_resumable(tool)
     call = _call_key(tool, arguments)
     latest = db.latest_approval(run_id, call)
     occurrence = 0
