@@ -231,13 +231,16 @@ class ScopedMethod:
             yield frame, ba.args, ba.kwargs
 
     def _check_recursion(self) -> None:
+        """Refuse the call that would re-enter this method more than
+        :data:`MAX_SELF_RECURSION` times: ``depth`` counts its calls already active, so
+        the outer call plus 5 nested ones run and the 6th nested one raises."""
         depth = 0
         frame = current_frame()
         while frame is not None:
             if frame.extras.get("op_method") is self:
                 depth += 1
             frame = frame.parent
-        if depth >= MAX_SELF_RECURSION:
+        if depth > MAX_SELF_RECURSION:
             raise RecursionError(
                 f"{self.qualname} called itself more than {MAX_SELF_RECURSION} levels deep; "
                 "restructure the recursion as a loop or a separate method"

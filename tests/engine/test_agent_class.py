@@ -261,11 +261,13 @@ def test_self_recursion_limit(writer: SessionNodeWriter) -> None:
         def down(self, n: int) -> int:
             return n if n == 0 else self.down(n - 1)
 
-    assert Rec().down(4) == 0  # 5 nested calls are fine
+    # SPEC: self-recursion deeper than 5 raises. down(5) re-enters itself 5 times (the
+    # outer call and 5 nested ones): allowed; it was refused, one level too early
+    assert Rec().down(5) == 0
     with use_writer(writer), pytest.raises(RecursionError, match="more than 5 levels"):
-        Rec().down(5)  # the 6th nested call raises
+        Rec().down(6)  # the 6th nested call raises
     statuses = [n.status for n in writer.load_graph()]
-    assert statuses == ["error"] * 5  # the refused call wrote no node
+    assert statuses == ["error"] * 6  # the outer call and 5 nested; the refused one wrote none
 
 
 def test_pre_invocation_hooks_can_cancel(writer: SessionNodeWriter) -> None:
