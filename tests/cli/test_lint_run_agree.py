@@ -105,12 +105,51 @@ def test_partial_or_builtin_entry_reported_by_lint_as_run_refuses_it(
     (tmp_path / "prog.py").write_text(ENTRIES.format(bad=bad), encoding="utf-8")
     (said,) = lint_messages(tmp_path, "OP403")
     assert said.startswith(f"OP403 entry {bad!r} is a "), said
-    # the module's entry list is checked as a whole (as for OP401-OP404): the valid
-    # entry is refused too, with the message lint reports on the list
-    for entry in (bad, "greet"):
+    ran = run(bad, tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert ran.stderr.strip() == f"openprogram: error: prog.py: {said}", (ran.stderr, said)
+    # another entry's problem does not refuse the valid one (lint still reports it)
+    ran = run("greet", tmp_path)
+    assert ran.returncode == 0 and "Hello, x" in ran.stdout, ran.stdout + ran.stderr
+
+
+OTHERS_BAD = """\
+async def answer(q: str) -> str:
+    return q
+
+
+def _hidden(q: str) -> str:
+    return q
+
+
+def both(q: str) -> str:
+    return "both " + q
+
+
+def twice(q: str) -> str:
+    return q
+
+
+PROGRAM_ENTRIES = ["answer", "both", "missing", "_hidden", "twice", "twice"]
+"""
+
+
+def test_only_the_entry_run_is_refused_for_its_own_entry_finding(tmp_path: Path) -> None:
+    """``run prog.py:both`` exited 2 with "OP403 entry 'answer' is an async function": one
+    bad entry refused every entry of the module (while an OP212 finding of another
+    entry's steps did not). Each entry is refused for its own finding only (OP402-OP404
+    here), with lint's message; lint reports them all."""
+    (tmp_path / "prog.py").write_text(OTHERS_BAD, encoding="utf-8")
+    said = {code: lint_messages(tmp_path, code) for code in ("OP402", "OP403", "OP404")}
+    assert len(said["OP403"]) == 2 and len(said["OP402"]) == 1 and len(said["OP404"]) == 1
+    ran = run("both", tmp_path)
+    assert ran.returncode == 0 and "both x" in ran.stdout, ran.stdout + ran.stderr
+    for entry, code in (("answer", "OP403"), ("missing", "OP402"), ("_hidden", "OP403"),
+                        ("twice", "OP404")):  # fmt: skip
         ran = run(entry, tmp_path)
         assert ran.returncode == 2, ran.stdout + ran.stderr
-        assert ran.stderr.strip() == f"openprogram: error: prog.py: {said}", (ran.stderr, said)
+        message = ran.stderr.strip().removeprefix("openprogram: error: prog.py: ")
+        assert message in said[code] and f"entry {entry!r}" in message, (entry, message)
 
 
 REQUESTS = """\

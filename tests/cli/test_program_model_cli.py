@@ -855,27 +855,32 @@ def main(n: int = 1) -> int:
 PROGRAM_ENTRIES = {entries}
 """
 
-# (extra definitions, PROGRAM_ENTRIES, code): each refused by lint and by run alike
+# (extra definitions, PROGRAM_ENTRIES, code, the entry the finding concerns): each
+# refused by lint and by run alike; ``None``: the whole list (every entry is refused)
 BAD_ENTRIES = [
-    ("", '["main", "mian"]', "OP402"),
-    ("go = lambda n=1: n", '["main", "go"]', "OP403"),
-    ("", "[main, lambda: 1]", "OP403"),
-    ("def _helper() -> int:\n    return 1", '["main", "_helper"]', "OP403"),
-    ("def numbers():\n    yield 1", '["main", "numbers"]', "OP403"),
+    ("", '["main", "mian"]', "OP402", "mian"),
+    ("go = lambda n=1: n", '["main", "go"]', "OP403", "go"),
+    ("", "[main, lambda: 1]", "OP403", "<lambda>"),
+    ("def _helper() -> int:\n    return 1", '["main", "_helper"]', "OP403", "_helper"),
+    ("def numbers():\n    yield 1", '["main", "numbers"]', "OP403", "numbers"),
     # an async def would "complete" with a never-awaited coroutine as its result
-    ("async def co(n: int = 1) -> int:\n    return n", '["main", "co"]', "OP403"),
-    ("async def co(n: int = 1) -> int:\n    return n", "[main, co]", "OP403"),
-    ("async def ticks():\n    yield 1", '["main", "ticks"]', "OP403"),
-    ("LIMIT = 3", '["main", "LIMIT"]', "OP403"),
-    ("", '["main", "main"]', "OP404"),
-    ("", '{"main"}', "OP401"),
+    ("async def co(n: int = 1) -> int:\n    return n", '["main", "co"]', "OP403", "co"),
+    ("async def co(n: int = 1) -> int:\n    return n", "[main, co]", "OP403", "co"),
+    ("async def ticks():\n    yield 1", '["main", "ticks"]', "OP403", "ticks"),
+    ("LIMIT = 3", '["main", "LIMIT"]', "OP403", "LIMIT"),
+    ("", '["main", "main"]', "OP404", "main"),
+    ("", '{"main"}', "OP401", None),
 ]
 
 
-@pytest.mark.parametrize(("extra", "entries", "code"), BAD_ENTRIES, ids=[e[1] for e in BAD_ENTRIES])
+@pytest.mark.parametrize(
+    ("extra", "entries", "code", "concerns"), BAD_ENTRIES, ids=[e[1] for e in BAD_ENTRIES]
+)
 def test_bad_program_entries_get_the_same_code_and_message_from_lint_and_run(
-    tmp_path: Path, extra: str, entries: str, code: str
+    tmp_path: Path, extra: str, entries: str, code: str, concerns: str | None
 ) -> None:
+    """``run`` refuses the entry a finding concerns (or every entry, for a finding on the
+    list as a whole) with lint's code and message; another entry runs."""
     (tmp_path / "prog.py").write_text(
         ENTRIES.format(extra=extra, entries=entries), encoding="utf-8"
     )
@@ -883,9 +888,16 @@ def test_bad_program_entries_get_the_same_code_and_message_from_lint_and_run(
     assert linted.returncode == 1, linted.stdout + linted.stderr
     (finding,) = [ln for ln in linted.stdout.splitlines() if f" {code} " in ln]
     said = finding.split(f" {code} ", 1)[1]
-    ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
-    assert ran.returncode == 2, ran.stdout + ran.stderr
-    assert ran.stderr.strip().splitlines()[-1].endswith(f"prog.py: {code} {said}"), ran.stderr
+    refused = ["main"] if concerns in (None, "main") else [concerns]
+    if concerns == "<lambda>":
+        refused = []  # a lambda without a name cannot be named by run
+    for name in refused:
+        ran = cli("run", f"prog.py:{name}", "--store", "st", cwd=tmp_path)
+        assert ran.returncode == 2, ran.stdout + ran.stderr
+        assert ran.stderr.strip().splitlines()[-1].endswith(f"prog.py: {code} {said}"), ran.stderr
+    if "main" not in refused:
+        ran = cli("run", "prog.py:main", "--store", "st", cwd=tmp_path)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
 
 
 def test_a_bad_method_options_entry_reads_in_run_as_lint_prints_it(tmp_path: Path) -> None:

@@ -42,9 +42,9 @@ from openprogram.programs.loader import (
     ProgramEntry,
     entry_for,
     is_program_module,
-    list_entries,
     load_program,
     parse_entry_ref,
+    scan_entries,
 )
 
 __all__ = [
@@ -85,7 +85,7 @@ def _entry_ref(module: types.ModuleType, qualname: str, target: Any) -> str:
 
 def _listed(module: types.ModuleType) -> dict[str, ProgramEntry]:
     try:
-        return list_entries(module)
+        return scan_entries(module)[0]  # another entry's problem is not this call's
     except EntryError:
         return {}
 

@@ -36,6 +36,7 @@ __all__ = [
     "load_entry",
     "load_program",
     "parse_entry_ref",
+    "scan_entries",
 ]
 
 
@@ -287,33 +288,56 @@ def entry_for(name: str, obj: Any, module: types.ModuleType) -> ProgramEntry:
     return _entry(name, obj, module)
 
 
-def list_entries(module: types.ModuleType) -> dict[str, ProgramEntry]:
-    """The entries listed by ``PROGRAM_ENTRIES`` (empty when the module lists none). A list
-    that ``openprogram-lint`` refuses (OP401-OP404) is refused here with the same code and
-    message (:mod:`openprogram.contract.entries`)."""
+def scan_entries(
+    module: types.ModuleType,
+) -> tuple[dict[str, ProgramEntry], dict[str, EntryError]]:
+    """The entries listed by ``PROGRAM_ENTRIES`` that can run, and the refusal of each
+    listed name that ``openprogram-lint`` refuses (OP402-OP405, same code and message:
+    :mod:`openprogram.contract.entries`), in list order. A problem of the list itself
+    (OP401: it is not a list) concerns every entry: it raises :class:`EntryError`."""
     listed = getattr(module, "PROGRAM_ENTRIES", None)
     if listed is None:
-        return {}
+        return {}, {}
     if not isinstance(listed, (list, tuple)):
         raise _refused(module, entries.not_a_list())
     by_identity = {id(v): k for k, v in vars(module).items() if not k.startswith("__")}
     out: dict[str, ProgramEntry] = {}
+    refused: dict[str, EntryError] = {}
     for item in listed:
         if isinstance(item, str):
+            name = item
             if item not in vars(module):
-                raise _refused(module, entries.undefined(item))
-            name, obj = item, getattr(module, item)
+                refused.setdefault(name, _refused(module, entries.undefined(item)))
+                continue
+            obj = getattr(module, item)
         else:
             found = by_identity.get(id(item))
-            if found is None and getattr(item, "__name__", None) == "<lambda>":
-                raise _refused(module, entries.anonymous_lambda())
             name = str(found or getattr(item, "__name__", repr(item)))
             obj = item
+            if found is None and name == "<lambda>":
+                refused.setdefault(name, _refused(module, entries.anonymous_lambda()))
+                continue
+        if name in out or name in refused:
+            out.pop(name, None)
+            refused.setdefault(name, _refused(module, entries.duplicate(name)))
+            continue
         if name.startswith("_"):
-            raise _refused(module, entries.private(name))
-        if name in out:
-            raise _refused(module, entries.duplicate(name))
-        out[name] = _entry(name, obj, module)
+            refused[name] = _refused(module, entries.private(name))
+            continue
+        try:
+            out[name] = _entry(name, obj, module)
+        except EntryError as exc:
+            refused[name] = exc
+    return out, refused
+
+
+def list_entries(module: types.ModuleType) -> dict[str, ProgramEntry]:
+    """The entries listed by ``PROGRAM_ENTRIES`` (empty when the module lists none). A list
+    that ``openprogram-lint`` refuses (OP401-OP405) is refused here with the same code and
+    message: the first refusal of :func:`scan_entries` raises."""
+    out, refused = scan_entries(module)
+    if refused:
+        raise next(iter(refused.values()))
     return out
 
 
@@ -331,8 +355,12 @@ def load_entry(ref: str) -> ProgramEntry:
     """Load the entry named by ``ref``; :class:`EntryError` lists the entries on a miss."""
     kind, location, name = parse_entry_ref(ref)
     module = load_program(kind, location)
-    entries = list_entries(module)
+    # only a problem of this entry (or of the list as a whole) refuses it: another
+    # entry's is openprogram-lint's to report
+    entries, refused = scan_entries(module)
     if name in entries:
         return entries[name]
+    if name in refused:
+        raise refused[name]
     listed = ", ".join(sorted(entries)) or "none (the module has no PROGRAM_ENTRIES)"
     raise EntryError(f"{location}: {name!r} is not in PROGRAM_ENTRIES; entries: {listed}")
