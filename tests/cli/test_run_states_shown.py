@@ -390,3 +390,70 @@ def test_runs_of_queues_show_their_queue_and_filter_by_it(work: Path) -> None:
     assert [(r["run_id"], r["queue"]) for r in listed] == [(ids["mail"], "mail")]
     none = cli("runs", "--queue", "nowhere", "--store", "st", cwd=work)
     assert none.returncode == 0 and none.stdout.startswith("no runs"), none
+
+
+FAN = """\
+import os
+import time
+
+from openprogram import parallel, step
+from openprogram.durable import resumable
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def work(tag: str) -> str:
+    with open(os.path.join(HERE, "calls.log"), "a") as f:
+        f.write(tag + "\\n")
+    while tag == "slow" and os.path.exists(os.path.join(HERE, "block")):
+        time.sleep(0.05)
+    return tag
+
+
+def branch(tag: str) -> list:
+    return [step("w", work, tag), step("w", work, tag + "-2")]
+
+
+@resumable
+def fan() -> dict:
+    return parallel({"fast": (branch, ("fast",), {}), "slow": (branch, ("slow",), {})})
+
+
+PROGRAM_ENTRIES = ["fan"]
+"""
+
+
+def test_an_uncertain_step_of_a_parallel_branch_is_named_with_its_branch(tmp_path: Path) -> None:
+    """Both branches of a parallel have a step ``w #0``; killed in the slow one, the run
+    said "step 'w' (occurrence 0) ... was started but its result was not saved" (on
+    ``resume`` and on ``resume --all-interrupted``) without saying which. The message
+    names the branch, as an incompatible resume does."""
+    (tmp_path / "fan.py").write_text(FAN, encoding="utf-8")
+    (tmp_path / "block").touch()
+    proc = subprocess.Popen(
+        [OPENPROGRAM, "run", "fan.py:fan", "--store", "st"],
+        cwd=tmp_path,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        log = tmp_path / "calls.log"
+        while "slow" not in (log.read_text().split() if log.exists() else []):
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    (tmp_path / "block").unlink()
+    rid = str(only_run(tmp_path)["run_id"])
+    named = re.compile(
+        r"step 'w' \(occurrence 0\) of workflow/branch 'parallel#0/(fast|slow)#0' of run "
+    )
+    auto = cli("resume", "--all-interrupted", "--store", "st", cwd=tmp_path)
+    assert auto.returncode in (0, 3), auto.stdout + auto.stderr
+    assert named.search(str(only_run(tmp_path)["error"])), only_run(tmp_path)
+    resumed = cli("resume", rid, "--store", "st", cwd=tmp_path)
+    assert resumed.returncode == 3, resumed.stdout + resumed.stderr  # paused: uncertain
+    assert named.search(resumed.stdout + resumed.stderr), resumed.stdout + resumed.stderr

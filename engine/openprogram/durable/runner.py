@@ -51,7 +51,15 @@ from openprogram.durable.policy import (
     policy_for_start,
     resumes_latest_source,
 )
-from openprogram.durable.steps import Executor, Scope, enter, flush, leave, result_json
+from openprogram.durable.steps import (
+    Executor,
+    Scope,
+    enter,
+    flush,
+    leave,
+    result_json,
+    uncertain_message,
+)
 from openprogram.durable.worker import DEFAULT_QUEUE
 from openprogram.entry_args import call_by_name
 from openprogram.errors import (
@@ -1124,11 +1132,7 @@ def resume_interrupted(
         for run in candidates:
             s = db.uncertain_step(run.id)
             if s is not None:
-                msg = (
-                    f"step '{s.name}' (occurrence {s.occurrence}) of run {run.id} was started "
-                    "but its result was not saved; check its effect, then resume with "
-                    "--rerun-uncertain"
-                )
+                msg = uncertain_message(run.id, s.name, s.occurrence, s.scope)
                 db.set_paused(
                     run.id,
                     PauseReason.UNCERTAIN,

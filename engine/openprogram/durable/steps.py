@@ -105,7 +105,23 @@ class Scope:
         return pos, occ, key
 
     def describe(self) -> str:
-        return f"workflow/branch '{self.path}'" if self.path else "the top level"
+        return scope_phrase(self.path)
+
+
+def scope_phrase(path: str) -> str:
+    """How a message names the scope ``path`` of a step: ``the top level`` or
+    ``workflow/branch 'parallel#0/slow#0'`` (two parallel branches may each have a step ``w #0``)."""
+    return f"workflow/branch '{path}'" if path else "the top level"
+
+
+def uncertain_message(run_id: str, name: str, occurrence: int, path: str) -> str:
+    """Why a run pauses on an uncertain step (started, its result not saved)."""
+    return (
+        f"step '{name}' (occurrence {occurrence}) of {scope_phrase(path)} of run {run_id} "
+        "was started but its result was not saved, so it may or may not have taken effect; "
+        "check its effect, then resume with --rerun-uncertain (rerun_uncertain=True) to "
+        "run it again"
+    )
 
 
 class Executor:
@@ -376,13 +392,7 @@ def step(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any
             return fast_loads(rec.result) if rec.result is not None else None
         if rec.uncertain and not ex.rerun_uncertain:
             raise RunPaused(
-                "uncertain",
-                f"step '{name}' (occurrence {occ}) of run {ex.run_id} was started but its "
-                "result was not saved, so it may or may not have taken effect; check its "
-                "effect, then resume with --rerun-uncertain (rerun_uncertain=True) to run "
-                "it again",
-                name,
-                occ,
+                "uncertain", uncertain_message(ex.run_id, name, occ, scope.path), name, occ
             )
     if ex.stop is not None and ex.stop.is_set():
         raise RunReleased(f"run {ex.run_id} released before step '{name}' (worker stopping)")
