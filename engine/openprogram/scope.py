@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from openprogram.branches import current_branch, current_forks
-from openprogram.errors import StoreError
+from openprogram.errors import StoreError, stopped_by
 from openprogram.history import AFTER_REPLAY, STEP_KEY
 
 if TYPE_CHECKING:
@@ -567,9 +567,16 @@ def exit_record(exc: BaseException, duration: float) -> tuple[str, Any, dict[str
         return "paused", {"paused": message}, meta
     return (
         "cancelled" if _is_cancel(exc) or isinstance(exc, RunCancelled) else "error",
-        {"error": f"{type(exc).__name__}: {exc}"},
+        {"error": f"{type(exc).__name__}: {str(exc) or _stopped(exc)}"},
         meta,
     )
+
+
+def _stopped(exc: BaseException) -> str:
+    """The text of an exception that has none: what stopped the call, for a Ctrl-C or a
+    SIGTERM (``cancel --kill``, ``docker stop``), which Python raises without one
+    (``Terminated: stopped by SIGTERM``, not ``Terminated:``)."""
+    return f"stopped by {stopped_by(exc)}" if isinstance(exc, KeyboardInterrupt) else ""
 
 
 def _is_cancel(exc: BaseException) -> bool:

@@ -409,3 +409,7 @@ def test_cancel_kill_of_a_json_run_prints_it_cancelled(work: Path) -> None:
     assert (out["run_id"], out["status"]) == (run["run_id"], "cancelled")
     [after] = _runs(work)
     assert after["status"] == "cancelled"
+    # the calls SIGTERM stopped say so ("error: Terminated:" said nothing after the colon)
+    shown = cli("show", run["run_id"], "--store", "st", cwd=work)
+    stopped = [ln for ln in shown.stdout.splitlines() if "[cancelled]" in ln]
+    assert stopped and all(ln.endswith("error: Terminated: stopped by SIGTERM") for ln in stopped)
