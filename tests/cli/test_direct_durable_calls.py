@@ -149,3 +149,20 @@ def test_inherited_method_resumes_on_the_class_it_was_called_on(tmp_path: Path) 
         assert code == 0, (policy, resumed)
         assert resumed["result"] == {"report": 300}, policy
     assert calls(tmp_path) == ["a 3", "c 300", "a 3", "c 300", "c 300", "c 300"]
+
+
+def test_a_direct_method_call_records_one_root_node_as_openprogram_run_does(
+    tmp_path: Path,
+) -> None:
+    """``Reporter().report(n=2)`` from Python recorded a wrapper root above the method's
+    own node (``code Reporter.report`` -> ``code report`` -> the steps), where ``openprogram
+    run`` of the same method records one root with the steps under it."""
+    (tmp_path / "script.py").write_text(SCRIPT, encoding="utf-8")
+    assert _call(tmp_path, "method", 2) == {"result": {"report": 20}}
+    (run,) = _runs(tmp_path)
+    shown = cli("show", run["run_id"], "--store", "st", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    tree = [ln.split(" [")[0] for ln in shown.stdout.splitlines()[1:]]
+    assert tree == ["code Reporter.report", "├── code a", "├── code scale", "└── code c"], (
+        shown.stdout
+    )

@@ -248,8 +248,11 @@ def _execute(
     rerun_uncertain: bool,
     on_progress: ProgressFn | None,
     stop: threading.Event | None = None,
+    calls: Callable[..., Any] | None = None,
 ) -> RunOutcome:
-    """Execute a run this process holds the lease of (renewed by a heartbeat meanwhile)."""
+    """Execute a run this process holds the lease of (renewed by a heartbeat meanwhile).
+    ``calls``: what ``fn`` calls when it only wraps the entry (a direct Python call's
+    wrapper), so that an Agent-method entry continues in the run's node (default ``fn``)."""
     heartbeat = Heartbeat(lambda: db.renew_lease(run_id, owner.token, lease_s), lease_s)
     heartbeat.start()
     try:
@@ -258,7 +261,7 @@ def _execute(
             db.close_interrupted_nodes(run_id, owner.token)
             return _execute_leased(
                 db, run_id, entry, fn, args, owner.token, durable, rerun_uncertain, on_progress,
-                stop,
+                stop, fn if calls is None else calls,
             )  # fmt: skip
     finally:
         heartbeat.stop()
@@ -275,6 +278,7 @@ def _execute_leased(
     rerun_uncertain: bool,
     on_progress: ProgressFn | None,
     stop: threading.Event | None,
+    calls: Callable[..., Any],
 ) -> RunOutcome:
     executor = (
         Executor(
@@ -307,7 +311,7 @@ def _execute_leased(
             node_id = frame.node_id
             if resuming and node_id is not None:  # prompts fold the attempts into one
                 writer.update(node_id, metadata={RESUMES: True})
-            frame.extras[ENTRY_EXTRA] = fn  # an Agent-method entry records no second node
+            frame.extras[ENTRY_EXTRA] = calls  # an Agent-method entry records no second node
             try:
                 # the run resumes at its own steps; the tool loops of the step an approval
                 # paused continue where they stood (openprogram.durable.approvals)
@@ -548,7 +552,8 @@ def start_entry(
 ) -> RunOutcome:
     """Run an already loaded ``entry`` as a new run recorded under ``ref``.
 
-    ``call`` (default ``entry.target``) is what the run calls with the arguments.
+    ``call`` (default ``entry.target``) is what the run calls with the arguments: a
+    wrapper of ``entry.target`` (a direct call's), whose call is recorded as the run's node.
     """
     pol = policy_for_start(policy, entry.path)
     run_with = _model_for(entry.path, model)
@@ -584,6 +589,7 @@ def start_entry(
                     durable=entry.resumable,
                     rerun_uncertain=False,
                     on_progress=on_progress,
+                    calls=None if call is None else entry.target,
                 )
         except StoreError as exc:
             return _unsaved(rid, exc)
