@@ -129,6 +129,9 @@ class DiagnosticsEngine:
         self.full_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="op-full")
         self.worker: FullAnalysisWorker | None = FullAnalysisWorker()
         self.closed = False
+        # counts configuration changes: an analysis begun under older settings is not
+        # remembered (its findings would pass for the new settings' ones)
+        self.generation = 0
 
     def close(self) -> None:
         """Server shutdown: stop the worker process and the analysis threads; no
@@ -153,6 +156,7 @@ class DiagnosticsEngine:
 
     def schedule_all(self) -> None:
         """Configuration changed: forget results and bases, re-analyse open documents."""
+        self.generation += 1
         for state in list(self.server.documents.values()):
             state.result = None
             state.incremental = IncrementalAnalyzer()
@@ -267,6 +271,7 @@ class DiagnosticsEngine:
             and (cached.complete or not full)
         ):
             return cached
+        generation = self.generation
         settings = self.server.settings_for(uri)
         path = document_path(uri, doc)
         config = settings.lint_config()
@@ -306,6 +311,8 @@ class DiagnosticsEngine:
                 recorded,
                 None if full else inc,
             )
+        if generation != self.generation:
+            return result  # the settings changed meanwhile: schedule_all analyses it again
         if result.internal_error:
             self.server.log(f"analyzer error on {uri}: {result.internal_error}", error=True)
         elif full and state.incremental is inc:
