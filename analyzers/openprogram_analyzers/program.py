@@ -37,6 +37,8 @@ class ProgramModel:
     resumable: frozenset[str] = frozenset()
     entries: tuple[tuple[str, str | None], ...] = ()  # (label as written, target qualname)
     steps: dict[str, tuple[StepFact, ...]] = field(default_factory=dict)
+    # entries naming nothing defined or imported in the module (OP402's test): no Run
+    undefined_entries: frozenset[str] = frozenset()
 
     def entry_target(self, label: str) -> str | None:
         return next((target for lbl, target in self.entries if lbl == label), None)
@@ -49,6 +51,7 @@ class ProgramModel:
             "steps": {
                 q: [[s.kind, s.name, s.callee] for s in calls] for q, calls in self.steps.items()
             },
+            "undefined_entries": sorted(self.undefined_entries),
         }
 
     @classmethod
@@ -58,6 +61,7 @@ class ProgramModel:
             frozenset(data["resumable"]),
             tuple((str(label), target) for label, target in data["entries"]),
             {q: tuple(StepFact(*s) for s in calls) for q, calls in data["steps"].items()},
+            frozenset(data.get("undefined_entries", ())),
         )
 
 
@@ -84,11 +88,13 @@ def program_model(index: ModuleIndex) -> ProgramModel:
             name = string_value(args[0].value) if args and args[0].keyword is None else None
             callee = callee_text(module.code_for_node(site.node.func))
             steps.setdefault(fn.qualname, []).append(StepFact(kind, name, callee))
+    entries, undefined = _entries(index)
     return ProgramModel(
         frozenset(q for q in index.classes if index.is_agent_class(q)),
         frozenset(fn.qualname for fn in resumable_functions(index)),
-        tuple(_entries(index)),
+        tuple(entries),
         {q: tuple(calls) for q, calls in steps.items()},
+        frozenset(undefined),
     )
 
 
@@ -108,10 +114,14 @@ def program_model_of(source: str) -> ProgramModel | None:
         return None
 
 
-def _entries(index: ModuleIndex) -> list[tuple[str, str | None]]:
+def _entries(index: ModuleIndex) -> tuple[list[tuple[str, str | None]], set[str]]:
+    """``(label, target qualname)`` of each entry, and the labels naming nothing defined
+    in the module: a name or string the module does not bind (OP402), not an attribute
+    (a bound method, checked at run time)."""
     from openprogram_analyzers.determinism import _lookup_method
 
     out: list[tuple[str, str | None]] = []
+    undefined: set[str] = set()
     for _target, value in index.program_entries[-1:]:
         if not isinstance(value, (cst.List, cst.Tuple)):
             continue
@@ -128,6 +138,8 @@ def _entries(index: ModuleIndex) -> list[tuple[str, str | None]]:
                 label = f"{expr.value.value}.{expr.attr.value}"
             if label is None:
                 continue
+            if not isinstance(expr, cst.Attribute) and label not in index.defined:
+                undefined.add(label)
             head, _, attr = label.partition(".")
             target: str | None = None
             if not attr:
@@ -138,7 +150,7 @@ def _entries(index: ModuleIndex) -> list[tuple[str, str | None]]:
                 method = _lookup_method(index, cls, attr) if cls is not None else None
                 target = method.qualname if method is not None else None
             out.append((label, target))
-    return out
+    return out, undefined
 
 
 def entry_receivers(index: ModuleIndex) -> dict[str, frozenset[str]]:

@@ -26,7 +26,8 @@ def _runs_by_function(runs: list[RunInfo], f: FunctionInfo) -> list[RunInfo]:
 
 async def file_runs(ls: OpenProgramLanguageServer, uri: str) -> list[RunInfo]:
     """The runs of the open Program ``uri`` in its store, newest first ([]: none, no
-    file, no folder open — no store, ``store_for`` —, or the store cannot be read now)."""
+    file, a file outside every served folder or no folder open — no store,
+    ``store_for`` —, or the store cannot be read now)."""
     doc = ls.open_document(uri)
     if doc is None or not uri.startswith("file:") or not doc.path:
         return []
@@ -52,8 +53,11 @@ def code_lenses(
         return types.Range(p, to_lsp(lines, codec, span.end_line, span.end_col))
 
     lenses: list[types.CodeLens] = []
-    runnable = uri.startswith("file:")  # an untitled buffer has no file to run
+    # Run refuses an untitled buffer (no file) and a file outside every served folder
+    runnable = uri.startswith("file:") and ls.folder_of(doc.path) is not None
     for entry in outline.entries if runnable else []:
+        if not entry.defined:  # a misspelt entry (OP402): Run could only refuse it
+            continue
         span = entry.target.name_span if entry.target else entry.span
         lenses.append(
             types.CodeLens(

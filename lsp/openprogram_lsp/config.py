@@ -142,6 +142,23 @@ def _str_tuple(value: Any, name: str) -> tuple[str, ...] | None:
     raise ValueError(f"'{name}' must be a list of rule codes")
 
 
+def _rule_codes(value: Any, name: str) -> tuple[str, ...] | None:
+    """``lint.select`` / ``lint.ignore``: rule codes or prefixes, each one a rule has
+    (checked by ``LintConfig.validate``, as in ``[tool.openprogram.lint]``)."""
+    codes = _str_tuple(value, f"lint.{name}")
+    if codes is None:
+        return None
+    try:
+        from openprogram_analyzers import LintConfig, LintConfigError
+    except Exception:  # analyzer missing: diagnostics are off anyway
+        return codes
+    try:
+        LintConfig(select=codes).validate(f"'lint.{name}'")
+    except LintConfigError as exc:
+        raise ValueError(f"{exc} (the setting is ignored)") from None
+    return codes
+
+
 def _opt_str(value: Any, name: str) -> str | None:
     if value is None or value == "":
         return None
@@ -168,8 +185,8 @@ def parse_client_settings(raw: Any) -> tuple[ClientSettings, list[str]]:
         errors.append("'lint' must be an object")
         lint = {}
     parsers: list[tuple[str, Any, Any]] = [
-        ("select", lint.get("select"), _str_tuple),
-        ("ignore", lint.get("ignore"), _str_tuple),
+        ("select", lint.get("select"), _rule_codes),
+        ("ignore", lint.get("ignore"), _rule_codes),
         ("store", raw.get("store"), _opt_str),
         ("interpreter", raw.get("interpreter"), _opt_str),
         ("rule_docs_url", raw.get("ruleDocsUrl", raw.get("rule_docs_url")), _opt_str),

@@ -62,6 +62,7 @@ class EntryInfo:
     label: str  # as written: "report", "MyAgent.report", "agent.report"
     span: Span
     target: FunctionInfo | None
+    defined: bool = True  # False: names nothing the module defines (OP402): no Run
 
 
 @dataclass
@@ -227,7 +228,10 @@ def build_outline(
             label = _label(elt)
             if label:
                 target = model.entry_target(label)
-                entries.append(EntryInfo(label, b.span(elt), by_qualname.get(target or "")))
+                defined = label not in model.undefined_entries
+                entries.append(
+                    EntryInfo(label, b.span(elt), by_qualname.get(target or ""), defined)
+                )
     return Outline(
         entries,
         b.span(entries_stmt) if entries_stmt is not None else None,
@@ -319,6 +323,6 @@ def moved(outline: Outline, edit: Edit) -> Outline:
         span = edit.span(e.span)
         target = done.get(id(e.target)) if e.target is not None else None
         if span is not None and (e.target is None or target is not None):
-            entries.append(EntryInfo(e.label, span, target))
+            entries.append(EntryInfo(e.label, span, target, e.defined))
     entries_span = edit.span(outline.entries_span) if outline.entries_span else None
     return Outline(entries, entries_span, classes, functions, outline.entries_literal)

@@ -52,7 +52,15 @@ from openprogram.store.session_store import STORE_ENV
 
 from .entry_signature import EntryCheckError, check_run
 from .outline import Outline, build_outline
-from .run_index import RunInfo, is_run_of, read_stores, runs_for_file, store_program_paths
+from .run_index import (
+    RunInfo,
+    is_run_of,
+    read_stores,
+    run_program,
+    runs_for_file,
+    store_program_paths,
+)
+from .workspace import innermost_folder
 
 if TYPE_CHECKING:
     from .server import OpenProgramLanguageServer
@@ -76,7 +84,8 @@ class CommandError(Exception):
 
 
 def resolve_program(ls: OpenProgramLanguageServer, target: Any) -> Path:
-    """URI or path of the Program file; must exist inside a workspace folder."""
+    """URI or path of the Program file (a relative path: in the first folder); must exist
+    inside a workspace folder."""
     if not isinstance(target, str) or not target:
         raise CommandError("first argument must be the Program's URI or path")
     root = next(iter(ls.folders()), None)
@@ -93,7 +102,7 @@ def resolve_program(ls: OpenProgramLanguageServer, target: Any) -> Path:
     except (OSError, RuntimeError):
         raise CommandError(f"Program file not found: {path}") from None
     if ls.folder_of(real) is None:
-        raise CommandError(f"{real} is outside the workspace {root}: refusing to run it")
+        raise CommandError(f"{real} is outside every workspace folder: refusing to run it")
     if not real.is_file() or real.suffix != ".py":
         raise CommandError(f"not a Python file: {real}")
     return real
@@ -210,26 +219,29 @@ def disk_text(program: Path) -> str:
         return data.decode("utf-8", errors="replace")
 
 
-def open_buffer(ls: OpenProgramLanguageServer, program: Path) -> str | None:
-    """The text of the open document of file ``program`` (None: not open)."""
+def open_buffers(ls: OpenProgramLanguageServer, program: Path) -> list[str]:
+    """The texts of every open document of file ``program``, whatever URI it was opened
+    under (a symlink to it, another spelling): [] when none is open."""
     real = os.path.realpath(program)
-    for doc in list(ls.workspace.text_documents.values()):
-        if doc.uri.startswith("file:") and doc.path and os.path.realpath(doc.path) == real:
-            return doc.source
-    return None
+    return [
+        doc.source
+        for doc in list(ls.workspace.text_documents.values())
+        if doc.uri.startswith("file:") and doc.path and os.path.realpath(doc.path) == real
+    ]
 
 
 def is_unsaved(ls: OpenProgramLanguageServer, program: Path) -> bool:
-    """Whether ``program`` is open with text other than the file's (edited, not saved):
-    runs execute the file, not the buffer (a BOM, which editors hide, is no difference)."""
-    buffer = open_buffer(ls, program)
-    if buffer is None:
+    """Whether ``program`` is open with text other than the file's (edited, not saved) in
+    any of its editor buffers: runs execute the file, not a buffer (a BOM, which editors
+    hide, is no difference)."""
+    buffers = open_buffers(ls, program)
+    if not buffers:
         return False
     try:
-        disk = disk_text(program)
+        disk = disk_text(program).lstrip("\ufeff")
     except CommandError:
         return False  # the run reports the unreadable file
-    return buffer.lstrip("\ufeff") != disk.lstrip("\ufeff")
+    return any(buffer.lstrip("\ufeff") != disk for buffer in buffers)
 
 
 async def check_entry(
@@ -301,25 +313,20 @@ def _optional_str(value: Any, what: str) -> str | None:
     return value
 
 
-def _within(path: str, root: Path) -> bool:
-    try:
-        Path(os.path.realpath(path)).relative_to(os.path.realpath(root))
-    except (ValueError, OSError):
-        return False
-    return True
-
-
 def select_runs(
-    store: Path | str, root: Path | None, program: str | None, function: str | None
+    store: Path | str,
+    program: str | None,
+    function: str | None,
+    belongs: Callable[[str], bool] | None = None,
 ) -> list[RunInfo]:
-    """Runs of ``program`` (else of every Program inside ``root``), of ``function`` if
-    given; newest first."""
+    """Runs of ``program`` (else of every Program for which ``belongs(path)``, all when
+    it is None), of ``function`` if given; newest first."""
     if program is not None:
         runs = runs_for_file(store, program)
     else:
         seen: dict[str, RunInfo] = {}
         for path in store_program_paths(store):
-            if root is None or _within(path, root):
+            if belongs is None or belongs(path):
                 for r in runs_for_file(store, path):
                     seen.setdefault(r.id, r)
         runs = sorted(seen.values(), key=lambda r: r.updated_at, reverse=True)
@@ -369,22 +376,37 @@ async def _progress_begin(ls: OpenProgramLanguageServer, title: str) -> str | No
     return token
 
 
-async def folder_with_run(ls: OpenProgramLanguageServer, run_id: str) -> Path | None:
-    """The workspace folder whose store holds ``run_id`` (the first folder if none)."""
+def in_folder(folders: list[Path], folder: Path) -> Callable[[str], bool]:
+    """Whether a run of the Program file ``path`` belongs to ``folder``: it is the
+    innermost of ``folders`` (the served ones) holding it (``workspace.innermost_folder``,
+    the rule of documents too). A run of a file outside every folder belongs to none."""
+    return lambda path: innermost_folder(path, folders) == folder
+
+
+async def folder_of_run(ls: OpenProgramLanguageServer, run_id: str) -> Path | None:
+    """The workspace folder Resume, Approve and Deny run ``run_id`` in (its interpreter,
+    store and working directory): the folder the run belongs to (the innermost holding
+    its Program file) when that folder's store holds the run, else the first folder whose
+    store does (a run of a file outside every folder, or recorded in an outer folder's
+    store); the first folder when no store has it (None: no folder is open)."""
     folders = ls.folders()
+    holding: list[Path] = []
+    program: str | None = None
+    read: dict[str, str | None] = {}
     for folder in folders:
         store = ls.settings_for(folder).store_dir()
-        if run_id in await store_run_ids(store):
-            return folder
-    return folders[0] if folders else None
-
-
-async def store_run_ids(store: Path | str) -> set[str]:
-    """The ids of the runs in ``store`` (none while it cannot be read)."""
-    none: set[str] = set()
-    return await read_stores(
-        [store], lambda: {r.id for r in select_runs(store, None, None, None)}, none
-    )
+        key = str(store)
+        if key not in read:
+            read[key] = await read_stores(
+                [store], functools.partial(run_program, store, run_id), None
+            )
+        if read[key] is not None:
+            holding.append(folder)
+            program = program or read[key]
+    own = ls.folder_of(program)
+    if own is not None and own in holding:
+        return own
+    return holding[0] if holding else next(iter(folders), None)
 
 
 async def run_cli(
@@ -531,13 +553,13 @@ def register(server: OpenProgramLanguageServer) -> None:
         title: str,
     ) -> dict[str, Any]:
         """Resume, approve or deny the run ``args[0]`` in the CLI subprocess of the folder
-        whose store holds it: ``argv_of(interpreter, run_id, options)``."""
+        it belongs to (:func:`folder_of_run`): ``argv_of(interpreter, run_id, options)``."""
         run_id = args[0] if args else None
         if not is_run_id(run_id):
             msg = f"invalid run id: {run_id!r} (a run id is {RUN_ID_LENGTH} lowercase hex digits)"
             ls.show(f"{name}: {msg}", error=True)
             return {"status": "error", "error": msg}
-        folder = await folder_with_run(ls, run_id)
+        folder = await folder_of_run(ls, run_id)
         if folder is None:
             msg = "no workspace folder is open: cannot resume runs"
             ls.show(f"{name}: {msg}", error=True)
@@ -608,17 +630,19 @@ def register(server: OpenProgramLanguageServer) -> None:
             ls.show(f"openprogram.showRuns: {exc}", error=True)
             return []
         none: list[RunInfo] = []
-        if program is not None:  # no folder open: no store (``store_for``), no runs
+        folders = ls.folders()
+        if program is not None:  # outside every folder (or none open): no store, no runs
             program_store = ls.store_for(program)
             runs = none
             if program_store is not None:
-                read = functools.partial(select_runs, program_store, None, program, function)
+                read = functools.partial(select_runs, program_store, program, function)
                 runs = await read_stores([program_store], read, none)
         else:  # every folder's runs, each from its own store (none: no folder is open)
             seen: dict[str, RunInfo] = {}
-            for folder in ls.folders():
+            for folder in folders:
                 store = ls.settings_for(folder).store_dir()
-                read = functools.partial(select_runs, store, folder, None, function)
+                belongs = in_folder(folders, folder)
+                read = functools.partial(select_runs, store, None, function, belongs)
                 for r in await read_stores([store], read, none):
                     seen.setdefault(r.id, r)
             runs = sorted(seen.values(), key=lambda r: r.updated_at, reverse=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from openprogram.contract.runs import PauseReason
+from openprogram.contract.runs import PauseReason, program_file
 from openprogram.durable.queries import READ_WAIT_S, READERS, stopped_in, store_version
 from openprogram.errors import OpenProgramError
 from openprogram.store.postgres import is_url, redacted_location
@@ -398,6 +398,17 @@ def store_program_paths(store_dir: Path | str) -> list[str]:
     """Distinct Program files with runs in the store ([] if unavailable)."""
     none: list[str] = []
     return _read(store_dir, lambda runs: runs.program_paths(), none)
+
+
+def run_program(store_dir: Path | str, run_id: str) -> str | None:
+    """The Program file of run ``run_id`` (``contract.runs.program_file``; ``""``: not
+    recorded); None when the store does not hold the run (or cannot be read)."""
+
+    def read(runs: RunStore) -> str | None:
+        r = runs.get_run(run_id)
+        return None if r is None else program_file(r.program_path, r.entry)
+
+    return _read(store_dir, read, None)
 
 
 def recorded_steps_for(

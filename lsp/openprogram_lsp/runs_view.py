@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from openprogram.contract.runs import RunStatus, entry_name
+from openprogram.contract.runs import RunStatus, entry_name, program_file
 from openprogram.durable import queries
 from openprogram.durable.queries import RunRow
 from openprogram.errors import OpenProgramError
@@ -55,7 +55,7 @@ from openprogram.store.run_views import StepContext
 from .documents import document_key
 from .entry_signature import entry_args_problems, entry_signature
 from .raw_json import RawJSON
-from .run_commands import executed_program
+from .run_commands import executed_program, in_folder
 from .run_index import DB_NAME, GATE, READ_BOUND_S, RunInfo, message, read_stores
 
 if TYPE_CHECKING:
@@ -83,6 +83,7 @@ class FolderStore:
     name: str
     uri: str
     store: Path | str  # a store directory or a postgresql:// URL (``Settings.store_dir``)
+    path: Path  # the folder (its runs: those of its Programs)
 
     @property
     def db(self) -> Path | str:
@@ -108,7 +109,7 @@ def folder_stores(ls: OpenProgramLanguageServer) -> list[FolderStore]:
     """One store per served workspace folder (``served_folders``: none while no folder is
     open, as Run refuses then): the ``store`` setting resolved against each folder."""
     return [
-        FolderStore(name, uri, ls.settings_for(path).store_dir())  # the folder's own settings
+        FolderStore(name, uri, ls.settings_for(path).store_dir(), path)  # its own settings
         for path, name, uri in ls.served_folders()
     ]
 
@@ -303,34 +304,42 @@ def _names(folder: str, fs: FolderStore) -> bool:
 
 async def runs_payload(ls: OpenProgramLanguageServer, folder: str | None = None) -> dict[str, Any]:
     stores = [fs for fs in await probed_stores(ls) if not folder or _names(folder, fs)]
-    return {"folders": list(await asyncio.gather(*(folder_runs(fs) for fs in stores)))}
+    folders = ls.folders()
+    rows = (folder_runs(fs, in_folder(folders, fs.path)) for fs in stores)
+    return {"folders": list(await asyncio.gather(*rows))}
 
 
-async def folder_runs(fs: FolderStore) -> dict[str, Any]:
-    """One folder of ``openprogram/runs``: its store's runs, and ``error`` (the store's
-    message, ``run_index.GATE``) while it cannot be read."""
+async def folder_runs(fs: FolderStore, belongs: Callable[[str], bool]) -> dict[str, Any]:
+    """One folder of ``openprogram/runs``: the runs of its store that belong to it
+    (``belongs(program_file)``: ``run_commands.in_folder``, the rule of ``showRuns``; a
+    store several folders share lists each run under its own folder), and ``error``
+    (the store's message, ``run_index.GATE``) while it cannot be read."""
     listed: tuple[list[dict[str, Any]], int] = ([], 0)
     if GATE.readable(fs.store):
-        listed = await read_stores([fs.db], lambda: listed_runs(fs), listed)
+        listed = await read_stores([fs.db], lambda: listed_runs(fs, belongs), listed)
     runs, older = listed
     row = {"name": fs.name, "uri": fs.uri, "store": fs.shown, "runs": runs, "olderRuns": older}
     error = GATE.error(fs.store)
     return row if error is None else {**row, "error": error}
 
 
-def listed_runs(fs: FolderStore) -> tuple[list[dict[str, Any]], int]:
+def listed_runs(
+    fs: FolderStore, belongs: Callable[[str], bool]
+) -> tuple[list[dict[str, Any]], int]:
     """The runs of ``fs`` for the view (every unfinished run and the :data:`RUNS_SHOWN`
-    newest finished ones, ``queries.newest_runs``), and how many older finished runs
-    were left out; none when its store cannot be read, which is told to
-    ``run_index.GATE`` (the folder's ``error`` then says why)."""
+    newest finished ones, ``queries.newest_runs``) whose Program file ``belongs`` to the
+    folder, and how many older finished runs of the store were left out; none when its
+    store cannot be read, which is told to ``run_index.GATE`` (the folder's ``error``
+    then says why)."""
     try:
         rows, older = queries.newest_runs(fs.db, RUNS_SHOWN, strict=not isinstance(fs.store, str))
     except OpenProgramError as exc:
         GATE.failed(fs.store, exc)
         return [], 0
     GATE.read_ok(fs.store)
-    stops = queries.stopped_at(fs.db, rows)  # one read for every interrupted run
-    return [run_json(r, stops.get(r.id) if r.interrupted else None) for r in rows], older
+    mine = [r for r in rows if belongs(program_file(r.program_path, r.entry))]
+    stops = queries.stopped_at(fs.db, mine)  # one read for every interrupted run
+    return [run_json(r, stops.get(r.id) if r.interrupted else None) for r in mine], older
 
 
 NO_STEPS: dict[str, Any] = {"run": None, "steps": []}

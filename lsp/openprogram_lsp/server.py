@@ -55,7 +55,7 @@ from .outline import Edit, Outline, build_outline, moved
 from .positions import from_lsp
 from .raw_json import RawJSON, send_raw_response
 from .run_index import GATE
-from .workspace import use_client_lines
+from .workspace import innermost_folder, use_client_lines
 
 log = logging.getLogger(__name__)
 EXIT_GRACE_S = 5.0  # after `exit`, the process ends within this even if teardown hangs
@@ -134,7 +134,8 @@ class OpenProgramLanguageServer(LanguageServer):
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             protocol_cls=OpenProgramProtocol,
         )
-        self.settings = Settings()  # of the first workspace folder (or no folder)
+        # the window's: of a document outside every folder (or with no folder open)
+        self.settings = Settings()
         self.folder_settings: dict[Path, Settings] = {}
         self.init_settings = ClientSettings()
         self.workspace_settings = ClientSettings()
@@ -143,6 +144,8 @@ class OpenProgramLanguageServer(LanguageServer):
         self.diagnostics = DiagnosticsEngine(self)
         self._settings_generation = 0
         self._shown_config_errors: set[str] = set()
+        self._shown_settings_errors: set[str] = set()
+        self._init_errors: list[str] = []  # of initializationOptions: said once initialized
         # which pyproject applies to a folder (find_config's memo) and each pyproject's
         # lint configuration (or error): emptied whenever a pyproject.toml may have changed
         # (a watched-file event, or the stat of a folder's pyproject.toml, taken when the
@@ -293,30 +296,28 @@ class OpenProgramLanguageServer(LanguageServer):
         return [path for path, _, _ in self.served_folders()]
 
     def folder_of(self, path: str | Path | None) -> Path | None:
-        """The innermost workspace folder holding ``path`` (None if none does)."""
-        if not path:
-            return None
-        real = os.path.realpath(path)
-        best: Path | None = None
-        for folder in self.folders():
-            base = os.path.realpath(folder)
-            if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
-                if best is None or len(str(folder)) > len(str(best)):
-                    best = folder
-        return best
+        """The innermost workspace folder holding ``path`` (None if none does):
+        :func:`innermost_folder` of the served folders."""
+        return innermost_folder(path, self.folders())
 
     def store_for(self, uri_or_path: str | Path | None) -> Path | str | None:
         """The run store a document's runs are read from (its lenses, OP209, ``showRuns``):
-        its folder's (``settings_for(...).store_dir()``); None while no folder is served —
-        no folder, no store, as the Runs view lists none and Run refuses (never the store
-        in the server's working directory)."""
-        if not self.served_folders():
+        that of the folder it belongs to (:meth:`folder_of`; ``settings_for(...)
+        .store_dir()``). None for a file outside every served folder, and so for every
+        file while no folder is served: its runs are no one's, as the Runs view lists
+        none and Run refuses (never the store in the server's working directory, the
+        window settings' base)."""
+        target = uri_or_path
+        if isinstance(target, str) and target.startswith("file:"):
+            target = fs_path(target)
+        if self.folder_of(target) is None:
             return None
-        return self.settings_for(uri_or_path).store_dir()
+        return self.settings_for(target).store_dir()
 
     def settings_for(self, uri_or_path: str | Path | None) -> Settings:
         """Settings of the document: those of the folder holding it (store, interpreter,
-        client settings; the first folder's for a document outside every folder) with the
+        client settings; the window's client settings only, no folder's, for a document
+        outside every folder) with the
         ``[tool.openprogram.lint]`` of the document's own configuration (``find_config``
         from the document, the rule of ``openprogram run`` and ``openprogram-lint``)."""
         target = uri_or_path
@@ -396,7 +397,8 @@ class OpenProgramLanguageServer(LanguageServer):
             )
         self._shown_config_errors &= {s.pyproject_error for s in per_folder.values()}
         self.folder_settings = per_folder
-        self.settings = per_folder[folders[0]] if folders else Settings(client=client)
+        # no folder's resource-scoped settings reach a document outside every folder
+        self.settings = Settings(client=client)
         # the run stores' readers of URLs no longer configured are closed
         READERS.keep_only([s.store_dir() for s in [self.settings, *per_folder.values()]])
 
@@ -431,16 +433,24 @@ class OpenProgramLanguageServer(LanguageServer):
         scoped: dict[Path, ClientSettings] = {}
         for folder, raw in zip(folders, values[1:], strict=False):
             parsed, errors = parse_client_settings(raw)
-            for e in errors:
-                self.log(f"openprogram settings of {folder}: {e}", error=True)
+            self.settings_errors(f"openprogram settings of {folder}", errors)
             scoped[folder] = parsed
         self.folder_client_settings = scoped
         if scoped_only or generation != self._settings_generation:
             return  # settings pushed meanwhile are newer
         parsed, errors = parse_client_settings(values[0])
-        for e in errors:
-            self.log(f"openprogram settings: {e}", error=True)
+        self.settings_errors("openprogram settings", errors)
         self.set_workspace_settings(parsed)
+
+    def settings_errors(self, where: str, errors: list[str]) -> None:
+        """Bad client settings (each ignored): logged, and shown once as an error message,
+        as a broken ``[tool.openprogram.lint]`` is."""
+        for e in errors:
+            text = f"{where}: {e}"
+            self.log(text, error=True)
+            if text not in self._shown_settings_errors:
+                self._shown_settings_errors.add(text)
+                self.show(text, error=True)
 
     def set_workspace_settings(self, parsed: ClientSettings) -> None:
         self._settings_generation += 1
@@ -514,10 +524,12 @@ def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
         ls.recompute_settings()
         for e in errors:
             log.warning("initializationOptions: %s", e)
+        ls._init_errors = errors  # told to the client once it is initialized
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: OpenProgramLanguageServer, params: types.InitializedParams) -> None:
         generation = ls._settings_generation
+        ls.settings_errors("openprogram initializationOptions", ls._init_errors)
         caps = ls.client_capabilities
         ws = caps.workspace if caps else None
         watched = ws.did_change_watched_files if ws else None
@@ -616,8 +628,7 @@ def _register_lifecycle(server: OpenProgramLanguageServer) -> None:
         settings = params.settings
         if isinstance(settings, dict) and CONFIG_SECTION in settings:
             parsed, errors = parse_client_settings(settings[CONFIG_SECTION])
-            for e in errors:
-                ls.log(f"openprogram settings: {e}", error=True)
+            ls.settings_errors("openprogram settings", errors)
             ls.set_workspace_settings(parsed)
             ls.recompute_settings()  # pushed values apply at once,
             await ls.refresh_workspace_settings(scoped_only=True)  # then each folder's own

@@ -1,4 +1,4 @@
-"""Open documents whose lines are the client's lines.
+"""Open documents whose lines are the client's lines, and which folder a path belongs to.
 
 pygls splits a document with ``str.splitlines``, which also breaks at a form feed (a PEP 8
 page break), a vertical tab, U+2028 and a few more characters that are not line breaks
@@ -9,7 +9,9 @@ position the server sent was off by one line. Documents here split as the client
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from pygls.workspace import TextDocument, Workspace
 
@@ -58,3 +60,20 @@ def use_client_lines(workspace: Workspace) -> None:
     class changes."""
     if type(workspace) is Workspace:
         workspace.__class__ = ClientLinesWorkspace
+
+
+def innermost_folder(path: str | Path | None, folders: list[Path]) -> Path | None:
+    """The innermost of ``folders`` holding ``path`` (None if none does), real paths
+    compared (a symlink is where it points). The one rule of what belongs to a folder: a
+    document (its settings, its lenses) and a run (by its Program file: the Runs view,
+    ``showRuns``, the folder Resume runs in)."""
+    if not path:
+        return None
+    real = os.path.realpath(path)
+    best: Path | None = None
+    for folder in folders:
+        base = os.path.realpath(folder)
+        if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
+            if best is None or len(str(folder)) > len(str(best)):
+                best = folder
+    return best

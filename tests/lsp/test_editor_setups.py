@@ -297,7 +297,8 @@ async def test_a_window_without_folder_shows_no_runs_lens_from_the_working_direc
     """No folder open, the server started in a directory whose store has a run of the
     open Program: the Runs view listed no store, but the document's lenses read the
     working directory's store (``Runs (1)`` on ``count``), and so did ``showRuns`` of
-    the file. No folder, no store: neither reads it; Run lenses stay."""
+    the file. No folder, no store: neither reads it; and no Run lens (Run refuses a file
+    outside every folder)."""
     run_from_terminal(tmp_path)
     client = make_runs_client()
     await client.start_io(*SERVER_CMD, env=dict(os.environ), cwd=tmp_path)
@@ -308,7 +309,7 @@ async def test_a_window_without_folder_shows_no_runs_lens_from_the_working_direc
         uri = (tmp_path / "prog.py").as_uri()
         open_doc(client, uri, PROGRAM)
         titles = [c.title for c in await lens_commands(client, uri)]
-        assert titles == ["▶ Run", "▶ Run"], titles
+        assert titles == [], titles
         assert await folders_listed(client) == []
         assert await execute(client, "openprogram.showRuns", uri) == []
     finally:

@@ -193,7 +193,7 @@ async def test_run_errors_are_results_not_crashes(
         return await execute(client, "openprogram.run", *(args or ()))
 
     res = await run(outside.as_uri(), "f")
-    assert res["status"] == "error" and "outside the workspace" in str(res["error"])
+    assert res["status"] == "error" and "outside every workspace folder" in str(res["error"])
     res = await run(program.as_uri(), "summarize", "{not json")
     assert res["status"] == "error" and "not valid JSON" in str(res["error"])
     res = await run(program.as_uri(), "summarize", [1, 2])

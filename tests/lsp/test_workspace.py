@@ -101,4 +101,4 @@ async def test_multi_root_each_folder_has_its_config_store_and_runs(
     outside = workspace / "elsewhere.py"
     outside.write_text(AGENT_PROGRAM)
     result = await execute(client, "openprogram.run", outside.as_uri(), "summarize", {"text": "x"})
-    assert result["status"] == "error" and "outside the workspace" in result["error"]
+    assert result["status"] == "error" and "outside every workspace folder" in result["error"]

@@ -172,6 +172,13 @@ def entry_name(entry: str) -> str:
     return entry.rpartition(":")[2] or entry
 
 
+def program_file(program_path: str | None, entry: str) -> str:
+    """The Program file a run executes: its recorded ``program_path``, else the FILE of its
+    ``FILE.py:ENTRY`` (``""``: neither is recorded). The one place the store, run views,
+    lenses and commands take a run's file from."""
+    return program_path or entry.rpartition(":")[0]
+
+
 RUN_ID_LENGTH = 16
 """A run id is ``RUN_ID_LENGTH`` lowercase hex digits (see :func:`new_run_id`)."""
 

@@ -92,6 +92,7 @@ from openprogram.contract.runs import (
     Durability,
     RunStatus,
     lease_lost_message,
+    program_file,
 )
 from openprogram.errors import StoreError
 from openprogram.store.lease import Owner, is_interrupted
@@ -172,7 +173,7 @@ class RunRecord:
 
     def is_of_program(self, program_path: str) -> bool:
         """Whether this run executes the Program file ``program_path``."""
-        return _same_file(self.program_path or self.entry.rpartition(":")[0], program_path)
+        return _same_file(program_file(self.program_path, self.entry), program_path)
 
 
 def _same_file(path: str, program_path: str) -> bool:
@@ -1130,9 +1131,10 @@ class RunStore(ABC):
     def runs_of_program(self, program_path: str | None) -> list[RunRecord]:
         """Runs of the Program file ``program_path`` (every run for ``None``), oldest first:
         those :meth:`RunRecord.is_of_program` says, read by SQL. The few distinct spellings
-        of the runs' Program paths (``program_path``, else the path of ``entry``) are read
-        and compared as that method compares them (real paths); then only the runs of the
-        matching ones are read."""
+        of the runs' Program files (:func:`~openprogram.contract.runs.program_file`:
+        ``program_path``, else the path of ``entry``) are read and compared as that method
+        compares them (``_same_file``: real paths); then only the runs of the matching ones
+        are read."""
         if program_path is None:
             return self.list_runs()
         paths = [str(row[0]) for row in self._rows(self.sql.program_paths)]
@@ -1146,17 +1148,17 @@ class RunStore(ABC):
         rows += [
             row
             for entry in entries
-            if _same_file(entry.rpartition(":")[0], program_path)
+            if _same_file(program_file(None, entry), program_path)
             for row in self._rows(self.sql.runs_of_entry_without_program, (entry,))
         ]
         return sorted((run_from_row(r) for r in rows), key=lambda r: r.created_at)
 
     def program_paths(self) -> list[str]:
-        """The distinct Program files the runs execute (``program_path``, else the path of
-        ``entry``), as recorded, sorted."""
+        """The distinct Program files the runs execute
+        (:func:`~openprogram.contract.runs.program_file`), as recorded, sorted."""
         paths = {str(row[0]) for row in self._rows(self.sql.program_paths)}
         entries = (str(row[0]) for row in self._rows(self.sql.entries_without_program))
-        paths.update(entry.rpartition(":")[0] for entry in entries)
+        paths.update(program_file(None, entry) for entry in entries)
         return sorted(path for path in paths if path)
 
     def recorded_step_sequences(
