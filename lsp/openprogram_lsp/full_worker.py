@@ -189,13 +189,19 @@ class FullAnalysisWorker:
                 "only_model": only_model,
             }
             payload = (json.dumps(request) + "\n").encode("utf-8", "surrogatepass")
-            proc, ack = await self._send(payload)
-            assert proc.stdout is not None
             try:
-                line = await proc.stdout.readline() if ack else b""
-            except (OSError, asyncio.LimitOverrunError, ValueError) as exc:
+                proc, ack = await self._send(payload)
+                assert proc.stdout is not None
+                try:
+                    line = await proc.stdout.readline() if ack else b""
+                except (OSError, asyncio.LimitOverrunError, ValueError) as exc:
+                    self.close()
+                    raise WorkerCrashed(f"analysis worker failed: {exc}") from None
+            except asyncio.CancelledError:
+                # (a closed document's analysis) its ack or answer is still to come: read
+                # by the next request, it would pass for that one's; a fresh worker then
                 self.close()
-                raise WorkerCrashed(f"analysis worker failed: {exc}") from None
+                raise
             if not line:
                 code = await proc.wait()
                 self._proc = None  # the next request starts a new worker
