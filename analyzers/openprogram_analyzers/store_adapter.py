@@ -19,10 +19,11 @@ class StoreUnreadable(Exception):
 def check_store(store_dir: str) -> None:
     """Raise :class:`StoreUnreadable` unless ``store_dir`` holds a readable store."""
     from openprogram.store import store_url
-    from openprogram.store.postgres import conninfo_error, is_conninfo
+    from openprogram.store.postgres import refused
 
-    if is_conninfo(store_dir):  # never taken as a path: it would show its password
-        raise StoreUnreadable(str(conninfo_error(store_dir)))
+    error = refused(store_dir)  # never taken as a path: it would show its password
+    if error is not None:
+        raise StoreUnreadable(str(error))
     if store_url(store_dir) is None:
         db = Path(store_dir) / "openprogram.db"
         if not Path(store_dir).is_dir():

@@ -245,6 +245,86 @@ def test_lint_with_a_libpq_keyword_string_store(work: Path) -> None:
     assert sorted(p.name for p in work.iterdir()) == ["prog.py"]
 
 
+OTHER_SCHEME_COMMANDS = [
+    ("openprogram", "submit", "prog.py:main"),
+    ("openprogram", "worker", "--exit-when-idle"),
+    ("openprogram", "runs"),
+    ("openprogram", "show", "0123456789abcdef"),
+    ("openprogram", "resume", "0123456789abcdef"),
+    ("openprogram", "run", "prog.py:main"),
+    ("openprogram", "sessions"),
+    ("openprogram-lint", "prog.py"),
+]
+OTHER_SCHEMES = [  # (store, its scheme): each a URL no store takes
+    (f"pgsql://app:{SECRET}@db.internal/app", "pgsql"),
+    (f"mysql://app:{SECRET}@db.internal/app", "mysql"),
+    (f"postgresql+psycopg://app:{SECRET}@db.internal/app", "postgresql+psycopg"),
+    (f"pgsql:/app:{SECRET}@db.internal/app", "pgsql"),  # as a pathlib.Path leaves it
+]
+
+
+@pytest.mark.parametrize("command", OTHER_SCHEME_COMMANDS, ids=lambda c: " ".join(c[:2]))
+@pytest.mark.parametrize("via", ["--store", "OPENPROGRAM_STORE"])
+def test_a_url_of_another_scheme_is_refused_without_its_password(
+    work: Path, command: tuple[str, ...], via: str
+) -> None:
+    """``--store pgsql://user:PASSWORD@host/db`` (any scheme but ``postgresql://`` /
+    ``postgres://``) was taken for a directory: ``submit`` recorded the run into
+    ``./pgsql:/user:PASSWORD@host/db/openprogram.db`` (exit 0) and ``runs`` / ``worker``
+    showed that path, password included. Now every command exits 2 with one line naming
+    the scheme and what is supported, the password hidden, and creates nothing."""
+    tool, *args = command
+    if via == "OPENPROGRAM_STORE" and tool == "openprogram-lint":
+        pytest.skip("the linter reads a store only from --store")
+    index = OTHER_SCHEME_COMMANDS.index(command) % len(OTHER_SCHEMES)
+    store, scheme = OTHER_SCHEMES[index]
+    if via == "--store":
+        proc = cli(work, *args, "--store", store, tool=tool)
+    else:
+        env = dict(os.environ, OPENPROGRAM_STORE=store)
+        proc = subprocess.run(
+            [str(BIN / tool), *args], cwd=work, capture_output=True, text=True, timeout=120,
+            stdin=subprocess.DEVNULL, env=env,
+        )  # fmt: skip
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 2 and SECRET not in output, (proc.returncode, output)
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith(f"{tool}: "), line
+    assert f"unsupported URL scheme '{scheme}://'" in line, line
+    assert "postgresql:// (or postgres://) URL or a directory" in line, line
+    assert "app:***@db.internal/app" in line, line
+    assert sorted(p.name for p in work.iterdir()) == ["prog.py"]  # nothing created
+
+
+def test_a_sqlalchemy_url_is_refused_with_the_libpq_spelling(work: Path) -> None:
+    """SQLAlchemy's ``postgresql+psycopg://`` is refused (one spelling per database: the
+    URL is a store's identity) with the URL to write instead, its password hidden."""
+    store = f"postgresql+psycopg://app:{SECRET}@db.internal:5433/app?sslmode=require"
+    line = one_error_line(cli(work, "runs", "--store", store, "--json"))
+    assert line.endswith(
+        "(without SQLAlchemy's driver: postgresql://app:***@db.internal:5433/app?sslmode=require)"
+    ), line
+
+
+def test_which_store_values_are_urls_of_another_scheme() -> None:
+    """A scheme is two characters or more: ``C:/data`` (a Windows drive) is a path."""
+    from openprogram.store.postgres import other_scheme, redact_text, redacted_location
+    from openprogram.store.session_store import resolve_root
+
+    assert other_scheme("pgsql://u@h/db") == "pgsql"
+    assert other_scheme("pgsql:/u@h/db") == "pgsql"
+    assert other_scheme("postgresql+psycopg2://u@h/db") == "postgresql+psycopg2"
+    for supported in ("postgresql://u@h/db", "postgres://u@h/db", "postgresql:/u@h/db"):
+        assert other_scheme(supported) is None
+    for path in ("C:/data", "runs/store", "/abs/path", "./x:y", "data:store"):
+        assert other_scheme(path) is None
+        assert resolve_root(path) == Path(path)
+    assert redacted_location(f"mysql://u:{SECRET}@h/db") == "mysql://u:***@h/db"
+    assert redact_text(f"invalid choice: 'pgsql://u:{SECRET}@h/db'") == (
+        "invalid choice: 'pgsql://u:***@h/db'"
+    )
+
+
 MISTYPED = [  # an option mistyped before a store: argparse echoes the store back
     ("openprogram", ("runs", "--stroe"), "openprogram: error: unrecognized arguments: --stroe "),
     ("openprogram-lint", ("prog.py", "--stroe"), "openprogram-lint: error: unrecognized arguments: --stroe "),

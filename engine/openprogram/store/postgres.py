@@ -145,20 +145,57 @@ def conninfo_error(location: str) -> StoreError:
     )
 
 
-_URL_IN_TEXT = re.compile(r"postgres(?:ql)?:\S+")
+#: A URL's scheme (two characters or more: ``C:/data`` is a Windows path) and the ``:/``
+#: after it — ``://`` as written, ``:/`` once a ``pathlib.Path`` collapsed it.
+_ANY_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):/")
+
+
+def other_scheme(location: object) -> str | None:
+    """The scheme of a ``--store`` value that is a URL of no supported scheme
+    (``pgsql://``, ``mysql://``, ``postgresql+psycopg://``), else ``None``."""
+    if not isinstance(location, str) or is_url(location):
+        return None
+    match = _ANY_SCHEME.match(location)
+    return match.group(1) if match else None
+
+
+def refused(location: str | os.PathLike[str]) -> StoreError | None:
+    """Why no store takes ``location``, else ``None``: a libpq keyword string, or a URL of
+    a scheme other than ``postgresql://`` / ``postgres://``. Taken as a directory, either
+    would become folders named after it (its password in their names and in every message
+    that shows the store); the error hides the password."""
+    text = os.fspath(location)
+    if is_conninfo(text):
+        return conninfo_error(text)
+    scheme = other_scheme(text)
+    if scheme is None:
+        return None
+    why = (
+        f"store {redact(text)!r}: unsupported URL scheme {scheme + '://'!r}; a store is a "
+        "postgresql:// (or postgres://) URL or a directory"
+    )
+    if scheme.lower().startswith(("postgresql+", "postgres+")):  # SQLAlchemy's dialect+driver
+        written = text[len(scheme) :]
+        rest = written[3:] if written.startswith("://") else written[2:]  # "//" collapsed
+        why += f" (without SQLAlchemy's driver: {redact('postgresql://' + rest)})"
+    return StoreError(why)
+
+
+#: A URL in a message: a PostgreSQL one (also collapsed), or one of any scheme.
+_URL_IN_TEXT = re.compile(r"(?:postgres(?:ql)?:|[A-Za-z][A-Za-z0-9+.-]+:/)\S*")
 
 
 def redacted_location(store: str | os.PathLike[str]) -> str:
-    """A store as messages show it: a PostgreSQL URL (or a libpq keyword string, which no
-    store takes) without its password, else the path as given."""
+    """A store as messages show it: a URL (or a libpq keyword string) without its
+    password, else the path as given."""
     text = os.fspath(store)
-    if is_url(text):
+    if is_url(text) or other_scheme(text) is not None:
         return redact(text)
     return redact_text(text) if is_conninfo(text) else text
 
 
 def redact_text(text: str) -> str:
-    """``text`` with the password of every PostgreSQL URL in it, and of every libpq
+    """``text`` with the password of every URL in it (any scheme), and of every libpq
     ``password=...`` keyword, replaced by ``***`` (an argument echoed back by a usage
     error: ``--store URL`` where none is taken)."""
     text = _URL_IN_TEXT.sub(lambda match: redact(match.group(0)), text)

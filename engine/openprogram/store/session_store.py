@@ -29,16 +29,17 @@ def store_location(
     ``$OPENPROGRAM_STORE``, else ``<base>/.openprogram`` (an empty value is unset). A
     relative path (``~`` expanded) is resolved against ``base``, the folder it is relative
     to (the CLI: the working directory, then kept relative as written). A
-    ``postgresql://`` URL or a libpq keyword string is returned as written (a ``str``: a
-    ``Path`` would collapse a URL's ``//``, and a keyword string is never a directory)."""
-    from openprogram.store.postgres import is_conninfo, is_url
+    ``postgresql://`` URL, a libpq keyword string or a URL of another scheme is returned
+    as written (a ``str``: a ``Path`` would collapse a URL's ``//``, and the last two are
+    never a directory: opening them raises :func:`~openprogram.store.postgres.refused`)."""
+    from openprogram.store.postgres import is_url, refused
 
     given = value if value is not None and os.fspath(value) != "" else None
     chosen = given if given is not None else (os.environ.get(STORE_ENV) or None)
     if chosen is None:
         return Path(base if base is not None else Path.cwd()) / DEFAULT_ROOT
     text = os.fspath(chosen)
-    if is_url(text) or is_conninfo(text):
+    if is_url(text) or refused(text) is not None:
         return text
     path = Path(text).expanduser()
     return path if base is None or path.is_absolute() else Path(base) / path
@@ -48,14 +49,17 @@ def resolve_root(root_path: str | os.PathLike[str] | None = None) -> Path:
     """The store root: ``root_path``, else ``$OPENPROGRAM_STORE``, else ``./.openprogram``
     (:func:`store_location`).
 
-    ``StoreError`` for a libpq keyword string (``host=db password=...``): taken as a path,
-    it would become directories named after it, password included."""
+    ``StoreError`` for a libpq keyword string (``host=db password=...``) or a URL of a
+    scheme no store takes (``pgsql://``, ``mysql://``;
+    :func:`~openprogram.store.postgres.refused`): taken as a path, it would become
+    directories named after it, password included."""
     location = store_location(root_path)
     if isinstance(location, str):
-        from openprogram.store.postgres import conninfo_error, is_conninfo
+        from openprogram.store.postgres import refused
 
-        if is_conninfo(location):
-            raise conninfo_error(location)
+        error = refused(location)
+        if error is not None:
+            raise error
         return Path(location)
     return location
 
