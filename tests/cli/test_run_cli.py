@@ -78,7 +78,7 @@ def test_bad_args_exit_2(work: Path, args: list[str], message: str) -> None:
         (["run"], "the following arguments are required"),
         (["cancel"], "the following arguments are required: RUN_ID"),
         (["resume", "--all-interrupted", "--queue", "q"], "--queue hands one RUN_ID"),
-        (["resume", "0123456789abcdef", "--queue", ""], "--queue needs a queue name"),
+        (["resume", "0123456789abcdef", "--queue", ""], "argument --queue: a queue name cannot"),
     ],
 )
 def test_a_usage_error_is_one_error_line_and_with_json_one_object(
@@ -93,6 +93,51 @@ def test_a_usage_error_is_one_error_line_and_with_json_one_object(
     out = json.loads(proc.stdout)
     assert out["status"] == "error" and message in out["error"], out
     assert not (work / "st").exists()  # nothing was created
+
+
+QUEUE_COMMANDS = [
+    ("submit", "prog.py:main"),
+    ("worker", "--exit-when-idle"),
+    ("runs",),
+    ("resume", "0123456789abcdef"),
+    ("approve", "0123456789abcdef"),
+    ("deny", "0123456789abcdef"),
+]
+
+
+@pytest.mark.parametrize("queue", ["", "  "], ids=["empty", "blank"])
+@pytest.mark.parametrize("command", QUEUE_COMMANDS, ids=lambda c: c[0])
+def test_an_empty_or_blank_queue_name_is_refused(
+    work: Path, command: tuple[str, ...], queue: str
+) -> None:
+    """``submit --queue ''`` was accepted: the run sat on a queue ``runs`` showed as ``-``
+    (no queue) and ``--json`` as ``""``. Every command that takes ``--queue`` refuses an
+    empty or blank name before it touches the store."""
+    proc = cli(*command, "--queue", queue, "--store", "st", cwd=work)
+    assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stdout)
+    [line] = proc.stderr.splitlines()
+    assert line.startswith(f"openprogram: error: {command[0]}: argument --queue: "), line
+    assert "a queue name cannot be empty or blank" in line, line
+    assert not (work / "st").exists()  # nothing was created
+
+
+def test_the_python_api_refuses_an_empty_queue_name(work: Path) -> None:
+    from openprogram.durable.approvals import approve_run
+    from openprogram.durable.runner import requeue_run, submit_run
+    from openprogram.durable.worker import run_worker
+    from openprogram.errors import ConfigError
+
+    store = str(work / "st")
+    for queue in ("", " \t"):
+        with pytest.raises(ConfigError, match="a queue name cannot be empty or blank"):
+            submit_run(f"{work / 'prog.py'}:main", {"n": 1}, store=store, queue=queue)
+        with pytest.raises(ConfigError, match="a queue name cannot be empty or blank"):
+            run_worker(store, queue=queue, exit_when_idle=True)
+        with pytest.raises(ConfigError, match="a queue name cannot be empty or blank"):
+            requeue_run("0123456789abcdef", store=store, queue=queue)
+        with pytest.raises(ConfigError, match="a queue name cannot be empty or blank"):
+            approve_run("0123456789abcdef", store=store, queue=queue)
+    assert not (work / "st").exists()
 
 
 def test_missing_required_parameter(work: Path) -> None:

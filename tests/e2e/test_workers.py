@@ -371,7 +371,7 @@ def test_a_paused_run_goes_back_to_the_workers_with_resume_queue(work: Path, pg_
     again = _cli(work, "resume", rid, "--queue", "later", "--store", pg_dsn)
     assert again.returncode == 2 and "completed" in again.stderr, again
     empty = _cli(work, "resume", rid, "--queue", "", "--store", pg_dsn)
-    assert empty.returncode == 2 and "--queue needs a queue name" in empty.stderr, empty
+    assert empty.returncode == 2 and "a queue name cannot be empty" in empty.stderr, empty
 
 
 def _killed_inside_step_1(work: Path, dsn: str, tag: str) -> str:

@@ -16,6 +16,7 @@ __all__ = [
     "error",
     "no_store_note",
     "open_existing_store",
+    "queue_name",
     "resolve_run_arg",
 ]
 
@@ -39,6 +40,18 @@ def add_store_argument(parser: argparse.ArgumentParser) -> None:
         help="store root directory or postgresql:// URL "
         "(default: $OPENPROGRAM_STORE or ./.openprogram)",
     )
+
+
+def queue_name(text: str) -> str:
+    """The type of every command's ``--queue``: a usage error for an empty or blank name
+    (:func:`openprogram.durable.worker.check_queue`)."""
+    from openprogram.durable.worker import check_queue
+    from openprogram.errors import ConfigError
+
+    try:
+        return check_queue(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def open_existing_store(args: Any) -> SessionStore | None:

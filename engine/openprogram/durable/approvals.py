@@ -211,8 +211,11 @@ def _decide(
     queue: str | None,
 ) -> RunOutcome | None:
     from openprogram.durable.runner import requeue_run, resume_run
+    from openprogram.durable.worker import check_queue
     from openprogram.store.runs import open_run_store
 
+    if queue is not None:  # before the decision is recorded
+        check_queue(queue)
     with open_run_store(store, create=False) as db:
         run = db.get_run(run_id)
         if run is None:

@@ -60,7 +60,7 @@ from openprogram.durable.steps import (
     result_json,
     uncertain_message,
 )
-from openprogram.durable.worker import DEFAULT_QUEUE
+from openprogram.durable.worker import DEFAULT_QUEUE, check_queue
 from openprogram.entry_args import call_by_name
 from openprogram.errors import (
     SAVED_SOURCE,
@@ -813,6 +813,8 @@ def requeue_run(
     run is first claimed by compare-and-set, as a resume claims it, so no other process
     executes it meanwhile."""
     _check_model(model)
+    if queue is not None:
+        check_queue(queue)
     with open_run_store(store, create=False) as db:
         run = _resumable_run(db, run_id, force_takeover=force_takeover)
         pol = policy_for_resume(policy, run.program_path, run.policy)
@@ -910,8 +912,10 @@ def submit_run(
     """Enqueue the entry ``ref`` with ``args`` on ``queue`` for workers; returns the run id.
 
     Raises the errors of :func:`start_run` before anything is recorded, and a
-    ``ConfigError`` for a malformed ``model`` (a worker would only fail the run)."""
+    ``ConfigError`` for a malformed ``model`` (a worker would only fail the run) or an
+    empty or blank ``queue``."""
     _check_model(model)
+    check_queue(queue)
     entry = load_entry(ref)
     _check_json_args(entry, args)
     pol = policy_for_start(policy, entry.path)

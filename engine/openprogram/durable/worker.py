@@ -20,13 +20,23 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from openprogram.errors import StoreError
+from openprogram.errors import ConfigError, StoreError
 from openprogram.store.lease import Owner, lease_seconds
 from openprogram.store.runs import RunRecord, RunStore, open_run_store
 
 log = logging.getLogger(__name__)
 DEFAULT_QUEUE = "default"
 TAKEN_OVER = "taken over"  # how a run ended for a worker it was taken from (another owner)
+
+
+def check_queue(queue: str) -> str:
+    """``queue`` when it names a queue; ``ConfigError`` for an empty or blank name (no
+    worker means one: ``runs`` would show it as ``-``, no queue). The one check of a queue
+    name: every API and command that takes one (the CLI's ``--queue``:
+    :func:`openprogram.cli.common.queue_name`)."""
+    if not queue.strip():
+        raise ConfigError(f"a queue name cannot be empty or blank (got {queue!r})")
+    return queue
 
 
 @dataclass
@@ -64,6 +74,7 @@ def run_worker(
     """
     from openprogram.durable.runner import execute_claimed
 
+    check_queue(queue)
     stop = stop or threading.Event()
     lease = lease_s or lease_seconds()
     stats = WorkerStats()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from openprogram.cli.common import add_store_argument
+from openprogram.cli.common import add_store_argument, queue_name
 from openprogram.terminal_text import inert, inert_json
 
 NAME = "approve"
@@ -21,6 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--queue",
         default=None,
+        type=queue_name,
         metavar="Q",
         help="then hand the run to the workers of queue Q instead of resuming it here",
     )
@@ -37,9 +38,8 @@ def decide(ns: argparse.Namespace, approve: bool) -> int:
     from openprogram.errors import OpenProgramError
 
     command = NAME if approve else "deny"
-    if ns.queue is not None and (ns.no_resume or not ns.queue):
-        why = "--queue needs a queue name" if not ns.queue else "give --no-resume or --queue"
-        return cs.usage_error(command, why, ns.json)
+    if ns.queue is not None and ns.no_resume:
+        return cs.usage_error(command, "give --no-resume or --queue", ns.json)
     verdict = "approved" if approve else "denied"
     progress = LiveProgress(command, ns.store)
     try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from openprogram.cli.common import add_store_argument
+from openprogram.cli.common import add_store_argument, queue_name
 from openprogram.contract.runs import POLICIES
 from openprogram.terminal_text import inert_json
 
@@ -52,6 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--queue",
         default=None,
+        type=queue_name,
         metavar="Q",
         help="hand the run to the workers of queue Q instead of resuming it here (the "
         "options above go with it)",
@@ -125,8 +126,6 @@ def requeue(ns: argparse.Namespace) -> int:
     from openprogram.durable.runner import requeue_run
     from openprogram.errors import OpenProgramError
 
-    if not ns.queue:
-        return cs.usage_error("resume", "--queue needs a queue name", ns.json)
     try:
         queue = requeue_run(
             ns.run_id,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from openprogram.cli.common import add_store_argument, no_store_note
+from openprogram.cli.common import add_store_argument, no_store_note, queue_name
 from openprogram.cli.table import format_table, terminal_width
 from openprogram.contract.runs import (
     RUN_STATES,
@@ -39,7 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="only runs in this state (awaiting_approval: paused runs waiting for a decision; "
         "interrupted: running runs whose process is gone)",
     )
-    parser.add_argument("--queue", default=None, metavar="Q", help="only runs of queue Q")
+    parser.add_argument(
+        "--queue", default=None, metavar="Q", type=queue_name, help="only runs of queue Q"
+    )
     parser.add_argument("--json", action="store_true", help="print a JSON array of runs")
     add_store_argument(parser)
 

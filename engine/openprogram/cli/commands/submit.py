@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from openprogram.cli.common import add_store_argument
+from openprogram.cli.common import add_store_argument, queue_name
 from openprogram.cli.exits import Exit, report_error
 from openprogram.terminal_text import inert_json
 
@@ -24,7 +24,9 @@ HELP = "enqueue a run for workers"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("entry", metavar="FILE.py:ENTRY|MODULE:ENTRY", help="entry to run")
     parser.add_argument("--args", default=None, metavar="JSON_OBJECT", help="keyword arguments")
-    parser.add_argument("--queue", default="default", metavar="Q", help="queue (default: default)")
+    parser.add_argument(
+        "--queue", default="default", metavar="Q", type=queue_name, help="queue (default: default)"
+    )
     parser.add_argument("--model", default=None, metavar="M", help="model, e.g. openai:gpt-4.1")
     parser.add_argument(
         "--wait",

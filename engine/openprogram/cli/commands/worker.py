@@ -16,7 +16,7 @@ import sys
 import threading
 from typing import Any
 
-from openprogram.cli.common import add_store_argument
+from openprogram.cli.common import add_store_argument, queue_name
 from openprogram.terminal_text import inert
 
 NAME = "worker"
@@ -24,7 +24,9 @@ HELP = "execute runs submitted to a queue"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--queue", default="default", metavar="Q", help="queue (default: default)")
+    parser.add_argument(
+        "--queue", default="default", metavar="Q", type=queue_name, help="queue (default: default)"
+    )
     parser.add_argument(
         "--concurrency", type=int, default=1, metavar="N", help="runs executed at once (1)"
     )
