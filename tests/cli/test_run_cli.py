@@ -140,6 +140,52 @@ def test_the_python_api_refuses_an_empty_queue_name(work: Path) -> None:
     assert not (work / "st").exists()
 
 
+def test_a_run_a_worker_cannot_load_says_it_cannot_start_not_resume(work: Path) -> None:
+    """A submitted run whose Program the worker cannot load (the file moved after
+    ``submit``; a module not importable where the worker runs) failed with ``cannot
+    resume run ...``: it had never started. A run that has recorded steps still says
+    ``cannot resume``."""
+    moved = cli("submit", "prog.py:main", "--args", '{"n": 1}', "--store", "st", cwd=work)
+    assert moved.returncode == 0, moved.stderr
+    moved_id = moved.stdout.strip()
+    module = cli("submit", "prog:main", "--args", '{"n": 1}', "--store", "st", cwd=work)
+    assert module.returncode == 0, module.stderr
+    module_id = module.stdout.strip()
+    (work / "prog.py").rename(work / "moved.py")
+    elsewhere = work / "elsewhere"
+    elsewhere.mkdir()
+    worker = cli("worker", "--exit-when-idle", "--store", str(work / "st"), cwd=elsewhere)
+    assert worker.returncode == 0, worker.stderr
+    assert sorted(worker.stdout.splitlines()) == sorted(
+        [
+            f"run {moved_id} failed: cannot start run {moved_id}: its Program file "
+            f"{work / 'prog.py'} no longer exists",
+            f"run {module_id} failed: cannot start run {module_id}: cannot import Program "
+            "module 'prog': No module named 'prog'",
+        ]
+    ), worker.stdout
+
+    (work / "moved.py").rename(work / "prog.py")
+    (work / "fail_c").touch()
+    failed = cli("run", "prog.py:main", "--args", '{"n": 1}', "--store", "st", cwd=work)
+    assert failed.returncode == 1, failed.stderr
+    (work / "prog.py").rename(work / "moved.py")
+    resumed = cli("resume", moved_id, "--store", "st", cwd=work)  # it never started either
+    assert resumed.returncode == 2 and resumed.stderr.startswith(
+        f"openprogram: error: cannot start run {moved_id}: "
+    )
+    [run_id] = [
+        r["run_id"]
+        for r in json.loads(cli("runs", "--json", "--store", "st", cwd=work).stdout)
+        if r["run_id"] not in (moved_id, module_id)
+    ]
+    resumed = cli("resume", run_id, "--store", "st", cwd=work)
+    assert resumed.returncode == 2
+    assert resumed.stderr.startswith(
+        f"openprogram: error: cannot resume run {run_id}: its Program file"
+    ), resumed.stderr
+
+
 def test_missing_required_parameter(work: Path) -> None:
     proc = cli("run", "prog.py:plain", "--store", "st", cwd=work)
     assert proc.returncode == 2

@@ -595,12 +595,18 @@ def start_entry(
             return _unsaved(rid, exc)
 
 
-def _load_for_resume(run: RunRecord) -> ProgramEntry:
+def _load_for_resume(db: RunStore, run: RunRecord) -> ProgramEntry:
+    """The Program entry ``run`` executes; ``ProgramLoadError`` when it cannot be loaded
+    here: ``cannot resume run ...``, or ``cannot start run ...`` when the run has recorded
+    nothing yet (a submitted run a worker claimed: it never started)."""
+
+    def cannot(reason: str) -> ProgramLoadError:
+        verb = "resume" if db.load_steps(run.id) else "start"
+        return ProgramLoadError(f"cannot {verb} run {run.id}: {reason}")
+
     kind, location, _ = parse_entry_ref(run.entry)
     if kind == "file" and not Path(location).is_file():
-        raise ProgramLoadError(
-            f"cannot resume run {run.id}: its Program file {location} no longer exists"
-        )
+        raise cannot(f"its Program file {location} no longer exists")
     try:
         return load_entry(run.entry)
     except EntryError as exc:
@@ -609,7 +615,7 @@ def _load_for_resume(run: RunRecord) -> ProgramEntry:
         direct = load_direct_entry(run.entry)  # a run started by a direct Python call
         if direct is not None:
             return direct
-        raise ProgramLoadError(f"cannot resume run {run.id}: {exc}") from None
+        raise cannot(str(exc)) from None
 
 
 def run_model(run: RunRecord, explicit: str | None = None) -> str | None:
@@ -744,7 +750,7 @@ def resume_run(
         run = _resumable_run(db, run_id, force_takeover=force_takeover)
         latest = resumes_latest_source(run, policy)
         run_with = _checked_run_model(run, model)
-        entry = _load_for_resume(run)
+        entry = _load_for_resume(db, run)
         if not entry.resumable:
             _end_not_resumable(db, run)  # nothing can continue it: it ends failed
             raise RunStateError(
@@ -953,7 +959,7 @@ def execute_claimed(
     an uncertain step pauses the run). Its model requests use :func:`run_model`: the model
     it was submitted with (``submit --model``), else the worker's own configuration."""
     try:
-        entry = _load_for_resume(run)
+        entry = _load_for_resume(db, run)
         if run.policy == Policy.KEEP_ORIGINAL and run.source_snapshot:
             fn = snapshot.restore(
                 run.source_snapshot, entry.source_module, entry.instance, entry.receiver_class
