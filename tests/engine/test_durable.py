@@ -343,7 +343,7 @@ def test_resume_errors_leave_progress_untouched(prog_dir: Path, store: str) -> N
     with pytest.raises(RunNotFound):
         resume_run("no-such-run", store=store)
     path.rename(prog_dir / "moved.py")
-    with pytest.raises(ProgramLoadError, match="^cannot resume run .*no longer exists"):
+    with pytest.raises(ProgramLoadError, match=r"^cannot resume run .*no longer exists"):
         resume_run(out.run_id, store=store)
     assert steps_of(store, out.run_id) == before
     (run,) = list_runs(store=store)
