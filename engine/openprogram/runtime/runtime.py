@@ -331,6 +331,12 @@ class Runtime:
                 1, turn.template.timeout_s, past, None, menu=False, model_id=turn.model_id,
                 provider=turn.provider,
             )  # fmt: skip
+            if any(m.tool_calls or m.role == "tool" for m in past):
+                # the history holds the turn's tool calls: the same definitions go along
+                # (a wire may reject tool blocks without them), not to be called again
+                again.template = dataclasses.replace(
+                    again.template, tools=list(turn.template.tools), tool_choice="none"
+                )
             reply = self._loop(again).text
             asked = list(again.messages)
             return reply

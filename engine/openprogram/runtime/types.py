@@ -74,6 +74,10 @@ class ModelRequest:
     timeout_s: float | None = None
     # The decision menu offered on this request (for the scripted provider's callable).
     choices: Any = None
+    # "none": ``tools`` only describe the tools whose calls the history holds (a wire
+    # such as Anthropic's rejects tool blocks without their definitions); the model is
+    # told not to call any. ``None``: the tools are offered as usual.
+    tool_choice: Literal["none"] | None = None
 
 
 @dataclass

@@ -124,7 +124,16 @@ def response_schema(response_format: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def build_payload(request: ModelRequest, *, max_tokens: int) -> dict[str, Any]:
-    """The Messages API request body for ``request``."""
+    """The Messages API request body for ``request``.
+
+    Every body it builds is one the Messages API accepts: a text block that is empty or
+    only whitespace is dropped (the API rejects both), a message left with no block is
+    dropped too (its neighbours of the same role are joined into one turn, as the API
+    itself would join them), and when the history holds ``tool_use`` / ``tool_result``
+    blocks ``tools`` is always sent -- the request's definitions, plus a bare one for a
+    tool the history names but the request does not define -- with ``tool_choice``
+    ``none`` when the request offers no tool to call.
+    """
     system_parts = [request.system] if request.system else []
     messages: list[dict[str, Any]] = []
     for message in request.messages:
@@ -132,7 +141,9 @@ def build_payload(request: ModelRequest, *, max_tokens: int) -> dict[str, Any]:
             system_parts.append(blocks_text(message.content))
             continue
         role, blocks = _wire_blocks(message)
-        if messages and messages[-1]["role"] == role and role == "user":
+        if not blocks:
+            continue  # an empty reply (or one of only whitespace) is no message
+        if messages and messages[-1]["role"] == role:
             messages[-1]["content"].extend(blocks)  # tool results + follow-up user text
         else:
             messages.append({"role": role, "content": blocks})
@@ -150,12 +161,35 @@ def build_payload(request: ModelRequest, *, max_tokens: int) -> dict[str, Any]:
     }
     if system_parts:
         payload["system"] = "\n\n".join(system_parts)
-    if request.tools:
-        payload["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in request.tools
-        ]
+    tools = [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters}
+        for t in request.tools
+    ]
+    defined = {t.name for t in request.tools}
+    for name in _tool_names_used(messages):
+        if name not in defined:  # a history from elsewhere: its tool is named, not served
+            defined.add(name)
+            tools.append({"name": name, "description": "", "input_schema": {"type": "object"}})
+    if tools:
+        payload["tools"] = tools
+        if request.tool_choice == "none" or not request.tools:
+            payload["tool_choice"] = {"type": "none"}
     return payload
+
+
+def _tool_names_used(messages: list[dict[str, Any]]) -> list[str]:
+    """The tools the history's ``tool_use`` blocks name, in order."""
+    names: list[str] = []
+    for message in messages:
+        for block in message["content"]:
+            name = block.get("name")
+            if block.get("type") == "tool_use" and name not in names:
+                names.append(str(name))
+    return names
+
+
+def _is_blank_text(block: dict[str, Any]) -> bool:
+    return block.get("type") == "text" and not str(block.get("text") or "").strip()
 
 
 def _wire_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
@@ -170,10 +204,11 @@ def _wire_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
         return "user", [block]
     content = message.content
     blocks: list[dict[str, Any]] = (
-        ([{"type": "text", "text": content}] if content else [])
+        [{"type": "text", "text": content}]
         if isinstance(content, str)
         else [dict(b) for b in content]
     )
+    blocks = [b for b in blocks if not _is_blank_text(b)]
     if message.role == "assistant":
         blocks.extend(
             # (unusable arguments go back as {}: the Messages API takes only an object)
@@ -181,7 +216,7 @@ def _wire_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
             for c in message.tool_calls
         )
         return "assistant", blocks
-    return "user", blocks or [{"type": "text", "text": ""}]
+    return "user", blocks
 
 
 def parse_reply(reply: JsonReply, transport: JsonTransport, request: ModelRequest) -> ModelResponse:

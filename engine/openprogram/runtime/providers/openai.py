@@ -125,6 +125,8 @@ def build_payload(request: ModelRequest) -> dict[str, Any]:
             }
             for t in request.tools
         ]
+        if request.tool_choice == "none":  # described for the history's calls only
+            payload["tool_choice"] = "none"
     if request.response_format is not None:
         payload["response_format"] = request.response_format
     if request.effort:

@@ -1,0 +1,110 @@
+"""Every request body a provider builds is one its real API accepts, and both providers
+read a reply by the same rules (JSON under ``response_format``, a malformed reply, null
+tool arguments, string content for text-only messages).
+
+The loopback servers speak the real wire formats; the tests assert on the bodies they
+received.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from loopback import LoopbackServer, RecordedSleeps, runtime_for
+
+from openprogram.runtime import Runtime
+
+CHOICES = {"close": "CLOSED", "escalate": "ESC"}
+
+
+def make_runtime(server: LoopbackServer, sleeps: RecordedSleeps) -> Runtime:
+    return runtime_for(server, retry=sleeps.policy(max_retries=0))
+
+
+def anthropic_problems(body: dict[str, Any]) -> list[str]:
+    """What the Messages API would reject (HTTP 400) in ``body``."""
+    problems: list[str] = []
+    used: set[str] = set()
+    has_tool_blocks = False
+    for index, message in enumerate(body["messages"]):
+        content = message["content"]
+        if isinstance(content, list):
+            if not content:
+                problems.append(f"messages[{index}] has an empty content list")
+            for block in content:
+                if block["type"] == "text" and not block["text"].strip():
+                    problems.append(f"messages[{index}] has a blank text block {block['text']!r}")
+                if block["type"] == "tool_use":
+                    used.add(block["name"])
+                has_tool_blocks = has_tool_blocks or block["type"] in ("tool_use", "tool_result")
+        elif not content.strip():
+            problems.append(f"messages[{index}] has blank content")
+    if has_tool_blocks and not body.get("tools"):
+        problems.append("tool blocks in the history but no tools field")
+    missing = used - {t["name"] for t in body.get("tools") or []}
+    if missing:
+        problems.append(f"tool_use of undefined tools {sorted(missing)}")
+    return problems
+
+
+def lookup(key: str = "x") -> str:
+    """Look a key up."""
+    return "value-of-" + key
+
+
+def test_decision_retry_after_a_tool_call_offers_the_same_tool_definitions(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    server.reply_tool_calls([("toolu_1", "lookup", {"key": "a"})])
+    server.reply_text("I cannot decide.")
+    server.reply_text('{"call": "close"}')
+    with make_runtime(server, sleeps) as rt:
+        assert rt.exec("Handle it", tools=[lookup], choices=CHOICES) == "CLOSED"
+    bodies = [r.json for r in server.requests]
+    assert len(bodies) == 3
+    retry = bodies[2]
+    assert retry["tools"] == bodies[0]["tools"]
+    assert "tool_choice" not in bodies[0]
+    if server.wire == "anthropic":
+        for body in bodies:
+            assert anthropic_problems(body) == []
+        assert retry["tool_choice"] == {"type": "none"}  # described, not to be called again
+    else:
+        assert retry["tool_choice"] == "none"
+
+
+@pytest.mark.parametrize("reply", ["", "   ", "\n\t"])
+def test_decision_retry_after_an_empty_or_blank_reply_is_a_valid_request(
+    anthropic_server: LoopbackServer, sleeps: RecordedSleeps, reply: str
+) -> None:
+    anthropic_server.reply_text(reply)
+    anthropic_server.reply_text('{"call": "escalate"}')
+    with make_runtime(anthropic_server, sleeps) as rt:
+        assert rt.exec("Handle it", tools=[], choices=CHOICES) == "ESC"
+    retry = anthropic_server.requests[1].json
+    assert anthropic_problems(retry) == []
+    # the blank reply is no message: the retry's words follow the prompt in one user turn
+    [turn] = retry["messages"]
+    assert turn["role"] == "user" and len(turn["content"]) == 2
+    assert "Handle it" in turn["content"][0]["text"]
+
+
+def test_a_history_with_tool_blocks_but_no_tools_still_defines_them(
+    anthropic_server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    from openprogram.runtime.types import Message, ToolCall
+
+    history = [
+        Message(role="user", content="look a up"),
+        Message(role="assistant", content=" ", tool_calls=[ToolCall("t1", "lookup", {})]),
+        Message(role="tool", content="value-of-x", tool_call_id="t1"),
+        Message(role="assistant", content="done"),
+    ]
+    anthropic_server.reply_text("ok")
+    with make_runtime(anthropic_server, sleeps) as rt:
+        assert rt.exec("and now?", tools=[], history=history) == "ok"
+    body = anthropic_server.requests[0].json
+    assert anthropic_problems(body) == []
+    assert [t["name"] for t in body["tools"]] == ["lookup"]
+    assert body["tool_choice"] == {"type": "none"}
