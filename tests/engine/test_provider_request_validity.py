@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from loopback import LoopbackServer, RecordedSleeps, runtime_for
 
+from openprogram.errors import ProviderError
 from openprogram.runtime import Runtime
 
 CHOICES = {"close": "CLOSED", "escalate": "ESC"}
@@ -108,3 +109,53 @@ def test_a_history_with_tool_blocks_but_no_tools_still_defines_them(
     assert anthropic_problems(body) == []
     assert [t["name"] for t in body["tools"]] == ["lookup"]
     assert body["tool_choice"] == {"type": "none"}
+
+
+SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "P",
+        "schema": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+            "required": ["name", "age"],
+        },
+    },
+}
+
+
+def test_a_fenced_json_reply_reads_the_same_on_both_providers(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    server.reply_text('```json\n{"name": "x", "age": 3}\n```')
+    with make_runtime(server, sleeps) as rt:
+        assert rt.exec("person", response_format=SCHEMA) == '{"name": "x", "age": 3}'
+
+
+@pytest.mark.parametrize("reply", ['Sure: {"name": "x"}', "I am not sure."])
+def test_a_reply_that_is_not_json_under_response_format_fails_on_both_providers(
+    server: LoopbackServer, sleeps: RecordedSleeps, reply: str
+) -> None:
+    server.reply_text(reply)
+    with make_runtime(server, sleeps) as rt, pytest.raises(ProviderError) as info:
+        rt.exec("person", response_format=SCHEMA)
+    assert "reply is not valid JSON although response_format was requested" in str(info.value)
+
+
+def test_llm_with_a_pydantic_class_reads_a_fenced_reply_from_an_openai_server(
+    openai_server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    from pydantic import BaseModel
+
+    from openprogram import llm
+
+    class Person(BaseModel):
+        name: str
+        age: int
+
+    openai_server.reply_text('```json\n{"name": "x", "age": 3}\n```')
+    with make_runtime(openai_server, sleeps) as rt:
+        text = llm("person", response_format=Person, runtime=rt)
+    assert Person.model_validate_json(text) == Person(name="x", age=3)
+    body = openai_server.requests[0].json
+    assert body["response_format"]["json_schema"]["name"] == "Person"

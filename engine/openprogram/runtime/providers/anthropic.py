@@ -1,17 +1,16 @@
 """``anthropic:`` — the Anthropic Messages wire format over httpx, with native tool use.
 
 ``response_format`` has no native equivalent here, so it is emulated: the JSON schema is
-appended to the system prompt with an instruction to answer with JSON only, and the final
-reply (after stripping a Markdown code fence, if any) must parse as JSON, else a
-:class:`~openprogram.errors.ProviderError` is raised. The reply text returned is the
-bare JSON. ``effort`` is not sent (Messages has no portable equivalent).
+appended to the system prompt with an instruction to answer with JSON only; the reply is
+read by the rule every provider shares (:func:`~openprogram.runtime.providers.replies.text_for_format`:
+a code fence is stripped, the bare JSON is returned, anything else is a
+:class:`~openprogram.errors.ProviderError`). ``effort`` is not sent (Messages has no portable equivalent).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from typing import Any
 
 from openprogram.errors import ConfigError
@@ -27,7 +26,7 @@ from openprogram.runtime.providers.replies import (
     block_text,
     blocks_text,
     check_complete,
-    check_text_for_format,
+    text_for_format,
 )
 from openprogram.runtime.providers.tool_arguments import tool_call_from_value
 from openprogram.runtime.providers.usage import usage_from
@@ -43,7 +42,6 @@ DEFAULT_MAX_TOKENS = 4096
 JSON_INSTRUCTION = (
     "Respond with only one JSON value, no prose and no code fence, that matches this JSON schema:\n"
 )
-_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*)\n\s*```\s*$", re.DOTALL)
 
 
 class AnthropicProvider:
@@ -147,7 +145,7 @@ def build_payload(request: ModelRequest, *, max_tokens: int) -> dict[str, Any]:
             messages[-1]["content"].extend(blocks)  # tool results + follow-up user text
         else:
             messages.append({"role": role, "content": blocks})
-    if request.response_format is not None:
+    if request.response_format is not None and request.response_format.get("type") != "text":
         schema = response_schema(request.response_format)
         system_parts.append(
             JSON_INSTRUCTION + json.dumps(schema, indent=2)
@@ -246,9 +244,7 @@ def parse_reply(reply: JsonReply, transport: JsonTransport, request: ModelReques
     text = "".join(texts)
     reason = body.get("stop_reason")
     check_complete(reply, transport, reason=reason, text=text)
-    check_text_for_format(request, calls, text, reply, transport)
-    if request.response_format is not None and not calls:
-        text = _json_reply(text, reply, transport)
+    text = text_for_format(request, calls, text, reply, transport)
     return ModelResponse(
         text=text,
         tool_calls=calls,
@@ -257,15 +253,3 @@ def parse_reply(reply: JsonReply, transport: JsonTransport, request: ModelReques
         request_id=reply.request_id,
         finish_reason=reason if isinstance(reason, str) else None,
     )
-
-
-def _json_reply(text: str, reply: JsonReply, transport: JsonTransport) -> str:
-    match = _FENCE.match(text)
-    candidate = (match.group(1) if match else text).strip()
-    try:
-        json.loads(candidate)
-    except ValueError:
-        raise transport.reply_error(
-            reply, "reply is not valid JSON although response_format was requested", text
-        ) from None
-    return candidate

@@ -2,7 +2,9 @@
 
 Serves OpenAI and compatible servers (vLLM, Ollama, llama.cpp server, LM Studio, LiteLLM)
 through ``base_url`` / ``OPENAI_BASE_URL``. Native tool calls, JSON-schema
-``response_format``, ``effort`` sent as ``reasoning_effort``.
+``response_format``, ``effort`` sent as ``reasoning_effort``. A reply under a JSON
+``response_format`` is read by the rule every provider shares (servers that ignore the
+field still read the same): :func:`~openprogram.runtime.providers.replies.text_for_format`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from openprogram.runtime.http import (
 from openprogram.runtime.providers.replies import (
     blocks_text,
     check_complete,
-    check_text_for_format,
+    text_for_format,
 )
 from openprogram.runtime.providers.tool_arguments import tool_call_from_text, tool_call_from_value
 from openprogram.runtime.providers.usage import usage_from
@@ -180,7 +182,7 @@ def parse_reply(reply: JsonReply, transport: JsonTransport, request: ModelReques
         raise transport.shape_error(reply, "no choices[0].message") from None
     reason = choice.get("finish_reason")
     check_complete(reply, transport, reason=reason, text=text, refusal=refusal)
-    check_text_for_format(request, calls, text, reply, transport)
+    text = text_for_format(request, calls, text, reply, transport)
     return ModelResponse(
         text=text,
         tool_calls=calls,

@@ -5,12 +5,14 @@
   would otherwise pass as complete, and truncated structured output could even parse, so
   it raises :class:`~openprogram.errors.IncompleteReply` naming the provider's own reason.
 * **Text of content blocks** — a ``null`` text is empty, never the string ``"None"``.
-* **A text where one is required** — under ``response_format`` a final reply with no text
-  is an error that says so.
+* **A JSON reply where one is required** — under a JSON ``response_format`` a final reply
+  must be JSON (a code fence around it is stripped), else an error says so.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from openprogram.errors import IncompleteReply
@@ -31,6 +33,8 @@ INCOMPLETE: dict[str, dict[str, str]] = {
 
 #: the wire field that carries the reason, per provider
 REASON_FIELD: dict[str, str] = {"openai": "finish_reason", "anthropic": "stop_reason"}
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*)\n\s*```\s*$", re.DOTALL)
 
 _WHAT = {
     "truncated": (
@@ -92,15 +96,38 @@ def blocks_text(content: Any) -> str:
     return ""
 
 
-def check_text_for_format(
+def text_for_format(
     request: ModelRequest,
     calls: list[ToolCall],
     text: str,
     reply: JsonReply,
     transport: JsonTransport,
-) -> None:
-    """Under ``response_format`` a final reply (no tool calls) must hold a text."""
-    if request.response_format is not None and not calls and not text.strip():
+) -> str:
+    """The reply text as returned under ``request``'s ``response_format`` (one rule for
+    every provider).
+
+    A final reply (no tool calls) under a JSON ``response_format`` (``json_schema`` or
+    ``json_object``) must hold a text, and that text -- once a Markdown code fence around
+    it is stripped -- must parse as JSON; the bare JSON is returned. Servers that ignore
+    ``response_format`` (OpenAI-compatible local servers often do) or have no native
+    equivalent (Anthropic) thus read the same. Anything else raises a
+    :class:`~openprogram.errors.ProviderError`. Without a JSON format the text is returned
+    unchanged.
+    """
+    if request.response_format is None or calls:
+        return text
+    if request.response_format.get("type") == "text":
+        return text
+    if not text.strip():
         raise transport.reply_error(
             reply, "the reply has no text although response_format was requested", ""
         )
+    match = _FENCE.match(text)
+    candidate = (match.group(1) if match else text).strip()
+    try:
+        json.loads(candidate)
+    except (ValueError, RecursionError):
+        raise transport.reply_error(
+            reply, "reply is not valid JSON although response_format was requested", text
+        ) from None
+    return candidate
