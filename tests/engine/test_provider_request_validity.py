@@ -159,3 +159,34 @@ def test_llm_with_a_pydantic_class_reads_a_fenced_reply_from_an_openai_server(
     assert Person.model_validate_json(text) == Person(name="x", age=3)
     body = openai_server.requests[0].json
     assert body["response_format"]["json_schema"]["name"] == "Person"
+
+
+def test_anthropic_empty_content_without_a_stop_reason_is_an_unexpected_shape(
+    anthropic_server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    anthropic_server.reply_json({"id": "m1", "type": "message", "content": []})
+    with make_runtime(anthropic_server, sleeps) as rt, pytest.raises(ProviderError) as info:
+        rt.exec("hello")
+    assert "unexpected response shape" in str(info.value)
+
+
+def test_anthropic_empty_content_that_ended_is_an_empty_reply(
+    anthropic_server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    anthropic_server.reply_json({"type": "message", "content": [], "stop_reason": "end_turn"})
+    with make_runtime(anthropic_server, sleeps) as rt:
+        assert rt.exec("hello") == ""
+
+
+def test_a_text_that_is_not_a_string_is_an_unexpected_shape_on_both_providers(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    if server.wire == "openai":
+        message = {"role": "assistant", "content": [{"type": "text", "text": 42}]}
+        server.reply_json({"choices": [{"message": message, "finish_reason": "stop"}]})
+    else:
+        content = [{"type": "text", "text": 42}]
+        server.reply_json({"type": "message", "content": content, "stop_reason": "end_turn"})
+    with make_runtime(server, sleeps) as rt, pytest.raises(ProviderError) as info:
+        rt.exec("hello")
+    assert "unexpected response shape" in str(info.value)

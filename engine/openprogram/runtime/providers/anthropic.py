@@ -222,7 +222,8 @@ def parse_reply(reply: JsonReply, transport: JsonTransport, request: ModelReques
 
     A reply cut short (``stop_reason`` ``max_tokens``) or refused (``refusal``) raises
     :class:`~openprogram.errors.IncompleteReply` (:mod:`~openprogram.runtime.providers.replies`);
-    a ``null`` text block is no text.
+    a ``null`` text block is no text; a text that is no string, or an empty ``content``
+    without a ``stop_reason``, is an unexpected response shape (as on every provider).
     """
     body = reply.body
     content = body.get("content")
@@ -239,10 +240,12 @@ def parse_reply(reply: JsonReply, transport: JsonTransport, request: ModelReques
                     str(block["id"]), str(block["name"]), block.get("input")
                 )
                 calls.append(call)
-    except (KeyError, AttributeError):
+    except (KeyError, AttributeError, TypeError):
         raise transport.shape_error(reply, "malformed content block") from None
     text = "".join(texts)
     reason = body.get("stop_reason")
+    if not content and reason is None:  # no reply at all, not an empty one that ended
+        raise transport.shape_error(reply, "empty content and no stop_reason")
     check_complete(reply, transport, reason=reason, text=text)
     text = text_for_format(request, calls, text, reply, transport)
     return ModelResponse(

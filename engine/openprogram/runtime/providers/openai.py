@@ -179,7 +179,7 @@ def parse_reply(reply: JsonReply, transport: JsonTransport, request: ModelReques
         calls = [_tool_call(c) for c in message.get("tool_calls") or []]
         refusal = message.get("refusal")
     except (KeyError, IndexError, TypeError, AttributeError):
-        raise transport.shape_error(reply, "no choices[0].message") from None
+        raise transport.shape_error(reply, "no usable choices[0].message") from None
     reason = choice.get("finish_reason")
     check_complete(reply, transport, reason=reason, text=text, refusal=refusal)
     text = text_for_format(request, calls, text, reply, transport)

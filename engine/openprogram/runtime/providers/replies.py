@@ -4,7 +4,8 @@
   limit or refused (content filter, model refusal) is not an answer. Its partial text
   would otherwise pass as complete, and truncated structured output could even parse, so
   it raises :class:`~openprogram.errors.IncompleteReply` naming the provider's own reason.
-* **Text of content blocks** — a ``null`` text is empty, never the string ``"None"``.
+* **Text of content blocks** — a ``null`` text is empty, never the string ``"None"``; a
+  text that is no string is a malformed reply.
 * **A JSON reply where one is required** — under a JSON ``response_format`` a final reply
   must be JSON (a code fence around it is stripped), else an error says so.
 """
@@ -80,20 +81,29 @@ def check_complete(
 
 
 def block_text(block: Any) -> str:
-    """The text of one content block (``""`` when its ``text`` is missing or ``null``)."""
+    """The text of one content block (``""`` when its ``text`` is missing or ``null``).
+
+    A ``text`` of another kind (a number, an object ...) raises :class:`TypeError`: the
+    reply is malformed, which each provider reports as an unexpected response shape."""
     value = block.get("text") if isinstance(block, dict) else None
-    return value if isinstance(value, str) else ""
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise TypeError(f"a text block's text is {type(value).__name__}, not a string")
 
 
 def blocks_text(content: Any) -> str:
-    """The text of a message's content: a string, a list of blocks, or ``null`` (``""``)."""
+    """The text of a message's content: a string, a list of blocks, or ``null`` (``""``).
+
+    Content of another kind raises :class:`TypeError` (see :func:`block_text`)."""
+    if content is None:
+        return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         return "".join(
             block_text(b) for b in content if isinstance(b, dict) and b.get("type") == "text"
         )
-    return ""
+    raise TypeError(f"content is {type(content).__name__}, not text or a list of blocks")
 
 
 def text_for_format(
