@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 import pytest
-from loopback import AnthropicServer, OpenAIServer, RecordedSleeps
+from loopback import AnthropicServer, LoopbackServer, OpenAIServer, RecordedSleeps, runtime_for
 
 from openprogram import Runtime
 
@@ -33,8 +33,8 @@ def openai_tool_reply(server: OpenAIServer, arguments: str) -> None:
     ("sent", "problem"),
     [
         ('{"a": 1,', "not valid JSON (Expecting property name enclosed in double quotes"),
-        ("[1, 2]", "JSON an array, not an object of named arguments"),
-        ('"a=1 b=2"', "JSON a string, not an object of named arguments"),
+        ("[1, 2]", "are a JSON array, not an object of named arguments"),
+        ('"a=1 b=2"', "are a JSON string, not an object of named arguments"),
     ],
 )
 def test_openai_history_keeps_the_models_text_and_says_what_was_wrong(
@@ -70,7 +70,7 @@ def test_anthropic_non_object_input_is_reported_as_such(
         result = rt.exec_full("add 1 and 2", tools=[add])
     assert calls == []
     [record] = result.tool_calls
-    assert record.is_error and "JSON an array, not an object" in record.result
+    assert record.is_error and "are a JSON array, not an object" in record.result
     assert "[1, 2]" in record.result and "not valid JSON" not in record.result
 
 
@@ -101,4 +101,26 @@ def test_a_recorded_session_replays_unusable_arguments(
     with Runtime(f"replay:{cassette}") as rt:
         replayed = rt.exec_full("add", tools=[add])
     assert replayed.tool_calls[0].result == live.tool_calls[0].result
-    assert "JSON an array" in replayed.tool_calls[0].result
+    assert "a JSON array" in replayed.tool_calls[0].result
+
+
+def now(zone: str = "UTC") -> str:
+    """The time now."""
+    return f"noon {zone}"
+
+
+def test_null_arguments_are_no_arguments_on_both_providers(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    payload = server.tool_payload([("call_n", "now", {})])
+    if server.wire == "openai":
+        payload["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = "null"
+    else:
+        payload["content"][0]["input"] = None
+    server.reply_json(payload)
+    server.reply_text("it is noon")
+    with runtime_for(server, retry=sleeps.policy()) as rt:
+        result = rt.exec_full("what time is it?", tools=[now])
+    [record] = result.tool_calls
+    assert not record.is_error and record.result == "noon UTC"
+    assert result.text == "it is noon"

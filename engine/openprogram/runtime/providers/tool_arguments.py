@@ -1,6 +1,7 @@
 """Tool-call arguments from a reply: a JSON object, or the model's own text and what was wrong.
 
-Unusable arguments do not fail the reply: the call carries ``raw_arguments`` (sent back
+``null`` arguments (either form) are no arguments, like an empty text. Unusable
+arguments do not fail the reply: the call carries ``raw_arguments`` (sent back
 to the model unchanged) and ``arguments_error``, and the tool loop answers the call with
 an error result that quotes both, so the model can correct itself.
 """
@@ -26,25 +27,32 @@ def tool_call_from_text(call_id: str, name: str, text: str) -> ToolCall:
         return ToolCall(call_id, name, {}, raw_arguments=text, arguments_error=problem)
     except (ValueError, RecursionError):
         return ToolCall(call_id, name, {}, raw_arguments=text, arguments_error="not valid JSON")
-    if not isinstance(parsed, dict):
-        problem = f"JSON {json_kind(parsed)}, {_NOT_AN_OBJECT}"
-        return ToolCall(call_id, name, {}, raw_arguments=text, arguments_error=problem)
-    return ToolCall(id=call_id, name=name, arguments=parsed)
+    return _from_value(call_id, name, parsed, text)
 
 
 def tool_call_from_value(call_id: str, name: str, value: Any) -> ToolCall:
     """A call whose arguments arrived as a JSON value (the Messages API form)."""
-    if value is None or isinstance(value, dict):
-        return ToolCall(id=call_id, name=name, arguments=value or {})
-    problem = f"JSON {json_kind(value)}, {_NOT_AN_OBJECT}"
-    return ToolCall(call_id, name, {}, raw_arguments=json.dumps(value), arguments_error=problem)
+    return _from_value(call_id, name, value, None)
+
+
+def _from_value(call_id: str, name: str, value: Any, text: str | None) -> ToolCall:
+    """The one rule for both forms: an object is the arguments, ``null`` (like no text at
+    all) is no arguments, anything else is unusable (the model's own text kept)."""
+    if value is None:
+        return ToolCall(id=call_id, name=name, arguments={})
+    if isinstance(value, dict):
+        return ToolCall(id=call_id, name=name, arguments=value)
+    raw = text if text is not None else json.dumps(value)
+    problem = f"{json_kind(value)}, {_NOT_AN_OBJECT}"
+    return ToolCall(call_id, name, {}, raw_arguments=raw, arguments_error=problem)
 
 
 def json_kind(value: Any) -> str:
-    """``an array`` / ``a string`` / ``a number`` ... for messages about a JSON value."""
+    """``a JSON array`` / ``a JSON string`` / ``a JSON number`` ... for messages about a
+    JSON value (``the arguments ... are a JSON string, not an object ...``)."""
     if isinstance(value, bool):
-        return "a boolean"
+        return "a JSON boolean"
     if isinstance(value, (int, float)):
-        return "a number"
-    kinds = {list: "an array", str: "a string", type(None): "null"}
-    return kinds.get(type(value), "a value")
+        return "a JSON number"
+    kinds = {list: "a JSON array", str: "a JSON string", type(None): "JSON null"}
+    return kinds.get(type(value), "a JSON value")
