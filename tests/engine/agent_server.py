@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loopback import prompt_parts
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
@@ -63,10 +64,7 @@ class ChatServer:
         """Text parts of the first user message of request ``index``."""
         for message in self.messages(index):
             if message["role"] == "user":
-                content = message["content"]
-                if isinstance(content, str):
-                    return [content]
-                return [part["text"] for part in content if part.get("type") == "text"]
+                return prompt_parts(message["content"])
         return []
 
     def system(self, index: int = -1) -> str | None:

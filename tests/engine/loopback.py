@@ -10,6 +10,7 @@ reply is a clear, non-retried failure. ``closed_port_url`` is a URL nobody liste
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -23,6 +24,18 @@ import pytest
 from openprogram.runtime import RetryPolicy, Runtime
 
 SENTINEL_KEY = "sk-SENTINEL-7f3a9c1e5b2d4f60a8e9"
+
+
+_PART_END = re.compile(r"(?<=</context>)\n\n|(?<=</history>)\n\n")
+
+
+def prompt_parts(content: Any) -> list[str]:
+    """The text parts of a user message's content as the prompt was composed: a list's
+    text parts, or a string (OpenAI gets text-only parts as one string joined by a blank
+    line) cut after each ``</context>`` / ``</history>`` block."""
+    if isinstance(content, list):
+        return [part["text"] for part in content if part.get("type") == "text"]
+    return _PART_END.split(content)
 
 
 @dataclass

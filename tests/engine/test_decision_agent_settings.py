@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from loopback import OpenAIServer
+from loopback import OpenAIServer, prompt_parts
 
 from openprogram import Agent, Context, conditional, decision, route
 from openprogram.runtime import Runtime
@@ -48,10 +48,7 @@ def system_of(body: dict[str, Any]) -> str | None:
 
 
 def user_texts(body: dict[str, Any]) -> list[str]:
-    content = next(m["content"] for m in body["messages"] if m["role"] == "user")
-    if isinstance(content, str):
-        return [content]
-    return [part["text"] for part in content if part.get("type") == "text"]
+    return prompt_parts(next(m["content"] for m in body["messages"] if m["role"] == "user"))
 
 
 def test_decisions_in_an_agent_method_send_its_instructions_and_context(

@@ -22,7 +22,7 @@ from typing import Any
 import agent_server
 import pytest
 from agent_server import ChatServer, history_block
-from loopback import OpenAIServer, Received, Reply
+from loopback import OpenAIServer, Received, Reply, prompt_parts
 
 from openprogram import Agent, parallel
 from openprogram.branches import current_branch
@@ -75,7 +75,7 @@ def server() -> Iterator[OpenAIServer]:
     def answer(received: Received) -> Reply:
         """Answers by content, so either arrival order gets the same replies."""
         content = received.json["messages"][-1]["content"]
-        text = content if isinstance(content, str) else content[-1]["text"]  # after <history>
+        text = prompt_parts(content)[-1]  # after <history>
         word = next((w for t, w in WORDS.items() if f"One word about {t}" in text), "calm")
         body = json.dumps(srv.text_payload(word)).encode()
         return Reply(200, body, {"content-type": "application/json"})
@@ -133,7 +133,7 @@ def test_prompt_after_parallel_is_the_same_whichever_branch_finishes_first(
     assert names == ["report", "parallel", "ask", "m", "parallel", "ask", "m", "m"], shown.stdout
     assert shown.stdout.index("parallel[0]") < shown.stdout.index("parallel[1]")
     # branch 0's subtree, then branch 1's, each contiguous, in call order
-    history = json.loads(first)["messages"][-1]["content"][0]["text"]
+    history = prompt_parts(json.loads(first)["messages"][-1]["content"])[0]
     assert history == (
         "<history>\n"
         "parallel[0](branch=0) -> \"waves\"\n"
@@ -208,7 +208,7 @@ def test_durable_parallel_then_a_model_call_replays_with_the_opposite_timing(
         assert json.loads(done.stdout)["result"] == "calm"
         bodies.append(_last_request(server, len(server.requests) - 3))
     assert bodies[0] == bodies[1]
-    assert json.loads(bodies[0])["messages"][-1]["content"][0]["text"] == (
+    assert prompt_parts(json.loads(bodies[0])["messages"][-1]["content"])[0] == (
         "<history>\n"
         "report() -> (running)\n"
         "  sea(args=[\"sea\"], kwargs={}) -> \"waves\"\n"
@@ -266,7 +266,7 @@ def test_a_branch_sees_its_callers_and_its_own_branch_not_the_branch_beside_it(
 ) -> None:
     def answer(body: dict[str, Any]) -> str:
         content = body["messages"][-1]["content"]
-        text = content if isinstance(content, str) else content[-1]["text"]  # after <history>
+        text = prompt_parts(content)[-1]  # after <history>
         return next((w for t, w in WORDS.items() if text == f"One word about {t}"), "calm")
 
     chat.default = answer

@@ -190,3 +190,28 @@ def test_a_text_that_is_not_a_string_is_an_unexpected_shape_on_both_providers(
     with make_runtime(server, sleeps) as rt, pytest.raises(ProviderError) as info:
         rt.exec("hello")
     assert "unexpected response shape" in str(info.value)
+
+
+def test_openai_context_blocks_are_sent_as_one_string(
+    openai_server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    from openprogram.context import Context
+
+    openai_server.reply_text("ok")
+    context = Context(blocks={"ticket": "T-1 printer on fire"})
+    with make_runtime(openai_server, sleeps) as rt:
+        assert rt.exec("Summarise the ticket", context=context) == "ok"
+    content = openai_server.requests[0].json["messages"][-1]["content"]
+    assert isinstance(content, str)
+    assert "T-1 printer on fire" in content and content.endswith("Summarise the ticket")
+
+
+def test_openai_content_with_an_image_stays_a_list_of_parts(
+    openai_server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    blocks = [{"type": "text", "text": "What is this?"}, image]
+    openai_server.reply_text("a dot")
+    with make_runtime(openai_server, sleeps) as rt:
+        assert rt.exec(blocks) == "a dot"
+    assert openai_server.requests[0].json["messages"][-1]["content"] == blocks

@@ -143,9 +143,9 @@ def _wire_message(message: Message) -> dict[str, Any]:
             "tool_call_id": message.tool_call_id or "",
             "content": blocks_text(message.content),
         }
-    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    out: dict[str, Any] = {"role": message.role, "content": _wire_content(message.content)}
     if message.role == "assistant" and message.tool_calls:
-        out["content"] = message.content or None
+        out["content"] = out["content"] or None
         out["tool_calls"] = [
             {
                 "id": c.id,
@@ -157,6 +157,17 @@ def _wire_message(message: Message) -> dict[str, Any]:
     if message.name and message.role == "user":
         out["name"] = message.name
     return out
+
+
+def _wire_content(content: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """A message's content on the wire: one string when every part is text (some
+    OpenAI-compatible servers take only strings), the parts joined by a blank line as a
+    prompt's parts read; a list only when a part is not text (an image)."""
+    if isinstance(content, str):
+        return content
+    if all(b.get("type") == "text" and isinstance(b.get("text"), str) for b in content):
+        return "\n\n".join(b["text"] for b in content)
+    return content
 
 
 def _arguments_text(call: ToolCall) -> str:
