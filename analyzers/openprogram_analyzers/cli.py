@@ -138,22 +138,19 @@ def _analyze_job(job: Job, config: LintConfig) -> JobResult:
 
 def _decode(data: bytes) -> tuple[str, str] | Finding:
     """``(source text, encoding)`` (UTF-8 or the PEP 263 coding cookie), or OP001."""
-    from openprogram_analyzers.fixes import read_source
+    from openprogram.contract.source import decode_error, read_source
 
     try:
         return read_source(data)
-    except UnicodeDecodeError as exc:
-        return _read_error(
-            "", f"file is not valid {exc.encoding} text: {exc.reason} at byte {exc.start}"
-        )
-    except (SyntaxError, LookupError) as exc:
-        return _read_error("", f"file has an invalid coding cookie: {exc}")
+    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+        line, message = decode_error(data, exc)
+        return _read_error("", message, line)
 
 
-def _read_error(display: str, message: str) -> Finding:
+def _read_error(display: str, message: str, line: int = 1) -> Finding:
     from openprogram_analyzers.findings import Finding
 
-    return Finding("OP001", message, "error", display, 1, 1, 1, 1)
+    return Finding("OP001", message, "error", display, line, 1, line, 1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

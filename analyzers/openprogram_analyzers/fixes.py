@@ -8,6 +8,7 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
+from openprogram.contract.source import read_source as read_source  # re-exported
 from openprogram_analyzers.findings import Finding, Fix, TextEdit
 from openprogram_analyzers.suppressions import SUPPRESS_PREFIX
 
@@ -202,21 +203,6 @@ def _duplicate_keys(source: str) -> int:
             keys = [repr(k.value) for k in node.keys if isinstance(k, ast.Constant)]
             repeats += len(keys) - len(set(keys))
     return repeats
-
-
-def read_source(data: bytes) -> tuple[str, str]:
-    """``(text, encoding)`` of a Python file's bytes: UTF-8 unless a PEP 263 coding cookie
-    (or a BOM) says otherwise. Line endings are kept as they are (no newline translation).
-
-    Raises ``UnicodeDecodeError`` / ``SyntaxError`` (a bad cookie) / ``LookupError``.
-    """
-    import io
-    import tokenize
-
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    if encoding == "utf-8-sig":
-        encoding = "utf-8"  # the BOM stays in the text and is written back
-    return data.decode(encoding), encoding
 
 
 def unified_diff(path: str, before: str, after: str) -> str:

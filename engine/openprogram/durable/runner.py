@@ -192,6 +192,25 @@ def _check_json_args(entry: ProgramEntry, args: Mapping[str, Any] | None) -> Non
         raise ArgsError(f"{signature_of(entry.name, entry.target)}: {'; '.join(problems)}")
 
 
+def program_source(path: str) -> str:
+    """The text of a Program's file as Python reads it (its PEP 263 coding cookie, universal
+    newlines): what the pre-run check reads. ``ProgramLoadError`` (``FILE:LINE: ...``) when
+    it cannot be read or Python cannot decode it."""
+    from openprogram.contract.source import decode_error, read_source
+    from openprogram.durable.checks import display_path
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ProgramLoadError(f"{path}: cannot read the Program: {exc}") from None
+    try:
+        text, _ = read_source(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+        line, message = decode_error(data, exc)
+        raise ProgramLoadError(f"{display_path(path)}:{line}: {message}") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _determinism(entry: ProgramEntry) -> list[str]:
     """Run the pre-run check; the qualnames it reached (what ``keep_original`` saves). It
     reads the file that defines the entry's function (a method inherited from a class of
@@ -199,10 +218,7 @@ def _determinism(entry: ProgramEntry) -> list[str]:
     path = entry.source_path
     if path is None:
         return []
-    try:
-        source = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ProgramLoadError(f"{path}: cannot read the Program: {exc}") from None
+    source = program_source(path)
     try:
         return checks.check_resumable(source, path, entry.qualname)
     except ModuleNotFoundError:  # analyzer not installed: run without the static pre-check
