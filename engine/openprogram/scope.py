@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from openprogram.branches import current_branch, current_forks
+from openprogram.contract.json_depth import MAX_JSON_DEPTH, nested_deeper_than
 from openprogram.errors import StoreError, stopped_by
 from openprogram.history import AFTER_REPLAY, STEP_KEY
 
@@ -207,8 +208,6 @@ def use_writer(writer: SessionNodeWriter | None) -> Iterator[None]:
 
 _SCALARS = frozenset((str, int, bool, type(None)))  # float: finite ones only (no NaN)
 _INF = float("inf")
-#: How deep :func:`to_json_value` copies a value that ``json.dumps`` refuses.
-MAX_JSON_DEPTH = 100
 
 
 def _plain_json(value: Any, depth: int = 0) -> bool:
@@ -247,7 +246,8 @@ def to_json_value(value: Any) -> Any:
         return value
     try:
         json.dumps(value, allow_nan=False)
-        return value
+        if not nested_deeper_than(value, MAX_JSON_DEPTH):
+            return value
     except (TypeError, ValueError, RecursionError):
         pass
     return _json_copy(value, 0, set())

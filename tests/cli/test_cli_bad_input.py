@@ -6,6 +6,7 @@ subprocesses."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from cli_programs import cli, cli_json
@@ -53,3 +54,83 @@ def test_resumable_entry_in_a_file_python_cannot_decode_is_one_line_exit_2(
     code, out = cli_json("run", "bad.py:main", "--args", '{"x": 1}', "--store", "st", cwd=tmp_path)
     assert code == 2
     assert out["status"] == "error" and out["error"].startswith("bad.py:2: ")
+
+
+DEEP_PROGRAM = """
+from openprogram import step
+from openprogram.durable import resumable
+
+
+def nest(n):
+    v = []
+    for _ in range(n - 1):
+        v = [v]
+    return v
+
+
+def echo(v):
+    return len(v)
+
+
+@resumable
+def build(n: int) -> int:
+    step("nest", nest, n)
+    return n
+
+
+@resumable
+def take(v: list) -> int:
+    return step("echo", echo, v)
+
+
+PROGRAM_ENTRIES = ["build", "take"]
+"""
+
+
+def _nested(levels: int) -> str:
+    """``{"v": [[...]]}`` with ``levels`` levels in all (the object counts as one)."""
+    return '{"v": ' + "[" * (levels - 1) + "]" * (levels - 1) + "}"
+
+
+def test_show_format_json_prints_a_value_nested_500_deep_as_valid_json(tmp_path: Path) -> None:
+    (tmp_path / "deep.py").write_text(DEEP_PROGRAM, encoding="utf-8")
+    code, out = cli_json(
+        "run", "deep.py:build", "--args", '{"n": 500}', "--store", "st", cwd=tmp_path
+    )
+    assert code == 0, out
+    proc = cli("show", out["run_id"], "--format", "json", "--store", "st", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    shown = json.loads(proc.stdout)
+    assert [n["name"] for n in shown["nodes"]] == ["build", "nest"]
+    value, levels = shown["nodes"][1]["output"], 1
+    while value:
+        [value] = value
+        levels += 1
+    assert levels == 500  # the step's result, exactly
+
+
+def test_args_nested_deeper_than_the_json_limit_are_refused_and_run_json_prints_one_object(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "deep.py").write_text(DEEP_PROGRAM, encoding="utf-8")
+    code, out = cli_json(
+        "run", "deep.py:take", "--args", _nested(100), "--store", "st", cwd=tmp_path
+    )
+    assert (code, out["status"], out["result"]) == (0, "completed", 1)
+    for levels in (101, 500, 988):  # 988: json.loads read it, json.dumps of it crashed
+        proc = cli(
+            "run",
+            "deep.py:take",
+            "--args",
+            _nested(levels),
+            "--store",
+            "st",
+            "--json",
+            cwd=tmp_path,
+        )
+        assert proc.returncode == 2, proc.stderr[-500:]
+        [line] = proc.stdout.splitlines()
+        assert json.loads(line)["error"] == (
+            "--args cannot be read: it is nested too deeply (more than 100 levels)"
+        )
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

@@ -13,6 +13,7 @@ Each fact lives in exactly one submodule here and is imported wherever it is nee
 * :mod:`openprogram.contract.suppressions` — noqa comment patterns.
 * :mod:`openprogram.contract.packages` — the package a Program file belongs to (its
   relative imports).
+* :mod:`openprogram.contract.json_depth` — how deeply nested a JSON value may be.
 * :mod:`openprogram.contract.source` — a Python file's text as Python decodes it (PEP 263).
 * :mod:`openprogram.contract.pyproject` — the ``[tool.openprogram]`` table of the nearest
   ``pyproject.toml``.

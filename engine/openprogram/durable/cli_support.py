@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from openprogram.cli.exits import Exit, code_for, error_line, for_status, report_error
+from openprogram.contract.json_depth import MAX_JSON_DEPTH, nested_deeper_than
 from openprogram.contract.runs import paused_at
 from openprogram.schema_grammar import json_type_name
 from openprogram.terminal_text import inert, inert_json
@@ -71,6 +72,10 @@ def parse_args_json(text: str | None) -> dict[str, Any]:
     except (ValueError, RecursionError) as exc:  # e.g. an integer of 5,000 digits
         reason = "it is nested too deeply" if isinstance(exc, RecursionError) else exc
         raise BadArguments(f"--args cannot be read: {reason}") from None
+    if nested_deeper_than(value, MAX_JSON_DEPTH):
+        raise BadArguments(
+            f"--args cannot be read: it is nested too deeply (more than {MAX_JSON_DEPTH} levels)"
+        )
     if not isinstance(value, dict):
         raise BadArguments(f"--args must be a JSON object, got {json_type_name(value)}")
     return value

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 NODE_KINDS = ("user", "llm", "code")
@@ -37,8 +37,9 @@ class Node:
     step_key: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict of every field."""
-        return asdict(self)
+        """A JSON-ready dict of every field (its values as they are: JSON values already;
+        no deep copy, which a deeply nested one would exceed the recursion limit in)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(slots=True)
@@ -60,5 +61,6 @@ class Session:
     node_count: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict of every field."""
-        return asdict(self)
+        """A JSON-ready dict of every field (its values as they are: JSON values already;
+        no deep copy, which a deeply nested one would exceed the recursion limit in)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -122,7 +122,7 @@ def _json_text(payload: dict[str, object]) -> str:
     older version kept) is printed as :func:`~openprogram.scope.to_json_value` writes it."""
     try:
         return inert_json(payload, allow_nan=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than it could be
         from openprogram.scope import to_json_value
 
         return inert_json(to_json_value(payload))
