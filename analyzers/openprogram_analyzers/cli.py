@@ -42,12 +42,21 @@ class Job:
 
 
 def _codes(values: Sequence[str] | None) -> list[str] | None:
+    """The comma-separated items of an option given once or more; a value that names none
+    (``--select ''``, ``--select ,``) is one empty item, which validation refuses."""
     if values is None:
         return None
     out: list[str] = []
     for v in values:
-        out.extend(c.strip() for c in v.split(",") if c.strip())
+        out.extend([c.strip() for c in v.split(",") if c.strip()] or [""])
     return out
+
+
+def _patterns(values: Sequence[str] | None) -> list[str] | None:
+    """The comma-separated items of ``--extend-exclude`` or ``--explain``, empty ones
+    left out."""
+    found = _codes(values)
+    return None if found is None else [p for p in found if p]
 
 
 FORMATS = ("text", "json", "json-lines", "sarif", "github", "gitlab", "junit")
@@ -189,7 +198,7 @@ def _main(args: argparse.Namespace) -> int:
         "ignore": _codes(args.ignore),
         "extend_select": _codes(args.extend_select),
         "extend_ignore": _codes(args.extend_ignore),
-        "extend_exclude": _codes(args.extend_exclude),
+        "extend_exclude": _patterns(args.extend_exclude),
         "force_exclude": args.force_exclude or None,
     }
     configs = ConfigsByFile(cwd, overrides, args.config)
@@ -229,7 +238,7 @@ def _explain(args: argparse.Namespace) -> int:
         return 0
     by_name = {rule.name: code for code, rule in RULES.items()}
     wanted: list[str] = []
-    for item in _codes([args.explain]) or [args.explain]:  # '' and ',' name no rule
+    for item in _patterns([args.explain]) or [args.explain]:  # '' and ',' name no rule
         key = item.strip()
         if key.lower() == "all":
             wanted.extend(sorted(RULES))

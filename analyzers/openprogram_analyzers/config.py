@@ -209,6 +209,10 @@ class LintConfig:
         for codes in self.per_file_ignores.values():
             selectors.extend(codes)
         for sel in selectors:
+            if not sel:  # would select (or ignore) nothing: a mistake, not a clean run
+                raise LintConfigError(
+                    f"{source}: empty rule selector: name a rule code or prefix (OP1), or ALL"
+                )
             if sel != "ALL" and not any(c.startswith(sel) for c in ALL_CODES):
                 raise LintConfigError(f"{source}: unknown rule code or prefix {sel!r}")
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cli_programs import cli, cli_json
+import pytest
+from cli_programs import cli, cli_json, lint
 
 LATIN1_PROGRAM = b"""# -*- coding: latin-1 -*-
 # caf\xe9
@@ -134,3 +135,19 @@ def test_args_nested_deeper_than_the_json_limit_are_refused_and_run_json_prints_
             "--args cannot be read: it is nested too deeply (more than 100 levels)"
         )
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "option", ["--select=", "--select=,", "--select= , ", "--ignore=", "--extend-select=,"]
+)
+def test_lint_refuses_a_rule_selection_that_names_no_rule(tmp_path: Path, option: str) -> None:
+    """``--select ''`` selected nothing and exited 0: a clean report of no check at all."""
+    (tmp_path / "prog.py").write_text("def main() -> int:\n    return 1\n", encoding="utf-8")
+    proc = lint(option, "prog.py", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stdout == ""
+    assert proc.stderr == (
+        "openprogram-lint: command line: empty rule selector: name a rule code or prefix "
+        "(OP1), or ALL\n"
+    )
+    assert lint("--select=OP1,", "prog.py", cwd=tmp_path).returncode == 0  # a trailing comma
