@@ -24,6 +24,14 @@ def inert(text: str) -> str:
     return _CONTROL.sub(_escape, text)
 
 
+def inert_line(text: str) -> str:
+    """:func:`inert` for a line that must stay one line (``run … failed: <error>``, a
+    worker's line per execution): a newline is written ``\\n`` as well (a carriage
+    return already shows as ``\\x0d``). Multi-line output (``show``'s tree, a result's
+    JSON) keeps using :func:`inert`."""
+    return inert(text).replace("\n", "\\n")
+
+
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x20 else f"\\u{code:04x}"

@@ -151,3 +151,19 @@ def test_lint_refuses_a_rule_selection_that_names_no_rule(tmp_path: Path, option
         "(OP1), or ALL\n"
     )
     assert lint("--select=OP1,", "prog.py", cwd=tmp_path).returncode == 0  # a trailing comma
+
+
+def test_a_run_failed_line_stays_one_line_when_the_error_has_newlines(tmp_path: Path) -> None:
+    """``run … failed: RuntimeError: first`` was followed by the message's second line raw."""
+    (tmp_path / "esc.py").write_text(
+        "def plain(x: int) -> int:\n"
+        '    raise RuntimeError("first\\r\\nsecond \\x1b[31mred\\nthird")\n\n'
+        'PROGRAM_ENTRIES = ["plain"]\n',
+        encoding="utf-8",
+    )
+    proc = cli("run", "esc.py:plain", "--args", '{"x": 1}', "--store", "st", cwd=tmp_path)
+    assert proc.returncode == 1
+    [line] = proc.stderr.splitlines()
+    assert line.endswith(
+        r"failed: RuntimeError: first\x0d\nsecond \x1b[31mred\nthird (at esc.py:2 in plain)"
+    ), line

@@ -19,7 +19,7 @@ from openprogram.cli.exits import Exit, code_for, error_line, for_status, report
 from openprogram.contract.json_depth import MAX_JSON_DEPTH, nested_deeper_than
 from openprogram.contract.runs import paused_at
 from openprogram.schema_grammar import json_type_name
-from openprogram.terminal_text import inert, inert_json
+from openprogram.terminal_text import inert, inert_json, inert_line
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED = Exit.OK, Exit.FAILED, Exit.USAGE, Exit.PAUSED
 
@@ -127,7 +127,8 @@ def report_outcome(outcome: Any, as_json: bool) -> int:
     rid = outcome.run_id
     if lost:
         print(
-            inert(f"run {rid}: {outcome.error} (the run is {outcome.status} now)"), file=sys.stderr
+            inert_line(f"run {rid}: {outcome.error} (the run is {outcome.status} now)"),
+            file=sys.stderr,
         )
         return EXIT_FAILED
     if outcome.status == "completed":
@@ -135,7 +136,7 @@ def report_outcome(outcome: Any, as_json: bool) -> int:
         print(inert(json.dumps(outcome.result, ensure_ascii=False, indent=2, default=repr)))
     elif outcome.status == "paused":
         where = paused_at(outcome.paused_step, outcome.paused_occurrence)
-        print(inert(f"run {rid} paused{where}: {outcome.error}"))
+        print(inert_line(f"run {rid} paused{where}: {outcome.error}"))
         hint = " --rerun-uncertain" if outcome.pause_reason == "uncertain" else ""
         if outcome.pause_reason == "incompatible":
             hint = " --policy keep_original  (or restore the recorded steps)"
@@ -144,5 +145,5 @@ def report_outcome(outcome: Any, as_json: bool) -> int:
         else:
             print(f"resume with: openprogram resume {rid}{hint}")
     else:
-        print(inert(f"run {rid} {outcome.status}: {outcome.error}"), file=sys.stderr)
+        print(inert_line(f"run {rid} {outcome.status}: {outcome.error}"), file=sys.stderr)
     return exit_code(outcome.status)

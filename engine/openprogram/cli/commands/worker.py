@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 from openprogram.cli.common import add_store_argument, queue_name
-from openprogram.terminal_text import inert
+from openprogram.terminal_text import inert_line
 
 NAME = "worker"
 HELP = "execute runs submitted to a queue"
@@ -79,7 +79,7 @@ def execute(ns: argparse.Namespace) -> int:
     def finished(run_id: str, status: str, detail: str | None) -> None:
         line = f"run {run_id} {status}" + (f": {detail}" if detail else "")
         with output:
-            print(inert(line), flush=True)
+            print(inert_line(line), flush=True)
 
     try:
         run_worker(
