@@ -167,3 +167,18 @@ def test_a_run_failed_line_stays_one_line_when_the_error_has_newlines(tmp_path: 
     assert line.endswith(
         r"failed: RuntimeError: first\x0d\nsecond \x1b[31mred\nthird (at esc.py:2 in plain)"
     ), line
+
+
+def test_a_nul_byte_in_a_program_is_a_syntax_error_naming_its_line(tmp_path: Path) -> None:
+    """It read ``nul.py:None: syntax error: ...`` (Python gives no line for a NUL byte)."""
+    (tmp_path / "nul.py").write_bytes(
+        b'def main(x: int) -> int:\n    return x\0\nPROGRAM_ENTRIES = ["main"]\n'
+    )
+    (tmp_path / "cookie.py").write_bytes(b'# coding: nothing\nPROGRAM_ENTRIES = ["main"]\n')
+    proc = cli("run", "nul.py:main", "--args", '{"x": 1}', "--store", "st", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        "openprogram: error: nul.py:2: syntax error: source code string cannot contain null bytes\n"
+    )
+    proc = cli("run", "cookie.py:main", "--store", "st", cwd=tmp_path)  # no line: none said
+    assert proc.stderr == "openprogram: error: cookie.py: syntax error: unknown encoding: nothing\n"

@@ -169,11 +169,26 @@ def _syntax_error(exc: SyntaxError, path: Path | None, location: str) -> str:
     """``FILE:LINE: syntax error: ...`` naming the file that has the error: the Program as
     given (``location``), or a module it imports (a helper next to it)."""
     if path is not None and (not exc.filename or Path(exc.filename).resolve() == path):
-        return f"{location}:{exc.lineno}: syntax error: {exc.msg}"
+        return f"{location}{_at_line(exc, path)}: syntax error: {exc.msg}"
     if not exc.filename:
         return f"{location}: syntax error: {exc.msg}"
     imported = f" (imported by {location})" if path is not None else ""
-    return f"{exc.filename}:{exc.lineno}: syntax error: {exc.msg}{imported}"
+    where = _at_line(exc, Path(exc.filename))
+    return f"{exc.filename}{where}: syntax error: {exc.msg}{imported}"
+
+
+def _at_line(exc: SyntaxError, path: Path) -> str:
+    """``:LINE`` of a syntax error in ``path``; Python gives none for a NUL byte (``source
+    code string cannot contain null bytes``): the line of the file's first one, and for
+    an error it gives no line of (a bad coding cookie: line 0) nothing."""
+    if exc.lineno:
+        return f":{exc.lineno}"
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    nul = data.find(b"\0")
+    return "" if nul < 0 else ":" + str(data.count(b"\n", 0, nul) + 1)
 
 
 def _load_file(path: Path, location: str) -> types.ModuleType:
