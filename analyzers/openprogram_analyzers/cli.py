@@ -179,7 +179,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0 if code == 1 and args.exit_zero else code
 
 
+#: The formats of the outputs that are not a report of findings (others are refused).
+_OTHER_OUTPUT_FORMATS = {
+    "--list-rules": ("text", "json"),
+    "--explain": ("text",),
+    "--statistics": ("text", "json", "json-lines"),
+}
+
+
+def _unsupported_format(args: argparse.Namespace) -> str | None:
+    """The error for ``--format`` with an output that has no such format, else ``None``."""
+    given = {
+        "--list-rules": args.list_rules,
+        "--explain": args.explain is not None,
+        "--statistics": args.statistics,
+    }
+    for option, formats in _OTHER_OUTPUT_FORMATS.items():
+        if given[option] and args.fmt not in formats:
+            return f"{option} has no --format {args.fmt} (formats: {', '.join(formats)})"
+    return None
+
+
 def _main(args: argparse.Namespace) -> int:
+    refused = _unsupported_format(args)
+    if refused is not None:
+        _err(refused)
+        return 2
     if args.explain is not None or args.list_rules:  # --explain '' is an unknown code
         return _explain(args)
     cwd = os.getcwd()
@@ -230,11 +255,24 @@ def _explain(args: argparse.Namespace) -> int:
     from openprogram_analyzers.rules import RULES
 
     if args.list_rules:
+        rows = []
         for code, rule in sorted(RULES.items()):
             safety = rule.sections().get("Fix safety", "")
-            fix = " [*]" if safety.startswith("Safe") else ""
-            fix = " [unsafe fix]" if safety.startswith("Unsafe") else fix
-            print(f"{code}  {rule.name:<28} {rule.severity:<8}{rule.summary}{fix}")
+            fix = "safe" if safety.startswith("Safe") else None
+            fix = "unsafe" if safety.startswith("Unsafe") else fix
+            rows.append((code, rule, fix))
+        if args.fmt == "json":
+            import json
+
+            listed = [
+                {"code": c, "name": r.name, "severity": r.severity, "summary": r.summary, "fix": f}
+                for c, r, f in rows
+            ]
+            print(json.dumps(listed, indent=2))
+            return 0
+        for code, rule, fix in rows:
+            shown = {"safe": " [*]", "unsafe": " [unsafe fix]"}.get(fix or "", "")
+            print(f"{code}  {rule.name:<28} {rule.severity:<8}{rule.summary}{shown}")
         return 0
     by_name = {rule.name: code for code, rule in RULES.items()}
     wanted: list[str] = []
@@ -318,8 +356,11 @@ def _run_files(
         except OSError as exc:
             replayable = False
             if not os.path.lexists(key):
+                # an error (exit 2) that a machine report holds too, as ruff's E902 does:
+                # a report without it would read as a clean lint of that path
                 _err(f"{display}: no such file or directory")
                 internal.append(display)
+                findings.append(_read_error(display, "no such file or directory"))
             else:
                 findings.append(_read_error(display, f"cannot read file: {exc.strerror}"))
 

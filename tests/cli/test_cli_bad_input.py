@@ -182,3 +182,33 @@ def test_a_nul_byte_in_a_program_is_a_syntax_error_naming_its_line(tmp_path: Pat
     )
     proc = cli("run", "cookie.py:main", "--store", "st", cwd=tmp_path)  # no line: none said
     assert proc.stderr == "openprogram: error: cookie.py: syntax error: unknown encoding: nothing\n"
+
+
+def test_lint_list_rules_honours_format_json_and_refuses_a_format_it_has_not(
+    tmp_path: Path,
+) -> None:
+    proc = lint("--list-rules", "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    rules = json.loads(proc.stdout)
+    assert {"code": "OP001", "name": "file-does-not-parse"}.items() <= rules[0].items()
+    assert {r["fix"] for r in rules} <= {None, "safe", "unsafe"}
+    for args, said in [
+        (("--list-rules", "--format", "sarif"), "--list-rules has no --format sarif"),
+        (("--statistics", "--format", "sarif", "."), "--statistics has no --format sarif"),
+        (("--statistics", "--format", "junit", "."), "--statistics has no --format junit"),
+    ]:
+        proc = lint(*args, cwd=tmp_path)
+        assert (proc.returncode, proc.stdout) == (2, ""), args
+        assert proc.stderr.startswith(f"openprogram-lint: {said} "), proc.stderr
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "junit", "gitlab"])
+def test_lint_machine_report_of_a_missing_path_is_not_clean(tmp_path: Path, fmt: str) -> None:
+    """It printed an empty, clean report (``[]``) on stdout with exit 2."""
+    proc = lint("--format", fmt, "nonexist.py", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == "openprogram-lint: nonexist.py: no such file or directory\n"
+    assert "nonexist.py" in proc.stdout and "no such file or directory" in proc.stdout
+    if fmt == "json":
+        [finding] = json.loads(proc.stdout)
+        assert (finding["code"], finding["severity"]) == ("OP001", "error")
