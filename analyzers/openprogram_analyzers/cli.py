@@ -59,6 +59,19 @@ def _patterns(values: Sequence[str] | None) -> list[str] | None:
     return None if found is None else [p for p in found if p]
 
 
+def _time_limit(text: str) -> float:
+    """``--file-time-limit``'s seconds: a number above 0, or 0 for none."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value < float("inf"):  # NaN compares false
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds above 0 (0: no limit), got {text!r}"
+        )
+    return value
+
+
 FORMATS = ("text", "json", "json-lines", "sarif", "github", "gitlab", "junit")
 
 
@@ -113,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", metavar="PYPROJECT", help="use this pyproject.toml")
     p.add_argument(
         "--file-time-limit",
-        type=float,
+        type=_time_limit,
         default=DEFAULT_TIME_LIMIT,
         metavar="SECONDS",
         help=f"report a file not analysed after this long (default {DEFAULT_TIME_LIMIT:g}; 0: none)",

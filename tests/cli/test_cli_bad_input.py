@@ -212,3 +212,16 @@ def test_lint_machine_report_of_a_missing_path_is_not_clean(tmp_path: Path, fmt:
     if fmt == "json":
         [finding] = json.loads(proc.stdout)
         assert (finding["code"], finding["severity"]) == ("OP001", "error")
+
+
+@pytest.mark.parametrize("value", ["-1", "-0.5", "nan", "inf"])
+def test_lint_refuses_a_file_time_limit_that_is_not_a_duration(tmp_path: Path, value: str) -> None:
+    """``--file-time-limit -1`` was accepted (and every file ran without a limit)."""
+    (tmp_path / "prog.py").write_text("x = 1\n", encoding="utf-8")
+    proc = lint(f"--file-time-limit={value}", "prog.py", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.splitlines()[-1] == (
+        "openprogram-lint: error: argument --file-time-limit: must be a number of seconds "
+        f"above 0 (0: no limit), got {value!r}"
+    )
+    assert lint("--file-time-limit=0", "prog.py", cwd=tmp_path).returncode == 0  # no limit
