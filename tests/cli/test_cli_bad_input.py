@@ -225,3 +225,25 @@ def test_lint_refuses_a_file_time_limit_that_is_not_a_duration(tmp_path: Path, v
         f"above 0 (0: no limit), got {value!r}"
     )
     assert lint("--file-time-limit=0", "prog.py", cwd=tmp_path).returncode == 0  # no limit
+
+
+def test_json_error_of_a_broken_store_is_the_one_error_object_for_every_command(
+    tmp_path: Path,
+) -> None:
+    """``runs --json`` prints an array and ``resume --all-interrupted --json`` an object
+    of runs; an error is the documented error object, ``run_id`` null without a RUN_ID
+    and the RUN_ID as given with one."""
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "openprogram.db").write_bytes(b"not a database\n" * 10)
+    for command, run_id in [
+        (("runs",), None),
+        (("sessions",), None),
+        (("resume", "--all-interrupted"), None),
+        (("resume", "abcdef12"), "abcdef12"),
+        (("cancel", "0123456789abcdef"), "0123456789abcdef"),
+    ]:
+        code, out = cli_json(*command, "--store", "junk", cwd=tmp_path)
+        assert code == 2, command
+        assert set(out) == {"run_id", "status", "error"}, command
+        assert (out["run_id"], out["status"]) == (run_id, "error"), command
+        assert "is not a readable OpenProgram store" in out["error"]
