@@ -247,3 +247,19 @@ def test_json_error_of_a_broken_store_is_the_one_error_object_for_every_command(
         assert set(out) == {"run_id", "status", "error"}, command
         assert (out["run_id"], out["status"]) == (run_id, "error"), command
         assert "is not a readable OpenProgram store" in out["error"]
+
+
+def test_reading_commands_leave_an_empty_store_file_as_it_is(tmp_path: Path) -> None:
+    """``sessions --store empt`` turned a 0-byte openprogram.db into a database with the
+    schema; ``runs``, ``sessions`` and ``show`` open the store read-only."""
+    (tmp_path / "empt").mkdir()
+    db = tmp_path / "empt" / "openprogram.db"
+    db.write_bytes(b"")
+    for command in (["sessions"], ["sessions", "--json"], ["runs"], ["runs", "--json"]):
+        proc = cli(*command, "--store", "empt", cwd=tmp_path)
+        assert proc.returncode == 0, (command, proc.stderr)
+    assert cli("runs", "--json", "--store", "empt", cwd=tmp_path).stdout.strip() == "[]"
+    proc = cli("show", "abcdef12", "--store", "empt", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.startswith("openprogram: error: no session ")
+    assert db.read_bytes() == b""
+    assert sorted(p.name for p in db.parent.iterdir()) == ["openprogram.db"]

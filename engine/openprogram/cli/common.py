@@ -75,7 +75,12 @@ def open_existing_store(args: Any) -> SessionStore | None:
     if root.exists() and not root.is_dir():
         # Let the store produce its one-line message.
         return SessionStore(root, create=False, read_only=True)
-    if not store_db_path(root).exists():
+    db = store_db_path(root)
+    if not db.exists():
+        return None
+    from openprogram.store.sqlite import holds_no_store
+
+    if holds_no_store(db):  # an empty file: no store yet, and it stays as it is
         return None
     return SessionStore(root, create=False, read_only=True)
 

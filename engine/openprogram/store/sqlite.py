@@ -148,6 +148,25 @@ class MigrationNeeded(StoreError):
     """A store opened read-only has an older schema and must be migrated first."""
 
 
+def holds_no_store(path: Path) -> bool:
+    """Whether the database file ``path`` holds no store yet: empty (0 bytes) or an SQLite
+    database without any table. A reading command takes it for no store rather than
+    opening it, which would give it the schema; ``False`` when it cannot tell (a file
+    that is not SQLite, an unreadable one: opening it says why)."""
+    try:
+        if path.stat().st_size == 0:
+            return True
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except (OSError, sqlite3.Error):
+        return False
+    try:
+        return conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
 def db_error(exc: BaseException, location: str, busy_timeout_s: float) -> StoreError:
     """Translate an ``sqlite3`` error into a one-line ``StoreError`` saying what to do."""
     msg = str(exc) or type(exc).__name__

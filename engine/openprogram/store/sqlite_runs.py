@@ -296,6 +296,10 @@ class SqliteRunStore(RunStore):
             return None  # no store yet: no runs (a store path that is a file is an error)
         if not path.is_file():  # a store path that is a file: its one-line error
             SessionStore(root, create=False, read_only=True).close()
+        from openprogram.store.sqlite import holds_no_store
+
+        if holds_no_store(path):  # an empty file: no runs, and it stays as it is
+            return None
         # read-only with a short busy timeout (tooling never waits long on a writer); an
         # older schema is migrated only when the store is writable
         backend = _sqlite_backend(path, True, TOOLING_BUSY_TIMEOUT_S)
