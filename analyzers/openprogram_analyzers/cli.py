@@ -371,9 +371,13 @@ def _run_files(
             if not os.path.lexists(key):
                 # an error (exit 2) that a machine report holds too, as ruff's E902 does:
                 # a report without it would read as a clean lint of that path
+                # (its path as the error line shows it: a mistyped store URL given as a
+                # path keeps its password hidden)
+                from openprogram.store.postgres import redact_text
+
                 _err(f"{display}: no such file or directory")
                 internal.append(display)
-                findings.append(_read_error(display, "no such file or directory"))
+                findings.append(_read_error(redact_text(display), "no such file or directory"))
             else:
                 findings.append(_read_error(display, f"cannot read file: {exc.strerror}"))
 
