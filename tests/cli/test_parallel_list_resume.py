@@ -26,8 +26,8 @@ def wait_turn(index: int) -> None:
     with open(os.path.join(HERE, "order"), encoding="utf-8") as f:  # noqa: OP206
         order = [int(x) for x in f.read().split()]
     for before in order[: order.index(index)]:
-        while not os.path.exists(os.path.join(HERE, "done_" + str(before))):
-            time.sleep(0.01)  # noqa: OP205
+        while not os.path.exists(os.path.join(HERE, "done_" + str(before))):  # noqa: OP206
+            time.sleep(0.01)
 
 
 def gated(index: int, call) -> dict:
