@@ -188,7 +188,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         with out, contextlib.redirect_stdout(out):
             code = _main(args)
     else:
-        code = _main(args)
+        try:
+            code = _main(args)
+        except BrokenPipeError:  # `openprogram-lint ... | head`: the reader is gone
+            from openprogram.cli.exits import reader_gone
+
+            reader_gone()
+            return 1  # the findings were not all read: never a pass
     return 0 if code == 1 and args.exit_zero else code
 
 

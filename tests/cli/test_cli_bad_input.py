@@ -263,3 +263,36 @@ def test_reading_commands_leave_an_empty_store_file_as_it_is(tmp_path: Path) -> 
     assert proc.returncode == 2 and proc.stderr.startswith("openprogram: error: no session ")
     assert db.read_bytes() == b""
     assert sorted(p.name for p in db.parent.iterdir()) == ["openprogram.db"]
+
+
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [
+        (["openprogram-lint", "--list-rules", "--format", "json"], 1),
+        (["openprogram-lint", "--no-cache", "bad.py"], 1),
+        (["openprogram", "runs", "--store", "st", "--json"], 0),
+    ],
+)
+def test_a_reader_that_goes_away_gets_no_traceback(
+    tmp_path: Path, command: list[str], code: int
+) -> None:
+    """``openprogram-lint --list-rules --format json | head`` ended in a BrokenPipeError
+    traceback. The reader gone, a command stops quietly; the linter's code is 1 (its
+    findings were not all read: never a pass)."""
+    import subprocess
+
+    from cli_programs import LINT, OPENPROGRAM, env
+
+    (tmp_path / "bad.py").write_text(
+        "import random\nfrom openprogram.durable import resumable\n\n\n"
+        "@resumable\ndef main() -> float:\n    return random.random()\n"
+    )
+    exe = {"openprogram-lint": LINT, "openprogram": OPENPROGRAM}[command[0]]
+    proc = subprocess.Popen(
+        [exe, *command[1:]], cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the command writes: its first write finds no reader
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == code, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err

@@ -128,3 +128,17 @@ def report_error(
         out: dict[str, Any] = {"run_id": rid, "status": status, "error": str(message)}
         print(inert_json(out))
     return code
+
+
+def reader_gone() -> None:
+    """The reader of stdout went away (``openprogram runs | head``): point stdout at the
+    null device, so the interpreter's last flush does not print a BrokenPipeError
+    traceback. Both command lines (``openprogram``, ``openprogram-lint``) call it."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real stdout (redirected to an object): nothing to do
+        pass

@@ -32,7 +32,14 @@ from typing import NoReturn
 
 from openprogram._version import __version__
 from openprogram.cli.common import resolve_run_arg
-from openprogram.cli.exits import CliError, Exit, code_for, command_run, report_error
+from openprogram.cli.exits import (
+    CliError,
+    Exit,
+    code_for,
+    command_run,
+    reader_gone,
+    report_error,
+)
 from openprogram.cli.parsing import RedactingParser
 from openprogram.errors import OpenProgramError, Terminated
 
@@ -146,4 +153,5 @@ def _main(argv: Sequence[str] | None, *, on_sigterm: bool) -> int:
     except KeyboardInterrupt as exc:
         return report_error("interrupted", code=code_for(exc), as_json="--json" in args_list)
     except BrokenPipeError:  # e.g. `openprogram sessions | head`
+        reader_gone()
         return 0
