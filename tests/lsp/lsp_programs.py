@@ -39,3 +39,26 @@ DEEP_PROGRAM = (
     + ")" * 2_000
     + "\n\n\nPROGRAM_ENTRIES = [f]\n"
 )
+
+#: A resumable Program whose first step asks for a pause (a person looks before the next).
+PAUSER = """\
+from openprogram import step
+from openprogram.durable import current_run_id, pause_run
+
+
+def prepare(n: int) -> int:
+    pause_run(current_run_id())  # a person has to look before the next step
+    return n + 1
+
+
+def finish(n: int) -> int:
+    return n * 10
+
+
+def pipeline(n: int = 1) -> int:
+    return step("finish", finish, step("prepare", prepare, n))
+
+
+pipeline.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["pipeline"]
+"""

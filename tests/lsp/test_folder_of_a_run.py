@@ -28,6 +28,7 @@ from lsp_harness import (
     stop,
     wait_for,
 )
+from lsp_programs import PAUSER
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -59,28 +60,6 @@ def stamp() -> float:
 
 stamp.__agent_options__ = {"resumable": True}
 PROGRAM_ENTRIES = ["stamp"]
-"""
-
-PAUSER = """\
-from openprogram import step
-from openprogram.durable import current_run_id, pause_run
-
-
-def prepare(n: int) -> int:
-    pause_run(current_run_id())  # a person has to look before the next step
-    return n + 1
-
-
-def finish(n: int) -> int:
-    return n * 10
-
-
-def pipeline(n: int = 1) -> int:
-    return step("finish", finish, step("prepare", prepare, n))
-
-
-pipeline.__agent_options__ = {"resumable": True}
-PROGRAM_ENTRIES = ["pipeline"]
 """
 
 

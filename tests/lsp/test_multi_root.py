@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from lsp_harness import diags_for, open_doc
+from lsp_programs import PAUSER
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -141,29 +142,6 @@ async def test_each_folder_has_its_settings_store_runs_and_hints(
     assert [d.code for d in await diags_for(client, (gamma / "prog.py").as_uri(), 1)] == ["OP205"]
     [gamma_hint] = await hint_labels(client, (gamma / "prog.py").as_uri())
     assert gamma_hint.endswith("→ 10")
-
-
-PAUSER = """\
-from openprogram import step
-from openprogram.durable import current_run_id, pause_run
-
-
-def prepare(n: int) -> int:
-    pause_run(current_run_id())  # a person has to look before the next step
-    return n + 1
-
-
-def finish(n: int) -> int:
-    return n * 10
-
-
-def pipeline(n: int = 1) -> int:
-    return step("finish", finish, step("prepare", prepare, n))
-
-
-pipeline.__agent_options__ = {"resumable": True}
-PROGRAM_ENTRIES = ["pipeline"]
-"""
 
 
 @pytest.mark.lsp_init(folders=["alpha", "beta"])
