@@ -153,3 +153,30 @@ def _strings(value: object) -> list[str]:
     if isinstance(value, dict):
         value = list(value.values())
     return [s for v in value for s in _strings(v)] if isinstance(value, list) else []
+
+
+def test_a_name_with_a_newline_stays_on_its_one_line(tmp_path: Path) -> None:
+    """A session or node name holding a newline (written through the store's public API)
+    split ``show``'s tree and ``sessions``' table: the text after it printed as a line of
+    its own, which could pass for another node. Each stays on its line, the newline shown
+    as ``\\n``."""
+    from openprogram.store import SessionStore
+    from openprogram.store.session_store import SessionNodeWriter
+
+    store = SessionStore(tmp_path / "st")
+    sid = store.create_session("two\nFAKE session")
+    SessionNodeWriter(store, sid).append(
+        "code", "fetch\nFAKE [completed]", output="ok", status="completed"
+    )
+    store.close()
+
+    shown = cli("show", sid, "--store", "st", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert not [line for line in lines if line.lstrip().startswith("FAKE")], shown.stdout
+    assert any("fetch\\nFAKE [completed]" in line for line in lines), shown.stdout
+
+    listed = cli("sessions", "--store", "st", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert not [line for line in listed.stdout.splitlines() if line.startswith("FAKE")]
+    assert "two\\nFAKE session" in listed.stdout, listed.stdout

@@ -8,7 +8,7 @@ from typing import Any
 from openprogram.cli.table import format_table, unicode_ok
 from openprogram.history import call_order
 from openprogram.store import Node, Session
-from openprogram.terminal_text import inert
+from openprogram.terminal_text import inert, inert_line
 
 SHORT_OUTPUT = 60
 
@@ -46,7 +46,7 @@ def node_line(node: Node) -> str:
         parts.append(duration)
     line = " ".join(parts)
     out = short_output(node)
-    return inert(f"{line} -> {out}" if out else line)
+    return inert_line(f"{line} -> {out}" if out else line)
 
 
 def _children(nodes: list[Node]) -> tuple[list[Node], dict[str, list[Node]]]:
@@ -88,7 +88,7 @@ def render_tree(
     name = f" ({session.name})" if session.name and session.name != session.id else ""
     run = f"; run {run_state}" if run_state else ""
     count = f"{len(nodes)} node" + ("" if len(nodes) == 1 else "s")
-    lines = [inert(f"session {session.id}{name}: {count}, head {head}{run}")]
+    lines = [inert_line(f"session {session.id}{name}: {count}, head {head}{run}")]
     rows: list[tuple[str, str, str, str]] = []
     roots, kids = _children(nodes)
     # Iterative depth-first walk: (node, prefix for its line, prefix for its children).

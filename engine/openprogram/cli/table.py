@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import TextIO
 
-from openprogram.terminal_text import inert
+from openprogram.terminal_text import inert_line
 
 GAP = "  "
 MIN_FLEX = 12  # the flexible column never shrinks below this
@@ -69,7 +69,7 @@ def format_table(
 ) -> list[str]:
     """The lines of an aligned table: ``right`` are the right-aligned column indexes,
     ``flex`` the column cut to make lines fit ``width`` columns (None: no limit)."""
-    table = [[inert(c) for c in header], *[[inert(c) for c in r] for r in rows]]
+    table = [[inert_line(c) for c in header], *[[inert_line(c) for c in r] for r in rows]]
     ncols = len(header)
     widths = [max(cell_width(r[i]) for r in table) for i in range(ncols)]
     if width is not None and flex is not None:
