@@ -59,9 +59,7 @@ def format_ms(ms: float) -> str:
 def hint_text(name: str, context: StepContext, rows: list[StepRow]) -> str | None:
     """The hint for step ``name`` given its rows in one run, their states by
     ``run_views.step_state`` (as the Runs view shows them); None: nothing recorded."""
-    states = [
-        step_state(r.status, r.name, r.occurrence, r.result, **context._asdict()) for r in rows
-    ]
+    states = [step_state(r.status, r.name, r.occurrence, r.result, context) for r in rows]
     failed = [r for r, state in zip(rows, states, strict=True) if state == "failed"]
     if failed:
         first = error_text(failed[-1].result).strip().splitlines()

@@ -362,7 +362,7 @@ def step_context(run: RunRow) -> StepContext:
 def run_steps_json(fs: FolderStore, run: RunRow) -> RawJSON:
     rj = run_json(run, queries.stopped_at(fs.db, [run]).get(run.id) if run.interrupted else None)
     steps = queries.step_view_objects(
-        fs.db, run.id, **step_context(run)._asdict(), now=time.time(), shorten=short_json
+        fs.db, run.id, step_context(run), now=time.time(), shorten=short_json
     )
     return RawJSON(f'{{"run":{json.dumps(rj)},"steps":[{",".join(steps)}]}}')
 

@@ -23,6 +23,7 @@ from openprogram.contract.runs import entry_name, state_text
 from openprogram.durable.errors import AmbiguousRunId
 from openprogram.errors import OpenProgramError, StoreError
 from openprogram.store.lease import is_interrupted, owner_alive
+from openprogram.store.run_views import StepContext
 from openprogram.store.runs import GraphNodeRow, RunRecord, RunStore, read_run_store
 from openprogram.store.session_store import store_url
 
@@ -504,28 +505,17 @@ def step_starts(db_path: str | os.PathLike[str], run_id: str) -> list[tuple[str,
 def step_view_objects(
     db_path: str | os.PathLike[str],
     run_id: str,
+    context: StepContext,
     *,
-    live: bool,
-    paused_at: tuple[str, int] | None,
-    awaiting_approval: bool = False,
-    cancelled: bool = False,
     now: float,
     shorten: Callable[[str | None], str],
 ) -> list[str]:
     """The run's steps in call order, each a JSON object text for the Runs view
-    (:meth:`RunStore.step_view_objects`; ``live``, ``paused_at`` and
-    ``awaiting_approval``: :meth:`~openprogram.store.run_views.StepContext.of_run`)."""
+    (:meth:`RunStore.step_view_objects`; ``context``:
+    :meth:`~openprogram.store.run_views.StepContext.of_run`)."""
     return _read(
         db_path,
-        lambda runs: runs.step_view_objects(
-            run_id,
-            live=live,
-            paused_at=paused_at,
-            awaiting_approval=awaiting_approval,
-            cancelled=cancelled,
-            now=now,
-            shorten=shorten,
-        ),
+        lambda runs: runs.step_view_objects(run_id, context, now=now, shorten=shorten),
         [],
     )
 

@@ -97,12 +97,8 @@ def step_state(
     status: str,
     name: str,
     occurrence: int,
-    result: str | None = None,
-    *,
-    live: bool,
-    paused_at: tuple[str, int] | None,
-    awaiting_approval: bool = False,
-    cancelled: bool = False,
+    result: str | None,
+    context: StepContext,
 ) -> str:
     """A step's state as every view shows it (the one derivation: the Runs view, the
     run's SQLite view query and the inlay hints use it).
@@ -112,7 +108,8 @@ def step_state(
     while the run awaits that approval (``awaiting_approval``), ``cancelled`` once the
     run was cancelled (``cancelled``: it ended in that pause). Else ``running`` while
     the run is ``live``, ``paused`` for the step the run is paused at (``paused_at``:
-    ``(name, occurrence)``), else ``uncertain``."""
+    ``(name, occurrence)``), else ``uncertain`` (the flags: ``context``, one run's)."""
+    live, paused_at, awaiting_approval, cancelled = context
     if status == "failed" and (awaiting_approval or cancelled) and _is_approval_pause(result):
         return "paused" if awaiting_approval else "cancelled"
     if status in ("completed", "failed"):
@@ -167,27 +164,15 @@ def _escaped(c: str) -> str:
 
 def step_view_object(
     step: Any,
+    context: StepContext,
     *,
-    live: bool,
-    paused_at: tuple[str, int] | None,
-    awaiting_approval: bool = False,
-    cancelled: bool = False,
     now: float,
     shorten: Callable[[str | None], str],
 ) -> str:
     """The Runs-view JSON object of one ``run_steps`` row (a ``StepRecord``): its state
     :func:`step_state`; a running step's duration counts to ``now``; ``result`` and the
     :func:`error_text` of ``error`` go through ``shorten``."""
-    state = step_state(
-        step.status,
-        step.name,
-        int(step.occurrence),
-        step.result,
-        live=live,
-        paused_at=paused_at,
-        awaiting_approval=awaiting_approval,
-        cancelled=cancelled,
-    )
+    state = step_state(step.status, step.name, int(step.occurrence), step.result, context)
     started = float(step.started_at or 0.0)
     duration: float | None = None
     if step.finished_at is not None:

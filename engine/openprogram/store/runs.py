@@ -99,6 +99,7 @@ from openprogram.store.lease import Owner, is_interrupted
 from openprogram.store.run_views import (
     VIEW_STEP_KINDS,
     GraphNodeRow,
+    StepContext,
     graph_node_row,
     step_view_object,
 )
@@ -1092,11 +1093,8 @@ class RunStore(ABC):
     def step_view_objects(
         self,
         run_id: str,
+        context: StepContext,
         *,
-        live: bool,
-        paused_at: tuple[str, int] | None,
-        awaiting_approval: bool = False,
-        cancelled: bool = False,
         now: float,
         shorten: Callable[[str | None], str],
     ) -> list[str]:
@@ -1104,15 +1102,7 @@ class RunStore(ABC):
         in call order, each the Runs view's JSON object text
         (:func:`openprogram.store.run_views.step_view_object`)."""
         return [
-            step_view_object(
-                s,
-                live=live,
-                paused_at=paused_at,
-                awaiting_approval=awaiting_approval,
-                cancelled=cancelled,
-                now=now,
-                shorten=shorten,
-            )
+            step_view_object(s, context, now=now, shorten=shorten)
             for s in self.steps_in_call_order(run_id)
             if s.kind in VIEW_STEP_KINDS
         ]

@@ -24,7 +24,7 @@ from openprogram.store.base import node_exit
 from openprogram.store.ids import new_id
 from openprogram.store.lease import Owner
 from openprogram.store.migrations import RELEASE_STEP_COLUMNS
-from openprogram.store.run_views import VIEW_STEP_KINDS, error_text, step_state
+from openprogram.store.run_views import VIEW_STEP_KINDS, StepContext, error_text, step_state
 from openprogram.store.runs import (
     CALL_ORDER,
     MAY_DISPATCH,
@@ -587,25 +587,13 @@ class SqliteRunStore(RunStore):
     def step_view_objects(
         self,
         run_id: str,
+        context: StepContext,
         *,
-        live: bool,
-        paused_at: tuple[str, int] | None,
-        awaiting_approval: bool = False,
-        cancelled: bool = False,
         now: float,
         shorten: Callable[[str | None], str],
     ) -> list[str]:
         def state(status: str, name: str, occurrence: int, result: str | None) -> str:
-            return step_state(
-                status,
-                name,
-                int(occurrence),
-                result,
-                live=live,
-                paused_at=paused_at,
-                awaiting_approval=awaiting_approval,
-                cancelled=cancelled,
-            )
+            return step_state(status, name, int(occurrence), result, context)
 
         conn = self.backend.connection()  # each row's state and error: ``run_views``'
         conn.create_function("op_short", 1, shorten, deterministic=True)
