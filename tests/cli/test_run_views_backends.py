@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.durable import queries
+from openprogram.store.run_views import StepContext
 from openprogram.store.runs import RunStore, read_run_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,13 +115,16 @@ def test_sql_and_python_builders_agree_row_for_row(tmp_path: Path) -> None:
         runs = read_run_store(store)
         assert runs is not None
         with runs:
-            for live, paused_at in ((False, None), (True, None), (False, ("outline", 0))):
+            for context in (
+                StepContext(False, None, False),
+                StepContext(True, None, False),
+                StepContext(False, ("outline", 0), False),
+                StepContext(False, None, False, cancelled=True),
+            ):
                 views = [
                     [
                         _rounded(json.loads(text))
-                        for text in build(
-                            runs, pipeline, live=live, paused_at=paused_at, now=9e9, shorten=_short
-                        )
+                        for text in build(runs, pipeline, context, now=9e9, shorten=_short)
                     ]
                     for build in (type(runs).step_view_objects, RunStore.step_view_objects)
                 ]
