@@ -8,11 +8,14 @@ received.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from loopback import LoopbackServer, RecordedSleeps, runtime_for
 
+from openprogram import agent, decision
+from openprogram.decision import DecisionError
 from openprogram.errors import ProviderError
 from openprogram.runtime import Runtime
 
@@ -73,6 +76,42 @@ def test_decision_retry_after_a_tool_call_offers_the_same_tool_definitions(
         assert retry["tool_choice"] == {"type": "none"}  # described, not to be called again
     else:
         assert retry["tool_choice"] == "none"
+
+
+def test_a_tool_call_in_the_decision_retry_is_never_run_but_no_valid_decision(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    """A local server that ignores ``tool_choice: none`` answers the decision retry with
+    a tool call: the tool is not run and the call is an ``unknown_call`` choice (no
+    "unknown tool" result, no MaxIterationsExceeded)."""
+    ran: list[str] = []
+
+    def lookup(key: str = "x") -> str:
+        """Look a key up."""
+        ran.append(key)
+        return "value-of-" + key
+
+    server.reply_tool_calls([("toolu_1", "lookup", {"key": "a"})])
+    server.reply_text("I cannot decide.")
+    server.reply_tool_calls([("toolu_2", "lookup", {"key": "b"})])  # tool_choice ignored
+    with make_runtime(server, sleeps) as rt:
+        with pytest.raises(DecisionError) as info:
+            agent("Handle it", tools=[lookup], choices=CHOICES, runtime=rt)
+    assert info.value.kind == "unknown_call" and info.value.attempts == 2
+    assert 'call "lookup" is not an option; choose one of: "close", "escalate"' in str(info.value)
+    assert ran == ["a"]  # the turn's own call ran; the retry's never did
+    assert len(server.requests) == 3
+
+
+def test_decision_make_reads_a_tool_call_it_never_offered_as_a_bad_choice(
+    server: LoopbackServer, sleeps: RecordedSleeps
+) -> None:
+    server.reply_tool_calls([("toolu_1", "lookup", {"key": "a"})])  # no tools were sent
+    server.reply_text('{"call": "escalate"}')
+    with make_runtime(server, sleeps) as rt:
+        assert decision.make("Handle it", CHOICES, runtime=rt) == "ESC"
+    retry = json.dumps(server.requests[1].json["messages"])
+    assert "Error (unknown_call)" in retry and "is not an option" in retry
 
 
 @pytest.mark.parametrize("reply", ["", "   ", "\n\t"])

@@ -258,6 +258,7 @@ class Runtime:
             content, [], None, choices, None, model, None, system, 1, None, None, context,
             menu=False,
         )  # fmt: skip
+        turn.choose_only = True
         return self._loop(turn).text
 
     def _loop(self, turn: _Turn) -> ExecResult:
@@ -337,6 +338,7 @@ class Runtime:
                 again.template = dataclasses.replace(
                     again.template, tools=list(turn.template.tools), tool_choice="none"
                 )
+            again.choose_only = True
             reply = self._loop(again).text
             asked = list(again.messages)
             return reply
@@ -707,6 +709,9 @@ class _Turn:
     prompt: _Prompt
     prompt_index: int
     menu_context: Any = None
+    # a decision request where no tool may run (``decision.make``, the decision retry):
+    # every tool call of a reply is read as the choice it names
+    choose_only: bool = False
     responses: list[ModelResponse] = dataclasses.field(default_factory=list)
     trace: list[ToolCallRecord] = dataclasses.field(default_factory=list)
 
@@ -784,9 +789,13 @@ class _Turn:
         In a decision turn a reply whose tool calls all name decision options (and no
         offered tool) is the decision written as tool calls: it ends the turn as the
         ``{"call": ...}`` JSON it stands for (several different ones are a
-        ``multiple_calls`` error of the parser, retried as any other)."""
+        ``multiple_calls`` error of the parser, retried as any other). In a turn where no
+        tool may run (:attr:`choose_only`) every tool call is read so -- one naming no
+        option is the parser's ``unknown_call`` -- and never run."""
         if response.tool_calls and self.template.choices is not None:
-            response = _decision_from_tool_calls(response, self.option_names(), self.tools)
+            response = _decision_from_tool_calls(
+                response, self.option_names(), self.tools, everyone=self.choose_only
+            )
         self.responses.append(response)
         if not response.tool_calls:
             return True
@@ -833,12 +842,13 @@ class _Turn:
 
 
 def _decision_from_tool_calls(
-    response: ModelResponse, options: list[str], tools: dict[str, Any]
+    response: ModelResponse, options: list[str], tools: dict[str, Any], *, everyone: bool = False
 ) -> ModelResponse:
     """``response`` with its tool calls written as decision JSON when every one of them
-    names a decision option that is not also an offered tool; else ``response``."""
+    names a decision option that is not also an offered tool (``everyone``: whatever they
+    name, for a turn where no tool may run); else ``response``."""
     calls = response.tool_calls
-    if not all(c.name in options and c.name not in tools for c in calls):
+    if not everyone and not all(c.name in options and c.name not in tools for c in calls):
         return response
     from openprogram.schema_grammar import CALL_KEYS
 
