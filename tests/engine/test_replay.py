@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from loopback import SENTINEL_KEY, LoopbackServer, RecordedSleeps
 
+from openprogram import agent
 from openprogram.errors import ConfigError, ProviderError, ReplayMismatch, StoreError
 from openprogram.runtime import BlockedRequestError, ExecResult, Runtime, load_cassette
 from openprogram.scope import call_scope, use_writer
@@ -196,3 +197,44 @@ def test_shipped_example_cassette_replays() -> None:
     with Runtime(f"replay:{EXAMPLE}") as rt:
         result = program(rt, "What time is it in Oslo?")
     assert result.text == "It is 12:00 in Oslo."
+
+
+CHOICES = {"close": "CLOSED", "escalate": "ESC"}
+
+
+def record_a_decision_retry_after_a_tool_call(
+    server: LoopbackServer, sleeps: RecordedSleeps, cassette: Path
+) -> list[dict[str, Any]]:
+    """Record ``agent(choices=...)`` whose turn used a tool and whose first answer was
+    no decision; returns the cassette's lines (the third is the retry)."""
+    server.reply_tool_calls([("call_t1", "get_time", {"city": "Oslo"})])
+    server.reply_text("I cannot decide.")
+    server.reply_text('{"call": "close"}')
+    with live_runtime(server, sleeps, record_to=cassette) as rt:
+        assert agent("Handle it", tools=[get_time], choices=CHOICES, runtime=rt) == "CLOSED"
+    return [json.loads(x) for x in cassette.read_text().splitlines()]
+
+
+def test_a_cassette_whose_decision_retry_was_recorded_without_tools_still_replays(
+    openai_server: LoopbackServer, sleeps: RecordedSleeps, tmp_path: Path
+) -> None:
+    """Before the decision retry after tool calls carried the turn's tool definitions
+    (tool_choice "none"), it was recorded with ``"tools": []``; such a cassette replays."""
+    cassette = tmp_path / "run.jsonl"
+    lines = record_a_decision_retry_after_a_tool_call(openai_server, sleeps, cassette)
+    assert [t["name"] for t in lines[2]["request"]["tools"]] == ["get_time"]
+    with Runtime(f"replay:{cassette}") as rt:  # the cassette as recorded now
+        assert agent("Handle it", tools=[get_time], choices=CHOICES, runtime=rt) == "CLOSED"
+
+    lines[2]["request"]["tools"] = []  # the shape older versions recorded
+    old = tmp_path / "old.jsonl"
+    old.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with Runtime(f"replay:{old}") as rt:
+        assert agent("Handle it", tools=[get_time], choices=CHOICES, runtime=rt) == "CLOSED"
+        assert rt.provider.remaining == 0  # type: ignore[attr-defined]
+
+    # only tools that cannot be called are left out: the first request offers them
+    lines[0]["request"]["tools"] = []
+    old.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with Runtime(f"replay:{old}") as rt, pytest.raises(ReplayMismatch, match="request #1"):
+        agent("Handle it", tools=[get_time], choices=CHOICES, runtime=rt)

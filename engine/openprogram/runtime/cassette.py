@@ -12,7 +12,9 @@ Line format::
 instead carry ``"error": "..."`` for a request that failed when it was recorded. A request
 made inside a ``parallel`` branch carries ``"branch": PATH`` (see
 :mod:`openprogram.branches`); replay consumes each branch's lines in file order.
-Replay compares ``system``, ``messages``, ``tools`` and ``response_format``.
+Replay compares ``system``, ``messages``, ``tools`` and ``response_format`` (a
+request whose tools are only described, the decision retry after tool calls, also
+matches a recording made without them: :func:`as_recorded`).
 """
 
 from __future__ import annotations
@@ -88,6 +90,26 @@ def tool_call_from_record(data: dict[str, Any]) -> ToolCall:
 def comparable(request: dict[str, Any]) -> dict[str, Any]:
     """The part of a request record that replay compares."""
     return _normalize({key: request.get(key) for key in COMPARED_FIELDS})
+
+
+def as_recorded(
+    recorded: dict[str, Any], actual: dict[str, Any], tool_choice: str | None
+) -> dict[str, Any]:
+    """``actual`` (a request record) as it is compared with ``recorded``.
+
+    A request whose tools are only described (``tool_choice="none"``: the decision retry
+    after tool calls, whose history names them) is compared without its tools with a
+    recording that has none and no ``tool_choice``: one made before such requests carried
+    the definitions. The model could call none of them either way, so the recorded reply
+    answers the same conversation."""
+    if (
+        tool_choice == "none"
+        and not recorded.get("tools")
+        and "tool_choice" not in recorded
+        and actual.get("tools")
+    ):
+        return {**actual, "tools": []}
+    return actual
 
 
 def request_diff(recorded: dict[str, Any], actual: dict[str, Any]) -> str:

@@ -6,9 +6,11 @@
 ordered stream per branch (:mod:`openprogram.branches`): sequential code consumes the
 stream ``""``, each ``parallel`` branch its own, so threads may interleave freely. Each
 request must equal the next recording of its branch in ``system``, ``messages``, ``tools``
-and ``response_format``; otherwise -- including a request that equals a *later*
-recording -- :class:`~openprogram.errors.ReplayMismatch` names the expected and the
-received request, with a unified diff.
+and ``response_format`` (tools only described, ``tool_choice="none"``, may be absent
+from an older recording: :func:`~openprogram.runtime.cassette.as_recorded`); otherwise
+-- including a request that equals a *later* recording --
+:class:`~openprogram.errors.ReplayMismatch` names the expected and the received
+request, with a unified diff.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from openprogram.branches import current_branch
 from openprogram.errors import ConfigError, ProviderError, ReplayMismatch
 from openprogram.runtime.cassette import (
     Recording,
+    as_recorded,
     comparable,
     load_cassette,
     load_session,
@@ -100,7 +103,6 @@ class ReplayProvider:
 
     def _replay(self, request: ModelRequest) -> ModelResponse:
         actual = request_record(request)
-        wanted = comparable(actual)
         branch = current_branch()
         where = f" in branch '{branch}'" if branch else ""
         with self._lock:
@@ -116,25 +118,28 @@ class ReplayProvider:
                     f"received: {summary(actual)}"
                 )
             expected = self._recordings[stream[position]]
-            if comparable(expected.request) != wanted:
+            if not _matches(expected, actual, request.tool_choice):
+                shown = as_recorded(expected.request, actual, request.tool_choice)
                 raise ReplayMismatch(
                     f"replay: request #{number}{where} differs from the recording at "
                     f"{expected.source}, the next one in order; the prompt, system, tools or "
                     "response_format changed, or the calls came in another order -- "
                     "re-record it.\n"
                     f"expected: {summary(expected.request)}\n"
-                    f"received: {summary(actual)}"
-                    + self._later_match(wanted, branch, position)
+                    f"received: {summary(shown)}"
+                    + self._later_match(actual, request.tool_choice, branch, position)
                     + "\n"
-                    + request_diff(expected.request, actual)
+                    + request_diff(expected.request, shown)
                 )
             self._next[branch] = position + 1
         return _response(expected)
 
-    def _later_match(self, wanted: dict[str, Any], branch: str, position: int) -> str:
+    def _later_match(
+        self, actual: dict[str, Any], tool_choice: str | None, branch: str, position: int
+    ) -> str:
         """A note naming a recording the request equals, if it is not the next one."""
         for index in self._streams.get(branch, [])[position + 1 :]:
-            if comparable(self._recordings[index].request) == wanted:
+            if _matches(self._recordings[index], actual, tool_choice):
                 return (
                     f"\n(the received request equals the later recording at "
                     f"{self._recordings[index].source}: requests are replayed strictly "
@@ -144,13 +149,20 @@ class ReplayProvider:
             if other == branch:
                 continue
             for index in stream:
-                if comparable(self._recordings[index].request) == wanted:
+                if _matches(self._recordings[index], actual, tool_choice):
                     name = f"branch '{other}'" if other else "sequential code"
                     return (
                         f"\n(the received request equals the recording at "
                         f"{self._recordings[index].source}, made by {name})"
                     )
         return ""
+
+
+def _matches(recording: Recording, actual: dict[str, Any], tool_choice: str | None) -> bool:
+    """Whether the request record ``actual`` (sent with ``tool_choice``) replays
+    ``recording``."""
+    wanted = as_recorded(recording.request, actual, tool_choice)
+    return comparable(recording.request) == comparable(wanted)
 
 
 def summary(request: dict[str, Any]) -> str:
