@@ -11,6 +11,7 @@ repeated standalone calls continue one session; the caller owns and closes the s
 from __future__ import annotations
 
 import contextvars
+import threading
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -264,6 +265,12 @@ class Context(MutableMapping[str, Any]):
 
         Raises :class:`ContextProviderError` naming the provider when one fails.
         """
+        for ready in _ready.get():  # evaluated just before this request (reuse_evaluations)
+            if ready.context is self:
+                with ready.lock:
+                    taken, ready.taken = ready.taken, True
+                if not taken:
+                    return dict(ready.values)
         values: dict[str, Any] = {key: self[key] for key in self}
         for name, fn in self.providers.items():
             try:
@@ -281,4 +288,56 @@ class Context(MutableMapping[str, Any]):
                     "synchronous callables"
                 )
             values[name] = value
+        recording = _recording.get()
+        if recording is not None:
+            recording.append((self, dict(values)))
         return values
+
+
+Evaluation = tuple[Context, dict[str, Any]]
+
+
+class _Ready:
+    """One evaluation handed on to the next request of its Context (taken once)."""
+
+    def __init__(self, context: Context, values: dict[str, Any]) -> None:
+        self.context = context
+        self.values = values
+        self.taken = False
+        self.lock = threading.Lock()
+
+
+_recording: contextvars.ContextVar[list[Evaluation] | None] = contextvars.ContextVar(
+    "openprogram_context_recording", default=None
+)
+_ready: contextvars.ContextVar[tuple[_Ready, ...]] = contextvars.ContextVar(
+    "openprogram_context_ready", default=()
+)
+
+
+@contextmanager
+def record_evaluations() -> Iterator[list[Evaluation]]:
+    """Collect ``(context, values)`` of every :meth:`Context.evaluate` inside the block."""
+    found: list[Evaluation] = []
+    token = _recording.set(found)
+    try:
+        yield found
+    finally:
+        _recording.reset(token)
+
+
+@contextmanager
+def reuse_evaluations(evaluations: list[Evaluation]) -> Iterator[None]:
+    """Inside the block, the next :meth:`Context.evaluate` of each Context in
+    ``evaluations`` returns its recorded values instead of running the providers again
+    (later ones run them as usual): for a caller that evaluated the Context just before
+    the request it makes, as the Planner's checkpoint does to key a call, so providers
+    run once per request."""
+    if not evaluations:
+        yield
+        return
+    token = _ready.set((*_ready.get(), *(_Ready(c, v) for c, v in evaluations)))
+    try:
+        yield
+    finally:
+        _ready.reset(token)

@@ -111,3 +111,41 @@ def test_a_changed_context_provider_is_asked_again(server: LoopbackServer) -> No
     assert len(server.requests) == 2
     assert "40" in json.dumps(server.requests[1].json)
     rt.close()
+
+
+def test_context_providers_run_once_per_request_of_a_workflow_call(
+    server: LoopbackServer,
+) -> None:
+    """The checkpoint key and the request share one run of the providers: a call that is
+    not reused runs them once per model request, a reused one once (for its key)."""
+    runs: list[str] = []
+
+    def open_tickets(ctx: Context) -> int:
+        runs.append(ctx["team"])
+        return 3
+
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return "value-of-" + key
+
+    ctx = Context({"team": "billing"}, providers={"open_tickets": open_tickets})
+    code = (
+        "def workflow():\n"
+        "    a = llm('How busy is the team?')\n"
+        "    return a + ' / ' + agent('Look up a', tools=[lookup])\n"
+    )
+    rt = runtime_for(server, retry=NO_RETRY)
+    ckpt = Checkpoint()
+    server.reply_text("quiet")
+    server.reply_tool_calls([("call_1", "lookup", {"key": "a"})])
+    server.reply_text("a is value-of-a")
+    with ctx.bind():
+        result = run_workflow_code(code, runtime=rt, checkpoint=ckpt, extra={"lookup": lookup})
+        assert result == "quiet / a is value-of-a"
+        assert len(server.requests) == 3 and len(runs) == 3  # one per model request
+        for request in server.requests:
+            assert '<context name="open_tickets">' in json.dumps(request.json).replace("\\", "")
+        runs.clear()
+        assert run_workflow_code(code, runtime=rt, checkpoint=ckpt, extra={"lookup": lookup})
+        assert len(server.requests) == 3 and len(runs) == 2  # reused: one per call's key
+    rt.close()

@@ -5,7 +5,8 @@ judgements made inside the control-flow primitives) is logged as
 ``{"call_index", "fn", "prompt", "args", "result"}`` (``args``: canonical JSON of everything
 else that shapes the request: choices, system, tools, response_format, model, ..., and the
 Context the call sends — given as ``context=`` or the current one — as the blocks and
-provider values it contributes, so the providers run once more to key a call). On
+provider values it contributes: the providers run to key a call, and a call that is not
+reused sends those same values in its first request, so they run once). On
 the next run, a call at the same position with the same ``fn``, ``prompt`` and ``args``
 returns the saved result without a model request; the first call that differs (and every
 call after it) runs for real.
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openprogram.context import Context
+from openprogram.context import Context, record_evaluations, reuse_evaluations
 
 __all__ = ["Checkpoint", "CheckpointRuntime"]
 
@@ -195,15 +196,24 @@ class Checkpoint:
 
     # -- calls ----------------------------------------------------------------------
 
-    def call(self, fn: str, prompt: str, thunk: Callable[[], Any], args: str = "") -> Any:
+    def call(
+        self, fn: str, prompt: str, thunk: Callable[[], Any], args: Callable[[], str] | str = ""
+    ) -> Any:
         """Return the saved result of this call, or run ``thunk`` and log its result.
 
-        ``args``: :func:`request_args` of the call's other arguments (part of its key)."""
+        ``args``: :func:`request_args` of the call's other arguments (part of its key), or
+        a function computing it (only for a call that is logged). The Context values the
+        key evaluated are the ones ``thunk``'s first request sends: providers run once."""
         if _inside.get():
             return thunk()
         cursor = _cursor.get()
         if cursor is None:  # not inside a workflow run
             return thunk()
+        if callable(args):
+            with record_evaluations() as evaluated:
+                args = args()
+        else:
+            evaluated = []
         pos = cursor.next()
         with self._lock:
             saved = self._saved.get(pos)
@@ -227,7 +237,8 @@ class Checkpoint:
             return saved["result"]
         token = _inside.set(True)
         try:
-            result = thunk()
+            with reuse_evaluations(evaluated):
+                result = thunk()
         finally:
             _inside.reset(token)
         entry = {
@@ -324,7 +335,7 @@ class Checkpoint:
                 fn_name,
                 prompt_text(content),
                 lambda: fn(*args, **kwargs),
-                request_args(shaped, ambient=True),
+                lambda: request_args(shaped, ambient=True),
             )
 
         return self.guard(checkpointed)
@@ -394,7 +405,7 @@ class CheckpointRuntime:
             "llm",
             prompt_text(content),
             lambda: self._inner.exec(content, **kwargs),
-            request_args(kwargs),
+            lambda: request_args(kwargs),
         )
         return result
 
@@ -404,7 +415,7 @@ class CheckpointRuntime:
             "llm",
             prompt_text(content),
             lambda: self._inner.ask_for_decision(content, choices, **kwargs),
-            request_args({"choices": choices, **kwargs}),
+            lambda: request_args({"choices": choices, **kwargs}),
         )
         return result
 
