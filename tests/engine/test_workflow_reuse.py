@@ -91,6 +91,65 @@ def test_a_revision_asks_again_only_the_reply_the_code_failed_on(server: Loopbac
     rt.close()
 
 
+def _answers(server: LoopbackServer, replies: dict[str, list[str]]) -> None:
+    """Answer every request by its prompt, from ``replies`` in order."""
+
+    def answer(request: Received) -> Reply:
+        text = replies[prompts_of(request.json)].pop(0)
+        payload = json.dumps(server.text_payload(text)).encode()
+        return Reply(200, payload, {"content-type": "application/json"})
+
+    server.reply_with(*[answer] * sum(len(v) for v in replies.values()))
+
+
+@pytest.mark.parametrize("failing", ["int(a)", "int(a.strip())", "to_int(a)"])
+def test_the_reply_the_failing_expression_used_is_asked_again_not_the_last_one(
+    server: LoopbackServer, failing: str
+) -> None:
+    code = (
+        "def workflow():\n"
+        "    def to_int(text):\n"
+        "        return int(text)\n"
+        "    a = llm('How many modules?')\n"
+        "    b = llm('Name one module.')\n"
+        f"    return {failing}, b\n"
+    )
+    _answers(server, {"How many modules?": ["five", "5"], "Name one module.": ["auth", "auth"]})
+    rt = runtime_for(server, retry=NO_RETRY)
+    ckpt = Checkpoint()
+    with pytest.raises(ValueError, match="five"):
+        run_workflow_code(code, runtime=rt, checkpoint=ckpt)
+    assert [e["reusable"] for e in ckpt.entries if "reusable" in e] == [False]
+    assert [e["prompt"] for e in ckpt.entries if e.get("reusable") is False] == [
+        "How many modules?"
+    ]
+    assert run_workflow_code(code, runtime=rt, checkpoint=ckpt) == (5, "auth")
+    assert prompts(server)[2] == "How many modules?"  # not "Name one module." again
+    rt.close()
+
+
+def test_an_item_of_a_parallel_result_the_code_failed_on_asks_the_parallel_again(
+    server: LoopbackServer,
+) -> None:
+    code = (
+        "def workflow():\n"
+        "    counts = parallel([lambda: llm('Count A'), lambda: llm('Count B')])\n"
+        "    first = counts[0]\n"
+        "    note = llm('Say done.')\n"
+        "    return int(first) + int(counts[1]), note\n"
+    )
+    _answers(server, {"Count A": ["one", "1"], "Count B": ["2", "2"], "Say done.": ["done"] * 2})
+    rt = runtime_for(server, retry=NO_RETRY)
+    ckpt = Checkpoint()
+    with pytest.raises(ValueError, match="one"):
+        run_workflow_code(code, runtime=rt, checkpoint=ckpt)
+    assert [e["prompt"] for e in ckpt.entries if e.get("reusable") is False] == ["Count A"]
+    assert run_workflow_code(code, runtime=rt, checkpoint=ckpt) == (3, "done")
+    # the branch it failed on is asked again, its sibling reused; later calls run again
+    assert sorted(prompts(server)[3:]) == ["Count A", "Say done."]
+    rt.close()
+
+
 # ------------------------------------------------------------------ the Context is part of the key
 
 

@@ -209,7 +209,7 @@ def run_workflow_code(
             "workflow", inputs={"code": code}, runtime=cast(Any, CheckpointRuntime(rt, ckpt))
         ) as frame:
             exec(compiled, namespace)
-            return set_output(frame, ckpt.body(namespace["workflow"])())
+            return set_output(frame, ckpt.body(namespace["workflow"], code)())
     finally:
         ckpt.end_run(token)
 

@@ -15,8 +15,10 @@ A call the workflow did not go on with is not reused: when a primitive (``route`
 ``agent``, ...) raises, the calls made inside it (e.g. the decision replies that did not
 parse) are marked ``"reusable": false``, so the revision asks the model again. The same
 holds for the workflow's own code: when it raises outside any primitive (e.g.
-``int(llm("how many?"))`` got "five"), the calls of the primitive whose result it received
-last are marked, so the retry does not replay the reply it failed on.
+``int(llm("how many?"))`` got "five"), the calls of the primitive whose result the failing
+expression used are marked (``a = llm(...); b = llm(...); int(a)`` -> ``a``'s: a name in
+it holds that very result, or an item of it), else those of the primitive whose result
+the code received last, so the retry does not replay the reply it failed on.
 
 Positions are sequential per run; inside ``parallel`` each branch numbers its own calls
 under the parallel call's position, so concurrency does not change the order.
@@ -24,6 +26,7 @@ under the parallel call's position, so concurrency does not change the order.
 
 from __future__ import annotations
 
+import ast
 import contextvars
 import dataclasses
 import functools
@@ -69,9 +72,21 @@ _scopes: contextvars.ContextVar[tuple[list[dict[str, Any]], ...]] = contextvars.
 )
 
 
-# Inside a workflow body (:meth:`Checkpoint.body`): one slot holding the entries written
-# by the last primitive called directly by the workflow's own code (not inside another).
-_received: contextvars.ContextVar[list[list[dict[str, Any]]] | None] = contextvars.ContextVar(
+_PENDING = object()  # the result of a primitive call that has not returned
+
+
+@dataclass
+class _Received:
+    """A primitive called directly by the workflow's own code: the entries it wrote and
+    the value it returned to the code."""
+
+    written: list[dict[str, Any]]
+    result: Any = _PENDING
+
+
+# Inside a workflow body (:meth:`Checkpoint.body`): the primitives called directly by the
+# workflow's own code (not inside another), in call order.
+_received: contextvars.ContextVar[list[_Received] | None] = contextvars.ContextVar(
     "openprogram_checkpoint_received", default=None
 )
 
@@ -273,11 +288,13 @@ class Checkpoint:
                 return fn(*args, **kwargs)
             written: list[dict[str, Any]] = []
             received = _received.get()
+            record = _Received(written)
             if received is not None and not _scopes.get():  # called by the workflow's code
-                received[0] = written
+                received.append(record)
             token = _scopes.set((*_scopes.get(), written))
             try:
-                return fn(*args, **kwargs)
+                record.result = fn(*args, **kwargs)
+                return record.result
             except BaseException as exc:
                 self._discard(exc, written)
                 raise
@@ -286,19 +303,20 @@ class Checkpoint:
 
         return guarded
 
-    def body(self, fn: Callable[[], Any]) -> Callable[[], Any]:
+    def body(self, fn: Callable[[], Any], source: str | None = None) -> Callable[[], Any]:
         """The workflow function ``fn``, guarded as a primitive is: when its own code raises
-        (no primitive did), the calls of the primitive whose result it received last are
-        not reused."""
+        (no primitive did), the calls of the primitives whose results the failing
+        expression used are not reused (:func:`_failed_on`; ``source`` is the code ``fn``
+        was compiled from), else those of the primitive whose result it received last."""
 
         @functools.wraps(fn)
         def run() -> Any:
-            received: list[list[dict[str, Any]]] = [[]]
+            received: list[_Received] = []
             token = _received.set(received)
             try:
                 return fn()
             except BaseException as exc:
-                self._discard(exc, received[0])
+                self._discard(exc, _failed_on(exc, received, fn, source))
                 raise
             finally:
                 _received.reset(token)
@@ -377,6 +395,123 @@ class Checkpoint:
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
         tmp.write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
         tmp.replace(self.path)
+
+
+def _failed_on(
+    exc: BaseException, received: list[_Received], fn: Callable[[], Any], source: str | None
+) -> list[dict[str, Any]]:
+    """The entries of the calls whose results the workflow's own code failed on.
+
+    Those of the primitives whose result (or an item of it) a name among the failing
+    operation's operands holds (``int(a)``, ``int(a.strip())``, ``int(xs[0])``; of those
+    only the calls that returned that very value when there are such, e.g. one
+    ``parallel`` branch); plus, when an operand is a value no name holds (``int(llm(...))``)
+    or no operand was found, those of the primitive the code received last. Marking a
+    later call as well costs nothing: every call after a re-asked one runs again."""
+    values: list[Any] = []
+    opaque = True
+    if source is not None:
+        try:
+            values, opaque = _failing_operands(exc, fn, source)
+        except Exception:  # never mask the workflow's own error: fall back to the last
+            values, opaque = [], True
+    used = [r for r in received if r.result is not _PENDING and _holds(r.result, values)]
+    written = [entry for r in used for entry in r.written]
+    exact = [e for e in written if any(v is e.get("result") for v in values)]
+    marked = exact or written
+    if (opaque or not used) and received:
+        marked += [e for e in received[-1].written if e not in marked]
+    return marked
+
+
+def _holds(result: Any, values: list[Any]) -> bool:
+    items: Iterable[Any] = ()
+    if isinstance(result, (list, tuple)):
+        items = result
+    elif isinstance(result, Mapping):
+        items = result.values()
+    return any(v is result or any(v is item for item in items) for v in values)
+
+
+def _failing_operands(
+    exc: BaseException, fn: Callable[[], Any], source: str
+) -> tuple[list[Any], bool]:
+    """The values of the names among the operands of the operation of the workflow code
+    that raised ``exc`` (the instruction's source span in the innermost frame of that
+    code, a helper defined in it included; its whole line where spans are unknown, Python
+    3.10), and whether an operand is a value no name holds."""
+    filename = getattr(getattr(fn, "__code__", None), "co_filename", None)
+    frame_tb = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            frame_tb = tb
+        tb = tb.tb_next
+    if frame_tb is None:
+        return [], True
+    frame, code = frame_tb.tb_frame, frame_tb.tb_frame.f_code
+    lines = source.splitlines()
+    span: tuple[Any, ...] = (frame_tb.tb_lineno, frame_tb.tb_lineno, None, None)
+    positions = getattr(code, "co_positions", None)
+    if positions is not None:
+        found = list(positions())[frame_tb.tb_lasti // 2]
+        if None not in found:
+            span = found
+    first, last, start, end = span
+    if not (0 < first <= last <= len(lines)):
+        return [], True
+    chunk = [line.encode() for line in lines[first - 1 : last]]  # columns count bytes
+    if end is not None:
+        chunk[-1] = chunk[-1][:end]
+    if start is not None:
+        chunk[0] = chunk[0][start:]
+    text = b"\n".join(chunk).decode(errors="replace").strip()
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:  # a part of a statement: try it as an expression in brackets
+        try:
+            tree = ast.parse(f"({text})")
+        except SyntaxError:
+            return [], True
+    if len(tree.body) != 1:
+        return [], True
+    node: ast.AST = tree.body[0]
+    if isinstance(node, ast.Expr):
+        node = node.value
+    if isinstance(node, ast.Call):  # the call that raised: its arguments (and receiver)
+        operands: list[ast.AST] = [*node.args, *(k.value for k in node.keywords)]
+        if isinstance(node.func, ast.Attribute):
+            operands.append(node.func.value)
+    else:
+        operands = list(ast.iter_child_nodes(node))
+    names: set[str] = set()
+    opaque = False
+    for operand in operands:
+        opaque = _reach(operand, names) or opaque
+    scope = frame.f_locals
+    return [scope[name] for name in sorted(names) if name in scope], opaque
+
+
+def _reach(node: ast.AST, names: set[str]) -> bool:
+    """Add to ``names`` the names whose values ``node`` passes on (``a``, ``a.strip()``,
+    ``xs[0]``, ``a + b``; not the arguments of a call, which are that call's inputs);
+    True when it passes on a value no name holds (a function's result)."""
+    if isinstance(node, ast.Name):
+        names.add(node.id)
+        return False
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute):  # a method of a value: that value
+            return _reach(node.func.value, names)
+        return True
+    if isinstance(node, (ast.Subscript, ast.Attribute, ast.Starred)):
+        return _reach(node.value, names)
+    if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        return True
+    opaque = False
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.expr):
+            opaque = _reach(child, names) or opaque
+    return opaque
 
 
 def _jsonable(entry: Mapping[str, Any]) -> dict[str, Any]:
