@@ -41,7 +41,7 @@ async def graph_for(ls: OpenProgramLanguageServer, run_id: str) -> RawJSON | Non
 
 async def node_for(ls: OpenProgramLanguageServer, run_id: str, node_id: str) -> RawJSON | None:
     def read(fs: FolderStore, run: RunRow) -> RawJSON | None:
-        text = node_json(fs.db, run.session_id or run.id, node_id, FULL)
+        text = node_json(fs.db, run.session_id or run.id, node_id, FULL, run_status=run.status)
         return None if text is None else RawJSON(text)
 
     return await read_run(ls, run_id, read, None)

@@ -7,6 +7,7 @@ temporary cluster), a loopback server speaking the OpenAI wire format."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -319,6 +320,48 @@ def test_a_run_cancelled_while_awaiting_approval_shows_its_step_cancelled(
     assert "code tidy [cancelled]" in tree, tree
     assert not [line for line in tree.splitlines() if "[paused]" in line or "[error]" in line]
     assert tree.splitlines()[0].endswith("; run cancelled"), tree
+
+
+def _html_graph(folder: Path, server: OpenAIServer, rid: str, st: str) -> dict[str, Any]:
+    page = _cli(folder, server, "show", rid, "--format", "html", "--store", st)
+    assert page.returncode == 0, page.stderr
+    data = re.search(
+        r'<script id="openprogram-graph-data" type="application/json">(.*?)</script>',
+        page.stdout,
+        re.S,
+    )
+    assert data is not None, page.stdout[:500]
+    return dict(json.loads(data.group(1)))
+
+
+def test_a_run_cancelled_while_awaiting_approval_is_drawn_and_listed_as_cancelled(
+    paused: tuple[Path, str], openai_server: OpenAIServer, st: str
+) -> None:
+    """Cancelled while awaiting approval, the run graph (``show --format html``, the editor's
+    graph view) still drew ``clean`` and ``tidy`` as ``paused``, and ``runs`` still named
+    ``delete_file`` as its PAUSED_STEP (``"paused_step"``): nothing is paused there any
+    more. The graph says ``cancelled``, as ``show``'s tree does, and no step is named."""
+    folder, rid = paused
+    before = _html_graph(folder, openai_server, rid, st)
+    assert {n["name"]: n["status"] for n in before["nodes"] if n["kind"] == "code"} == {
+        "clean": "paused",
+        "tidy": "paused",
+    }
+    assert _cli(folder, openai_server, "cancel", rid, "--store", st).returncode == 0
+    graph = _html_graph(folder, openai_server, rid, st)
+    assert graph["run"]["status"] == "cancelled"
+    code = {n["name"]: n["status"] for n in graph["nodes"] if n["kind"] == "code"}
+    assert code == {"clean": "cancelled", "tidy": "cancelled"}, graph["nodes"]
+    assert "paused" not in {n["status"] for n in graph["nodes"]}
+    (listed,) = _json(_cli(folder, openai_server, "runs", "--json", "--store", st))
+    assert (listed["status"], listed["paused_step"], listed["paused_occurrence"]) == (
+        "cancelled",
+        None,
+        None,
+    )
+    table = _cli(folder, openai_server, "runs", "--store", st).stdout.splitlines()
+    header, row = (re.split(r"\s{2,}", line.strip()) for line in table)
+    assert dict(zip(header, row, strict=True))["PAUSED_STEP"] == "-", table
 
 
 PLAIN_ADMIN = '''

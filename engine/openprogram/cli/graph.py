@@ -55,9 +55,17 @@ def with_step(node: GraphNodeRow, label: str | None) -> str:
     return f'{node.json[:-1]},"step":{json.dumps(label) if label else "null"}}}'
 
 
-def node_json(db: str | os.PathLike[str], session_id: str, node_id: str, limit: int) -> str | None:
-    """One node's JSON object (input/output cut to ``limit``), None if there is no such node."""
-    rows = graph_node_objects(db, session_id, limit=limit, node_id=node_id)
+def node_json(
+    db: str | os.PathLike[str],
+    session_id: str,
+    node_id: str,
+    limit: int,
+    *,
+    run_status: str | None = None,
+) -> str | None:
+    """One node's JSON object (input/output cut to ``limit``; its status as the graph shows
+    it, of a run in ``run_status``), None if there is no such node."""
+    rows = graph_node_objects(db, session_id, limit=limit, node_id=node_id, run_status=run_status)
     return with_step(rows[0], None) if rows else None
 
 
@@ -71,8 +79,11 @@ def graph_json(
 ) -> str:
     """The JSON text the graph view draws:
     ``{title, session, run, totals: {nodes, llmCalls, input_tokens, output_tokens}, nodes}``.
-    Node objects are written by SQLite and joined here, never decoded."""
-    nodes = graph_node_objects(db, session_id, limit=limit)
+    Node objects are written by SQLite and joined here, never decoded; a node's status is
+    the one ``show`` gives it (:func:`~openprogram.store.run_views.node_status` of the
+    ``run``'s status: a call a pause unwound, of a run cancelled since, is ``cancelled``)."""
+    run_status = run.get("status") if run else None
+    nodes = graph_node_objects(db, session_id, limit=limit, run_status=run_status)
     labels = step_labels(nodes, steps or [])
     calls = tokens_in = tokens_out = 0
     for n in nodes:

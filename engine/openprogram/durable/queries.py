@@ -526,11 +526,14 @@ def graph_node_objects(
     *,
     limit: int,
     node_id: str | None = None,
+    run_status: str | None = None,
 ) -> list[GraphNodeRow]:
     """The session's nodes (or the one ``node_id``) in ``seq`` order for the run graph
-    (:meth:`RunStore.graph_node_objects`)."""
+    (:meth:`RunStore.graph_node_objects`; ``run_status``: its run's, ``None`` for none)."""
     return _read(
         db_path,
-        lambda runs: runs.graph_node_objects(session_id, limit=limit, node_id=node_id),
+        lambda runs: runs.graph_node_objects(
+            session_id, limit=limit, node_id=node_id, run_status=run_status
+        ),
         [],
     )

@@ -221,11 +221,14 @@ def _preview(text: str | None, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def graph_node_row(row: Iterable[Any], *, limit: int) -> GraphNodeRow:
+def graph_node_row(
+    row: Iterable[Any], *, limit: int, run_status: str | None = None
+) -> GraphNodeRow:
     """The run-graph row of one node given as ``(id, seq, kind, name, caller_id,
-    predecessor_id, input, output, status, metadata, created_at)``.
+    predecessor_id, input, output, status, metadata, created_at)``, of a run in
+    ``run_status`` (``None``: a session of no run).
 
-    ``durationMs`` from the metadata's ``duration_s``, ``error`` its ``error_type``, ``usage``
+    ``status`` as :func:`node_status` shows it; ``durationMs`` from the metadata's ``duration_s``, ``error`` its ``error_type``, ``usage``
     its integer token counts; ``model`` is ``provider:model`` of an ``llm`` node's request;
     ``input``/``output`` the stored JSON text cut to ``limit`` characters (never decoded).
     """
@@ -257,7 +260,7 @@ def graph_node_row(row: Iterable[Any], *, limit: int) -> GraphNodeRow:
             "seq": seq,
             "kind": kind,
             "name": name,
-            "status": status,
+            "status": node_status(status, run_status),
             "caller": caller,
             "pred": pred,
             "durationMs": duration * 1000.0 if duration is not None else None,

@@ -1108,12 +1108,18 @@ class RunStore(ABC):
         ]
 
     def graph_node_objects(
-        self, session_id: str, *, limit: int, node_id: str | None = None
+        self,
+        session_id: str,
+        *,
+        limit: int,
+        node_id: str | None = None,
+        run_status: str | None = None,
     ) -> list[GraphNodeRow]:
         """The session's nodes (or the one ``node_id``) in ``seq`` order for the run graph
-        (:func:`openprogram.store.run_views.graph_node_row`)."""
+        (:func:`openprogram.store.run_views.graph_node_row`; ``run_status``: the status of
+        the session's run, ``None`` for a session of no run)."""
         return [
-            graph_node_row(row, limit=limit)
+            graph_node_row(row, limit=limit, run_status=run_status)
             for row in self.session_node_rows(session_id)
             if node_id is None or row[0] == node_id
         ]

@@ -24,7 +24,13 @@ from openprogram.store.base import node_exit
 from openprogram.store.ids import new_id
 from openprogram.store.lease import Owner
 from openprogram.store.migrations import RELEASE_STEP_COLUMNS
-from openprogram.store.run_views import VIEW_STEP_KINDS, StepContext, error_text, step_state
+from openprogram.store.run_views import (
+    VIEW_STEP_KINDS,
+    StepContext,
+    error_text,
+    node_status,
+    step_state,
+)
 from openprogram.store.runs import (
     CALL_ORDER,
     MAY_DISPATCH,
@@ -209,7 +215,7 @@ SELECT id, kind, name, created_at,
     CASE WHEN typeof(tokens_in) = 'integer' THEN tokens_in END AS tokens_in,
     CASE WHEN typeof(tokens_out) = 'integer' THEN tokens_out END AS tokens_out,
     json_object(
-    'id', id, 'seq', seq, 'kind', kind, 'name', name, 'status', status,
+    'id', id, 'seq', seq, 'kind', kind, 'name', name, 'status', op_node_status(status),
     'caller', caller_id, 'pred', predecessor_id,
     'durationMs', CASE WHEN typeof(duration) IN ('integer', 'real') THEN duration * 1000.0 END,
     'model', CASE WHEN typeof(model) = 'text' AND model <> '' THEN
@@ -607,10 +613,19 @@ class SqliteRunStore(RunStore):
         return [r[0] for r in rows]
 
     def graph_node_objects(
-        self, session_id: str, *, limit: int, node_id: str | None = None
+        self,
+        session_id: str,
+        *,
+        limit: int,
+        node_id: str | None = None,
+        run_status: str | None = None,
     ) -> list[GraphNodeRow]:
+        def status(stored: str) -> str:
+            return node_status(stored, run_status)
+
         params = {"session_id": session_id, "node_id": node_id, "limit": max(1, int(limit))}
-        conn = self.backend.connection()
+        conn = self.backend.connection()  # each node's shown status: ``run_views``'
+        conn.create_function("op_node_status", 1, status, deterministic=True)
         try:
             rows = conn.execute(_GRAPH_NODE_SQL, params).fetchall()
         except sqlite3.Error:  # a malformed JSON column: check each value

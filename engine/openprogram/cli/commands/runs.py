@@ -6,6 +6,8 @@ of the ``status`` and ``pause_reason`` that ``--json`` prints), and ``interrupte
 ``running`` run whose process is gone (``--json``: ``"interrupted": true``), with the step
 it stopped in as its PAUSED_STEP (``"interrupted_step"``); ``running (cancel requested)``
 while a cancel waits for the process executing the run (``"cancel_requested": true``).
+PAUSED_STEP (``"paused_step"``) is the step a paused run stopped at, the one
+:func:`~openprogram.durable.queries.stopped_at` names: none for a run cancelled while paused.
 A QUEUE column, when a listed run was submitted to a queue (``"queue"``); ``--queue Q``
 lists only the runs of ``Q``.
 """
@@ -77,7 +79,13 @@ def execute(ns: argparse.Namespace) -> int:
         for r in runs:
             at = stopped.get(r.id) if r.id in gone else None
             interrupted = {"interrupted": r.id in gone, "interrupted_step": at and at[0]}
-            out.append({**r.to_json(), **interrupted})
+            # its paused step only while stopped there (a cancelled run's is no more)
+            paused = r.id in stopped and r.id not in gone
+            where = {
+                "paused_step": r.paused_step if paused else None,
+                "paused_occurrence": r.paused_occurrence if paused else None,
+            }
+            out.append({**r.to_json(), **where, **interrupted})
         print(inert_json(out))
         return 0
     if not runs:
@@ -98,7 +106,7 @@ def execute(ns: argparse.Namespace) -> int:
             pause_requested=r.pause_requested,
         )
         at = stopped.get(r.id)
-        step = at[0] if at is not None else r.paused_step  # a cancelled run's too
+        step = at[0] if at is not None else None  # paused at, or stopped in: no other
         queue = (r.queue or "-",) if queues else ()
         rows.append((r.id, status, entry_name(r.entry), step or "-", *queue, updated))
     for line in format_table(rows[0], rows[1:], flex=2, width=terminal_width()):
