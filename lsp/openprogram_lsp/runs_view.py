@@ -4,8 +4,9 @@ Requests (JSON params and results, camelCase keys):
 
 * ``openprogram/runs`` ``{folder?}`` →
   ``{"folders": [{"name", "uri", "store", "runs": [run...], "olderRuns"}]}`` — the runs of
-  each workspace folder's store, newest first: every unfinished run and the
-  :data:`RUNS_SHOWN` newest finished ones; ``olderRuns`` counts the finished runs left out;
+  each workspace folder (of its Programs, from its store), newest first: every unfinished
+  run and the :data:`RUNS_SHOWN` newest finished ones; ``olderRuns`` counts the folder's
+  finished runs left out;
 * ``openprogram/runSteps`` ``{runId, folder?}`` → ``{"run": run, "steps": [step...]}``;
 * ``openprogram/cancelRun`` ``{runId}`` → ``{"status", "cancel"}`` or ``{"error"}``
   (``durable.cancel_run``): ``cancel`` is ``"cancelled"`` (``status`` ``cancelled``) or
@@ -45,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from openprogram.contract.runs import RunStatus, entry_name, program_file
+from openprogram.contract.runs import RunStatus, entry_name
 from openprogram.durable import queries
 from openprogram.durable.queries import RunRow
 from openprogram.errors import OpenProgramError
@@ -326,18 +327,18 @@ async def folder_runs(fs: FolderStore, belongs: Callable[[str], bool]) -> dict[s
 def listed_runs(
     fs: FolderStore, belongs: Callable[[str], bool]
 ) -> tuple[list[dict[str, Any]], int]:
-    """The runs of ``fs`` for the view (every unfinished run and the :data:`RUNS_SHOWN`
-    newest finished ones, ``queries.newest_runs``) whose Program file ``belongs`` to the
-    folder, and how many older finished runs of the store were left out; none when its
-    store cannot be read, which is told to ``run_index.GATE`` (the folder's ``error``
-    then says why)."""
+    """The runs of ``fs`` whose Program file ``belongs`` to the folder, for the view (every
+    unfinished one and the :data:`RUNS_SHOWN` newest finished ones, ``queries.newest_runs``),
+    and how many older finished runs of the folder were left out; none when its store
+    cannot be read, which is told to ``run_index.GATE`` (the folder's ``error`` then says
+    why)."""
+    strict = not isinstance(fs.store, str)
     try:
-        rows, older = queries.newest_runs(fs.db, RUNS_SHOWN, strict=not isinstance(fs.store, str))
+        mine, older = queries.newest_runs(fs.db, RUNS_SHOWN, strict=strict, belongs=belongs)
     except OpenProgramError as exc:
         GATE.failed(fs.store, exc)
         return [], 0
     GATE.read_ok(fs.store)
-    mine = [r for r in rows if belongs(program_file(r.program_path, r.entry))]
     stops = queries.stopped_at(fs.db, mine)  # one read for every interrupted run
     return [run_json(r, stops.get(r.id) if r.interrupted else None) for r in mine], older
 

@@ -287,3 +287,50 @@ def test_the_runs_of_a_program_are_read_by_its_path_however_it_is_spelled(
         r.id for r in queries.list_runs(db_path, str(real), strict=True)[:2]
     ]
     assert queries.list_runs(db_path, str(folder / "none.py"), strict=True) == []
+
+
+def test_the_newest_runs_of_some_programs_are_theirs_and_count_theirs_left_out(
+    runs: RunStore,
+) -> None:
+    """``newest_runs(limit, belongs)`` (a folder's Runs view on a store several folders
+    share): the unfinished runs and the ``limit`` newest finished ones of the Programs
+    ``belongs`` accepts, however the run names its file (``program_path``, or only the
+    entry's path when that is NULL or ''), and how many of *theirs* were left out; not the
+    store's newest, nor the store's count."""
+    from openprogram.contract.runs import program_file
+
+    spelled = [  # (program_path, entry): four of mine.py, three of other.py
+        ("/ws/a/mine.py", "/ws/a/mine.py:main"),
+        (None, "/ws/a/mine.py:main"),
+        ("", "/ws/a/mine.py:other"),
+        ("/ws/a/mine.py", "/ws/a/mine.py:other"),
+        ("/ws/b/other.py", "/ws/b/other.py:main"),
+        (None, "/ws/b/other.py:main"),
+        ("", "/ws/b/other.py:main"),
+    ]
+    for i in range(14):
+        path, entry = spelled[i % len(spelled)]
+        runs.insert_run(
+            run_id=f"r{i:02d}", entry=entry, program_path=path, function_qualname="main",
+            args={}, policy=Policy.USE_LATEST, model=None, source_snapshot=None,
+            session_id=None, owner=A, lease_s=60.0,
+        )  # fmt: skip
+        if i not in (3, 4):  # r03 (mine) and r04 (other's) stay running
+            runs.finish_run(f"r{i:02d}", RunStatus.COMPLETED, result=i, token=A.token)
+
+    def mine(path: str) -> bool:
+        return path == "/ws/a/mine.py"
+
+    every = runs.list_runs()
+    newest = sorted(every, key=lambda r: (-r.created_at, r.id))
+    of_mine = [r for r in newest if mine(program_file(r.program_path, r.entry))]
+    finished = [r.id for r in of_mine if r.status == RunStatus.COMPLETED]
+    assert len(finished) == 7
+    found, left_out = runs.newest_runs(3, mine)
+    assert {r.id for r in found} == {"r03", *finished[:3]} and left_out == 4
+    assert [r.id for r in found] == [r.id for r in of_mine if r.id in {r.id for r in found}]
+    everything, store_left_out = runs.newest_runs(3)
+    assert store_left_out == 12 - 3 and len(everything) == 2 + 3
+    assert runs.newest_runs(3, lambda path: True) == (everything, store_left_out)
+    assert runs.newest_runs(3, lambda path: False) == ([], 0)
+    assert runs.newest_runs(20, mine) == (of_mine, 0)

@@ -281,3 +281,43 @@ async def test_run_lenses_only_where_run_can_run(tmp_path: Path) -> None:
         assert await lenses(client, outside_uri) == []
     finally:
         await stop(client)
+
+
+RUNS_SHOWN = 200  # the finished runs the view lists per folder (README)
+MAKE_RUNS = """
+import sys
+from openprogram.durable import start_run
+
+for i in range(int(sys.argv[1])):
+    assert start_run("prog.py:pipeline", {"n": i}, store=sys.argv[2]).status == "completed"
+"""
+
+
+def make_runs(folder: Path, store: Path, count: int) -> None:
+    made = subprocess.run(
+        [sys.executable, "-c", MAKE_RUNS, str(count), str(store)],
+        cwd=folder, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+
+
+async def test_a_shared_store_counts_each_folders_own_older_runs(tmp_path: Path) -> None:
+    """With one store for alpha and beta, ``olderRuns`` counted the finished runs the whole
+    store left out, under both folders (beta: 2 older runs, of alpha's), and beta's one
+    run, older than alpha's newest 200, was listed under no folder. Each folder lists its
+    own newest finished runs and counts its own that were left out."""
+    alpha, beta, store = tmp_path / "alpha", tmp_path / "beta", tmp_path / "shared"
+    for folder in (alpha, beta):
+        folder.mkdir()
+        (folder / "prog.py").write_text(PROGRAM)
+    b_run = cli_run(beta, store, "prog.py")["run_id"]  # the oldest run of the store
+    make_runs(alpha, store, RUNS_SHOWN + 2)
+    client = await start([alpha, beta], options={"store": str(store)})
+    try:
+        got = await request(client, "openprogram/runs", {})
+        shown = {f["name"]: ([r["id"] for r in f["runs"]], f["olderRuns"]) for f in got["folders"]}
+        assert shown["beta"] == ([b_run], 0)
+        assert (len(shown["alpha"][0]), shown["alpha"][1]) == (RUNS_SHOWN, 2)
+        assert b_run not in shown["alpha"][0]
+    finally:
+        await stop(client)

@@ -333,16 +333,21 @@ def list_runs(
 
 
 def newest_runs(
-    db_path: str | os.PathLike[str], limit: int = 200, *, strict: bool = False
+    db_path: str | os.PathLike[str],
+    limit: int = 200,
+    *,
+    strict: bool = False,
+    belongs: Callable[[str], bool] | None = None,
 ) -> tuple[list[RunRow], int]:
     """The runs a list of runs shows, newest first: every run not finished (queued,
     running, interrupted, paused — one that may need its user is never left out) and the
     ``limit`` newest finished ones; and how many older finished runs were left out
-    (:meth:`~openprogram.store.runs.RunStore.newest_runs`). ``strict`` as for
+    (:meth:`~openprogram.store.runs.RunStore.newest_runs`; ``belongs``: only the runs of
+    the Program files it accepts, those left out counted of them). ``strict`` as for
     :func:`list_runs`."""
 
     def read(runs: RunStore) -> tuple[list[RunRow], int]:
-        found, left_out = runs.newest_runs(limit)
+        found, left_out = runs.newest_runs(limit, belongs)
         return [_run_row(r) for r in found], left_out
 
     none: tuple[list[RunRow], int] = ([], 0)

@@ -344,6 +344,16 @@ class RunSql:
         "ORDER BY created_at DESC, id LIMIT ?"
     )
     count_finished_runs: str = f"SELECT COUNT(*) FROM runs WHERE status IN {_FINISHED}"
+    # the same of some Program files: how many finished runs each entry has (few rows),
+    # then the newest finished ones of each entry that belongs
+    count_finished_by_entry: str = (
+        f"SELECT program_path, entry, COUNT(*) FROM runs WHERE status IN {_FINISHED} "
+        "GROUP BY program_path, entry"
+    )
+    newest_finished_runs_of_entry: str = (
+        f"SELECT {RUN_COLUMNS} FROM runs WHERE status IN {_FINISHED} "
+        "AND program_path IS ? AND entry = ? ORDER BY created_at DESC, id LIMIT ?"
+    )
     # parameters: the prefix, the first string after it (``_after_prefix``), how many
     runs_by_id_prefix: str = (
         f"SELECT {RUN_COLUMNS} FROM runs WHERE {_ID_FROM_TO} ORDER BY created_at DESC, id LIMIT ?"
@@ -748,17 +758,44 @@ class RunStore(ABC):
             rows = self._rows(self.sql.list_runs_in, (str(status),))
         return [run_from_row(r) for r in rows]
 
-    def newest_runs(self, limit: int) -> tuple[list[RunRecord], int]:
+    def newest_runs(
+        self, limit: int, belongs: Callable[[str], bool] | None = None
+    ) -> tuple[list[RunRecord], int]:
         """Every run not finished yet (queued, running — an interrupted one too — or
         paused) and the ``limit`` newest finished ones (completed, failed, cancelled),
         newest first; and how many older finished runs were left out. Two queries that
-        read only those rows, not every run."""
-        unfinished = self._rows(self.sql.unfinished_runs)
-        finished = self._rows(self.sql.newest_finished_runs, (max(0, int(limit)),))
+        read only those rows, not every run.
+
+        With ``belongs``, only the runs whose Program file
+        (:func:`~openprogram.contract.runs.program_file`) it accepts: their ``limit``
+        newest finished ones, and how many of theirs were left out (a store several
+        folders share: each folder's own). The finished runs are counted per entry first
+        (few rows); then the newest of each entry that belongs are read."""
+        limit = max(0, int(limit))
+        unfinished = [run_from_row(r) for r in self._rows(self.sql.unfinished_runs)]
+        groups: list[tuple[Any, str, int]] | None = None
+        if belongs is not None:
+            unfinished = [r for r in unfinished if belongs(program_file(r.program_path, r.entry))]
+            counts = self._rows(self.sql.count_finished_by_entry)
+            groups = [(p, str(e), int(n)) for p, e, n in counts if belongs(program_file(p, e))]
+            if len(groups) == len(counts):  # every finished run belongs: read them as one
+                groups = None
         left_out = 0
-        if len(finished) >= limit:  # more may be finished than were read
-            left_out = int(self._row(self.sql.count_finished_runs)[0]) - len(finished)
-        runs = [run_from_row(r) for r in (*unfinished, *finished)]
+        if groups is None:
+            finished = [
+                run_from_row(r) for r in self._rows(self.sql.newest_finished_runs, (limit,))
+            ]
+            if len(finished) >= limit:  # more may be finished than were read
+                left_out = int(self._row(self.sql.count_finished_runs)[0]) - len(finished)
+        else:
+            of_entry = self.sql.newest_finished_runs_of_entry
+            finished = [
+                run_from_row(r) for p, e, _ in groups for r in self._rows(of_entry, (p, e, limit))
+            ]
+            finished.sort(key=lambda r: (-r.created_at, r.id))
+            finished = finished[:limit]
+            left_out = sum(n for _, _, n in groups) - len(finished)
+        runs = [*unfinished, *finished]
         runs.sort(key=lambda r: (-r.created_at, r.id))
         return runs, max(0, left_out)
 
