@@ -126,6 +126,13 @@ async def test_a_step_of_a_run_cancelled_while_awaiting_approval_is_cancelled_no
         assert [(s["label"], s["state"], s["error"]) for s in got["steps"]] == [
             ("tidy #0", "cancelled", "")
         ]
+        # the graph view drew the calls the pause unwound as paused: they ended cancelled
+        graph = await request(client, "openprogram/runGraph", {"runId": run_id})
+        code = {n["name"]: n["status"] for n in graph["nodes"] if n["kind"] == "code"}
+        assert code == {"clean": "cancelled", "tidy": "cancelled"}, graph["nodes"]
+        tidy = next(n["id"] for n in graph["nodes"] if n["name"] == "tidy")
+        node = await request(client, "openprogram/runNode", {"runId": run_id, "nodeId": tidy})
+        assert node["status"] == "cancelled"
         uri = (ws / "janitor.py").as_uri()
         open_doc(client, uri, JANITOR)
         shown = await hints(client, uri, JANITOR)
