@@ -228,9 +228,10 @@ def graph_node_row(
     predecessor_id, input, output, status, metadata, created_at)``, of a run in
     ``run_status`` (``None``: a session of no run).
 
-    ``status`` as :func:`node_status` shows it; ``durationMs`` from the metadata's ``duration_s``, ``error`` its ``error_type``, ``usage``
-    its integer token counts; ``model`` is ``provider:model`` of an ``llm`` node's request;
-    ``input``/``output`` the stored JSON text cut to ``limit`` characters (never decoded).
+    ``status`` as :func:`node_status` shows it; ``durationMs`` from the metadata's
+    ``duration_s``, ``error`` its ``error_type``, ``usage`` its integer token counts;
+    ``model`` is ``provider:model`` of an ``llm`` node's request; ``input``/``output`` the
+    stored JSON text cut to ``limit`` characters (never decoded).
     """
     node_id, seq, kind, name, caller, pred, input_json, output_json, status, meta, created = row
     metadata = _object(meta)
