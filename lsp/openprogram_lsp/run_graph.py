@@ -34,7 +34,8 @@ def _run_id(params: Any) -> str:
 async def graph_for(ls: OpenProgramLanguageServer, run_id: str) -> RawJSON | None:
     def read(fs: FolderStore, run: RunRow) -> RawJSON | None:
         steps = queries.step_starts(fs.db, run.id)
-        return RawJSON(graph_json(fs.db, run.session_id or run.id, run=run_json(run), steps=steps))
+        info = run_json(run, queries.stopped_at(fs.db, [run]).get(run.id))
+        return RawJSON(graph_json(fs.db, run.session_id or run.id, run=info, steps=steps))
 
     return await read_run(ls, run_id, read, None)
 

@@ -144,7 +144,8 @@ def run_json(run: RunRow, stopped: tuple[str, int] | None = None) -> dict[str, A
     whose process is gone (resumable); ``cancelRequested`` / ``pauseRequested``: a
     ``running`` run's cancel / pause waits for the process executing it (its next step).
     ``pausedStep`` / ``pausedOccurrence``: ``stopped`` (``queries.stopped_at``: where a
-    paused or interrupted run stopped, as ``openprogram runs`` says)."""
+    paused or interrupted run stopped, as ``openprogram runs`` says; none for any other
+    run, a run cancelled while paused too)."""
     info = RunInfo(
         id=run.id,
         function_qualname=run.function_qualname,
@@ -171,8 +172,8 @@ def run_json(run: RunRow, stopped: tuple[str, int] | None = None) -> dict[str, A
         "cancelRequested": run.cancel_requested and status == RunStatus.RUNNING,
         "pauseRequested": run.pause_requested and status == RunStatus.RUNNING,
         "queue": run.queue,
-        "pausedStep": stopped[0] if stopped else run.paused_step,
-        "pausedOccurrence": stopped[1] if stopped else run.paused_occurrence,
+        "pausedStep": stopped[0] if stopped else None,
+        "pausedOccurrence": stopped[1] if stopped else None,
         "pauseReason": run.pause_reason,
         "error": run.error,
         "result": short_json(run.result_json),
@@ -340,7 +341,7 @@ def listed_runs(
         return [], 0
     GATE.read_ok(fs.store)
     stops = queries.stopped_at(fs.db, mine)  # one read for every interrupted run
-    return [run_json(r, stops.get(r.id) if r.interrupted else None) for r in mine], older
+    return [run_json(r, stops.get(r.id)) for r in mine], older
 
 
 NO_STEPS: dict[str, Any] = {"run": None, "steps": []}
@@ -361,7 +362,7 @@ def step_context(run: RunRow) -> StepContext:
 
 
 def run_steps_json(fs: FolderStore, run: RunRow) -> RawJSON:
-    rj = run_json(run, queries.stopped_at(fs.db, [run]).get(run.id) if run.interrupted else None)
+    rj = run_json(run, queries.stopped_at(fs.db, [run]).get(run.id))
     steps = queries.step_view_objects(
         fs.db, run.id, step_context(run), now=time.time(), shorten=short_json
     )

@@ -348,6 +348,12 @@ async def test_cancel_a_paused_run_from_the_view(client: LanguageClient, workspa
         (r["id"], r["status"], r["resumable"], r["cancelRequested"])
         for r in runs["folders"][0]["runs"]
     ] == [(paused["run_id"], "cancelled", False, False)]
+    # it stopped at no step any more: the row, its steps' run and the graph's run say none
+    [row] = runs["folders"][0]["runs"]
+    steps = as_dict(await request(client, "openprogram/runSteps", {"runId": paused["run_id"]}))
+    graph = as_dict(await request(client, "openprogram/runGraph", {"runId": paused["run_id"]}))
+    for run in (row, steps["run"], graph["run"]):
+        assert (run["pausedStep"], run["pausedOccurrence"]) == (None, None), run
     again = as_dict(await request(client, "openprogram/cancelRun", {"runId": paused["run_id"]}))
     assert "cancelled" in again["error"]
     unknown = as_dict(await request(client, "openprogram/cancelRun", {"runId": "nope"}))
