@@ -159,3 +159,26 @@ def test_a_v4_store_migrates_to_v5_and_every_step_update_stays_hot(
     counts = _updates(pg_dsn)
     assert counts["nodes"][0] >= 400 and counts["run_steps"][0] >= 400, counts
     assert all(hot == upd for upd, hot in counts.values()), counts
+
+
+def test_runs_of_a_program_file_have_their_index(pg_dsn: str, tmp_path: Path) -> None:
+    """v6: ``runs`` is indexed by Program file, as on SQLite; with many runs the Runs
+    view's read of one entry's newest finished runs searches it."""
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM, encoding="utf-8")
+    start_run(f"{prog}:main", {"n": 1}, store=pg_dsn)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO runs (id, entry, program_path, function_qualname, status, created_at, "
+            "updated_at) SELECT 'r' || i, 'main', '/p' || (i % 500), 'main', 'completed', i, i "
+            "FROM generate_series(1, 20000) AS i"
+        )
+        conn.execute("ANALYZE runs")
+        sql = PostgresRunStore.sql
+        plan = "\n".join(
+            row[0]
+            for row in conn.execute(
+                "EXPLAIN " + sql.newest_finished_runs_of_entry, ("/p7", "main", 200)
+            )
+        )
+    assert "runs_program" in plan, plan

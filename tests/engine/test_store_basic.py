@@ -362,3 +362,24 @@ def test_a_sessions_summary_reads_only_its_own_nodes(tmp_path: Path) -> None:
     conn.close()
     assert not [step for step in plan if step.startswith("SCAN nodes")], plan
     assert [step for step in plan if "USING" in step and "nodes_session_seq" in step], plan
+
+
+def test_the_runs_of_a_program_file_are_read_through_its_index(tmp_path: Path) -> None:
+    """The Runs view's per-folder reads and ``program_paths`` search ``runs_program``
+    (schema v10) instead of scanning every run."""
+    from openprogram.store.runs import RunSql
+
+    with SessionStore(tmp_path / "root"):
+        pass
+    conn = sqlite3.connect(tmp_path / "root" / "openprogram.db")
+    sql = RunSql()
+    for name in (
+        "newest_finished_runs_of_entry",
+        "newest_finished_runs_of_pathless_entry",
+        "runs_of_program_path",
+        "program_paths",
+    ):
+        text = getattr(sql, name)
+        plan = conn.execute("EXPLAIN QUERY PLAN " + text, (None,) * text.count("?")).fetchall()
+        assert any("INDEX runs_program" in row[-1] for row in plan), (name, plan)
+    conn.close()

@@ -341,6 +341,14 @@ DROP TRIGGER run_steps_delete;
 {_folding_first(_RUN_STEPS_INSERT_TRIGGER)}{_folding_first(_RUN_STEPS_UPDATE_TRIGGER)}
 {_folding_first(_RUN_STEPS_DELETE_TRIGGER)}"""
 
+#: ``runs`` of one Program file: the Runs view's per-folder reads (``RunSql``'s
+#: ``newest_finished_runs_of_entry``, ``runs_of_program_path``) and ``program_paths``
+#: read the rows of a path instead of every run. PostgreSQL has the same index (v6).
+RUNS_PROGRAM_INDEX = (
+    "CREATE INDEX IF NOT EXISTS runs_program ON runs(program_path, entry, created_at)"
+)
+SCHEMA_V10_RUNS_PROGRAM_INDEX = RUNS_PROGRAM_INDEX + ";\n"
+
 #: Every migration, in order. Append new entries at the end (see module docstring).
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions and nodes", SCHEMA_V1),
@@ -354,6 +362,7 @@ MIGRATIONS: list[Migration] = [
     Migration(
         9, "writes through run_steps fold the step log first", SCHEMA_V9_RUN_STEPS_FOLD_FIRST
     ),
+    Migration(10, "runs indexed by their Program file", SCHEMA_V10_RUNS_PROGRAM_INDEX),
 ]
 
 VERSION_TABLE = """

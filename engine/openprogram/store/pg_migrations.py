@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from openprogram.errors import StoreError
-from openprogram.store.migrations import Migration
+from openprogram.store.migrations import RUNS_PROGRAM_INDEX, Migration
 
 # Key of the advisory lock taken while migrating (any constant shared by every process).
 MIGRATION_LOCK = 0x0F_9209_5CA1E
@@ -147,6 +147,9 @@ ALTER TABLE nodes SET (fillfactor = 90);
 ALTER TABLE run_steps SET (fillfactor = 90);
 """
 
+# v6: ``runs`` indexed by Program file, as SQLite's (``migrations.RUNS_PROGRAM_INDEX``).
+PG_V6 = RUNS_PROGRAM_INDEX + ";\n"
+
 #: Every PostgreSQL migration, in order (append new ones; never edit an applied one).
 PG_MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, nodes, runs and steps (leases, queues)", PG_V1),
@@ -156,6 +159,7 @@ PG_MIGRATIONS: list[Migration] = [
     ),
     Migration(4, "the step key of a step's node", PG_V4),
     Migration(5, "room on each page for a step's updates to stay HOT", PG_V5),
+    Migration(6, "runs indexed by their Program file", PG_V6),
 ]
 
 

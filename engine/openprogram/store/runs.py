@@ -350,9 +350,15 @@ class RunSql:
         f"SELECT program_path, entry, COUNT(*) FROM runs WHERE status IN {_FINISHED} "
         "GROUP BY program_path, entry"
     )
+    # (``program_path = ?``, not ``IS ?``: PostgreSQL's ``IS NOT DISTINCT FROM`` uses no
+    # index; a NULL path has its own statement)
     newest_finished_runs_of_entry: str = (
-        f"SELECT {RUN_COLUMNS} FROM runs WHERE status IN {_FINISHED} "
-        "AND program_path IS ? AND entry = ? ORDER BY created_at DESC, id LIMIT ?"
+        f"SELECT {RUN_COLUMNS} FROM runs WHERE program_path = ? AND entry = ? "
+        f"AND status IN {_FINISHED} ORDER BY created_at DESC, id LIMIT ?"
+    )
+    newest_finished_runs_of_pathless_entry: str = (
+        f"SELECT {RUN_COLUMNS} FROM runs WHERE program_path IS NULL AND entry = ? "
+        f"AND status IN {_FINISHED} ORDER BY created_at DESC, id LIMIT ?"
     )
     # parameters: the prefix, the first string after it (``_after_prefix``), how many
     runs_by_id_prefix: str = (
@@ -788,9 +794,15 @@ class RunStore(ABC):
             if len(finished) >= limit:  # more may be finished than were read
                 left_out = int(self._row(self.sql.count_finished_runs)[0]) - len(finished)
         else:
-            of_entry = self.sql.newest_finished_runs_of_entry
+            sql = self.sql
             finished = [
-                run_from_row(r) for p, e, _ in groups for r in self._rows(of_entry, (p, e, limit))
+                run_from_row(r)
+                for p, e, _ in groups
+                for r in (
+                    self._rows(sql.newest_finished_runs_of_pathless_entry, (e, limit))
+                    if p is None
+                    else self._rows(sql.newest_finished_runs_of_entry, (p, e, limit))
+                )
             ]
             finished.sort(key=lambda r: (-r.created_at, r.id))
             finished = finished[:limit]
