@@ -121,6 +121,42 @@ def test_an_empty_or_blank_queue_name_is_refused(
     assert not (work / "st").exists()  # nothing was created
 
 
+@pytest.mark.parametrize("queue", [" q ", "q ", "\tq"], ids=["both", "trailing", "leading"])
+@pytest.mark.parametrize("command", QUEUE_COMMANDS, ids=lambda c: c[0])
+def test_a_queue_name_with_surrounding_whitespace_is_refused(
+    work: Path, command: tuple[str, ...], queue: str
+) -> None:
+    """``submit --queue " q "`` was accepted: the run sat on a queue of its own, ``" q "``,
+    that no worker of ``q`` claimed and that ``runs`` showed as ``q``. Every command that
+    takes ``--queue`` refuses such a name before it touches the store, naming the fix."""
+    proc = cli(*command, "--queue", queue, "--store", "st", cwd=work)
+    assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stdout)
+    [line] = proc.stderr.splitlines()
+    assert line.startswith(f"openprogram: error: {command[0]}: argument --queue: "), line
+    assert "a queue name cannot start or end with whitespace" in line, line
+    assert "did you mean 'q'?" in line, line
+    assert not (work / "st").exists()  # nothing was created
+
+
+def test_the_python_api_refuses_a_queue_name_with_surrounding_whitespace(work: Path) -> None:
+    from openprogram.durable.approvals import approve_run
+    from openprogram.durable.runner import requeue_run, submit_run
+    from openprogram.durable.worker import run_worker
+    from openprogram.errors import ConfigError
+
+    store = str(work / "st")
+    message = "a queue name cannot start or end with whitespace"
+    with pytest.raises(ConfigError, match=message):
+        submit_run(f"{work / 'prog.py'}:main", {"n": 1}, store=store, queue=" q ")
+    with pytest.raises(ConfigError, match=message):
+        run_worker(store, queue="q ", exit_when_idle=True)
+    with pytest.raises(ConfigError, match=message):
+        requeue_run("0123456789abcdef", store=store, queue=" q")
+    with pytest.raises(ConfigError, match=message):
+        approve_run("0123456789abcdef", store=store, queue="q\n")
+    assert not (work / "st").exists()
+
+
 def test_the_python_api_refuses_an_empty_queue_name(work: Path) -> None:
     from openprogram.durable.approvals import approve_run
     from openprogram.durable.runner import requeue_run, submit_run

@@ -43,8 +43,9 @@ def add_store_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def queue_name(text: str) -> str:
-    """The type of every command's ``--queue``: a usage error for an empty or blank name
-    (:func:`openprogram.durable.worker.check_queue`)."""
+    """The type of every command's ``--queue``: a usage error for a name that
+    :func:`openprogram.durable.worker.check_queue` refuses (empty, blank, or with leading
+    or trailing whitespace)."""
     from openprogram.durable.worker import check_queue
     from openprogram.errors import ConfigError
 

@@ -31,11 +31,18 @@ TAKEN_OVER = "taken over"  # how a run ended for a worker it was taken from (ano
 
 def check_queue(queue: str) -> str:
     """``queue`` when it names a queue; ``ConfigError`` for an empty or blank name (no
-    worker means one: ``runs`` would show it as ``-``, no queue). The one check of a queue
-    name: every API and command that takes one (the CLI's ``--queue``:
+    worker means one: ``runs`` would show it as ``-``, no queue) and for one with leading
+    or trailing whitespace (``" q "`` would be a queue of its own, not ``q``, which no
+    worker of ``q`` claims and ``runs`` shows as ``q``). The one check of a queue name:
+    every API and command that takes one (the CLI's ``--queue``:
     :func:`openprogram.cli.common.queue_name`)."""
     if not queue.strip():
         raise ConfigError(f"a queue name cannot be empty or blank (got {queue!r})")
+    if queue != queue.strip():
+        raise ConfigError(
+            f"a queue name cannot start or end with whitespace (got {queue!r}; "
+            f"did you mean {queue.strip()!r}?)"
+        )
     return queue
 
 
