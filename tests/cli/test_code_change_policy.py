@@ -4,9 +4,13 @@ resumes; ``--policy`` overrides it (issue 11, item 11). Real subprocesses, a SQL
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from pathlib import Path
 
-from cli_programs import cli, cli_json
+from cli_programs import OPENPROGRAM, cli, cli_json, env
+
+from openprogram.durable import wait_run
 
 PROGRAM = """
 import os
@@ -96,3 +100,116 @@ def test_invalid_project_policy_is_a_usage_error_naming_the_file(tmp_path: Path)
     assert proc.returncode == 2
     assert "pyproject.toml: [tool.openprogram.execution] code_change_policy" in proc.stderr
     assert "'keep_original', 'use_latest'" in proc.stderr and "'newest'" in proc.stderr
+
+
+GATED = """
+import os
+import time
+
+from openprogram import step, workflow
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def act(name: str, value: int) -> int:
+    with open(os.path.join(HERE, "calls.log"), "a", encoding="utf-8") as f:
+        f.write(name + "\\n")
+    return value
+
+
+def gate(tag: str) -> str:
+    while os.path.exists(os.path.join(HERE, "block_" + tag)):
+        time.sleep(0.01)
+    return tag
+
+
+def main(n: int = 1) -> dict:
+    a = step("a", act, "a", n)
+    workflow("gate", gate, "gate")
+    c = step("c", act, "c", a + 1)
+    return {"version": 1, "total": c}
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+def _worker(folder: Path, *extra: str) -> subprocess.Popen[str]:
+    """``openprogram worker`` on ``folder/st`` with one-second leases (a killed worker's
+    run is taken over a second after its last heartbeat)."""
+    return subprocess.Popen(
+        [OPENPROGRAM, "worker", "--store", "st", "--poll", "0.05", *extra],
+        cwd=folder,
+        env={**env(), "OPENPROGRAM_LEASE_S": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _interrupted_submitted_run(folder: Path) -> str:
+    """A run submitted under the project's default ``keep_original``, whose worker was
+    killed (SIGKILL) after step ``a``, while the run waits at its gate; then the Program
+    is edited (version 2) and the project default becomes ``use_latest``."""
+    _project(folder, None)
+    (folder / "prog.py").write_text(GATED, encoding="utf-8")
+    (folder / "block_gate").touch()
+    sub = cli("submit", "prog.py:main", "--store", "st", cwd=folder)
+    assert sub.returncode == 0, sub.stderr
+    rid = sub.stdout.strip()
+    first = _worker(folder)
+    try:
+        log = folder / "calls.log"
+        while not (log.exists() and "a" in log.read_text(encoding="utf-8").split()):
+            assert first.poll() is None, first.communicate()
+            time.sleep(0.05)
+    finally:
+        first.kill()
+        first.communicate()
+    (folder / "block_gate").unlink()
+    _project(folder, "use_latest")  # (it writes PROGRAM: the gated one is written after)
+    (folder / "prog.py").write_text(_bump(GATED), encoding="utf-8")
+    assert _policy_of(folder, rid) == "keep_original"
+    return rid
+
+
+def test_a_worker_taking_over_an_interrupted_run_applies_the_project_default(
+    tmp_path: Path,
+) -> None:
+    """A worker that took over a run whose worker died applied the run's recorded policy
+    (``keep_original``: the saved version 1), where ``openprogram resume`` applies the
+    project default first (``use_latest``: version 2). Now the takeover is a resume: the
+    same rule (``policy_for_resume``), so both give version 2."""
+    rid = _interrupted_submitted_run(tmp_path)
+    second = _worker(tmp_path, "--exit-when-idle")
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+    assert f"run {rid} completed" in out, (out, err)
+    outcome = wait_run(rid, store=str(tmp_path / "st"))
+    assert outcome.result == {"version": 2, "total": 2}, outcome
+
+
+def test_resume_of_the_same_interrupted_run_applies_the_project_default(tmp_path: Path) -> None:
+    """The reference the worker's takeover agrees with: ``resume`` of such a run."""
+    rid = _interrupted_submitted_run(tmp_path)
+    code, out = cli_json("resume", rid, "--store", "st", cwd=tmp_path)
+    assert code == 0 and out["result"] == {"version": 2, "total": 2}, out
+
+
+def test_a_submitted_run_keeps_the_policy_it_was_submitted_with(tmp_path: Path) -> None:
+    """A queued run is not a resume: a worker starting it uses the policy recorded at
+    submit (here ``keep_original``: the source saved then), though the project default
+    became ``use_latest`` since."""
+    _project(tmp_path, None)
+    sub = cli("submit", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert sub.returncode == 0, sub.stderr
+    rid = sub.stdout.strip()
+    source = (tmp_path / "prog.py").read_text(encoding="utf-8")
+    _project(tmp_path, "use_latest")
+    (tmp_path / "prog.py").write_text(_bump(source), encoding="utf-8")
+    worker = _worker(tmp_path, "--exit-when-idle")
+    out, err = worker.communicate(timeout=120)
+    assert worker.returncode == 0 and f"run {rid} completed" in out, (out, err)
+    outcome = wait_run(rid, store=str(tmp_path / "st"))
+    assert outcome.result == {"version": 1, "total": 2}, outcome

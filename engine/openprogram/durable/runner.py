@@ -25,7 +25,6 @@ from openprogram.contract.runs import (
     CancelOutcome,
     PauseOutcome,
     PauseReason,
-    Policy,
     RunStatus,
     new_run_id,
     paused_at,
@@ -972,11 +971,18 @@ def execute_claimed(
 ) -> RunOutcome:
     """Execute a run ``owner`` just claimed (a worker): a queued run from its start, a run
     taken over after its lease expired with the resume rules (completed steps replayed,
-    an uncertain step pauses the run). Its model requests use :func:`run_model`: the model
-    it was submitted with (``submit --model``), else the worker's own configuration."""
+    an uncertain step pauses the run; its code-change policy is ``resume``'s,
+    :func:`~openprogram.durable.policy.policy_for_resume`: the project default, else the
+    run's recorded one). A queued run — submitted, or handed over by ``resume --queue``,
+    which recorded the policy the resume rule chose — executes with its recorded policy.
+    Its model requests use :func:`run_model`: the model it was submitted with
+    (``submit --model``), else the worker's own configuration."""
     try:
         entry = _load_for_resume(db, run)
-        if run.policy == Policy.KEEP_ORIGINAL and run.source_snapshot:
+        # a takeover is a resume (the project default first); a queued run's policy was
+        # chosen when it was submitted or handed over: it is the explicit one
+        latest = resumes_latest_source(run, None if run.taken_over else run.policy)
+        if not latest and run.source_snapshot:  # (not latest: it saved one)
             fn = snapshot.restore(
                 run.source_snapshot, entry.source_module, entry.instance, entry.receiver_class
             )

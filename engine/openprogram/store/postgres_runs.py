@@ -15,9 +15,10 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any
 
-from openprogram.contract.runs import Durability
+from openprogram.contract.runs import Durability, RunStatus
 from openprogram.errors import StoreError
 from openprogram.store.base import node_exit
 from openprogram.store.ids import new_id
@@ -268,20 +269,21 @@ class PostgresRunStore(RunStore):
                 if busy >= limit:
                     return None
             rows = self._q(
-                "SELECT id FROM runs WHERE queue = %s AND (status = 'queued' OR "
+                "SELECT id, status FROM runs WHERE queue = %s AND (status = 'queued' OR "
                 "(status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at < %s))) "
                 "ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED",
                 (queue, now),
             )
             if not rows:
                 return None
+            taken_over = rows[0][1] == RunStatus.RUNNING
             rows = self._q(
                 "UPDATE runs SET status = 'running', owner_token = %s, owner_pid = %s, "
                 "owner_host = %s, owner_proc = %s, lease_expires_at = %s, updated_at = %s "
                 f"WHERE id = %s RETURNING {RUN_COLUMNS}",
                 (owner.token, owner.pid, owner.host, owner.proc, now + lease_s, now, rows[0][0]),
             )
-        return run_from_row(rows[0])
+        return replace(run_from_row(rows[0]), taken_over=taken_over)
 
     def last_activity(self, run_id: str) -> float:
         rows = self._q(

@@ -146,6 +146,10 @@ class RunRecord:
     lease_expires_at: float | None = None
     cancel_requested: bool = False
     queue: str | None = None
+    #: Not a column: set on the record :meth:`RunStore.claim_next` returns when it took
+    #: the run over from an execution whose lease expired (an interrupted run), not from
+    #: its queue. Such an execution is a resume (:func:`~openprogram.durable.policy.policy_for_resume`).
+    taken_over: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """Summary used by ``openprogram runs --json``."""
@@ -857,7 +861,8 @@ class RunStore(ABC):
     ) -> RunRecord | None:
         """Claim the oldest run of ``queue`` that is ``queued`` or whose lease expired (a
         worker); ``None`` when there is none or ``limit`` runs of the queue hold a live
-        lease. Concurrent workers never claim the same run."""
+        lease. Concurrent workers never claim the same run. The record returned has
+        ``taken_over`` set when the run was ``running`` (its lease expired)."""
 
     def count_unfinished(self, queue: str) -> int:
         """How many runs of ``queue`` are ``queued`` or ``running`` (by any worker, live or

@@ -15,10 +15,11 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from openprogram.contract.runs import Durability
+from openprogram.contract.runs import Durability, RunStatus
 from openprogram.errors import StoreError
 from openprogram.store.base import node_exit
 from openprogram.store.ids import new_id
@@ -555,7 +556,7 @@ class SqliteRunStore(RunStore):
                     if busy >= limit:
                         return None
                 row = conn.execute(
-                    "SELECT id FROM runs WHERE queue = ? AND (status = 'queued' OR "
+                    "SELECT id, status FROM runs WHERE queue = ? AND (status = 'queued' OR "
                     "(status = 'running' AND (lease_expires_at IS NULL "
                     "OR lease_expires_at < ?))) ORDER BY created_at LIMIT 1",
                     (queue, now),
@@ -570,7 +571,8 @@ class SqliteRunStore(RunStore):
                 )
             except sqlite3.Error as exc:
                 raise self.backend._error(exc) from None
-        return self.get_run(row[0])
+        run = self.get_run(row[0])
+        return run and replace(run, taken_over=row[1] == RunStatus.RUNNING)
 
     def last_activity(self, run_id: str) -> float:
         row = self._exec(
