@@ -51,9 +51,16 @@ def give_up(n: int = 1) -> dict:
     return {"n": n}
 
 
+def plain_review(n: int = 1) -> dict:
+    step("a", note, "a")
+    asked = step("ask", pause_myself)
+    step("c", note, "c")
+    return {"asked": asked}
+
+
 review.__agent_options__ = {"resumable": True}
 give_up.__agent_options__ = {"resumable": True}
-PROGRAM_ENTRIES = ["review", "give_up"]
+PROGRAM_ENTRIES = ["review", "give_up", "plain_review"]
 """
 
 
@@ -124,3 +131,29 @@ def test_a_run_on_a_worker_pauses_itself(work: Path, st: str) -> None:
     code, shown = cli_json("runs", "--status", "paused", "--store", st, cwd=work)
     assert [(r["run_id"], r["paused_step"]) for r in shown] == [(queued["run_id"], "c")]
     assert calls(work) == ["a"]
+
+
+def test_a_run_that_cannot_pause_fails_saying_so(work: Path, st: str) -> None:
+    """``pause_run(current_run_id())`` in a run whose entry is not resumable failed the
+    run with ``RunNotFound: no run None in ...``: such a run cannot pause, and
+    ``current_run_id()`` is ``None`` in it. It fails the run with ``PauseUnavailable``,
+    which says so and how to declare the entry resumable (as a ``requires_approval`` tool
+    in such a run does), before step c runs."""
+    code, out = cli_json("run", "prog.py:plain_review", "--store", st, cwd=work)
+    assert code == 1 and out["status"] == "failed", out
+    error = out["error"]
+    assert error.startswith("PauseUnavailable: pause_run(current_run_id()): this run cannot "), (
+        error
+    )
+    assert "its entry is not declared resumable" in error, error
+    assert "Declare the entry resumable (@resumable, method_options" in error, error
+    assert "no run None" not in error, error
+    assert calls(work) == ["a"]
+
+
+def test_pause_run_of_no_run_outside_a_run_says_so(work: Path) -> None:
+    from openprogram.durable import PauseUnavailable, current_run_id, pause_run
+
+    with pytest.raises(PauseUnavailable, match=r"no run to pause \(current_run_id\(\) is None"):
+        pause_run(current_run_id(), store=str(work / "st"))
+    assert not (work / "st").exists()

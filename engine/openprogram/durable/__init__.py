@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from openprogram.durable.errors import (
     DeterminismError,
     DurableError,
+    PauseUnavailable,
     ProgramLoadError,
     RunNotFound,
     RunPaused,
@@ -77,6 +78,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DeterminismError",
     "DurableError",
+    "PauseUnavailable",
     "ProgramLoadError",
     "RunNotFound",
     "RunPaused",

@@ -36,7 +36,7 @@ from hashlib import sha256
 from typing import TYPE_CHECKING, Any, Literal
 
 from openprogram.contract.runs import ApprovalStatus, PauseReason, RunStatus
-from openprogram.durable.errors import RunNotFound, RunPaused, RunStateError
+from openprogram.durable.errors import DECLARE_RESUMABLE, RunNotFound, RunPaused, RunStateError
 from openprogram.durable.steps import current_run_id
 from openprogram.runtime import paused_loops
 from openprogram.store.jsoncodec import utf8_json
@@ -85,8 +85,7 @@ class ApprovalUnavailable(BaseException):
 def _not_resumable(tool: str) -> ApprovalUnavailable:
     return ApprovalUnavailable(
         f"tool {tool!r} requires approval, and this run cannot pause for a decision: its "
-        "entry is not declared resumable. Declare the entry resumable (@resumable, "
-        "method_options = {'<method>': {'resumable': True}} or __agent_options__) and "
+        f"entry is not declared resumable. {DECLARE_RESUMABLE} and "
         "the run pauses as awaiting_approval until `openprogram approve RUN_ID` or "
         "`openprogram deny RUN_ID`; or call it with an approver installed "
         "(openprogram.programs.approvals)"

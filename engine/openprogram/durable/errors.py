@@ -43,6 +43,35 @@ class RunStateError(DurableError):
     """The run is in a state that does not allow the operation (e.g. resuming a completed run)."""
 
 
+#: How to make a run's entry resumable: the advice of every error about what a run of an
+#: entry that is not resumable cannot do (pause for an approval, pause on request).
+DECLARE_RESUMABLE = (
+    "Declare the entry resumable (@resumable, method_options = "
+    "{'<method>': {'resumable': True}} or __agent_options__)"
+)
+
+
+class PauseUnavailable(RunStateError):
+    """``pause_run(current_run_id())`` inside a run whose entry is not resumable: such a
+    run cannot pause (resuming it could only run the entry again from its start, repeating
+    what ran before), so it has no run id to pause (``current_run_id()`` is ``None``); or
+    ``pause_run(None)`` outside any run. It says how to get a run that can pause."""
+
+    @classmethod
+    def for_call(cls, in_run: bool) -> PauseUnavailable:
+        """The error of ``pause_run(None)``; ``in_run``: called inside a run (its entry is
+        not resumable, as :func:`~openprogram.durable.steps.current_run_id` is ``None``)."""
+        if not in_run:
+            return cls("pause_run(None): no run to pause (current_run_id() is None outside a run)")
+        return cls(
+            "pause_run(current_run_id()): this run cannot pause: its entry is not declared "
+            "resumable (resuming it could only run it again from its start), so "
+            f"current_run_id() is None in it. {DECLARE_RESUMABLE} and "
+            "pause_run(current_run_id()) pauses the run before its next step, until "
+            "`openprogram resume RUN_ID`"
+        )
+
+
 class ProgramLoadError(DurableError):
     """The Program file/module of a run cannot be loaded any more."""
 

@@ -34,6 +34,7 @@ from openprogram.durable.approvals import keep_loops, refuse_undecided, take_loo
 from openprogram.durable.errors import (
     DeterminismError,
     LeaseLost,
+    PauseUnavailable,
     ProgramLoadError,
     RunCancelled,
     RunClaimLost,
@@ -92,6 +93,7 @@ from openprogram.store.runs import (
     RunRecord,
     RunStore,
     executing_in,
+    executing_store,
     open_run_store,
     read_run_store,
 )
@@ -1010,13 +1012,18 @@ def execute_claimed(
         )
 
 
-def pause_run(run_id: str, *, store: str | os.PathLike[str] | None = None) -> PauseOutcome:
+def pause_run(run_id: str | None, *, store: str | os.PathLike[str] | None = None) -> PauseOutcome:
     """Pause a run; returns :attr:`PauseOutcome.PAUSED` (``"paused"``: it was paused
     already, or no live process executes it), or :attr:`PauseOutcome.REQUESTED`
     (``"requested"``) when another live process executes it: that process pauses it before
     its next step (a safe point), with the reason ``requested``. Each write is a
     compare-and-set on the run as read: a run that finished or was taken over meanwhile is
-    read again, never paused over what another process recorded."""
+    read again, never paused over what another process recorded.
+
+    ``run_id`` ``None`` (``pause_run(current_run_id())`` inside a run whose entry is not
+    resumable, which cannot pause, or outside any run) raises :class:`PauseUnavailable`."""
+    if run_id is None:
+        raise PauseUnavailable.for_call(in_run=executing_store() is not None)
     with open_run_store(store, create=False) as db:
         for _ in range(_CONTROL_ATTEMPTS):
             run = db.get_run(run_id)
