@@ -336,6 +336,56 @@ def waiting_at_the_gate(work: Path, *args: str) -> subprocess.Popen[str]:
     return executing
 
 
+PLAIN_GATED = """
+from prog import act, wait_here
+from openprogram import step, workflow
+
+
+def plain_waiting(n: int = 1) -> dict:
+    a = step("a", act, "a", n)
+    wait_here("gate")
+    c = step("c", act, "c", a["value"] + 1)
+    return {"total": c["value"]}
+
+
+PROGRAM_ENTRIES = ["plain_waiting"]
+"""
+
+
+def test_pausing_a_run_whose_entry_is_not_resumable_is_refused(work: Path) -> None:
+    """``openprogram pause`` of a live run whose entry is not resumable said ``pause
+    requested`` (exit 0) and the run went on to complete: such a run never pauses. Now
+    the pause is refused (exit 2), saying why and how to end the run; the run is
+    untouched and completes."""
+    (work / "plain.py").write_text(PLAIN_GATED, encoding="utf-8")
+    (work / "block_gate").touch()
+    executing = subprocess.Popen(
+        [OPENPROGRAM, "run", "plain.py:plain_waiting", "--store", "st", "--json"],
+        cwd=work, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        while "wait gate" not in calls(work):
+            assert executing.poll() is None, executing.communicate()
+            time.sleep(0.01)
+        code, runs = cli_json("runs", "--store", "st", cwd=work)
+        [rid] = [r["run_id"] for r in runs]
+        proc = cli("pause", rid, "--store", "st", cwd=work)
+        assert proc.returncode == 2 and proc.stdout == "", (proc.stdout, proc.stderr)
+        [line] = proc.stderr.splitlines()
+        assert f"run {rid} cannot be paused: its entry is not declared resumable" in line
+        assert f"`openprogram cancel --kill {rid}`" in line, line
+        code, out = cli_json("pause", rid, "--store", "st", cwd=work)
+        assert code == 2 and out["status"] == "error", out
+        assert "cannot be paused: its entry is not declared resumable" in out["error"]
+        code, runs = cli_json("runs", "--store", "st", cwd=work)
+        assert [(r["status"], r["pause_requested"]) for r in runs] == [("running", False)]
+    finally:
+        (work / "block_gate").unlink()
+        stdout, _ = executing.communicate(timeout=120)
+    assert executing.returncode == 0, stdout
+    assert json.loads(stdout)["result"] == {"total": 2}
+
+
 def test_cancel_json_says_whether_the_cancel_took_effect(work: Path) -> None:
     """``cancel --json``: one object, ``"cancel": "requested"`` for a run another live process
     executes (it stops at its next step), ``"cancelled"`` when done; errors as JSON."""

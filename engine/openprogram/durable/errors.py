@@ -52,10 +52,20 @@ DECLARE_RESUMABLE = (
 
 
 class PauseUnavailable(RunStateError):
-    """``pause_run(current_run_id())`` inside a run whose entry is not resumable: such a
-    run cannot pause (resuming it could only run the entry again from its start, repeating
+    """Pausing a run whose entry is not resumable (``openprogram pause RUN_ID``), or
+    ``pause_run(current_run_id())`` inside such a run: such a run cannot pause (resuming it could only run the entry again from its start, repeating
     what ran before), so it has no run id to pause (``current_run_id()`` is ``None``); or
     ``pause_run(None)`` outside any run. It says how to get a run that can pause."""
+
+    @classmethod
+    def for_run(cls, run_id: str) -> PauseUnavailable:
+        """The error of pausing the run ``run_id`` (``openprogram pause``) whose entry is
+        not resumable: it never reaches a pause (its process would finish it anyway)."""
+        return cls(
+            f"run {run_id} cannot be paused: its entry is not declared resumable (resuming "
+            f"it could only run it again from its start). {DECLARE_RESUMABLE} for its next "
+            f"runs; end this one with `openprogram cancel --kill {run_id}`"
+        )
 
     @classmethod
     def for_call(cls, in_run: bool) -> PauseUnavailable:

@@ -1020,8 +1020,9 @@ def pause_run(run_id: str | None, *, store: str | os.PathLike[str] | None = None
     compare-and-set on the run as read: a run that finished or was taken over meanwhile is
     read again, never paused over what another process recorded.
 
-    ``run_id`` ``None`` (``pause_run(current_run_id())`` inside a run whose entry is not
-    resumable, which cannot pause, or outside any run) raises :class:`PauseUnavailable`."""
+    A run whose entry is not resumable cannot pause: :class:`PauseUnavailable`, also for
+    ``run_id`` ``None`` (``pause_run(current_run_id())`` inside such a run, or outside
+    any run)."""
     if run_id is None:
         raise PauseUnavailable.for_call(in_run=executing_store() is not None)
     with open_run_store(store, create=False) as db:
@@ -1033,6 +1034,8 @@ def pause_run(run_id: str | None, *, store: str | os.PathLike[str] | None = None
                 return PauseOutcome.PAUSED
             if run.status != RunStatus.RUNNING:
                 raise RunStateError(f"run {run_id} is {run.status} and cannot be paused")
+            if not run.entry_resumable:  # its process never pauses it: a request is lost
+                raise PauseUnavailable.for_run(run_id)
             if owner_alive(run):
                 if db.request_pause(run_id, token=run.owner_token):
                     return PauseOutcome.REQUESTED

@@ -171,6 +171,13 @@ class RunRecord:
         }
 
     @property
+    def entry_resumable(self) -> bool:
+        """Whether the run's entry is resumable: a run of such an entry saves its source
+        when it is started or submitted (``runner._prepare``), a run of an entry that is
+        not saves none (it cannot pause; resuming it fails it)."""
+        return self.source_snapshot is not None
+
+    @property
     def interrupted(self) -> bool:
         """``running`` with no live process holding its lease, now
         (:func:`~openprogram.store.lease.is_interrupted`)."""
