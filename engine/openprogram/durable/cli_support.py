@@ -17,7 +17,7 @@ from typing import Any
 
 from openprogram.cli.exits import Exit, code_for, error_line, for_status, report_error
 from openprogram.contract.json_depth import MAX_JSON_DEPTH, nested_deeper_than
-from openprogram.contract.runs import paused_at
+from openprogram.contract.runs import PauseReason, RunStatus, paused_at
 from openprogram.schema_grammar import json_type_name
 from openprogram.terminal_text import inert, inert_json, inert_line
 
@@ -131,16 +131,16 @@ def report_outcome(outcome: Any, as_json: bool) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
-    if outcome.status == "completed":
+    if outcome.status == RunStatus.COMPLETED:
         print(f"run {rid} completed")
         print(inert(json.dumps(outcome.result, ensure_ascii=False, indent=2, default=repr)))
-    elif outcome.status == "paused":
+    elif outcome.status == RunStatus.PAUSED:
         where = paused_at(outcome.paused_step, outcome.paused_occurrence)
         print(inert_line(f"run {rid} paused{where}: {outcome.error}"))
-        hint = " --rerun-uncertain" if outcome.pause_reason == "uncertain" else ""
-        if outcome.pause_reason == "incompatible":
+        hint = " --rerun-uncertain" if outcome.pause_reason == PauseReason.UNCERTAIN else ""
+        if outcome.pause_reason == PauseReason.INCOMPATIBLE:
             hint = " --policy keep_original  (or restore the recorded steps)"
-        if outcome.pause_reason == "awaiting_approval":
+        if outcome.pause_reason == PauseReason.AWAITING_APPROVAL:
             print(f"approve with: openprogram approve {rid}   (or: openprogram deny {rid})")
         else:
             print(f"resume with: openprogram resume {rid}{hint}")
