@@ -114,6 +114,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def act(name: str, value: int) -> int:
     with open(os.path.join(HERE, "calls.log"), "a", encoding="utf-8") as f:
         f.write(name + "\\n")
+    if os.path.exists(os.path.join(HERE, "fail_" + name)):
+        raise RuntimeError("injected failure in " + name)
     return value
 
 
@@ -213,3 +215,22 @@ def test_a_submitted_run_keeps_the_policy_it_was_submitted_with(tmp_path: Path) 
     assert worker.returncode == 0 and f"run {rid} completed" in out, (out, err)
     outcome = wait_run(rid, store=str(tmp_path / "st"))
     assert outcome.result == {"version": 1, "total": 2}, outcome
+
+
+def test_a_worker_taking_over_with_the_latest_source_adopts_it_as_resume_does(
+    tmp_path: Path,
+) -> None:
+    """A resume that runs the latest source adopts it as the run's saved source, so a
+    later ``keep_original`` resume keeps running the code its steps were recorded with; a
+    worker's takeover did not: here the worker ran version 2 until step c failed, and the
+    next resume under ``keep_original`` ran version 1 again. Now it runs version 2."""
+    rid = _interrupted_submitted_run(tmp_path)
+    (tmp_path / "fail_c").touch()
+    second = _worker(tmp_path, "--exit-when-idle")
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0 and f"run {rid} failed" in out, (out, err)
+    (tmp_path / "fail_c").unlink()
+    _project(tmp_path, None)  # the project default is keep_original again
+    (tmp_path / "prog.py").write_text(_bump(_bump(GATED)), encoding="utf-8")  # version 3
+    code, done = cli_json("resume", rid, "--store", "st", cwd=tmp_path)
+    assert code == 0 and done["result"] == {"version": 2, "total": 2}, done

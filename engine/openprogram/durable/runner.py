@@ -984,20 +984,25 @@ def execute_claimed(
         # a takeover is a resume (the project default first); a queued run's policy was
         # chosen when it was submitted or handed over: it is the explicit one
         latest = resumes_latest_source(run, None if run.taken_over else run.policy)
+        new_snap: dict[str, Any] | None = None
         if not latest and run.source_snapshot:  # (not latest: it saved one)
             fn = snapshot.restore(
                 run.source_snapshot, entry.source_module, entry.instance, entry.receiver_class
             )
         else:
             if entry.resumable:
-                _determinism(entry)
+                reached = _determinism(entry)
+                if run.taken_over:  # a resume of the latest source adopts it, as resume_run
+                    new_snap = snapshot.capture(
+                        entry.function, entry.source_module, entry.qualname, reached, entry.instance
+                    )
             fn = entry.target
         run_with = _checked_run_model(run)
     except (ProgramLoadError, DeterminismError, EntryError, ConfigError) as exc:
         stored = db.finish_run(run.id, RunStatus.FAILED, error=str(exc), token=owner.token)
         return _outcome(db, run.id, stored, owner.token)
     with runtime_scope(run_with):  # one worker runs runs of several models at once
-        return _execute(
+        outcome = _execute(
             db,
             run.id,
             entry,
@@ -1010,6 +1015,10 @@ def execute_claimed(
             on_progress=None,
             stop=stop,
         )
+    adopt = not outcome.lease_lost and outcome.pause_reason != PauseReason.INCOMPATIBLE
+    if new_snap is not None and adopt:
+        db.update_snapshot(run.id, new_snap)  # the compatible new code is adopted
+    return outcome
 
 
 def pause_run(run_id: str | None, *, store: str | os.PathLike[str] | None = None) -> PauseOutcome:
