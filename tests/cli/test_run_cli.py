@@ -386,6 +386,42 @@ def test_pausing_a_run_whose_entry_is_not_resumable_is_refused(work: Path) -> No
     assert json.loads(stdout)["result"] == {"total": 2}
 
 
+def test_cancelling_a_live_run_whose_entry_is_not_resumable_needs_kill(work: Path) -> None:
+    """``openprogram cancel`` of a live run whose entry is not resumable said ``cancel
+    requested`` and the run went on to complete: it has no step at which to read the
+    request. Now it is refused (exit 2) naming ``--kill``, the run untouched; ``--kill``
+    ends it and records it cancelled."""
+    (work / "plain.py").write_text(PLAIN_GATED, encoding="utf-8")
+    (work / "block_gate").touch()
+    executing = subprocess.Popen(
+        [OPENPROGRAM, "run", "plain.py:plain_waiting", "--store", "st", "--json"],
+        cwd=work, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        while "wait gate" not in calls(work):
+            assert executing.poll() is None, executing.communicate()
+            time.sleep(0.01)
+        _, runs = cli_json("runs", "--store", "st", cwd=work)
+        [rid] = [r["run_id"] for r in runs]
+        proc = cli("cancel", rid, "--store", "st", cwd=work)
+        assert proc.returncode == 2 and proc.stdout == "", (proc.stdout, proc.stderr)
+        [line] = proc.stderr.splitlines()
+        assert f"run {rid} cannot be cancelled at a safe point" in line, line
+        assert f"`openprogram cancel --kill {rid}`" in line, line
+        _, runs = cli_json("runs", "--store", "st", cwd=work)
+        assert [r["status"] for r in runs] == ["running"]
+        proc = cli("cancel", "--kill", rid, "--store", "st", cwd=work)
+        assert proc.returncode == 0, (proc.stdout, proc.stderr)
+        executing.communicate(timeout=120)
+        _, runs = cli_json("runs", "--store", "st", cwd=work)
+        assert [r["status"] for r in runs] == ["cancelled"]
+    finally:
+        (work / "block_gate").unlink(missing_ok=True)
+        if executing.poll() is None:
+            executing.kill()
+            executing.communicate()
+
+
 def test_cancel_json_says_whether_the_cancel_took_effect(work: Path) -> None:
     """``cancel --json``: one object, ``"cancel": "requested"`` for a run another live process
     executes (it stops at its next step), ``"cancelled"`` when done; errors as JSON."""

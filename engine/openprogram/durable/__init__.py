@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from openprogram.durable.errors import (
+    CancelUnavailable,
     DeterminismError,
     DurableError,
     PauseUnavailable,
@@ -76,6 +77,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CancelUnavailable",
     "DeterminismError",
     "DurableError",
     "PauseUnavailable",

@@ -51,6 +51,22 @@ DECLARE_RESUMABLE = (
 )
 
 
+class CancelUnavailable(RunStateError):
+    """Cancelling, without ``--kill``, a live run whose entry is not resumable: such a run
+    has no safe point (it executes no step that would read the request), so a request
+    would never be acknowledged and the run would complete."""
+
+    @classmethod
+    def for_run(cls, run_id: str) -> CancelUnavailable:
+        """The error of ``openprogram cancel RUN_ID`` for such a run."""
+        return cls(
+            f"run {run_id} cannot be cancelled at a safe point: its entry is not declared "
+            "resumable, so it never stops between steps to acknowledge a cancel. End it "
+            f"with `openprogram cancel --kill {run_id}`; {DECLARE_RESUMABLE[0].lower()}"
+            f"{DECLARE_RESUMABLE[1:]} for its next runs"
+        )
+
+
 class PauseUnavailable(RunStateError):
     """Pausing a run whose entry is not resumable (``openprogram pause RUN_ID``), or
     ``pause_run(current_run_id())`` inside such a run: such a run cannot pause (resuming it could only run the entry again from its start, repeating

@@ -32,6 +32,7 @@ from openprogram.contract.runs import (
 from openprogram.durable import checks, snapshot
 from openprogram.durable.approvals import keep_loops, refuse_undecided, take_loops
 from openprogram.durable.errors import (
+    CancelUnavailable,
     DeterminismError,
     LeaseLost,
     PauseUnavailable,
@@ -1068,8 +1069,10 @@ def cancel_run(
     it: that process stops at its next step (a safe point) and records the cancel itself.
     ``kill`` ends such a process of this machine (SIGTERM, then SIGKILL after a grace
     period) and records the cancel — for an entry stuck outside any step; a worker that
-    also executes other runs is refused (``RunStateError``). Each write is a
-    compare-and-set on the run as read, as in :func:`pause_run`."""
+    also executes other runs is refused (``RunStateError``). A live run whose entry is not
+    resumable has no safe point: without ``kill`` it is refused
+    (:class:`CancelUnavailable`), as a request would never be acknowledged. Each write is
+    a compare-and-set on the run as read, as in :func:`pause_run`."""
     with open_run_store(store, create=False) as db:
         for _ in range(_CONTROL_ATTEMPTS):
             run = db.get_run(run_id)
@@ -1079,6 +1082,8 @@ def cancel_run(
                 raise RunStateError(f"run {run_id} is already {run.status}")
             message = f"run {run_id} was cancelled"
             if run.status == RunStatus.RUNNING and owner_alive(run):
+                if not kill and not run.entry_resumable:  # a request would be lost
+                    raise CancelUnavailable.for_run(run_id)
                 if not db.request_cancel(run_id, token=run.owner_token):
                     continue
                 if not kill:
