@@ -415,12 +415,11 @@ def follow_imports(index: ModuleIndex, path: str) -> HelperLoader:
     first-party imports (modules next to the Program, or in the folder holding its
     package) and resolve what helper modules re-export: the one way the pre-run check and
     ``openprogram-lint`` see a Program's imports."""
-    from openprogram_analyzers.first_party import HelperLoader, mark_first_party, resolve_reexports
+    from openprogram_analyzers.first_party import HelperLoader, link_first_party
 
     loader = HelperLoader(os.path.dirname(path))
     loader.absolute(index, path)
-    mark_first_party(index, loader)
-    resolve_reexports(index, loader)
+    link_first_party(index, loader)
     return loader
 
 
@@ -519,11 +518,7 @@ def _followed_findings(
     each with the call in the entry module as related information. A helper's own
     suppressions apply; whether they are used is that file's lint (no OP900 here)."""
     from openprogram_analyzers import determinism
-    from openprogram_analyzers.first_party import (
-        followed_calls,
-        mark_first_party,
-        resolve_reexports,
-    )
+    from openprogram_analyzers.first_party import followed_calls, link_first_party
 
     enabled = enabled - {"OP900"}
     # a call chain's links (message, path, module, call), placed only for a finding:
@@ -557,8 +552,7 @@ def _followed_findings(
             link: Link = (f"'{call.caller}' calls '{name}' here", mod_path, mod, call.call)
             helper = call.helper
             # its own imports of helper modules are first-party too (followed, not OP208)
-            mark_first_party(helper.index, loader)
-            resolve_reexports(helper.index, loader)
+            link_first_party(helper.index, loader)
             hctx = Context(helper.source, helper.path, helper.index, enabled)
             marker: list[tuple[str, cst.CSTNode]] = [("", call.call)]
             for det in determinism.compute_for(

@@ -976,7 +976,8 @@ def _instance(
     :func:`_class_attribute`), an instance attribute a method assigns one to
     (``self.bot = Bot()`` in ``__init__``: :func:`_instance_attribute`), or a call of a function of the module that returns one
     (``make_bot()``), followed up to five links."""
-    found = made(expr)
+    head = head_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    found = made(expr) if head is None or head not in shadowed else None
     if found is not None or depth > 4:
         return found
     if isinstance(expr, cst.Name):

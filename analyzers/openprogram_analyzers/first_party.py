@@ -234,6 +234,47 @@ def resolve_reexports(index: ModuleIndex, loader: HelperLoader) -> None:
             index.imports[local] = ImportInfo(target.module, target.name, imp.node)
 
 
+def resolve_imported_agents(index: ModuleIndex, loader: HelperLoader) -> None:
+    """Record the Agent instances ``index`` imports from first-party modules (``from bots
+    import critic``, ``from .bots import critic``, ``import bots`` then ``bots.critic``),
+    where ``bots.py`` binds ``critic = Critic()`` (``Critic`` an Agent class): calling one
+    in an orchestration body is a model call, as calling a local instance is. Read after
+    :func:`resolve_reexports` (an instance ``bots`` only re-exports is found where it is
+    made); the standard library and installed packages are never read."""
+    from openprogram_analyzers.determinism import agent_instance_at
+
+    def agent_of(module: str, name: str) -> str | None:
+        helper = loader.load(module)
+        if helper is None or name in helper.index.imports:
+            return None
+        if name not in helper.index.module_assigns:
+            return None
+        cls = agent_instance_at(helper.index, None, cst.Name(name))
+        return f"{module}.{cls}" if cls in helper.index.classes else cls
+
+    for local, imp in index.imports.items():
+        if not imp.absolute:
+            continue
+        if local in index.first_party:  # the module itself: ``bots.critic``
+            helper = loader.load(imp.dotted)
+            for name in helper.index.module_assigns if helper is not None else ():
+                found = agent_of(imp.dotted, name)
+                if found is not None:
+                    index.imported_agents[f"{imp.dotted}.{name}"] = found
+        elif imp.name is not None:
+            found = agent_of(imp.module, imp.name)
+            if found is not None:
+                index.imported_agents[imp.dotted] = found
+
+
+def link_first_party(index: ModuleIndex, loader: HelperLoader) -> None:
+    """What ``index`` imports from first-party modules, as the checks read it: which
+    imports are such modules, what they re-export, the Agent instances they bind."""
+    mark_first_party(index, loader)
+    resolve_reexports(index, loader)
+    resolve_imported_agents(index, loader)
+
+
 def _reexported(imp: ImportInfo, loader: HelperLoader) -> ImportInfo:
     """What ``from M import name`` really binds: followed while ``M`` is a first-party
     module that itself only imports ``name`` (a cycle stops where it closes)."""

@@ -162,6 +162,10 @@ class ModuleIndex:
     reexports: dict[str, ImportInfo] = field(default_factory=dict)
     # module-level ``from M import *`` in source order (``name`` is None)
     star_imports: list[ImportInfo] = field(default_factory=list)
+    # Agent instances of first-party modules, by their import-resolved dotted name
+    # (``bots.critic`` -> ``bots.Critic`` when ``bots.py`` binds ``critic = Critic()``;
+    # filled by ``first_party.resolve_imported_agents``)
+    imported_agents: dict[str, str] = field(default_factory=dict)
 
     def resolve(self, expr: cst.BaseExpression) -> str | None:
         """Import-resolved dotted name of a Name/Attribute chain (None otherwise)."""
@@ -297,7 +301,12 @@ class ModuleIndex:
         return False
 
     def agent_class_of_call(self, expr: cst.BaseExpression) -> str | None:
-        """``"Agent"``/class qualname when ``expr`` is ``Agent(...)`` or ``Writer(...)``."""
+        """``"Agent"``/class qualname when ``expr`` is ``Agent(...)`` or ``Writer(...)``;
+        the dotted class of an Agent instance a first-party module binds, when ``expr``
+        names it (``critic`` after ``from bots import critic``, ``bots.critic``)."""
+        if isinstance(expr, (cst.Name, cst.Attribute)) and self.imported_agents:
+            dotted = self.resolve_imported(expr)
+            return self.imported_agents.get(dotted) if dotted is not None else None
         if not isinstance(expr, cst.Call):
             return None
         target = self.resolve(expr.func)

@@ -16,7 +16,9 @@ class RuleOP206(FamilyRule):
     ``functools.partial(llm, q)``, or called in a lambda, ``map(lambda s: llm(s), xs)``),
     a call of an Agent instance (also one a function of the module returns,
     ``make_bot()(q)``, or a class attribute holds, ``self.bot(q)`` with ``bot = Bot()`` in
-    the class body or ``self.bot = Bot()`` in a method) or of its turn methods
+    the class body or ``self.bot = Bot()`` in a method, or one a first-party module of
+    the project makes, ``from bots import critic`` with ``critic = Critic()`` in
+    ``bots.py``; installed packages are not read) or of its turn methods
     (``bot.run_turn(...)``; an instance handed to a call that calls it, ``map(bot, xs)``,
     ``sorted(xs, key=self)``, but not one handed over as data, ``isinstance(bot, Agent)``),
     a model runtime's request
