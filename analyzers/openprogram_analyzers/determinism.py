@@ -498,7 +498,7 @@ def _lookup_method(index: ModuleIndex, cls_name: str, method: str) -> FunctionIn
 
 def _step_callables(site: CallSite) -> list[cst.BaseExpression]:
     """Function expressions handed to a step/workflow/parallel call."""
-    args = site.node.args
+    args = site.args
     kind = step_kind(site)
     if kind in ("step", "workflow"):
         positional = [a for a in args if a.keyword is None and a.star == ""]
@@ -1426,8 +1426,8 @@ def _check_orchestration(
         # OP207 step names
         kind = step_kind(site)
         if kind in ("step", "workflow"):
-            args = [a for a in site.node.args if a.keyword is None and a.star == ""]
-            name_args = [a for a in site.node.args if a.keyword and a.keyword.value == "name"]
+            args = [a for a in site.args if a.keyword is None and a.star == ""]
+            name_args = [a for a in site.args if a.keyword and a.keyword.value == "name"]
             name_arg = args[0].value if args else (name_args[0].value if name_args else None)
             if name_arg is not None and not is_literal_string(name_arg):
                 out.append(
@@ -1439,8 +1439,8 @@ def _check_orchestration(
                         chain,
                     )
                 )
-        elif kind == "parallel" and site.node.args:
-            arg = site.node.args[0].value
+        elif kind == "parallel" and site.args:
+            arg = site.args[0].value
             if isinstance(arg, _CONTROL_FLOW_BRANCHES):
                 pass  # a list of callables: the control-flow parallel, no branch names
             elif isinstance(arg, cst.Dict):
@@ -1535,11 +1535,11 @@ def step_usage(index: ModuleIndex, within: Collection[str] | None = None) -> lis
             continue
         named: list[tuple[str, cst.BaseExpression, list[cst.BaseExpression]]] = []
         if kind in ("step", "workflow"):
-            args = [a for a in site.node.args if a.keyword is None and a.star == ""]
+            args = [a for a in site.args if a.keyword is None and a.star == ""]
             if args:
                 named.append((kind, args[0].value, _step_callables(site)))
-        elif site.node.args and isinstance(site.node.args[0].value, cst.Dict):
-            for el in site.node.args[0].value.elements:
+        elif site.args and isinstance(site.args[0].value, cst.Dict):
+            for el in site.args[0].value.elements:
                 if isinstance(el, cst.DictElement):
                     v = el.value
                     fn_expr = v.elements[0].value if isinstance(v, cst.Tuple) and v.elements else v
@@ -1602,7 +1602,7 @@ def static_step_sequence(
         for site in f.calls:
             kind = step_kind(site)
             if kind in ("step", "workflow"):
-                args = [a for a in site.node.args if a.keyword is None and a.star == ""]
+                args = [a for a in site.args if a.keyword is None and a.star == ""]
                 if args:
                     name = string_value(args[0].value)
                     if name is not None:

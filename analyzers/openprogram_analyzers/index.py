@@ -55,6 +55,14 @@ class CallSite:
     target: str | None  # dotted, import-resolved name of the callee
     function: str | None  # qualname of the enclosing function
     head: str | None = None  # leftmost name of the callee expression (``t`` in ``t.time()``)
+    # the arguments a ``functools.partial`` the callee names binds first (``save =
+    # partial(step, "save")``: ``save(fn, x)`` is ``step("save", fn, x)``), see ``args``
+    bound: tuple[cst.Arg, ...] = ()
+
+    @property
+    def args(self) -> tuple[cst.Arg, ...]:
+        """The call's arguments as the callee receives them: those a partial binds first."""
+        return (*self.bound, *self.node.args) if self.bound else tuple(self.node.args)
 
 
 @dataclass
@@ -667,6 +675,7 @@ class IndexBuilder(cst.CSTVisitor):
     def leave_Module(self, original_node: cst.Module) -> None:
         if self.index.star_imports:
             bind_star_names(self.index, self._module_names)
+        bind_partials(self.index)
 
     def _record_import(self, local: str, info: ImportInfo, node: cst.CSTNode) -> None:
         if self._at_module():
@@ -849,6 +858,33 @@ def _dotted_name(node: cst.BaseExpression) -> str:
     if isinstance(node, cst.Attribute):
         return f"{_dotted_name(node.value)}.{node.attr.value}"
     return ""
+
+
+def bind_partials(index: ModuleIndex) -> None:
+    """Calls of a name bound once to ``functools.partial`` of an ``openprogram`` callable
+    (``save = functools.partial(step, "save")``, ``from functools import partial``; at
+    module level, or in the calling function), or of such a partial itself, are calls of
+    that callable: their target is it, and the partial's arguments come first
+    (:attr:`CallSite.args`), so ``save(fn, x)`` is the step ``"save"`` running ``fn``."""
+    for site in index.calls:
+        func = site.node.func
+        value: cst.BaseExpression | None = func  # partial(step, "save")(fn, x)
+        if isinstance(func, cst.Name):
+            fn = index.functions.get(site.function) if site.function else None
+            if fn is not None and func.value in fn.locals():
+                values: list[cst.BaseExpression | None] = list(fn.bindings.get(func.value, ()))
+            else:
+                values = index.module_assigns.get(func.value, [])
+            value = values[0] if len(values) == 1 else None
+        if not isinstance(value, cst.Call) or index.resolve(value.func) != "functools.partial":
+            continue
+        first = value.args[0] if value.args else None
+        if first is None or first.keyword is not None or first.star:
+            continue
+        target = index.resolve(first.value)
+        if target is not None and target.startswith("openprogram."):
+            site.target = target
+            site.bound = tuple(value.args[1:])
 
 
 def build_index(module: cst.Module, hooks: dict[type, list[Hook]] | None = None) -> ModuleIndex:

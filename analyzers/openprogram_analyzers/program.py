@@ -84,7 +84,7 @@ def program_model(index: ModuleIndex) -> ProgramModel:
             kind = step_kind(site)
             if kind is None:
                 continue
-            args = site.node.args
+            args = site.args
             name = string_value(args[0].value) if args and args[0].keyword is None else None
             callee = callee_text(module.code_for_node(site.node.func))
             steps.setdefault(fn.qualname, []).append(StepFact(kind, name, callee))

@@ -6,6 +6,7 @@ the Program."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,57 @@ PROGRAM_ENTRIES = ["main"]
     assert linted.returncode == 0, linted.stdout + linted.stderr
     ran = cli("run", "prog.py:main", "--args", '{"q": "x"}', "--store", "st", cwd=tmp_path)
     assert "cannot run as a resumable function" not in ran.stderr, ran.stderr
+
+
+PARTIALS = """import functools
+import time
+from functools import partial
+
+from openprogram import step, workflow
+
+stamp = functools.partial(step, "stamp")
+
+
+def now() -> float:
+    return time.time()
+
+
+def inner(x: float) -> float:
+    return x + 1
+
+
+def main(x: int) -> float:
+    flow = partial(workflow, "inner")
+    return flow(inner, stamp(now))
+
+
+def broken(x: int) -> float:
+    bad = partial(step, "a/b")
+    return bad(now) + partial(step, "x" + str(x))(now)
+
+
+main.__agent_options__ = {"resumable": True}
+broken.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main", "broken"]
+"""
+
+
+def test_a_step_bound_by_functools_partial_is_a_step(tmp_path: Path) -> None:
+    """``stamp(now)`` runs ``now`` in the step "stamp" (its ``time.time()`` is fine there),
+    and a partial's step name is checked where the partial writes it."""
+    (tmp_path / "prog.py").write_text(PARTIALS, encoding="utf-8")
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    found = [line for line in linted.stdout.splitlines() if line.startswith("prog.py:")]
+    assert found == [
+        "prog.py:24:25: OP212 step name 'a/b' must not contain '/' or '#'",
+        "prog.py:25:37: OP207 step name is not a literal string in resumable function 'broken': "
+        "the step identity would depend on data; use a literal name (repeats are fine)",
+    ]
+    ran = cli("run", "prog.py:main", "--args", '{"x": 1}', "--store", "st", "--json", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    record = json.loads(ran.stdout)
+    assert record["status"] == "completed", record
+    refused = cli("run", "prog.py:broken", "--args", '{"x": 1}', "--store", "st", cwd=tmp_path)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert all(line in refused.stderr for line in found), refused.stderr

@@ -16,7 +16,8 @@ class RuleOP205(FamilyRule):
     resumed run continues its sequence instead of replaying it. A lambda or a nested
     ``def`` of the body runs in the body (``sorted(xs, key=lambda _: random.random())``),
     and so does a callable handed to a call that may call it (``map(random.choice, xs)``),
-    unless it is the function of a step. ``time.sleep`` is none: it returns nothing, so a
+    unless it is the function of a step (also of a step bound by ``functools.partial``:
+    ``save = partial(step, "save")``, then ``save(fn)``). ``time.sleep`` is none: it returns nothing, so a
     resumed run that waits again sees no other value.
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP205`` suppresses it.
@@ -27,6 +28,27 @@ class RuleOP205(FamilyRule):
     summary = "non-deterministic call outside a step"
     family = determinism.findings_for
     VALID: ClassVar[list[Valid]] = [
+        Valid(
+            """
+            import functools
+            import time
+
+            from openprogram import step
+
+            stamp = functools.partial(step, "stamp")
+
+
+            def now() -> float:
+                return time.time()
+
+
+            def main() -> float:
+                return stamp(now)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """
+        ),
         Valid(
             """
             import time

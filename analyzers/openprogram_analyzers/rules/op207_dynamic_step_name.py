@@ -11,7 +11,9 @@ from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 class RuleOP207(FamilyRule):
     """Why: A step's identity is its name plus its occurrence. A name computed from data changes
     between runs and breaks resuming. Repeated literal names are fine. A ``parallel`` given
-    a list of callables (the control-flow form) has no branch names to check.
+    a list of callables (the control-flow form) has no branch names to check. A step or
+    workflow bound by ``functools.partial`` (``write = partial(step, name)``, then
+    ``write(fn, t)``) takes its name from the partial: reported there.
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP207`` suppresses it.
     """
@@ -64,5 +66,26 @@ class RuleOP207(FamilyRule):
             """,
             range=(8, 22, 8, 34),
             message="step name is not a literal string",
+        ),
+        Invalid(
+            """
+            from functools import partial
+
+            from openprogram import workflow
+
+
+            def shout(t: str) -> str:
+                return t.upper()
+
+
+            def main(topic: str) -> str:
+                run = partial(workflow, "shout-" + topic)
+                return run(shout, topic)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(11, 29, 11, 45),
+            message="workflow name is not a literal string in resumable function 'main'",
         ),
     ]

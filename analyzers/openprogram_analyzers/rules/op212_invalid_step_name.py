@@ -11,7 +11,9 @@ from openprogram_analyzers.rule import FamilyRule, Invalid, Valid
 class RuleOP212(FamilyRule):
     """Why: A step name must be a non-empty string without ``/`` or ``#`` (they separate nested
     step keys and occurrences). The runtime rejects such a call with the same code and
-    message (:mod:`openprogram.contract.steps`).
+    message (:mod:`openprogram.contract.steps`). A name bound by ``functools.partial``
+    (``save = partial(step, "save")``; ``save(fn, x)`` is that step) is checked where
+    the partial writes it.
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP212`` suppresses it.
     """
@@ -50,5 +52,24 @@ class RuleOP212(FamilyRule):
             """,
             range=(9, 17, 9, 29),
             message="must not contain '/' or '#'",
+        ),
+        Invalid(
+            """
+            from functools import partial
+
+            from openprogram import step
+
+            fetch_step = partial(step, "fetch/page")
+
+
+            def fetch(n: int) -> int:
+                return n
+
+
+            def main() -> int:
+                return fetch_step(fetch, 1)
+            """,
+            range=(5, 28, 5, 40),
+            message="step name 'fetch/page' must not contain '/' or '#'",
         ),
     ]
