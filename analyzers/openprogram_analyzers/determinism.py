@@ -746,6 +746,19 @@ def _module_object(index: ModuleIndex, name: str) -> bool:
     return imp.absolute and standard_attribute_kind(imp.module, imp.name) == "module"
 
 
+def _imported_object(index: ModuleIndex, name: str) -> bool:
+    """Whether the module-level name ``name`` is only bound by an import of something a
+    module holds, not a module (``from os import environ``, ``from sys import path``):
+    changing that object (``environ.pop("X")``, ``path.append(d)``, ``environ["X"] = v``)
+    changes it as ``os.environ.pop("X")`` does, not a global of this module; only
+    rebinding the name (``global environ``) does."""
+    return (
+        name in index.imports
+        and name not in index.module_assigns
+        and not _module_object(index, name)
+    )
+
+
 def _changes_module(node: cst.CSTNode, name: str) -> bool:
     """Whether ``node``, a mutation through the imported module ``name``, changes what
     the name stands for: ``global name`` (then rebinding it) or assigning or deleting an
@@ -768,6 +781,8 @@ def _mutated_globals(index: ModuleIndex) -> dict[str, cst.CSTNode]:
         if name not in index.defined:
             continue
         if _module_object(index, name) and not _changes_module(node, name):
+            continue
+        if _imported_object(index, name) and not isinstance(node, cst.Global):
             continue
         if func_q is not None:
             fn = index.functions.get(func_q)

@@ -152,3 +152,45 @@ def test_a_step_bound_by_functools_partial_is_a_step(tmp_path: Path) -> None:
     refused = cli("run", "prog.py:broken", "--args", '{"x": 1}', "--store", "st", cwd=tmp_path)
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert all(line in refused.stderr for line in found), refused.stderr
+
+
+IMPORTED_NAMES = """import os
+import sys
+from os import environ
+from sys import path
+
+from openprogram import step
+
+
+def by_name(folder: str) -> str:
+    environ.pop("OPENPROGRAM_TEST_UNSET", None)
+    path.append(folder)
+    return folder
+
+
+def by_module(folder: str) -> str:
+    os.environ.pop("OPENPROGRAM_TEST_UNSET", None)
+    sys.path.append(folder)
+    return folder
+
+
+def main(folder: str) -> str:
+    return step("by-name", by_name, folder) + step("by-module", by_module, folder)
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+
+def test_a_name_imported_from_a_module_is_no_global_of_the_program(tmp_path: Path) -> None:
+    """``environ.pop`` after ``from os import environ`` is ``os.environ.pop``: a step
+    changing process state, not a module global (OP203) of the Program."""
+    (tmp_path / "prog.py").write_text(IMPORTED_NAMES, encoding="utf-8")
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    ran = cli(
+        "run", "prog.py:main", "--args", '{"folder": "f"}', "--store", "st", "--json", cwd=tmp_path
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert json.loads(ran.stdout)["status"] == "completed"

@@ -14,7 +14,10 @@ class RuleOP203(FamilyRule):
     by rebinding its name (``global os``) or assigning one of its attributes (``json.dumps
     = f``): calling its functions (``os.remove(p)``) or changing what it holds
     (``sys.path.insert(0, d)``, ``os.environ.pop("X")``) changes process state, as writing
-    a file does, not a global of the Program.
+    a file does, not a global of the Program. So does changing what a name imported from a
+    module holds (``from os import environ``, then ``environ.pop("X")``; ``from sys import
+    path``, then ``path.append(d)``): only rebinding that name (``global environ``) is
+    reported.
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP203`` suppresses it.
     """
@@ -65,6 +68,27 @@ class RuleOP203(FamilyRule):
                 return topic * n
             """
         ),
+        Valid(
+            """
+            from os import environ
+            from sys import path
+
+            from openprogram import step
+
+
+            def prepare(folder: str) -> str:
+                environ.pop("PROXY", None)  # as os.environ.pop: process state
+                path.append(folder)  # as sys.path.append
+                return folder
+
+
+            def main(folder: str) -> str:
+                return step("prepare", prepare, folder)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """
+        ),
     ]
     INVALID: ClassVar[list[Invalid]] = [
         Invalid(
@@ -83,5 +107,27 @@ class RuleOP203(FamilyRule):
             """,
             range=(10, 9, 10, 13),
             message="uses module global 'SEEN'",
+        ),
+        Invalid(
+            """
+            from os import environ
+
+            from openprogram import step
+
+
+            def prepare(folder: str) -> str:
+                global environ
+                environ = {"HOME": folder}
+                return folder
+
+
+            def main(folder: str) -> str:
+                return step("prepare", prepare, folder)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(8, 5, 8, 12),
+            message="step dependency 'prepare' uses module global 'environ'",
         ),
     ]
