@@ -1700,24 +1700,31 @@ def compare_recorded(
     One finding per change, at the changed ``step(...)`` call (a renamed step, or the step
     that now runs too early) or, for a deleted step, on the function name; the message
     names how many of the recorded runs (one sequence per run) the change breaks. A
-    method is compared once per class of the module it may run on, its own and each
-    subclass (``self.hook()`` is that class's ``hook``; the store keeps the defining
-    class's qualname for a run on a subclass, whether run as an entry or called from
-    Python): a run is broken when no such class produces its steps, and reported as the
+    method is compared with the class its run's recorded entry runs it on
+    (``prog.py:Smart.report``, ``report = Smart().report``: :func:`program.entry_receiver`);
+    for a run whose entry does not say (called from Python, or a plain sequence), once per
+    class of the module it may run on, its own and each subclass (``self.hook()`` is that
+    class's ``hook``; the store keeps the defining class's qualname for a run on a
+    subclass): such a run is broken when no class produces its steps, and reported as the
     class missing the fewest of them sees it (a rename before a deletion).
     """
+    from openprogram_analyzers.program import entry_receiver
+
     owner = fn.class_name
     candidates: Sequence[str | None] = (
         _subclasses(index, owner) if owner is not None and owner in index.classes else (None,)
     )
-    statics = [static_step_sequence(index, fn, cls) for cls in candidates]
+    statics = {cls: static_step_sequence(index, fn, cls) for cls in candidates}
     runs_names = [list(dict.fromkeys(name for name, _occ in run)) for run in recorded]
     # (node, kind, recorded name, current name) -> number of runs broken that way
     broken: dict[tuple[int, str, str, str], int] = {}
     nodes: dict[int, cst.CSTNode] = {}
-    for rec_names in runs_names:
+    for run, rec_names in zip(recorded, runs_names, strict=True):
+        # the entry a run recorded names the class it ran on (``prog.py:Smart.report``)
+        entry = getattr(run, "entry", None)
+        on = entry_receiver(index, entry.rpartition(":")[2]) if entry else None
         found: list[tuple[tuple[int, bool], Break]] = []
-        for static in statics:
+        for static in [statics[on]] if on in statics else statics.values():
             how = _breaks(fn, static, runs_names, rec_names)
             if how is None:
                 break

@@ -177,6 +177,30 @@ def entry_receivers(index: ModuleIndex) -> dict[str, frozenset[str]]:
     return {q: frozenset(classes) for q, classes in out.items()}
 
 
+def entry_receiver(index: ModuleIndex, label: str) -> str | None:
+    """The class of the module whose instance (or the class itself) the entry ``label``
+    (as a run records it after ``FILE.py:``) runs a method on: ``Smart.report``,
+    ``bot.go`` (``bot = Bot()``), ``report`` (``report = Smart().report``); None for a
+    function or an entry not known here."""
+    head, _, attr = label.partition(".")
+    if attr:
+        cls = head if head in index.classes else _instance_class(index, head)
+        if cls is None or "." in attr or _lookup_method_of(index, cls, attr) is None:
+            return None
+        return cls
+    values = index.module_assigns.get(head, [])
+    if len(values) != 1 or not isinstance(values[0], cst.Attribute):
+        return None
+    cls, _method = _bound_method(index, values[0], of_class=False)
+    return cls
+
+
+def _lookup_method_of(index: ModuleIndex, cls: str, attr: str) -> Any:
+    from openprogram_analyzers.determinism import _lookup_method
+
+    return _lookup_method(index, cls, attr)
+
+
 def _instance_class(index: ModuleIndex, name: str) -> str | None:
     """The module class ``name`` is an instance of (``writer = Writer(...)``), if any."""
     for value in index.module_assigns.get(name, []):

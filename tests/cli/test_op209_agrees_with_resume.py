@@ -105,3 +105,118 @@ def test_no_warning_when_resume_runs_the_saved_source(tmp_path: Path, how: str) 
     assert code == 0 and out["status"] == "completed" and out["result"] == 2, out
     listed = json.loads(cli("runs", "--json", "--store", "st", cwd=tmp_path).stdout)
     assert [r["status"] for r in listed] == ["completed"]
+
+
+CLASSES = """
+import os
+
+from openprogram import Agent, step
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def ask(i: int) -> int:
+    return i
+
+
+def last(i: int) -> int:
+    if os.path.exists(os.path.join(HERE, "fail")):
+        raise RuntimeError("injected failure")
+    return i + 1
+
+
+class Base(Agent):
+    method_options = {"report": {"resumable": True}}
+
+    def report(self, n: int = 1) -> int:
+        a = step("one", ask, n)
+        b = self.hook(a)
+        return step("last", last, b)
+
+    def hook(self, a: int) -> int:
+        return step("base", ask, a)
+
+
+class Smart(Base):
+    def hook(self, a: int) -> int:
+        return step("smart", ask, a)
+
+
+class Plain(Base):
+    def hook(self, a: int) -> int:
+        return step("smart", ask, a)
+
+
+smart = Smart().report
+plain = Plain().report
+PROGRAM_ENTRIES = ["smart", "plain"]
+"""
+
+
+def _failed_run_of(folder: Path, entry: str) -> str:
+    (folder / "prog.py").write_text(CLASSES, encoding="utf-8")
+    (folder / "fail").touch()
+    code, out = cli_json(
+        "run", f"prog.py:{entry}", "--policy", "use_latest", "--store", "st", cwd=folder
+    )
+    assert code == 1 and out["status"] == "failed", out
+    (folder / "fail").unlink()
+    return str(out["run_id"])
+
+
+def _edit_plain(folder: Path) -> None:
+    """Plain's hook now calls step 'plain' where its runs recorded 'smart' (Smart's
+    hook still does: a run of ``plain`` is broken, one of ``smart`` is not)."""
+    edited = CLASSES.replace(
+        'class Plain(Base):\n    def hook(self, a: int) -> int:\n        return step("smart"',
+        'class Plain(Base):\n    def hook(self, a: int) -> int:\n        return step("plain"',
+    )
+    assert edited != CLASSES
+    (folder / "prog.py").write_text(edited, encoding="utf-8")
+
+
+PLAIN_OP209 = (
+    "prog.py:38:16: OP209 step 'plain' replaces step 'smart' recorded for 'Base.report': "
+    "this edit breaks 1 unfinished run"
+)
+
+
+def test_the_entry_a_run_recorded_says_which_class_it_ran_on(tmp_path: Path) -> None:
+    """A run of ``plain`` is compared with Plain's steps only: that Smart still produces
+    the recorded ones does not make the edit safe for it (``resume`` stops on it)."""
+    run_id = _failed_run_of(tmp_path, "plain")
+    _edit_plain(tmp_path)
+    linted = lint("--store", "st", "prog.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    assert PLAIN_OP209 in linted.stdout, linted.stdout
+    code, out = cli_json("resume", run_id, "--store", "st", cwd=tmp_path)
+    assert code == 3 and out["status"] == "paused", out
+    assert "'plain'" in out["error"] and "'smart'" in out["error"], out
+
+
+def test_a_run_of_the_unchanged_class_is_not_broken(tmp_path: Path) -> None:
+    run_id = _failed_run_of(tmp_path, "smart")
+    _edit_plain(tmp_path)
+    linted = lint("--store", "st", "prog.py", cwd=tmp_path)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    code, out = cli_json("resume", run_id, "--store", "st", cwd=tmp_path)
+    assert code == 0 and out["status"] == "completed", out
+
+
+def test_a_queued_run_is_checked_as_the_worker_will_run_it(tmp_path: Path) -> None:
+    """A run handed to a queue executes the edited code from its recorded steps when a
+    worker takes it: OP209 warns, and the worker stops on the edit."""
+    run_id = _failed_run_of(tmp_path, "plain")
+    code, out = cli_json("resume", run_id, "--queue", "q", "--store", "st", cwd=tmp_path)
+    assert code == 0 and out["status"] == "queued", out
+    _edit_plain(tmp_path)
+    linted = lint("--store", "st", "prog.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    assert PLAIN_OP209 in linted.stdout, linted.stdout
+    worker = cli(
+        *("worker", "--queue", "q", "--exit-when-idle", "--poll", "0.05", "--store", "st"),
+        cwd=tmp_path,
+    )
+    assert worker.returncode == 0, worker.stderr
+    _, [run] = cli_json("runs", "--store", "st", cwd=tmp_path)
+    assert run["status"] == "paused" and "'plain'" in run["error"], run

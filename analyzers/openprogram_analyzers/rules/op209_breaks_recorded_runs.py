@@ -19,7 +19,10 @@ _PROGRAM = (
 class RuleOP209(Rule):
     """Why: The static step sequence of a resumable function must still produce the step
     identities recorded by its unfinished runs (paused, failed or interrupted: those
-    ``resume`` takes and resumes with the current code, by its rules). Needs a store
+    ``resume`` takes and resumes with the current code, by its rules; and queued ones, which
+    a worker runs from their recorded steps). A method is compared with the class the
+    run's recorded entry runs it on (``smart = Smart().report``); a run without one, with
+    each class of the module it may run on. Needs a store
     (``openprogram-lint --store DIR`` or the language server). The warning sits on the
     changed ``step(...)`` call (a renamed step, or one that now runs earlier than a step
     recorded before it) or, for a deleted step, on the function name, and says how many

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RESUMABLE_STATUSES",
     "configured_policy",
+    "edit_can_break",
     "parse_policy",
     "policy_for_resume",
     "policy_for_start",
@@ -32,6 +33,11 @@ __all__ = [
 #: The states of the runs ``resume`` takes: paused, failed, and running (interrupted: its
 #: process is gone; a live one is refused until then).
 RESUMABLE_STATUSES = frozenset({RunStatus.PAUSED, RunStatus.FAILED, RunStatus.RUNNING})
+
+#: The states of the runs that execute the Program's code again from their recorded
+#: steps: those ``resume`` takes, and queued runs (handed to a queue, or given back to it
+#: by a worker), which a worker executes with the resume rules.
+EDITABLE_STATUSES = RESUMABLE_STATUSES | {RunStatus.QUEUED}
 
 
 def parse_policy(value: object, where: str = "code-change policy") -> Policy:
@@ -82,6 +88,12 @@ def policy_for_resume(explicit: str | None, program_path: str | None, recorded: 
     if explicit is not None:
         return parse_policy(explicit)
     return configured_policy(program_path) or parse_policy(recorded, "the run's recorded policy")
+
+
+def edit_can_break(run: RunRecord) -> bool:
+    """Whether an edit of the Program can break ``run`` (OP209): it will execute again from
+    its recorded steps (:data:`EDITABLE_STATUSES`) with the latest source."""
+    return run.status in EDITABLE_STATUSES and resumes_latest_source(run)
 
 
 def resumes_latest_source(run: RunRecord, explicit: str | None = None) -> bool:
