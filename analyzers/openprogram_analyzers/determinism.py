@@ -933,7 +933,7 @@ def _check_workflow_body(
     where = f"{body} '{fn.qualname}'"
     shadowed = fn.locals()
     for site in run_now_sites(index, fn, shadowed):
-        imported = index.resolve_imported(site.node.func, shadowed) or ""
+        imported = _called(index, site, shadowed)
         if _side_effect(index, fn, site, imported, shadowed) == "model call":
             target = site.target or _code(index, site.node.func)
             out.append(
@@ -1396,6 +1396,16 @@ def _check_passed(
         )
 
 
+def _called(index: ModuleIndex, site: CallSite, shadowed: set[str]) -> str:
+    """The imported callable ``site`` calls: its callee resolved through the imports, or
+    what the ``functools.partial`` it calls wraps (``ask = partial(llm, system=s)``,
+    :func:`index.bind_partials`); ``""`` when neither."""
+    found = index.resolve_imported(site.node.func, shadowed)
+    if found is None and site.partial:
+        found = site.target
+    return found or ""
+
+
 def _check_orchestration(
     index: ModuleIndex,
     fn: FunctionInfo,
@@ -1408,7 +1418,7 @@ def _check_orchestration(
         out.append(_env_finding("os.environ", where, node, chain))
     for site in run_now_sites(index, fn, shadowed):
         target = site.target or ""
-        imported = index.resolve_imported(site.node.func, shadowed) or ""
+        imported = _called(index, site, shadowed)
         _check_passed(index, fn, site, where, out, chain, shadowed)
         # OP205 non-determinism
         if _nondeterministic(imported):

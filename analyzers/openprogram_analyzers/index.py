@@ -58,6 +58,7 @@ class CallSite:
     # the arguments a ``functools.partial`` the callee names binds first (``save =
     # partial(step, "save")``: ``save(fn, x)`` is ``step("save", fn, x)``), see ``args``
     bound: tuple[cst.Arg, ...] = ()
+    partial: bool = False  # the callee is such a partial; ``target`` is what it calls
 
     @property
     def args(self) -> tuple[cst.Arg, ...]:
@@ -861,8 +862,8 @@ def _dotted_name(node: cst.BaseExpression) -> str:
 
 
 def bind_partials(index: ModuleIndex) -> None:
-    """Calls of a name bound once to ``functools.partial`` of an ``openprogram`` callable
-    (``save = functools.partial(step, "save")``, ``from functools import partial``; at
+    """Calls of a name bound once to ``functools.partial`` of an imported callable (``save
+    = functools.partial(step, "save")``, ``ask = partial(llm, system=s)``; at
     module level, or in the calling function), or of such a partial itself, are calls of
     that callable: their target is it, and the partial's arguments come first
     (:attr:`CallSite.args`), so ``save(fn, x)`` is the step ``"save"`` running ``fn``."""
@@ -881,9 +882,9 @@ def bind_partials(index: ModuleIndex) -> None:
         first = value.args[0] if value.args else None
         if first is None or first.keyword is not None or first.star:
             continue
-        target = index.resolve(first.value)
-        if target is not None and target.startswith("openprogram."):
-            site.target = target
+        target = index.resolve_imported(first.value)
+        if target is not None:
+            site.target, site.partial = target, True
             site.bound = tuple(value.args[1:])
 
 

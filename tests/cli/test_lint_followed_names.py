@@ -194,3 +194,29 @@ def test_a_name_imported_from_a_module_is_no_global_of_the_program(tmp_path: Pat
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert json.loads(ran.stdout)["status"] == "completed"
+
+
+def test_a_model_call_through_functools_partial_is_a_model_call(tmp_path: Path) -> None:
+    (tmp_path / "prog.py").write_text(
+        """import functools
+
+from openprogram import llm, step
+
+ask = functools.partial(llm, system="Answer in one word.")
+
+
+def main(q: str) -> str:
+    word = ask(q)
+    return step("keep", str.upper, word)
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+""",
+        encoding="utf-8",
+    )
+    line = "prog.py:9:12: OP206 model call (openprogram.llm) directly in resumable function 'main'"
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 1 and line in linted.stdout, linted.stdout + linted.stderr
+    ran = cli("run", "prog.py:main", "--args", '{"q": "x"}', "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2 and line in ran.stderr, ran.stdout + ran.stderr

@@ -13,7 +13,8 @@ class RuleOP206(FamilyRule):
     network, file and subprocess work into ``step('name', fn, ...)``; a function doing
     such work handed to a call that may call it counts as called there (``map(open, paths)``). Model calls are
     ``llm``/``agent`` (also handed to a call that may call them, ``map(llm, xs)``,
-    ``functools.partial(llm, q)``, or called in a lambda, ``map(lambda s: llm(s), xs)``),
+    ``functools.partial(llm, q)``, or called through a partial, ``ask = partial(llm,
+    system=s)`` then ``ask(q)``, or called in a lambda, ``map(lambda s: llm(s), xs)``),
     a call of an Agent instance (also one a function of the module returns,
     ``make_bot()(q)``, or a class attribute holds, ``self.bot(q)`` with ``bot = Bot()`` in
     the class body or ``self.bot = Bot()`` in a method, or one a first-party module of
@@ -267,6 +268,25 @@ class RuleOP206(FamilyRule):
         ),
     ]
     INVALID: ClassVar[list[Invalid]] = [
+        Invalid(
+            """
+            import functools
+
+            from openprogram import llm, step
+
+            ask = functools.partial(llm, system="Answer in one word.")
+
+
+            def main(q: str) -> str:
+                word = ask(q)
+                return step("keep", str.upper, word)
+
+
+            main.__agent_options__ = {"resumable": True}
+            """,
+            range=(9, 12, 9, 18),
+            message="model call (openprogram.llm) directly in resumable function 'main'",
+        ),
         Invalid(
             """
             import os
