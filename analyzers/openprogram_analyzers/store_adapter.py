@@ -10,17 +10,6 @@ silently dropped.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-
-class RecordedRun(list[tuple[str, int]]):
-    """The top-level step identities ``(name, occurrence)`` of one recorded run, in call
-    order, and the entry it was started with (``prog.py:report``: which class a method
-    ran on); a plain list (no ``entry``) is a run whose entry is not known."""
-
-    def __init__(self, steps: Any = (), entry: str | None = None) -> None:
-        super().__init__(steps)
-        self.entry = entry
 
 
 class StoreUnreadable(Exception):
@@ -53,7 +42,7 @@ def _read(store_dir: str, program_path: str | None) -> dict[str, list[list[tuple
         if runs is None:
             return {}  # no store yet, or a store without durable runs (schema v1)
         with runs:
-            return _sequences(runs, program_path)
+            return runs.recorded_step_sequences(program_path)
     except OpenProgramError as exc:
         if isinstance(exc, StoreError) and exc.store is not None:  # it names the store first
             raise StoreUnreadable(str(exc)) from None
@@ -62,25 +51,11 @@ def _read(store_dir: str, program_path: str | None) -> dict[str, list[list[tuple
         raise StoreUnreadable(f"--store {redacted_location(store_dir)}: {exc}") from None
 
 
-def _sequences(runs: Any, program_path: str | None) -> dict[str, list[list[tuple[str, int]]]]:
-    from openprogram.durable.policy import edit_can_break
-
-    out: dict[str, list[list[tuple[str, int]]]] = {}
-    for run in runs.runs_of_program(program_path):
-        if not edit_can_break(run):
-            continue
-        steps = [
-            (s.name, int(s.occurrence)) for s in runs.top_level_steps(run.id) if s.kind != "branch"
-        ]
-        out.setdefault(run.function_qualname, []).append(RecordedRun(steps, run.entry))
-    return out
-
-
 def recorded_steps(
     store_dir: str, program_path: str | None = None
 ) -> dict[str, list[list[tuple[str, int]]]]:
     """``{function_qualname: [RecordedRun per run]}``: the top-level steps of the runs an
-    edit can break (:func:`openprogram.durable.policy.edit_can_break`: those ``resume``
-    takes and queued ones a worker takes, run with the latest source), each with its
-    entry."""
+    edit can break, each with its entry (:class:`openprogram.store.runs.RecordedRun`,
+    read by :meth:`~openprogram.store.runs.RunStore.recorded_step_sequences`, the one
+    query the language server reads too)."""
     return _read(store_dir, program_path)

@@ -229,10 +229,13 @@ async def test_workspace_configuration_and_pyproject_reload(
     )
 
 
+@pytest.mark.parametrize("status", ["paused", "queued"])
 @pytest.mark.lsp_init(options={"store": "store"})
 async def test_op209_after_edit_breaking_a_paused_run(
-    client: LanguageClient, workspace: Path
+    client: LanguageClient, workspace: Path, status: str
 ) -> None:
+    """The server's OP209 reads the runs ``openprogram-lint --store`` reads: a paused run
+    ``resume`` takes, and a queued one a worker takes with the edited code."""
     from openprogram.store.runs import open_run_store
 
     program = workspace / "prog.py"
@@ -245,8 +248,8 @@ async def test_op209_after_edit_breaking_a_paused_run(
         db.execute(
             "INSERT INTO runs (id, entry, program_path, function_qualname, status, paused_step,"
             " paused_occurrence, created_at, updated_at) VALUES"
-            " ('r1', ?, ?, 'Reporter.report', 'paused', 'write', 0, ?, ?)",
-            (f"{program}:reporter.report", str(program), now, now),
+            " ('r1', ?, ?, 'Reporter.report', ?, 'write', 0, ?, ?)",
+            (f"{program}:reporter.report", str(program), status, now, now),
         )
         for pos, (name, occ) in enumerate([("fetch", 0), ("fetch", 1), ("write", 0)]):
             db.execute(

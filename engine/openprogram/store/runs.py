@@ -82,7 +82,7 @@ import sys
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
@@ -1221,27 +1221,35 @@ class RunStore(ABC):
     def recorded_step_sequences(
         self, program_path: str | None = None
     ) -> dict[str, list[list[tuple[str, int]]]]:
-        """``{function_qualname: [[(name, occurrence), ...] per run an edit can break]}``:
-        the top-level calls, in order, of each run ``resume`` takes (paused, failed,
-        interrupted) that it resumes with the latest source — the identities an edit must
-        keep for it to resume (OP209). Both by ``resume``'s own rules
-        (:data:`~openprogram.durable.policy.RESUMABLE_STATUSES`,
-        :func:`~openprogram.durable.policy.resumes_latest_source`: the project's default
-        policy over the run's recorded one; a run resumed with its saved source is not
-        broken by an edit)."""
-        from openprogram.durable.policy import RESUMABLE_STATUSES, resumes_latest_source
+        """``{function_qualname: [RecordedRun per run an edit can break]}``: the top-level
+        calls, in order, of each run an edit of the Program can break
+        (:func:`~openprogram.durable.policy.edit_can_break`: the runs ``resume`` takes and
+        the queued ones a worker takes, when they execute the latest source), each with
+        the entry it was started with — the identities an edit must keep for it to go on
+        (OP209, for ``openprogram-lint --store`` and the language server alike)."""
+        from openprogram.durable.policy import edit_can_break
 
         out: dict[str, list[list[tuple[str, int]]]] = {}
         for run in self.runs_of_program(program_path):
-            if run.status not in RESUMABLE_STATUSES or not resumes_latest_source(run):
+            if not edit_can_break(run):
                 continue
-            seq = [
+            steps = [
                 (s.name, int(s.occurrence))
                 for s in self.top_level_steps(run.id)
                 if s.kind != "branch"
             ]
-            out.setdefault(run.function_qualname, []).append(seq)
+            out.setdefault(run.function_qualname, []).append(RecordedRun(steps, run.entry))
         return out
+
+
+class RecordedRun(list[tuple[str, int]]):
+    """The top-level step identities ``(name, occurrence)`` of one recorded run, in call
+    order, and the entry it was started with (``prog.py:report``: which class a method
+    ran on); a plain list (no ``entry``) is a run whose entry is not known."""
+
+    def __init__(self, steps: Iterable[tuple[str, int]] = (), entry: str | None = None) -> None:
+        super().__init__(steps)
+        self.entry = entry
 
 
 def _durability(durability: str | None) -> Durability:
