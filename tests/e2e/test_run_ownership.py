@@ -295,8 +295,11 @@ def test_cancel_kill_ends_an_entry_stuck_outside_any_step(work: Path) -> None:
         _wait(lambda: _has_run(work) or owner.poll() is not None, "no run")
         assert owner.poll() is None, owner.communicate()
         rid, _ = _only_run(work)
+        # not resumable: it executes no step that would read a request, so only --kill
         proc = cli("cancel", rid, "--store", "st", cwd=work)
-        assert "cancel requested" in proc.stdout
+        assert proc.returncode == 2 and "cannot be cancelled at a safe point" in proc.stderr
+        assert f"`openprogram cancel --kill {rid}`" in proc.stderr, proc.stderr
+        assert _only_run(work)[1] == "running"
         proc = cli("cancel", rid, "--kill", "--store", "st", cwd=work)
         assert proc.returncode == 0 and f"run {rid} cancelled" in proc.stdout, proc.stderr
         assert owner.wait(timeout=30) != 0  # the process was ended
