@@ -352,23 +352,30 @@ PROGRAM_ENTRIES = ["plain_waiting"]
 """
 
 
-def test_pausing_a_run_whose_entry_is_not_resumable_is_refused(work: Path) -> None:
-    """``openprogram pause`` of a live run whose entry is not resumable said ``pause
-    requested`` (exit 0) and the run went on to complete: such a run never pauses. Now
-    the pause is refused (exit 2), saying why and how to end the run; the run is
-    untouched and completes."""
+def _plain_run_at_its_gate(work: Path) -> tuple[subprocess.Popen[str], str]:
+    """``openprogram run`` of ``PLAIN_GATED`` (an entry that is not resumable), waiting at
+    its gate between two steps; and its run id."""
     (work / "plain.py").write_text(PLAIN_GATED, encoding="utf-8")
     (work / "block_gate").touch()
     executing = subprocess.Popen(
         [OPENPROGRAM, "run", "plain.py:plain_waiting", "--store", "st", "--json"],
         cwd=work, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+    while "wait gate" not in calls(work):
+        assert executing.poll() is None, executing.communicate()
+        time.sleep(0.01)
+    _, runs = cli_json("runs", "--store", "st", cwd=work)
+    [rid] = [r["run_id"] for r in runs]
+    return executing, rid
+
+
+def test_pausing_a_run_whose_entry_is_not_resumable_is_refused(work: Path) -> None:
+    """``openprogram pause`` of a live run whose entry is not resumable said ``pause
+    requested`` (exit 0) and the run went on to complete: such a run never pauses. Now
+    the pause is refused (exit 2), saying why and how to end the run; the run is
+    untouched and completes."""
+    executing, rid = _plain_run_at_its_gate(work)
     try:
-        while "wait gate" not in calls(work):
-            assert executing.poll() is None, executing.communicate()
-            time.sleep(0.01)
-        code, runs = cli_json("runs", "--store", "st", cwd=work)
-        [rid] = [r["run_id"] for r in runs]
         proc = cli("pause", rid, "--store", "st", cwd=work)
         assert proc.returncode == 2 and proc.stdout == "", (proc.stdout, proc.stderr)
         [line] = proc.stderr.splitlines()
@@ -391,18 +398,8 @@ def test_cancelling_a_live_run_whose_entry_is_not_resumable_needs_kill(work: Pat
     requested`` and the run went on to complete: it has no step at which to read the
     request. Now it is refused (exit 2) naming ``--kill``, the run untouched; ``--kill``
     ends it and records it cancelled."""
-    (work / "plain.py").write_text(PLAIN_GATED, encoding="utf-8")
-    (work / "block_gate").touch()
-    executing = subprocess.Popen(
-        [OPENPROGRAM, "run", "plain.py:plain_waiting", "--store", "st", "--json"],
-        cwd=work, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    executing, rid = _plain_run_at_its_gate(work)
     try:
-        while "wait gate" not in calls(work):
-            assert executing.poll() is None, executing.communicate()
-            time.sleep(0.01)
-        _, runs = cli_json("runs", "--store", "st", cwd=work)
-        [rid] = [r["run_id"] for r in runs]
         proc = cli("cancel", rid, "--store", "st", cwd=work)
         assert proc.returncode == 2 and proc.stdout == "", (proc.stdout, proc.stderr)
         [line] = proc.stderr.splitlines()
