@@ -1609,22 +1609,59 @@ def findings_for(ctx: Context, code: str) -> list[DetFinding]:
 # ------------------------------------------------------------------ OP209
 
 
+def _evaluation_order(node: cst.CSTNode) -> Iterable[cst.Call]:
+    """The calls in ``node`` in the order Python evaluates them: a call after its callee
+    expression (the receiver of ``x.m()``) and its arguments, positional ones (``*args``
+    too) before keyword ones (``**kwargs`` too), nested calls first; the value of an
+    assignment before its targets; the condition of ``a if c else b`` first; a
+    comprehension's iterable before its element. Elsewhere in source order."""
+    children: Sequence[cst.CSTNode]
+    if isinstance(node, cst.Call):
+        positional = [a for a in node.args if a.keyword is None and a.star != "**"]
+        named = [a for a in node.args if a.keyword is not None or a.star == "**"]
+        for child in (node.func, *positional, *named):
+            yield from _evaluation_order(child)
+        yield node
+        return
+    if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+        targets = node.targets if isinstance(node, cst.Assign) else (node.target,)
+        children = (node.value, *targets)
+    elif isinstance(node, cst.IfExp):
+        children = (node.test, node.body, node.orelse)
+    elif isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        children = (node.for_in, node.elt)
+    elif isinstance(node, cst.DictComp):
+        children = (node.for_in, node.key, node.value)
+    elif isinstance(node, cst.CompFor):
+        children = (node.iter, node.target, *node.ifs, *filter(None, [node.inner_for_in]))
+    else:
+        children = node.children
+    for child in children:
+        yield from _evaluation_order(child)
+
+
 def static_step_sequence(
     index: ModuleIndex, fn: FunctionInfo, receiver: str | None = None
 ) -> list[tuple[str, cst.CSTNode]]:
-    """Literal step/workflow/parallel names in source order, helpers inlined: the
-    same-module functions and methods the body calls, followed as OP205/OP206 follow them
+    """Literal step/workflow/parallel names in the order they run, helpers inlined: the
+    calls of a body in Python's evaluation order (:func:`_evaluation_order`: in
+    ``step("last", last, self.hook(a))`` the steps of ``hook`` come before "last"), the
+    same-module functions and methods the body calls followed as OP205/OP206 follow them
     (:func:`_callees`: ``helper()``, ``self.x()``, ``Helper.x()``, ``bot.x()`` on an
     instance of a class of the module), a method ``fn`` run on an instance of the class
     ``receiver`` (``self.hook()`` is that class's ``hook``, not every override's)."""
     out: list[tuple[str, cst.CSTNode]] = []
     seen: set[tuple[str, tuple[str, ...]]] = set()
 
+    def in_order(f: FunctionInfo) -> list[CallSite]:
+        rank = {id(call): i for i, call in enumerate(_evaluation_order(f.node))}
+        return sorted(f.calls, key=lambda site: rank.get(id(site.node), len(rank)))
+
     def walk(f: FunctionInfo, receivers: tuple[str, ...]) -> None:
         if (f.qualname, receivers) in seen:
             return
         seen.add((f.qualname, receivers))
-        for site in f.calls:
+        for site in in_order(f):
             kind = step_kind(site)
             if kind in ("step", "workflow"):
                 args = [a for a in site.args if a.keyword is None and a.star == ""]

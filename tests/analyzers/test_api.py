@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from openprogram.options import OPTIONS, check_method_options
 from openprogram_analyzers import (
     LintConfig,
@@ -234,6 +236,63 @@ def test_op209_counts_the_runs_each_change_breaks() -> None:
         "step 'fetch' recorded for 'Reporter.report' no longer exists: "
         "this edit breaks 3 unfinished runs"
     )
+
+
+EVALUATED = textwrap.dedent(
+    """\
+    from openprogram import Agent, step
+
+
+    def ask(i: int, b: int = 0) -> int:
+        return i
+
+
+    class Reporter(Agent):
+        method_options = {"report": {"resumable": True}}
+
+        def report(self, n: int) -> int:
+            BODY
+
+        def hook(self, a: int) -> int:
+            return step("hook", ask, a)
+    """
+)
+
+#: a body, and the steps it runs in the order Python evaluates them
+IN_EVALUATION_ORDER = {
+    "argument": ('return step("last", ask, self.hook(n))', ["hook", "last"]),
+    "keyword": ('return step("last", ask, n, b=self.hook(n))', ["hook", "last"]),
+    "star after keyword": (
+        'return step("last", ask, b=self.hook(n), *[step("first", ask, n)])',
+        ["first", "hook", "last"],
+    ),
+    "receiver": ('return self.hook(n).__add__(step("after", ask, n))', ["hook", "after"]),
+    "into a helper": ('return self.hook(step("arg", ask, n))', ["arg", "hook"]),
+    "assignment": (
+        'd = {}; d[step("key", ask, n)] = step("value", ask, n); return 0',
+        ["value", "key"],
+    ),
+    "condition": ('return step("a", ask, n) if step("cond", ask, n) else 0', ["cond", "a"]),
+    "comprehension": (
+        'return sum([step("elt", ask, i) for i in step("iter", ask, [n])])',
+        ["iter", "elt"],
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("body", "order"), IN_EVALUATION_ORDER.values(), ids=list(IN_EVALUATION_ORDER)
+)
+def test_op209_follows_the_evaluation_order(body: str, order: list[str]) -> None:
+    """A run recorded its steps in the order Python ran them: arguments (nested calls, a
+    helper's steps) before the call, keyword arguments after positional ones, the value of
+    an assignment before its target. That order is no edit; the reverse is."""
+    source = EVALUATED.replace("BODY", body)
+    ran = {"Reporter.report": [[(name, 0) for name in order]]}
+    assert analyze_source(source, "p.py", recorded_steps=ran) == []
+    backwards = {"Reporter.report": [[(name, 0) for name in reversed(order)]]}
+    (moved,) = analyze_source(source, "p.py", recorded_steps=backwards)
+    assert moved.code == "OP209" and "now runs before" in moved.message, moved
 
 
 def test_store_adapter_tolerates_missing_tables(tmp_path: Path) -> None:

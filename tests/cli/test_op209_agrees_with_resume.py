@@ -220,3 +220,58 @@ def test_a_queued_run_is_checked_as_the_worker_will_run_it(tmp_path: Path) -> No
     assert worker.returncode == 0, worker.stderr
     _, [run] = cli_json("runs", "--store", "st", cwd=tmp_path)
     assert run["status"] == "paused" and "'plain'" in run["error"], run
+
+
+ARGUMENT_STEPS = """
+import os
+
+from openprogram import Agent, step
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def ask(i: int) -> int:
+    return i
+
+
+def last(i: int, b: int = 0) -> int:
+    if os.path.exists(os.path.join(HERE, "fail")):
+        raise RuntimeError("injected failure")
+    return i + b
+
+
+class Base(Agent):
+    method_options = {"report": {"resumable": True}}
+
+    def report(self, n: int = 1) -> int:
+        a = step("one", ask, n)
+        return step("last", last, self.hook(a), b=self.tail(a))
+
+    def hook(self, a: int) -> int:
+        return step("hook", ask, a)
+
+    def tail(self, a: int) -> int:
+        return step("tail", ask, a)
+
+
+report = Base().report
+PROGRAM_ENTRIES = ["report"]
+"""
+
+
+def test_steps_run_by_the_arguments_of_a_step_come_first(tmp_path: Path) -> None:
+    """``step("last", last, self.hook(a), b=self.tail(a))`` runs hook's step, then tail's,
+    then "last": the run recorded them so, OP209 sees that order (it put "last" first and
+    warned of a moved step), and ``resume`` completes the run."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n', encoding="utf-8")
+    (tmp_path / "prog.py").write_text(ARGUMENT_STEPS, encoding="utf-8")
+    (tmp_path / "fail").touch()
+    code, out = cli_json(
+        "run", "prog.py:report", "--policy", "use_latest", "--store", "st", cwd=tmp_path
+    )
+    assert code == 1 and out["status"] == "failed", out
+    (tmp_path / "fail").unlink()
+    linted = lint("--store", "st", "prog.py", cwd=tmp_path)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    code, out = cli_json("resume", str(out["run_id"]), "--store", "st", cwd=tmp_path)
+    assert code == 0 and out["status"] == "completed" and out["result"] == 2, out
