@@ -234,6 +234,75 @@ def resolve_reexports(index: ModuleIndex, loader: HelperLoader) -> None:
             index.imports[local] = ImportInfo(target.module, target.name, imp.node)
 
 
+#: How many first-party modules a class is followed through (imports, bases)
+_CLASS_HOPS = 16
+
+
+def _agent_class_in(loader: HelperLoader, module: str, name: str, seen: set[str]) -> str | None:
+    """Where ``name`` of the first-party module ``module`` is defined (``module.name``,
+    dotted) when it is an Agent class: defined there deriving from ``Agent`` (through its
+    classes, or a base imported from another first-party module), or imported there from
+    another first-party module that makes it one. Bounded (:data:`_CLASS_HOPS`), safe
+    against import cycles."""
+    key = f"{module}.{name}"
+    if key in seen or len(seen) >= _CLASS_HOPS:
+        return None
+    seen.add(key)
+    helper = loader.load(module)
+    if helper is None:
+        return None
+    idx = helper.index
+    if name in idx.classes:
+        if idx.is_agent_class(name):
+            return key
+        done: set[str] = set()
+        todo = [name]
+        while todo:
+            cls = idx.classes.get(todo.pop())
+            if cls is None or cls.qualname in done:
+                continue
+            done.add(cls.qualname)
+            for arg in cls.node.bases:
+                base = idx.resolve(arg.value) if arg.keyword is None else None
+                if base is None:
+                    continue
+                if base in idx.classes:
+                    todo.append(base)
+                elif "." in base:
+                    owner, _, base_name = base.rpartition(".")
+                    if _agent_class_in(loader, owner, base_name, seen) is not None:
+                        return key
+        return None
+    imp = idx.imports.get(name)
+    if imp is None or not imp.absolute or imp.name is None:
+        return None
+    return _agent_class_in(loader, imp.module, imp.name, seen)
+
+
+def resolve_imported_agent_classes(index: ModuleIndex, loader: HelperLoader) -> None:
+    """Record the Agent classes ``index`` imports from first-party modules (``from agents
+    import Critic``, ``import agents`` then ``agents.Critic``), also where the module
+    only re-imports the class from another first-party module: ``Critic()`` makes an
+    Agent instance there as it does for a class of the module itself. The standard
+    library and installed packages are never read."""
+    found: str | None
+    for local, imp in index.imports.items():
+        if not imp.absolute:
+            continue
+        if local in index.first_party:  # the module itself: ``agents.Critic``
+            helper = loader.load(imp.dotted)
+            for name in helper.index.classes if helper is not None else ():
+                found = (
+                    _agent_class_in(loader, imp.dotted, name, set()) if "." not in name else None
+                )
+                if found is not None:
+                    index.imported_agent_classes[f"{imp.dotted}.{name}"] = found
+        elif imp.name is not None:
+            found = _agent_class_in(loader, imp.module, imp.name, set())
+            if found is not None:
+                index.imported_agent_classes[imp.dotted] = found
+
+
 def resolve_imported_agents(index: ModuleIndex, loader: HelperLoader) -> None:
     """Record the Agent instances ``index`` imports from first-party modules (``from bots
     import critic``, ``from .bots import critic``, ``import bots`` then ``bots.critic``),
@@ -243,12 +312,18 @@ def resolve_imported_agents(index: ModuleIndex, loader: HelperLoader) -> None:
     made); the standard library and installed packages are never read."""
     from openprogram_analyzers.determinism import agent_instance_at
 
+    linked: set[str] = set()
+
     def agent_of(module: str, name: str) -> str | None:
         helper = loader.load(module)
         if helper is None or name in helper.index.imports:
             return None
         if name not in helper.index.module_assigns:
             return None
+        if helper.path not in linked:  # ``critic = Critic()``, ``Critic`` imported there
+            linked.add(helper.path)
+            mark_first_party(helper.index, loader)
+            resolve_imported_agent_classes(helper.index, loader)
         cls = agent_instance_at(helper.index, None, cst.Name(name))
         return f"{module}.{cls}" if cls in helper.index.classes else cls
 
@@ -269,9 +344,11 @@ def resolve_imported_agents(index: ModuleIndex, loader: HelperLoader) -> None:
 
 def link_first_party(index: ModuleIndex, loader: HelperLoader) -> None:
     """What ``index`` imports from first-party modules, as the checks read it: which
-    imports are such modules, what they re-export, the Agent instances they bind."""
+    imports are such modules, what they re-export, the Agent classes they define and the
+    Agent instances they bind."""
     mark_first_party(index, loader)
     resolve_reexports(index, loader)
+    resolve_imported_agent_classes(index, loader)
     resolve_imported_agents(index, loader)
 
 
@@ -296,8 +373,15 @@ def followed_calls(
 ) -> list[FollowedCall]:
     """Calls from ``functions`` (qualname -> orchestration?) into first-party modules,
     also through a control-flow primitive (``repeat_until(helpers.ask, ...)`` calls
-    ``helpers.ask`` at once)."""
-    from openprogram_analyzers.determinism import run_now_callables, run_now_sites
+    ``helpers.ask`` at once), and of a method of an Agent instance whose class a
+    first-party module defines (``critic.ask(q)`` runs ``Critic.ask`` of ``agents.py``,
+    as ``bot.ask(q)`` runs the method of a class of the module)."""
+    from openprogram_analyzers.determinism import (
+        _lookup_method,
+        agent_instance_at,
+        run_now_callables,
+        run_now_sites,
+    )
 
     out: list[FollowedCall] = []
     for qual, orch in functions.items():
@@ -319,4 +403,12 @@ def followed_calls(
                 target = helper.index.function_at_module(name)
                 if target is not None:
                     out.append(FollowedCall(helper, target, site.node, qual, orch))
+            func = site.node.func
+            if isinstance(func, cst.Attribute):
+                cls = agent_instance_at(index, qual, func.value) or ""
+                module_name, _, cls_name = cls.rpartition(".")
+                helper = loader.load(module_name) if module_name else None
+                method = _lookup_method(helper.index, cls_name, func.attr.value) if helper else None
+                if helper is not None and method is not None:
+                    out.append(FollowedCall(helper, method, site.node, qual, orch))
     return out

@@ -175,6 +175,11 @@ class ModuleIndex:
     # (``bots.critic`` -> ``bots.Critic`` when ``bots.py`` binds ``critic = Critic()``;
     # filled by ``first_party.resolve_imported_agents``)
     imported_agents: dict[str, str] = field(default_factory=dict)
+    # Agent classes of first-party modules the module imports, by their import-resolved
+    # dotted name, to the dotted name where the class is defined (``agents.Critic`` after
+    # ``from agents import Critic``; ``core.Critic`` when ``agents.py`` imports it from
+    # ``core.py``; filled by ``first_party.resolve_imported_agent_classes``)
+    imported_agent_classes: dict[str, str] = field(default_factory=dict)
 
     def resolve(self, expr: cst.BaseExpression) -> str | None:
         """Import-resolved dotted name of a Name/Attribute chain (None otherwise)."""
@@ -290,7 +295,8 @@ class ModuleIndex:
 
     def is_agent_class(self, qualname: str) -> bool:
         """Whether the module's class ``qualname`` derives from ``openprogram``'s ``Agent``
-        (directly, through an alias, or through other classes of this module)."""
+        (directly, through an alias, through other classes of this module, or through an
+        Agent class of a first-party module: :attr:`imported_agent_classes`)."""
         seen: set[str] = set()
         todo = [qualname]
         while todo:
@@ -307,12 +313,20 @@ class ModuleIndex:
                 if is_agent_base(base):
                     return True
                 todo.append(base)
+            if self.imported_agent_classes and any(  # resolved as the imports now are
+                self.resolve(arg.value) in self.imported_agent_classes
+                for arg in cls.node.bases
+                if arg.keyword is None
+            ):
+                return True
         return False
 
     def agent_class_of_call(self, expr: cst.BaseExpression) -> str | None:
-        """``"Agent"``/class qualname when ``expr`` is ``Agent(...)`` or ``Writer(...)``;
-        the dotted class of an Agent instance a first-party module binds, when ``expr``
-        names it (``critic`` after ``from bots import critic``, ``bots.critic``)."""
+        """``"Agent"``/class qualname when ``expr`` is ``Agent(...)`` or ``Writer(...)``, the
+        dotted class when it makes an instance of an Agent class of a first-party module
+        (``Critic()`` after ``from agents import Critic``); the dotted class of an Agent
+        instance a first-party module binds, when ``expr`` names it (``critic`` after
+        ``from bots import critic``, ``bots.critic``)."""
         if isinstance(expr, (cst.Name, cst.Attribute)) and self.imported_agents:
             dotted = self.resolve_imported(expr)
             return self.imported_agents.get(dotted) if dotted is not None else None
@@ -325,6 +339,8 @@ class ModuleIndex:
             return target
         if target in self.classes and self.is_agent_class(target):
             return target
+        if target in self.imported_agent_classes and head_name(expr.func) in self.imports:
+            return self.imported_agent_classes[target]
         return None
 
 

@@ -220,3 +220,141 @@ PROGRAM_ENTRIES = ["main"]
     assert linted.returncode == 1 and line in linted.stdout, linted.stdout + linted.stderr
     ran = cli("run", "prog.py:main", "--args", '{"q": "x"}', "--store", "st", cwd=tmp_path)
     assert ran.returncode == 2 and line in ran.stderr, ran.stdout + ran.stderr
+
+
+AGENTS = """from openprogram import Agent, llm
+
+
+class Critic(Agent):
+    def ask(self, q: str) -> str:
+        return llm("judge " + q)
+"""
+
+CRITIC = """from openprogram import step
+
+from bots import critic
+
+
+def main(text: str) -> str:
+    said = critic("hello " + text)
+    asked = critic.ask(text)
+    return step("keep", str.upper, said + asked)
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+#: bots.py makes ``critic`` of a class another project module defines; extra files
+CLASS_ELSEWHERE = {
+    "from agents import Critic": ("from agents import Critic\n\ncritic = Critic()\n", {}),
+    "import agents": ("import agents\n\ncritic = agents.Critic()\n", {}),
+    "re-exported": (
+        "from core import Critic\n\ncritic = Critic()\n",
+        {"core.py": "from agents import Critic\n"},
+    ),
+    "base class elsewhere": (
+        "from agents import Critic\n\ncritic = Critic()\n",
+        {
+            "agents.py": AGENTS.replace("Agent, llm", "llm")
+            .replace("from openprogram", "from base import Bot\nfrom openprogram")
+            .replace("Critic(Agent)", "Critic(Bot)"),
+            "base.py": "from openprogram import Agent\n\n\nclass Bot(Agent):\n    pass\n",
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize(("bots", "extra"), CLASS_ELSEWHERE.values(), ids=list(CLASS_ELSEWHERE))
+def test_an_agent_instance_of_a_class_of_a_third_module_is_followed(
+    tmp_path: Path, bots: str, extra: dict[str, str]
+) -> None:
+    """``critic`` made in bots.py of a Critic class imported from agents.py (through any
+    number of project modules) is an Agent instance: calling it is a model call, and its
+    method ``ask`` is followed into agents.py, where it calls the model."""
+    files = {"agents.py": AGENTS, "bots.py": bots, "prog.py": CRITIC, **extra}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    ask_line = 7 if "base class elsewhere" in bots or "agents.py" in extra else 6
+    lines = [
+        "prog.py:7:12: OP206 model call (bots.critic) directly in resumable function 'main'",
+        f"agents.py:{ask_line}:16: OP206 model call (openprogram.llm) directly in helper "
+        "'Critic.ask'",
+        "prog.py:8:13: note: 'main' calls 'agents.Critic.ask' here",
+    ]
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    ran = cli("run", "prog.py:main", "--args", '{"text": "x"}', "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    for line in lines:
+        assert line in linted.stdout, linted.stdout
+        assert line in ran.stderr, ran.stderr
+    assert cli("runs", "--json", "--store", "st", cwd=tmp_path).stdout.strip() == "[]"
+
+
+def test_a_method_of_an_imported_agent_instance_is_followed(tmp_path: Path) -> None:
+    """``critic.ask(q)`` runs ``Critic.ask`` of bots.py, where the class is defined: its
+    model call is reported there, as for a method of an instance made in the Program."""
+    (tmp_path / "bots.py").write_text(AGENTS + "\n\ncritic = Critic()\n", encoding="utf-8")
+    (tmp_path / "prog.py").write_text(CRITIC, encoding="utf-8")
+    lines = [
+        "bots.py:6:16: OP206 model call (openprogram.llm) directly in helper 'Critic.ask'",
+        "prog.py:8:13: note: 'main' calls 'bots.Critic.ask' here",
+    ]
+    linted = lint("prog.py", cwd=tmp_path)
+    ran = cli("run", "prog.py:main", "--args", '{"text": "x"}', "--store", "st", cwd=tmp_path)
+    assert linted.returncode == 1 and ran.returncode == 2, linted.stdout + ran.stderr
+    for line in lines:
+        assert line in linted.stdout, linted.stdout
+        assert line in ran.stderr, ran.stderr
+
+
+def test_an_imported_agent_class_makes_agents_in_the_program(tmp_path: Path) -> None:
+    """A class of the Program deriving from an Agent class of agents.py is an Agent class,
+    and so is that class itself: calling an instance of either is a model call."""
+    (tmp_path / "agents.py").write_text(AGENTS, encoding="utf-8")
+    (tmp_path / "prog.py").write_text(
+        """from openprogram import step
+
+from agents import Critic
+
+
+class Mine(Critic):
+    pass
+
+
+bot = Mine()
+other = Critic()
+
+
+def main(text: str) -> str:
+    return step("keep", str.upper, bot(text) + other(text))
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+""",
+        encoding="utf-8",
+    )
+    where = "directly in resumable function 'main'"
+    lines = [
+        f"prog.py:15:36: OP206 model call (bot) {where}",
+        f"prog.py:15:48: OP206 model call (other) {where}",
+    ]
+    linted = lint("prog.py", cwd=tmp_path)
+    ran = cli("run", "prog.py:main", "--args", '{"text": "x"}', "--store", "st", cwd=tmp_path)
+    assert linted.returncode == 1 and ran.returncode == 2, linted.stdout + ran.stderr
+    for line in lines:
+        assert line in linted.stdout, linted.stdout
+        assert line in ran.stderr, ran.stderr
+
+
+def test_a_class_import_cycle_is_no_agent(tmp_path: Path) -> None:
+    """Modules importing the class from each other define no class: nothing is followed
+    for ever, and ``critic`` is no Agent instance."""
+    (tmp_path / "agents.py").write_text("from core import Critic\n", encoding="utf-8")
+    (tmp_path / "core.py").write_text("from agents import Critic\n", encoding="utf-8")
+    (tmp_path / "bots.py").write_text(CLASS_ELSEWHERE["re-exported"][0], encoding="utf-8")
+    (tmp_path / "prog.py").write_text(CRITIC, encoding="utf-8")
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
