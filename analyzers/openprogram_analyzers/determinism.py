@@ -775,21 +775,96 @@ def _changes_module(node: cst.CSTNode, name: str) -> bool:
     )
 
 
+def _module_attribute(node: cst.CSTNode, name: str) -> str | None:
+    """The attribute of the module ``name`` a mutation ``node`` changes in place: ``CACHE``
+    in ``store_mod.CACHE.append(x)``, ``store_mod.SEEN[k] = v`` (not a function of the
+    module called: ``store_mod.add(x)``)."""
+    expr = (
+        node.func.value
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+        else node
+    )
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        if (
+            isinstance(expr, cst.Attribute)
+            and isinstance(expr.value, cst.Name)
+            and expr.value.value == name
+        ):
+            return expr.attr.value
+        expr = expr.value
+    return None
+
+
 def _mutated_globals(index: ModuleIndex) -> dict[str, cst.CSTNode]:
+    """The module globals changed in this module (rebound, or mutated in place), by name;
+    the data of a first-party module this module changes in place, by the name it is
+    used by here (``CACHE`` of ``from store_mod import CACHE``; ``store_mod.CACHE`` of
+    ``import store_mod``: :attr:`ModuleIndex.project_globals`)."""
     out: dict[str, cst.CSTNode] = {}
     for name, func_q, node in index.mutations:
         if name not in index.defined:
             continue
+        attr = _module_attribute(node, name) if index.project_globals else None
+        if attr is not None and f"{name}.{attr}" in index.project_globals:
+            if not _shadowed_at(index, func_q, name, node):
+                out.setdefault(f"{name}.{attr}", node)
+            continue
         if _module_object(index, name) and not _changes_module(node, name):
             continue
-        if _imported_object(index, name) and not isinstance(node, cst.Global):
+        if (
+            _imported_object(index, name)
+            and not isinstance(node, cst.Global)
+            and name not in index.project_globals
+        ):
             continue
-        if func_q is not None:
-            fn = index.functions.get(func_q)
-            if fn is not None and name in fn.locals() and not isinstance(node, cst.Global):
-                continue
+        if _shadowed_at(index, func_q, name, node):
+            continue
         out.setdefault(name, node)
     return out
+
+
+def _shadowed_at(index: ModuleIndex, func_q: str | None, name: str, node: cst.CSTNode) -> bool:
+    """Whether ``name``, changed by ``node`` in the function ``func_q``, is its local."""
+    fn = index.functions.get(func_q) if func_q is not None else None
+    return fn is not None and name in fn.locals() and not isinstance(node, cst.Global)
+
+
+def _global_used(
+    index: ModuleIndex,
+    where: str,
+    name: str,
+    node: cst.CSTNode,
+    chain: list[tuple[str, cst.CSTNode]],
+) -> DetFinding:
+    """OP203 at a use of the changed global ``name`` (a key of :func:`_mutated_globals`)."""
+    dotted = index.project_globals.get(name)
+    if dotted is None:
+        what = f"module global {name!r}, which is rebound or mutated in this module"
+    else:
+        module = dotted.rpartition(".")[0]
+        what = f"{dotted!r}, a global of the project module {module!r} mutated in this module"
+    return DetFinding(
+        "OP203",
+        f"{where} uses {what}: pass state through step inputs and results instead",
+        node,
+        chain,
+    )
+
+
+def _module_attributes(fn: FunctionInfo, modules: set[str]) -> list[cst.Attribute]:
+    """``m.x`` in the body of ``fn`` (not of functions nested in it), ``m`` in ``modules``."""
+    found: list[cst.Attribute] = []
+
+    class _Attributes(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn.node
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if isinstance(node.value, cst.Name) and node.value.value in modules:
+                found.append(node)
+
+    fn.node.visit(_Attributes())
+    return found
 
 
 def _third_party(index: ModuleIndex, name: str) -> str | None:
@@ -873,15 +948,7 @@ def _check_function(
             continue
         if name in mutated and ("OP203", name) not in reported:
             reported.add(("OP203", name))
-            out.append(
-                DetFinding(
-                    "OP203",
-                    f"{where} uses module global {name!r}, which is rebound or mutated in "
-                    "this module: pass state through step inputs and results instead",
-                    name_node,
-                    chain,
-                )
-            )
+            out.append(_global_used(index, where, name, name_node, chain))
         what = _third_party(index, name)
         if what is not None and ("OP208", name) not in reported:
             reported.add(("OP208", name))
@@ -894,6 +961,13 @@ def _check_function(
                     chain,
                 )
             )
+    # OP203 on the data of a first-party module used through it (``store_mod.CACHE``)
+    through = {k.split(".")[0] for k in mutated if "." in k} - locals_ - enclosing
+    for node in _module_attributes(fn, through) if through else ():
+        key = f"{cst.ensure_type(node.value, cst.Name).value}.{node.attr.value}"
+        if key in mutated and ("OP203", key) not in reported:
+            reported.add(("OP203", key))
+            out.append(_global_used(index, where, key, node, chain))
     # OP204 mutable defaults and closure state
     params = fn.node.params
     for p in (*params.posonly_params, *params.params, *params.kwonly_params):

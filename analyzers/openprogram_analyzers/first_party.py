@@ -342,14 +342,45 @@ def resolve_imported_agents(index: ModuleIndex, loader: HelperLoader) -> None:
                 index.imported_agents[imp.dotted] = found
 
 
+def resolve_project_globals(index: ModuleIndex, loader: HelperLoader) -> None:
+    """Record the module-level data of first-party modules ``index`` imports (``CACHE =
+    []`` in ``store_mod.py``): ``from store_mod import CACHE`` or ``import store_mod``
+    then ``store_mod.CACHE``. Not its functions, classes or imports (a name it imports
+    is recorded where it is bound, through :func:`resolve_reexports`); the standard
+    library and installed packages are never read, so ``os.environ`` is none."""
+
+    def data(helper: HelperModule, name: str) -> bool:
+        idx = helper.index
+        return (
+            name in idx.module_assigns
+            and name not in idx.imports
+            and name not in idx.functions
+            and name not in idx.classes
+        )
+
+    for local, imp in index.imports.items():
+        if not imp.absolute:
+            continue
+        if local in index.first_party:  # the module itself: ``store_mod.CACHE``
+            helper = loader.load(imp.dotted)
+            for name in helper.index.module_assigns if helper is not None else ():
+                if helper is not None and data(helper, name):
+                    index.project_globals[f"{local}.{name}"] = f"{imp.dotted}.{name}"
+        elif imp.name is not None:
+            helper = loader.load(imp.module)
+            if helper is not None and data(helper, imp.name):
+                index.project_globals[local] = imp.dotted
+
+
 def link_first_party(index: ModuleIndex, loader: HelperLoader) -> None:
     """What ``index`` imports from first-party modules, as the checks read it: which
-    imports are such modules, what they re-export, the Agent classes they define and the
-    Agent instances they bind."""
+    imports are such modules, what they re-export, the Agent classes they define, the
+    Agent instances and the data they bind."""
     mark_first_party(index, loader)
     resolve_reexports(index, loader)
     resolve_imported_agent_classes(index, loader)
     resolve_imported_agents(index, loader)
+    resolve_project_globals(index, loader)
 
 
 def _reexported(imp: ImportInfo, loader: HelperLoader) -> ImportInfo:

@@ -180,6 +180,12 @@ class ModuleIndex:
     # ``from agents import Critic``; ``core.Critic`` when ``agents.py`` imports it from
     # ``core.py``; filled by ``first_party.resolve_imported_agent_classes``)
     imported_agent_classes: dict[str, str] = field(default_factory=dict)
+    # module-level data of first-party modules the module imports, as written here (the
+    # name ``CACHE`` after ``from store_mod import CACHE``, ``store_mod.CACHE`` after
+    # ``import store_mod``) -> where it is bound (``store_mod.CACHE``): a global shared by
+    # every run in the process, as one of this module is (filled by
+    # ``first_party.resolve_project_globals``)
+    project_globals: dict[str, str] = field(default_factory=dict)
 
     def resolve(self, expr: cst.BaseExpression) -> str | None:
         """Import-resolved dotted name of a Name/Attribute chain (None otherwise)."""

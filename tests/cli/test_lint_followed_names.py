@@ -358,3 +358,63 @@ def test_a_class_import_cycle_is_no_agent(tmp_path: Path) -> None:
     (tmp_path / "prog.py").write_text(CRITIC, encoding="utf-8")
     linted = lint("prog.py", cwd=tmp_path)
     assert linted.returncode == 0, linted.stdout + linted.stderr
+
+
+STORE_MOD = """CACHE = []
+LIMIT = 3
+
+
+def fetch(x: str) -> str:
+    return x
+"""
+
+SHARED = """{imports}
+from openprogram import step
+
+
+def remember(x: str) -> str:
+    {cache}.append(x)
+    return {module}fetch(x) * {module}LIMIT
+
+
+def main(x: str) -> str:
+    return step("remember", remember, x)
+
+
+main.__agent_options__ = {{"resumable": True}}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+PROJECT_DATA = {
+    "from store_mod import CACHE": ("from store_mod import CACHE, LIMIT, fetch", "CACHE", ""),
+    "import store_mod": ("import store_mod", "store_mod.CACHE", "store_mod."),
+    "from pkg import store_mod": ("from pkg import store_mod", "store_mod.CACHE", "store_mod."),
+}
+
+
+@pytest.mark.parametrize(("imports", "cache", "module"), PROJECT_DATA.values(), ids=PROJECT_DATA)
+def test_a_step_mutating_data_of_a_project_module_is_op203(
+    tmp_path: Path, imports: str, cache: str, module: str
+) -> None:
+    """A list ``store_mod.py`` binds is shared by every run in the process, as a global of
+    the Program is: a step appending to it is reported, naming the module (``LIMIT``
+    read and ``fetch`` called are fine; ``os.environ`` and ``sys.path`` stay exempt: see
+    test_a_name_imported_from_a_module_is_no_global_of_the_program)."""
+    folder = tmp_path / "pkg" if "pkg" in imports else tmp_path
+    folder.mkdir(exist_ok=True)
+    if folder != tmp_path:
+        (folder / "__init__.py").write_text("", encoding="utf-8")
+    (folder / "store_mod.py").write_text(STORE_MOD, encoding="utf-8")
+    source = SHARED.format(imports=imports, cache=cache, module=module)
+    (tmp_path / "prog.py").write_text(source, encoding="utf-8")
+    dotted = "pkg.store_mod" if folder != tmp_path else "store_mod"
+    line = (
+        f"prog.py:6:5: OP203 step dependency 'remember' uses '{dotted}.CACHE', a global of "
+        f"the project module '{dotted}' mutated in this module"
+    )
+    linted = lint("prog.py", cwd=tmp_path)
+    assert linted.returncode == 1, linted.stdout + linted.stderr
+    found = [f for f in linted.stdout.splitlines() if f.startswith("prog.py:")]
+    assert len(found) == 1 and found[0].startswith(line), linted.stdout
+    ran = cli("run", "prog.py:main", "--args", '{"x": "a"}', "--store", "st", cwd=tmp_path)
+    assert ran.returncode == 2 and line in ran.stderr, ran.stdout + ran.stderr

@@ -17,7 +17,10 @@ class RuleOP203(FamilyRule):
     a file does, not a global of the Program. So does changing what a name imported from a
     module holds (``from os import environ``, then ``environ.pop("X")``; ``from sys import
     path``, then ``path.append(d)``): only rebinding that name (``global environ``) is
-    reported.
+    reported. The data a first-party module of the project binds (``CACHE = []`` in
+    ``store_mod.py`` next to the Program) is a global like the Program's own: changing it
+    in place (``store_mod.CACHE.append(x)``, or ``CACHE.append(x)`` after ``from store_mod
+    import CACHE``) is reported where a reached function uses it, naming the module.
 
     Fix safety: No fix: the change needs the author's decision; ``# noqa: OP203`` suppresses it.
     """
