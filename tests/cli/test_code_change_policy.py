@@ -234,3 +234,58 @@ def test_a_worker_taking_over_with_the_latest_source_adopts_it_as_resume_does(
     (tmp_path / "prog.py").write_text(_bump(_bump(GATED)), encoding="utf-8")  # version 3
     code, done = cli_json("resume", rid, "--store", "st", cwd=tmp_path)
     assert code == 0 and done["result"] == {"version": 2, "total": 2}, done
+
+
+MALFORMED = '[project]\nname = "p"\n\n[tool.openprogram.execution]\ncode_change_polcy = "x"\n'
+
+
+def _status_of(folder: Path, run_id: str) -> dict:
+    proc = cli("runs", "--json", "--store", "st", cwd=folder)
+    assert proc.returncode == 0, proc.stderr
+    (run,) = [r for r in json.loads(proc.stdout) if r["run_id"] == run_id]
+    return dict(run)
+
+
+def test_a_malformed_project_config_leaves_a_taken_over_run_interrupted(tmp_path: Path) -> None:
+    """A worker taking over an interrupted run whose project's ``pyproject.toml`` is
+    malformed failed the run with the config error, where ``resume`` stops (exit 2)
+    before changing it. Now the worker gives the run back, interrupted, says why on
+    stderr (the file and the key) and exits 2; once the file is fixed a worker resumes
+    it."""
+    rid = _interrupted_submitted_run(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(MALFORMED, encoding="utf-8")
+    resume = cli("resume", rid, "--store", "st", cwd=tmp_path)  # the reference
+    assert resume.returncode == 2 and "code_change_polcy" in resume.stderr, resume.stderr
+    second = _worker(tmp_path, "--exit-when-idle")
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 2, (out, err)
+    assert f"run {rid}" not in out, out  # it did not end
+    assert str(tmp_path / "pyproject.toml") in err and "'code_change_polcy'" in err, err
+    assert f"cannot resume run {rid}" in err and "left interrupted" in err, err
+    shown = _status_of(tmp_path, rid)
+    assert shown["status"] == "running" and shown["interrupted"], shown
+    assert shown["error"] is None, shown
+    _project(tmp_path, "use_latest")
+    (tmp_path / "prog.py").write_text(_bump(GATED), encoding="utf-8")
+    third = _worker(tmp_path, "--exit-when-idle")
+    out, err = third.communicate(timeout=120)
+    assert third.returncode == 0 and f"run {rid} completed" in out, (out, err)
+
+
+def test_a_malformed_project_config_leaves_a_submitted_run_queued(tmp_path: Path) -> None:
+    """The same for a submitted run a worker would start: it stays queued."""
+    _project(tmp_path, None)
+    sub = cli("submit", "prog.py:main", "--store", "st", cwd=tmp_path)
+    assert sub.returncode == 0, sub.stderr
+    rid = sub.stdout.strip()
+    invalid = '[project]\nname = "p"\n\n[tool.openprogram.execution\n'  # no closing ]
+    (tmp_path / "pyproject.toml").write_text(invalid, encoding="utf-8")
+    worker = _worker(tmp_path, "--exit-when-idle")
+    out, err = worker.communicate(timeout=120)
+    assert worker.returncode == 2 and f"run {rid}" not in out, (out, err)
+    assert "pyproject.toml: invalid TOML" in err and f"cannot start run {rid}" in err, err
+    assert _status_of(tmp_path, rid)["status"] == "queued"
+    _project(tmp_path, None)
+    worker = _worker(tmp_path, "--exit-when-idle")
+    out, err = worker.communicate(timeout=120)
+    assert worker.returncode == 0 and f"run {rid} completed" in out, (out, err)

@@ -979,9 +979,22 @@ def execute_claimed(
     run's recorded one). A queued run — submitted, or handed over by ``resume --queue``,
     which recorded the policy the resume rule chose — executes with its recorded policy.
     Its model requests use :func:`run_model`: the model it was submitted with
-    (``submit --model``), else the worker's own configuration."""
+    (``submit --model``), else the worker's own configuration.
+
+    What the run cannot execute with fails it: its entry does not load, its code fails
+    the determinism check, the model it recorded is malformed. A ``ConfigError`` of the
+    configuration this process reads (the project's ``pyproject.toml``,
+    ``OPENPROGRAM_MODEL``) is the operator's, not the run's: as ``openprogram resume``,
+    which stops with it before changing the run, the run is given back as it was claimed
+    (:func:`_release_for_config`: queued, or interrupted for a takeover) and the error is raised,
+    naming the run."""
     try:
         entry = _load_for_resume(db, run)
+        recorded = _checked_run_model(run) if run.model else None  # the run's own
+    except (ProgramLoadError, EntryError, ConfigError) as exc:
+        stored = db.finish_run(run.id, RunStatus.FAILED, error=str(exc), token=owner.token)
+        return _outcome(db, run.id, stored, owner.token)
+    try:
         # a takeover is a resume (the project default first); a queued run's policy was
         # chosen when it was submitted or handed over: it is the explicit one
         latest = resumes_latest_source(run, None if run.taken_over else run.policy)
@@ -998,10 +1011,12 @@ def execute_claimed(
                         entry.function, entry.source_module, entry.qualname, reached, entry.instance
                     )
             fn = entry.target
-        run_with = _checked_run_model(run)
-    except (ProgramLoadError, DeterminismError, EntryError, ConfigError) as exc:
+        run_with = recorded if run.model else _checked_run_model(run)
+    except (ProgramLoadError, DeterminismError, EntryError) as exc:
         stored = db.finish_run(run.id, RunStatus.FAILED, error=str(exc), token=owner.token)
         return _outcome(db, run.id, stored, owner.token)
+    except ConfigError as exc:
+        raise _release_for_config(db, run, owner, exc) from None
     with runtime_scope(run_with):  # one worker runs runs of several models at once
         outcome = _execute(
             db,
@@ -1020,6 +1035,21 @@ def execute_claimed(
     if new_snap is not None and adopt:
         db.update_snapshot(run.id, new_snap)  # the compatible new code is adopted
     return outcome
+
+
+def _release_for_config(
+    db: RunStore, run: RunRecord, owner: Owner, exc: ConfigError
+) -> ConfigError:
+    """Give the run ``owner`` claimed back as it was, untouched (a queued run to its
+    queue, a taken-over run interrupted: its lease expired, any worker may take it over),
+    and the ``ConfigError`` that stopped it, naming the run and what became of it."""
+    verb = "resume" if run.taken_over else "start"
+    left = "interrupted" if run.taken_over else "queued"
+    db.release_run(run.id, owner.token, requeue=not run.taken_over)
+    return ConfigError(
+        f"cannot {verb} run {run.id}: {exc}; the run is left {left}: a worker executes it "
+        "once the configuration is fixed"
+    )
 
 
 def pause_run(run_id: str | None, *, store: str | os.PathLike[str] | None = None) -> PauseOutcome:

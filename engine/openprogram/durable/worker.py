@@ -78,6 +78,13 @@ def run_worker(
     ``on_finished(run_id, status, detail)`` is called as each execution ends; ``detail``
     says why a run failed, paused or was interrupted, in one line (else ``None``);
     ``on_started(location)`` once the store is open (its location, password hidden).
+
+    A run that cannot execute because of this process's configuration (a malformed
+    ``pyproject.toml`` of its project, a bad ``OPENPROGRAM_MODEL``: a ``ConfigError``) is
+    given back as it was claimed (queued, or interrupted) and the worker stops as on
+    ``stop`` (its other executions give their runs back after their current step), then
+    raises that ``ConfigError``: every run of that project would stop the same way, and a
+    worker claiming it again would only loop on it.
     """
     from openprogram.durable.runner import execute_claimed
 
@@ -88,6 +95,7 @@ def run_worker(
     lock = threading.Lock()
     runs: RunStore = open_run_store(store, durability=durability)
     said: set[str] = set()  # store errors logged since the store last answered
+    config_errors: list[ConfigError] = []  # what stopped this worker (the first is raised)
 
     def warn(message: str) -> None:
         """Log a store error once while it lasts: a lost database fails every claim
@@ -121,6 +129,11 @@ def run_worker(
                 detail = outcome.error
         except StoreError as exc:  # the store went away mid-run: the lease will expire
             status, detail = "interrupted", f"{exc}; a worker takes it over once its lease expires"
+        except ConfigError as exc:  # the run was given back: the operator fixes the config
+            with lock:
+                config_errors.append(exc)
+            stop.set()
+            return
         with lock:
             stats.finished[status] = stats.finished.get(status, 0) + 1
         if on_finished is not None:
@@ -160,6 +173,8 @@ def run_worker(
         if listener is not None:
             listener.join(timeout=_LISTENER_JOIN_S)
         runs.close()
+    if config_errors:
+        raise config_errors[0]
     return stats
 
 
