@@ -313,6 +313,8 @@ def test_a_run_cancelled_while_awaiting_approval_shows_its_step_cancelled(
     assert done["status"] == "cancelled"
     (listed,) = _json(_cli(folder, openai_server, "runs", "--json", "--store", st))
     assert listed["status"] == "cancelled" and "ApprovalPending" not in listed["error"]
+    # it awaits nothing any more: ``runs --json`` printed ``"awaiting_approval"`` still
+    assert listed["pause_reason"] is None, listed
     stored = _json(_cli(folder, openai_server, "show", rid, "--format", "json", "--store", st))
     by_name = {n["name"]: n for n in stored["nodes"] if n["kind"] == "code"}
     assert (by_name["clean"]["status"], by_name["tidy"]["status"]) == ("cancelled", "cancelled")

@@ -89,6 +89,17 @@ def test_claims_and_ends_compare_the_state_and_token_read_before(runs: RunStore)
     assert runs.control_state("queued")[0] == "cancelled"
     assert runs.control_state("missing") == ("cancelled", False, False, None)
 
+    # a paused run cancelled is paused nowhere: no step, no reason kept (as ``finish_run``
+    # records a cancel), on both backends alike
+    _insert(runs, "paused", A)
+    assert runs.set_paused("paused", PauseReason.AWAITING_APPROVAL, "m", token="token-a", **pause)
+    assert runs.cancel_run("paused", expected_status="paused", expected_token="token-a", error="c")
+    run = runs.get_run("paused")
+    assert run is not None
+    assert (run.status, run.pause_reason, run.paused_step, run.paused_occurrence) == (
+        "cancelled", None, None, None,
+    )  # fmt: skip
+
 
 def test_steps_and_approvals_read_back_as_written(runs: RunStore) -> None:
     _insert(runs, "r", A)

@@ -123,6 +123,10 @@ async def test_a_step_of_a_run_cancelled_while_awaiting_approval_is_cancelled_no
     try:
         got = await request(client, "openprogram/runSteps", {"runId": run_id})
         assert got["run"]["status"] == "cancelled"
+        assert got["run"]["pauseReason"] is None, got["run"]  # was "awaiting_approval"
+        [folder] = (await request(client, "openprogram/runs", {}))["folders"]
+        [listed] = [r for r in folder["runs"] if r["id"] == run_id]
+        assert (listed["pauseReason"], listed["pausedStep"]) == (None, None), listed
         assert [(s["label"], s["state"], s["error"]) for s in got["steps"]] == [
             ("tidy #0", "cancelled", "")
         ]

@@ -408,8 +408,11 @@ class RunSql:
         "cancel_requested = 0, lease_expires_at = NULL, updated_at = ? "
         "WHERE id = ? AND status = 'running' AND owner_token IS ?"
     )
+    # a cancelled run is paused nowhere: its pause (step, reason) goes, as when the
+    # process executing it records the cancel (``finish_run``)
     cancel_run: str = (
-        "UPDATE runs SET status = 'cancelled', error = ?, pause_requested = 0, "
+        "UPDATE runs SET status = 'cancelled', error = ?, paused_step = NULL, "
+        "paused_occurrence = NULL, pause_reason = NULL, pause_requested = 0, "
         "cancel_requested = 0, lease_expires_at = NULL, updated_at = ? "
         "WHERE id = ? AND status = ? AND owner_token IS ?"
     )
@@ -947,7 +950,7 @@ class RunStore(ABC):
     ) -> bool:
         """Compare-and-set: mark the run ``cancelled`` if it is still as read (a
         ``running`` one: its process is gone, and its running calls are closed as in
-        :meth:`set_paused`)."""
+        :meth:`set_paused`); a paused one's step and reason are cleared."""
         params = (error, time.time(), run_id, str(expected_status), expected_token)
         with self.backend.transaction():
             if expected_status == RunStatus.RUNNING:
