@@ -5,6 +5,7 @@ resumable with ``openprogram resume`` (issue 11, item 12). Real subprocesses, SQ
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -166,3 +167,79 @@ def test_a_direct_method_call_records_one_root_node_as_openprogram_run_does(
     assert tree == ["code Reporter.report", "├── code a", "├── code scale", "└── code c"], (
         shown.stdout
     )
+
+
+LISTED_METHOD = """
+import os
+
+from openprogram import Agent, step
+from openprogram.durable import current_run_id, pause_run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def act(name: str, value: int) -> int:
+    if os.path.exists(os.path.join(HERE, "pause_after_" + name)):
+        pause_run(current_run_id())  # stops the run before its next step
+    return value
+
+
+class Smart(Agent):
+    method_options = {"report": {"resumable": True}}
+
+    def __init__(self, scale: int) -> None:
+        super().__init__()
+        self.scale = scale
+
+    def report(self, n: int) -> dict:
+        a = step("a", act, "a", n)
+        c = step("c", act, "c", a * self.scale)
+        return {"report": c}
+
+
+smart = Smart(scale=7).report
+PROGRAM_ENTRIES = ["smart"]
+"""
+
+CALL_SMART = """
+import json
+
+from openprogram import RunPaused
+
+import prog
+
+try:
+    print(json.dumps({"result": prog.smart(n=2)}))
+except RunPaused as paused:
+    print(json.dumps({"paused": paused.run_id}))
+"""
+
+
+def test_a_direct_call_of_a_listed_bound_method_is_recorded_under_its_entry(
+    tmp_path: Path,
+) -> None:
+    """``smart = Smart(scale=7).report`` listed as ``smart``: calling ``prog.smart(n=2)``
+    from Python recorded the run under ``Smart.report`` (not the listed ``smart`` that
+    ``openprogram run prog.py:smart`` records), so ``resume`` built a new ``Smart()`` —
+    which needs its ``scale``: exit 2, the run stuck. It is recorded as ``smart`` now and
+    resumes on the listed instance (scale 7), as a run of ``openprogram run`` does."""
+    (tmp_path / "prog.py").write_text(LISTED_METHOD, encoding="utf-8")
+    (tmp_path / "script.py").write_text(CALL_SMART, encoding="utf-8")
+    (tmp_path / "pause_after_a").touch()
+    rid = _call(tmp_path, "-", 0)["paused"]
+    code, by_cli = cli_json("run", "prog.py:smart", "--args", '{"n": 2}', "--store", "st",
+                            cwd=tmp_path)  # fmt: skip
+    assert code == 3, by_cli
+    direct, run = sorted(_runs(tmp_path), key=lambda r: r["run_id"] != rid)
+    assert direct["run_id"] == rid
+    assert (direct["entry"], direct["function"]) == ("prog:smart", "Smart.report"), direct
+    assert run["entry"].endswith("prog.py:smart") and run["function"] == "Smart.report", run
+    table = cli("runs", "--store", "st", cwd=tmp_path).stdout
+    rows = [re.split(r"\s{2,}", line.strip()) for line in table.splitlines()]
+    assert [dict(zip(rows[0], row, strict=True))["ENTRY"] for row in rows[1:]] == [
+        "smart",
+        "smart",
+    ], table
+    (tmp_path / "pause_after_a").unlink()
+    code, resumed = cli_json("resume", rid, "--store", "st", cwd=tmp_path)
+    assert code == 0 and resumed["result"] == {"report": 14}, resumed

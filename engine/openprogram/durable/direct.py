@@ -8,7 +8,9 @@ result, raises :class:`RunPaused` (with ``run_id`` and ``step``) when the run pa
 and re-raises the orchestration's own exception when it fails. Inside a run (or a step)
 the call is an ordinary nested call. Resume such a run with ``openprogram resume RUN_ID``:
 a function is found again by its module-level name, a method by ``Class.method`` on a
-new default-constructed instance of its class.
+new default-constructed instance of its class — unless ``PROGRAM_ENTRIES`` lists that
+method of that very instance (``smart = Smart(scale=7).report``): the run is recorded
+under the listed name, as ``openprogram run FILE:smart`` records it, and resumes on it.
 """
 
 from __future__ import annotations
@@ -69,14 +71,34 @@ def in_run() -> bool:
     return current_run_id() is not None
 
 
-def _entry_ref(module: types.ModuleType, qualname: str, target: Any) -> str:
-    listed = {id(e.target): name for name, e in _listed(module).items()}
-    name = listed.get(id(target), qualname)
+def _listed_entry(module: types.ModuleType, target: Any, instance: Any) -> ProgramEntry | None:
+    """The entry ``PROGRAM_ENTRIES`` of ``module`` lists for a direct call of ``target``
+    (bound to ``instance``, for a method): the listed object itself, or the same method
+    of the same instance — a listed bound method (``smart = Smart().report``) is bound
+    anew by each access, ``smart(...)`` included. Its run is recorded under that entry's
+    name, as ``openprogram run FILE:smart`` records it, so a resume finds that instance
+    again (not a new default-constructed one)."""
+    func = getattr(target, "__func__", None)
+    for entry in _listed(module).values():
+        if entry.target is target:
+            return entry
+        if (
+            instance is not None
+            and entry.instance is instance
+            and func is not None
+            and getattr(entry.target, "__func__", None) is func
+        ):
+            return entry
+    return None
+
+
+def _entry_ref(module: types.ModuleType, name: str) -> str:
+    """The ``FILE.py:NAME`` (a Program file) or ``MODULE:NAME`` a direct call records."""
     if module.__name__ == "__main__" or is_program_module(module.__name__):
         path = getattr(module, "__file__", None)
         if not path:
             raise StepUsageError(
-                f"{qualname} cannot run durably: its module has no source file "
+                f"{name} cannot run durably: its module has no source file "
                 "(define it in a .py file)"
             )
         return f"{Path(path).resolve()}:{name}"
@@ -174,8 +196,9 @@ def call_durably(
             "level (or as a method of a module-level Agent class)"
         )
     arguments = _keyword_arguments(fn, instance, args, kwargs)
-    entry = entry_for(qualname, public, module)
-    ref = _entry_ref(module, qualname, public)
+    listed = _listed_entry(module, public, instance)
+    entry = listed or entry_for(qualname, public, module)
+    ref = _entry_ref(module, entry.name)
     failure: list[BaseException] = []
     returned: list[Any] = []  # the function's own value (the run saves its JSON text)
 
