@@ -182,3 +182,23 @@ def test_runs_of_a_program_file_have_their_index(pg_dsn: str, tmp_path: Path) ->
             )
         )
     assert "runs_program" in plan, plan
+
+
+def test_runs_cancelled_before_v6_keep_no_pause(pg_dsn: str) -> None:
+    """v6 clears the pause a run cancelled while paused kept under an older version."""
+    SessionStore(pg_dsn).close()  # the schema
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        for rid, status in (("gone", "cancelled"), ("held", "paused")):
+            conn.execute(
+                "INSERT INTO runs (id, entry, function_qualname, status, paused_step, "
+                "paused_occurrence, pause_reason, created_at, updated_at) "
+                "VALUES (%s, 'p.py:f', 'f', %s, 'ship', 0, 'awaiting_approval', 0, 0)",
+                (rid, status),
+            )
+        conn.execute("DELETE FROM schema_version WHERE version = 6")  # as v5 left it
+    SessionStore(pg_dsn).close()  # opening migrates
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT id, paused_step, paused_occurrence, pause_reason FROM runs ORDER BY id"
+        ).fetchall()
+    assert rows == [("gone", None, None, None), ("held", "ship", 0, "awaiting_approval")]

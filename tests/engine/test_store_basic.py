@@ -383,3 +383,34 @@ def test_the_runs_of_a_program_file_are_read_through_its_index(tmp_path: Path) -
         plan = conn.execute("EXPLAIN QUERY PLAN " + text, (None,) * text.count("?")).fetchall()
         assert any("INDEX runs_program" in row[-1] for row in plan), (name, plan)
     conn.close()
+
+
+def test_runs_cancelled_before_v10_keep_no_pause(tmp_path: Path) -> None:
+    """A run cancelled while paused by an older version kept its pause (step, occurrence,
+    reason) and ``runs --json`` printed it; opening the store (v10) clears it, as the
+    cancel statement now does."""
+    from openprogram.store.runs import read_run_store
+
+    with SessionStore(tmp_path / "root"):
+        pass
+    db = tmp_path / "root" / "openprogram.db"
+    conn = sqlite3.connect(db)
+    with conn:
+        for rid, status in (("gone", "cancelled"), ("held", "paused")):
+            conn.execute(
+                "INSERT INTO runs (id, entry, function_qualname, status, paused_step, "
+                "paused_occurrence, pause_reason, created_at, updated_at) "
+                "VALUES (?, 'p.py:f', 'f', ?, 'ship', 0, 'awaiting_approval', 0, 0)",
+                (rid, status),
+            )
+        conn.execute("DELETE FROM schema_version WHERE version = 10")  # as v9 left it
+    conn.close()
+    with SessionStore(tmp_path / "root"):  # opening migrates
+        pass
+    runs = read_run_store(tmp_path / "root")
+    assert runs is not None
+    with runs:
+        gone, held = runs.get_run("gone"), runs.get_run("held")
+    assert gone is not None and held is not None
+    assert (gone.paused_step, gone.paused_occurrence, gone.pause_reason) == (None, None, None)
+    assert (held.paused_step, held.pause_reason) == ("ship", "awaiting_approval")

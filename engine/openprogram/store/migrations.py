@@ -347,7 +347,15 @@ DROP TRIGGER run_steps_delete;
 RUNS_PROGRAM_INDEX = (
     "CREATE INDEX IF NOT EXISTS runs_program ON runs(program_path, entry, created_at)"
 )
-SCHEMA_V10_RUNS_PROGRAM_INDEX = RUNS_PROGRAM_INDEX + ";\n"
+#: A cancelled run keeps no pause (its step, occurrence and reason): the cancel statement
+#: clears them since this version; the runs cancelled before are cleared once (v10 here,
+#: v6 on PostgreSQL).
+CANCELLED_KEEP_NO_PAUSE = (
+    "UPDATE runs SET paused_step = NULL, paused_occurrence = NULL, pause_reason = NULL "
+    "WHERE status = 'cancelled' AND (paused_step IS NOT NULL OR paused_occurrence IS NOT "
+    "NULL OR pause_reason IS NOT NULL)"
+)
+SCHEMA_V10_RUNS_PROGRAM_INDEX = RUNS_PROGRAM_INDEX + ";\n" + CANCELLED_KEEP_NO_PAUSE + ";\n"
 
 #: Every migration, in order. Append new entries at the end (see module docstring).
 MIGRATIONS: list[Migration] = [
@@ -362,7 +370,11 @@ MIGRATIONS: list[Migration] = [
     Migration(
         9, "writes through run_steps fold the step log first", SCHEMA_V9_RUN_STEPS_FOLD_FIRST
     ),
-    Migration(10, "runs indexed by their Program file", SCHEMA_V10_RUNS_PROGRAM_INDEX),
+    Migration(
+        10,
+        "runs indexed by their Program file; cancelled runs keep no pause",
+        SCHEMA_V10_RUNS_PROGRAM_INDEX,
+    ),
 ]
 
 VERSION_TABLE = """

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from openprogram.errors import StoreError
-from openprogram.store.migrations import RUNS_PROGRAM_INDEX, Migration
+from openprogram.store.migrations import CANCELLED_KEEP_NO_PAUSE, RUNS_PROGRAM_INDEX, Migration
 
 # Key of the advisory lock taken while migrating (any constant shared by every process).
 MIGRATION_LOCK = 0x0F_9209_5CA1E
@@ -147,8 +147,9 @@ ALTER TABLE nodes SET (fillfactor = 90);
 ALTER TABLE run_steps SET (fillfactor = 90);
 """
 
-# v6: ``runs`` indexed by Program file, as SQLite's (``migrations.RUNS_PROGRAM_INDEX``).
-PG_V6 = RUNS_PROGRAM_INDEX + ";\n"
+# v6: ``runs`` indexed by Program file, and the runs cancelled before this version keep
+# no pause, as SQLite's v10 (``migrations.RUNS_PROGRAM_INDEX``, ``CANCELLED_KEEP_NO_PAUSE``).
+PG_V6 = RUNS_PROGRAM_INDEX + ";\n" + CANCELLED_KEEP_NO_PAUSE + ";\n"
 
 #: Every PostgreSQL migration, in order (append new ones; never edit an applied one).
 PG_MIGRATIONS: list[Migration] = [
@@ -159,7 +160,7 @@ PG_MIGRATIONS: list[Migration] = [
     ),
     Migration(4, "the step key of a step's node", PG_V4),
     Migration(5, "room on each page for a step's updates to stay HOT", PG_V5),
-    Migration(6, "runs indexed by their Program file", PG_V6),
+    Migration(6, "runs indexed by their Program file; cancelled runs keep no pause", PG_V6),
 ]
 
 
