@@ -8,12 +8,17 @@ Requests (JSON params and results, camelCase keys):
   run and the :data:`RUNS_SHOWN` newest finished ones; ``olderRuns`` counts the folder's
   finished runs left out;
 * ``openprogram/runSteps`` ``{runId, folder?}`` → ``{"run": run, "steps": [step...]}``;
-* ``openprogram/cancelRun`` ``{runId}`` → ``{"status", "cancel"}`` or ``{"error"}``
+* ``openprogram/cancelRun`` ``{runId, kill?}`` → ``{"status", "cancel"}`` or ``{"error"}``
   (``durable.cancel_run``): ``cancel`` is ``"cancelled"`` (``status`` ``cancelled``) or
   ``"requested"`` (``status`` ``running``: another process executes the run and records
   the cancel at its next step), the words of ``openprogram cancel --json``; answered
   within ``READ_BOUND_S`` as the reads are (a store that does not answer: an error
-  naming it);
+  naming it). A live run whose entry is not resumable has no safe point to stop at: the
+  answer is then ``{"error", "canKill": true}`` (``CancelUnavailable``), and the client
+  may ask again with ``kill: true`` (a boolean; anything else is an error), which is
+  ``openprogram cancel --kill``: the local process executing the run is ended (SIGTERM,
+  then SIGKILL) and the cancel recorded, or ``{"error"}`` when that cannot be done (a
+  process of another machine, a worker that executes other runs too);
 * ``openprogram/pauseRun`` ``{runId}`` → ``{"status", "pause"}`` or ``{"error"}``
   (``durable.pause_run``), the same way: ``pause`` is ``"paused"`` (``status``
   ``paused``) or ``"requested"`` (``status`` ``running``: the process executing the run
@@ -48,6 +53,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from openprogram.contract.runs import RunStatus, entry_name
 from openprogram.durable import queries
+from openprogram.durable.errors import CancelUnavailable
 from openprogram.durable.queries import RunRow
 from openprogram.errors import OpenProgramError
 from openprogram.store.postgres import redacted_location
@@ -197,24 +203,33 @@ class RunAction:
     (a run found after that is not cancelled or paused)."""
 
     def __init__(
-        self, stores: list[FolderStore], unread: list[str], run_id: str, verb: Verb
+        self,
+        stores: list[FolderStore],
+        unread: list[str],
+        run_id: str,
+        verb: Verb,
+        kill: bool = False,
     ) -> None:
         self.stores = stores
         self.unread = unread  # why the stores the gate keeps from reads cannot be read
         self.run_id = run_id
         self.verb = verb
+        self.kill = kill  # a cancel that ends the run's local process (``cancel --kill``)
         self.at: FolderStore | None = None
         self.acting = False
         self.given_up = False
         self._lock = threading.Lock()
 
     def act(self, run_id: str, store: Path | str) -> dict[str, Any]:
-        """The answer: ``{"status", verb}`` from the outcome of ``cancel_run`` (never
-        ``--kill``: a run another process executes is only requested to cancel) or of
-        ``pause_run`` — the words of ``openprogram cancel/pause --json``."""
+        """The answer: ``{"status", verb}`` from the outcome of ``cancel_run`` (``--kill``
+        only when asked: otherwise a run another process executes is only requested to
+        cancel) or of ``pause_run`` — the words of ``openprogram cancel/pause --json``."""
         from openprogram.durable import cancel_run, pause_run
 
-        outcome = (cancel_run if self.verb == "cancel" else pause_run)(run_id, store=store)
+        if self.verb == "cancel":
+            outcome = cancel_run(run_id, store=store, kill=self.kill)
+        else:
+            outcome = pause_run(run_id, store=store)
         return {"status": str(outcome.status), self.verb: str(outcome)}
 
     def __call__(self) -> dict[str, Any]:
@@ -235,6 +250,8 @@ class RunAction:
                 self.acting = True
             try:
                 return self.act(run.id, fs.store)
+            except CancelUnavailable as exc:  # no safe point: only a kill ends the run
+                return {"error": str(exc), "canKill": True}
             except Exception as exc:  # RunStateError: already finished; StoreError
                 return {"error": str(exc)}
         missing = f"no run {self.run_id!r} in the workspace stores"
@@ -260,7 +277,7 @@ class RunAction:
 
 
 async def action_payload(
-    ls: OpenProgramLanguageServer, run_id: object, verb: Verb
+    ls: OpenProgramLanguageServer, run_id: object, verb: Verb, kill: object = False
 ) -> dict[str, Any]:
     """``openprogram/cancelRun`` (``verb`` ``cancel``) or ``openprogram/pauseRun``
     (``pause``) in the workspace stores (:class:`RunAction`), off the event loop and
@@ -268,13 +285,17 @@ async def action_payload(
     (``run_index.read_stores``): a store that does not answer (a frozen database) is an
     error naming it, its password hidden. Stores the gate keeps from reads are not asked;
     when no other has the run, the error says why they were not read. A ``runId`` that is
-    not a string names no run."""
+    not a string names no run; ``kill`` (a cancel's) must be a boolean."""
     if not isinstance(run_id, str) or not run_id:
         return {"error": f"no run {run_id!r} in the workspace stores"}
+    if not isinstance(kill, bool):
+        return {
+            "error": f"{CANCEL_RUN}: kill must be true or false, not {json.dumps(kill, default=str)}"
+        }
     stores = await probed_stores(ls)
     readable = [fs for fs in stores if GATE.readable(fs.store)]
     unread = [e for e in (GATE.error(fs.store) for fs in stores if fs not in readable) if e]
-    action = RunAction(readable, unread, run_id, verb)
+    action = RunAction(readable, unread, run_id, verb, kill)
     given_up: dict[str, Any] = {}
     answer = await read_stores([fs.db for fs in readable], action, given_up)
     return answer or {"error": action.give_up()}
@@ -463,7 +484,10 @@ def register(server: OpenProgramLanguageServer) -> None:
 
     @server.feature(CANCEL_RUN)
     async def cancel(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:
-        return await action_payload(ls, param(params, "runId"), "cancel")
+        kill = param(params, "kill")
+        return await action_payload(
+            ls, param(params, "runId"), "cancel", False if kill is None else kill
+        )
 
     @server.feature(PAUSE_RUN)
     async def pause(ls: OpenProgramLanguageServer, params: Any) -> dict[str, Any]:

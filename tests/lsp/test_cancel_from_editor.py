@@ -55,7 +55,14 @@ def gated(n: int = 1) -> int:
 
 
 gated.__agent_options__ = {"resumable": True}
-PROGRAM_ENTRIES = ["gated"]
+
+
+def plain(n: int = 1) -> int:
+    """Not resumable: it executes no step while it waits, so it has no safe point."""
+    return step("after", after, wait(n))
+
+
+PROGRAM_ENTRIES = ["gated", "plain"]
 '''
 
 
@@ -81,18 +88,19 @@ async def listed(client: LanguageClient) -> list[dict[str, Any]]:
 
 @asynccontextmanager
 async def executing(
-    tmp_path: Path, store: str
+    tmp_path: Path, store: str, entry: str = "gated"
 ) -> AsyncIterator[tuple[Path, subprocess.Popen[str], LanguageClient, dict[str, Any]]]:
-    """``openprogram run prog.py:gated`` in a subprocess, held inside its step 'wait' (the
-    file ``block``), and a server over the same store: ``(folder, that process, the
-    client, the run as the Runs view lists it)``; the process is ended afterwards."""
+    """``openprogram run prog.py:gated`` (or ``entry``) in a subprocess, held inside
+    'wait' (the file ``block``), and a server over the same store: ``(folder, that
+    process, the client, the run as the Runs view lists it)``; the process is ended
+    afterwards."""
     folder = tmp_path / "ws"
     folder.mkdir()
     (folder / "prog.py").write_text(PROGRAM, encoding="utf-8")
     block = folder / "block"
     block.touch()
     owner = subprocess.Popen(
-        [OPENPROGRAM, "run", "prog.py:gated", "--store", store, "--json"],
+        [OPENPROGRAM, "run", f"prog.py:{entry}", "--store", store, "--json"],
         cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     client = await start([folder], options={"store": store})
@@ -189,3 +197,35 @@ async def test_pause_of_a_run_another_process_executes_is_requested_until_its_ne
         assert done == {"error": f"run {run['id']} is completed and cannot be paused"}
         missing = await request(client, "openprogram/pauseRun", {"runId": "0123456789abcdef"})
         assert missing == {"error": "no run '0123456789abcdef' in the workspace stores"}
+
+
+async def test_cancel_of_a_run_without_a_safe_point_offers_kill_and_kill_ends_it(
+    tmp_path: Path, store: str
+) -> None:
+    """A live run whose entry is not resumable never reads a cancel request: a plain
+    Cancel Run is refused, its answer flagged ``canKill`` so the editor may offer to end
+    the process; ``kill: true`` (``openprogram cancel --kill``) ends that process and
+    records the run cancelled. A ``kill`` that is not a boolean is refused, naming it."""
+    async with executing(tmp_path, store, "plain") as (folder, owner, client, run):
+        rid = run["id"]
+        assert run["status"] == "running"
+
+        refused = await request(client, "openprogram/cancelRun", {"runId": rid})
+        assert refused.pop("canKill") is True, refused
+        [error] = refused.values()
+        assert f"run {rid} cannot be cancelled at a safe point" in error, error
+        wrong = await request(client, "openprogram/cancelRun", {"runId": rid, "kill": "yes"})
+        assert wrong == {"error": 'openprogram/cancelRun: kill must be true or false, not "yes"'}
+        [shown] = await listed(client)
+        assert (shown["status"], shown["cancelRequested"]) == ("running", False)
+        assert owner.poll() is None
+
+        killed = await request(client, "openprogram/cancelRun", {"runId": rid, "kill": True})
+        assert killed == {"status": "cancelled", "cancel": "cancelled"}
+        out, err = owner.communicate(timeout=120)  # ended while 'wait' still blocks
+        assert owner.returncode == 143 and json.loads(out)["status"] == "cancelled", (out, err)
+        assert (folder / "block").exists() and steps_log(folder) == ["wait 1"]
+        [shown] = await listed(client)
+        assert (shown["id"], shown["status"]) == (rid, "cancelled")
+        again = await request(client, "openprogram/cancelRun", {"runId": rid, "kill": True})
+        assert again == {"error": f"run {rid} is already cancelled"}
