@@ -48,8 +48,16 @@ export interface InputBoxOptionsLike {
   validateInput?(value: string): string | undefined | PromiseLike<string | undefined>;
 }
 
+/** `vscode.MessageOptions`, as far as the palette sets them. */
+export interface MessageOptionsLike {
+  modal?: boolean;
+}
+
 /** The prompts of `vscode.window`. */
 export interface Prompts extends Messages {
+  showWarningMessage(message: string, ...items: string[]): PromiseLike<string | undefined>;
+  /** With `{modal: true}`: a dialog, answered by the button chosen (undefined: Cancel). */
+  showWarningMessage(message: string, options: MessageOptionsLike, ...items: string[]): PromiseLike<string | undefined>;
   showQuickPick<T extends QuickPickItemLike>(items: readonly T[], options: QuickPickOptionsLike): PromiseLike<T | undefined>;
   showInputBox(options: InputBoxOptionsLike): PromiseLike<string | undefined>;
   setStatusBarMessage(text: string, hideAfterTimeout: number): unknown;
@@ -112,14 +120,19 @@ const ENTER_RUN_ID = '$(edit) Enter a run id…';
 
 /**
  * The server's `openprogram/cancelRun` / `openprogram/pauseRun` answer: `cancel` / `pause` as
- * in `openprogram cancel --json` / `openprogram pause --json`.
+ * in `openprogram cancel --json` / `openprogram pause --json`. `canKill` (with `error`): the
+ * run cannot stop at a safe point (its entry is not resumable); `cancelRun` with `kill: true`
+ * ends its process (`openprogram cancel --kill`).
  */
 interface RunActionAnswer {
   status?: string;
   cancel?: 'cancelled' | 'requested';
   pause?: 'paused' | 'requested';
   error?: string;
+  canKill?: boolean;
 }
+
+export const END_PROCESS = 'End process';
 
 const REQUESTED = 'requested';
 const TOO_LATE = Symbol('too late');
@@ -234,7 +247,9 @@ export class Palette implements ServerCommandRouter {
   /**
    * Cancel Run on a Runs-view item (or a typed run id). The server answers `{status, cancel}`:
    * `cancel` is `cancelled`, or `requested` when another process executes the run — it stays
-   * running until that process stops at its next step, which the user is told.
+   * running until that process stops at its next step, which the user is told. A run that
+   * cannot stop at a safe point (`{error, canKill}`) is ended only by killing its process:
+   * the user is asked (a modal warning) before the cancel is sent again with `kill: true`.
    */
   cancelRun(node: unknown): Promise<void> {
     return this.requestOnRun(node, 'openprogram/cancelRun', 'cancel', (id) => `cancel requested: the process executing run ${id} stops at its next step`);
@@ -344,11 +359,24 @@ export class Palette implements ServerCommandRouter {
   /**
    * `method` (`openprogram/cancelRun` or `openprogram/pauseRun`) on the item's run: the
    * server's `{error}` is shown as is, its `{[key]: 'requested'}` as `requested(runId)`; a done
-   * action shows in the Runs view, refreshed either way.
+   * action shows in the Runs view, refreshed either way. A cancel refused with `canKill` is
+   * sent again with `kill: true` once the user confirms it (nothing shown when declined).
    */
   private requestOnRun(node: unknown, method: string, key: 'cancel' | 'pause', requested: (runId: string) => string): Promise<void> {
     return this.onRun(node, async (run) => {
-      const answer = (await this.request(method, { runId: run.id })) as RunActionAnswer | undefined;
+      let answer = (await this.request(method, { runId: run.id })) as RunActionAnswer | undefined;
+      if (key === 'cancel' && answer?.canKill === true) {
+        const choice = await this.host.window.showWarningMessage(
+          `Run ${run.id} cannot stop at a safe point: its entry is not resumable. End its process?`,
+          { modal: true },
+          END_PROCESS,
+        );
+        if (choice !== END_PROCESS) {
+          this.host.refreshRuns();
+          return;
+        }
+        answer = (await this.request(method, { runId: run.id, kill: true })) as RunActionAnswer | undefined;
+      }
       if (answer?.error !== undefined) {
         void this.host.window.showErrorMessage(`OpenProgram: ${answer.error}`);
       } else if (answer?.[key] === REQUESTED) {

@@ -6,7 +6,7 @@
 import * as assert from 'node:assert/strict';
 
 import type { ClientSpec, ClientState, Disposable, ServerClient, UriLike } from '../../src/clients';
-import type { InputBoxOptionsLike, Prompts, QuickPickItemLike, QuickPickOptionsLike } from '../../src/palette';
+import type { InputBoxOptionsLike, MessageOptionsLike, Prompts, QuickPickItemLike, QuickPickOptionsLike } from '../../src/palette';
 import type { TraceLevel } from '../../src/settings';
 
 export class FakeUri implements UriLike {
@@ -25,7 +25,7 @@ export class FakeUri implements UriLike {
 
 export type Pick = { title: string | undefined; labels: string[] };
 export type Input = { title: string | undefined; prompt: string | undefined; value: string | undefined; rejected: string[] };
-export type Message = { level: 'error' | 'warning' | 'info'; text: string; actions: string[] };
+export type Message = { level: 'error' | 'warning' | 'info'; text: string; actions: string[]; modal?: true };
 
 /**
  * `vscode.window`: every quick pick, input box and message is recorded. A quick pick is
@@ -77,8 +77,14 @@ export class FakeWindow implements Prompts {
     return this.message('error', text, actions);
   }
 
-  showWarningMessage(text: string, ...actions: string[]): Promise<string | undefined> {
-    return this.message('warning', text, actions);
+  showWarningMessage(text: string, ...actions: string[]): Promise<string | undefined>;
+  showWarningMessage(text: string, options: MessageOptionsLike, ...actions: string[]): Promise<string | undefined>;
+  showWarningMessage(text: string, ...rest: Array<string | MessageOptionsLike>): Promise<string | undefined> {
+    const [first, ...others] = rest;
+    if (typeof first === 'object') {
+      return this.message('warning', text, others.filter((a) => typeof a === 'string'), first.modal === true);
+    }
+    return this.message('warning', text, rest.filter((a) => typeof a === 'string'));
   }
 
   showInformationMessage(text: string, ...actions: string[]): Promise<string | undefined> {
@@ -103,8 +109,9 @@ export class FakeWindow implements Prompts {
     };
   }
 
-  private message(level: Message['level'], text: string, actions: string[]): Promise<string | undefined> {
-    this.messages.push({ level, text, actions });
+  /** A message; `modal` (a dialog) is recorded only when set. */
+  private message(level: Message['level'], text: string, actions: string[], modal = false): Promise<string | undefined> {
+    this.messages.push(modal ? { level, text, actions, modal: true } : { level, text, actions });
     return Promise.resolve(actions.length > 0 ? this.choices.shift() : undefined);
   }
 }

@@ -372,6 +372,49 @@ test('Cancel Run says when the cancel is only requested (another process execute
   assert.equal(calls.refreshRuns, 2);
 });
 
+test('Cancel Run of a run without a safe point asks before ending its process, then cancels it with kill', async () => {
+  const { palette, window, client, calls } = setup();
+  const node = { kind: 'run', run: { id: RUN_ID } };
+  const refused = { error: `run ${RUN_ID} cannot be cancelled at a safe point: …`, canKill: true };
+  const ask = {
+    level: 'warning',
+    text: `Run ${RUN_ID} cannot stop at a safe point: its entry is not resumable. End its process?`,
+    actions: ['End process'],
+    modal: true,
+  };
+  client.answers['openprogram/cancelRun'] = (params: unknown) =>
+    (params as { kill?: boolean }).kill === true ? { status: 'cancelled', cancel: 'cancelled' } : refused;
+
+  window.choices.push(undefined); // Cancel on the dialog: nothing is killed, nothing more said
+  await palette.cancelRun(node);
+  assert.deepEqual(client.requests, [{ method: 'openprogram/cancelRun', params: { runId: RUN_ID } }]);
+  assert.deepEqual(window.messages, [ask]);
+  assert.equal(calls.refreshRuns, 1);
+
+  window.choices.push('End process');
+  await palette.cancelRun(node);
+  assert.deepEqual(client.requests.slice(1), [
+    { method: 'openprogram/cancelRun', params: { runId: RUN_ID } },
+    { method: 'openprogram/cancelRun', params: { runId: RUN_ID, kill: true } },
+  ]);
+  assert.deepEqual(window.messages, [ask, ask], 'a done cancel shows in the Runs view, without a message');
+  assert.equal(calls.refreshRuns, 2);
+
+  // the kill refused (a process of another machine): its error is shown as is
+  client.answers['openprogram/cancelRun'] = (params: unknown) =>
+    (params as { kill?: boolean }).kill === true ? { error: `run ${RUN_ID} executes in process 7 on elsewhere` } : refused;
+  window.choices.push('End process');
+  await palette.cancelRun(node);
+  assert.deepEqual(window.messages.slice(2), [ask, { level: 'error', text: `OpenProgram: run ${RUN_ID} executes in process 7 on elsewhere`, actions: [] }]);
+  assert.equal(calls.refreshRuns, 3);
+
+  // a pause is never turned into a kill
+  client.answers['openprogram/pauseRun'] = { error: `run ${RUN_ID} cannot be paused`, canKill: true };
+  await palette.pauseRun(node);
+  assert.deepEqual(client.requests.at(-1), { method: 'openprogram/pauseRun', params: { runId: RUN_ID } });
+  assert.deepEqual(window.messages.at(-1), { level: 'error', text: `OpenProgram: run ${RUN_ID} cannot be paused`, actions: [] });
+});
+
 test('Pause Run says when the pause is only requested, shows an error as is, then refreshes', async () => {
   const { palette, window, client, calls } = setup();
   const node = { kind: 'run', run: { id: RUN_ID } };
