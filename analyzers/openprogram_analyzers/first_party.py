@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import stat
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,10 +32,12 @@ from openprogram.contract.packages import package_of
 from openprogram_analyzers.digest import blake2b_hex, file_digest, stat_key
 from openprogram_analyzers.index import (
     STDLIB_MODULES,
+    ClassInfo,
     FunctionInfo,
     ImportInfo,
     ModuleIndex,
     build_index,
+    resolve_again,
 )
 
 
@@ -121,12 +124,15 @@ class HelperLoader:
         holder = Path(os.path.normpath(Path(path).parent.joinpath(*[".."] * len(package))))
         if holder not in self.roots:
             self.roots.append(holder)
+        anchored: set[str] = set()
         for local, imp in relative:
             if imp.level > len(package):
                 continue
             parent = ".".join(package[: len(package) - imp.level + 1])
             module = f"{parent}.{imp.module}" if imp.module else parent
             index.imports[local] = ImportInfo(module, imp.name, imp.node, imp.level, anchored=True)
+            anchored.add(local)
+        resolve_again(index, anchored)
 
     def load(self, dotted: str) -> HelperModule | None:
         """The parsed module, or None: not first-party, unreadable, not UTF-8, or not
@@ -206,13 +212,28 @@ def _parse(path: Path) -> tuple[tuple[str, cst.Module] | None, str]:
 
 
 def mark_first_party(index: ModuleIndex, loader: HelperLoader) -> None:
-    """Record which imports are first-party modules (their code is followed, not trusted as
-    a third-party object): a file check per non-stdlib import, no parsing."""
-    for local, imp in index.imports.items():
-        if imp.name is None and loader.module_file(imp.module) is not None:
-            index.first_party.add(local)
-        elif imp.name is not None and loader.module_file(imp.dotted) is not None:
-            index.first_party.add(local)  # ``from pkg import helpers``
+    """Record which imports are project code (followed, not trusted as a third-party
+    object): first-party modules and names imported from one. A file check per non-stdlib
+    import, no parsing."""
+    for local in index.imports:
+        _mark(index, local, loader)
+
+
+def _mark(index: ModuleIndex, local: str, loader: HelperLoader) -> None:
+    """Whether the import ``local`` is project code, as the import table has it now: a
+    first-party module (``import helpers``, ``from pkg import helpers``: also in
+    :attr:`ModuleIndex.first_party_modules`), or a name imported from one (``from agents
+    import Critic``)."""
+    imp = index.imports[local]
+    index.first_party.discard(local)
+    index.first_party_modules.discard(local)
+    if not imp.absolute:
+        return
+    if loader.module_file(imp.dotted) is not None:
+        index.first_party.add(local)
+        index.first_party_modules.add(local)
+    elif imp.name is not None and loader.module_file(imp.module) is not None:
+        index.first_party.add(local)
 
 
 def resolve_reexports(index: ModuleIndex, loader: HelperLoader) -> None:
@@ -221,62 +242,88 @@ def resolve_reexports(index: ModuleIndex, loader: HelperLoader) -> None:
     helpers``, ``from pkg import helpers``) the same way: the one import table, across
     files, through every hop (``pkg/__init__.py``'s ``from .clock import now``, then
     ``pkg/clock.py``'s ``from time import time as now``)."""
+    rebound: set[str] = set()
     for local, imp in list(index.imports.items()):
-        as_module = loader.load(imp.dotted) if local in index.first_party else None
+        as_module = loader.load(imp.dotted) if local in index.first_party_modules else None
         if as_module is not None:  # ``helpers`` itself: its attributes may be re-exports
             for name, exported in as_module.index.imports.items():
                 if exported.absolute:
                     index.reexports[f"{imp.dotted}.{name}"] = _reexported(exported, loader)
+                    rebound.add(local)
         if imp.name is None:
             continue
         target = _reexported(imp, loader)
         if target is not imp:
             index.imports[local] = ImportInfo(target.module, target.name, imp.node)
+            _mark(index, local, loader)  # what it is now: ``time.time`` is no project code
+            rebound.add(local)
+    resolve_again(index, rebound)
 
 
-#: How many first-party modules a class is followed through (imports, bases)
+#: How many classes (and imports of one) a class is followed through across first-party
+#: modules: its bases, and the modules only re-importing it
 _CLASS_HOPS = 16
 
 
-def _agent_class_in(loader: HelperLoader, module: str, name: str, seen: set[str]) -> str | None:
-    """Where ``name`` of the first-party module ``module`` is defined (``module.name``,
-    dotted) when it is an Agent class: defined there deriving from ``Agent`` (through its
-    classes, or a base imported from another first-party module), or imported there from
-    another first-party module that makes it one. Bounded (:data:`_CLASS_HOPS`), safe
-    against import cycles."""
-    key = f"{module}.{name}"
-    if key in seen or len(seen) >= _CLASS_HOPS:
-        return None
-    seen.add(key)
-    helper = loader.load(module)
-    if helper is None:
-        return None
-    idx = helper.index
-    if name in idx.classes:
-        if idx.is_agent_class(name):
-            return key
-        done: set[str] = set()
-        todo = [name]
-        while todo:
-            cls = idx.classes.get(todo.pop())
-            if cls is None or cls.qualname in done:
+def _class_chain(
+    loader: HelperLoader, module: str, name: str
+) -> Iterator[tuple[str, HelperModule, ClassInfo]]:
+    """The class ``name`` of the first-party module ``module`` where it is defined (also
+    when ``module`` only imports it from another first-party module), then its bases,
+    breadth first, in their own modules: ``(module, its file, class)``. The one walk
+    through project classes: bounded (:data:`_CLASS_HOPS`), safe against import and
+    inheritance cycles; the standard library and installed packages are never read."""
+    seen: set[str] = set()
+    todo = [(module, name)]
+    while todo and len(seen) < _CLASS_HOPS:
+        module, name = todo.pop(0)
+        if f"{module}.{name}" in seen:
+            continue
+        seen.add(f"{module}.{name}")
+        helper = loader.load(module)
+        if helper is None:
+            continue
+        idx = helper.index
+        cls = idx.classes.get(name)
+        if cls is None:  # re-imported there: ``from agents import Critic``
+            imp = idx.imports.get(name)
+            if imp is not None and imp.absolute and imp.name is not None:
+                todo.insert(0, (imp.module, imp.name))
+            continue
+        yield module, helper, cls
+        for base in cls.bases:
+            if base is None:
                 continue
-            done.add(cls.qualname)
-            for arg in cls.node.bases:
-                base = idx.resolve(arg.value) if arg.keyword is None else None
-                if base is None:
-                    continue
-                if base in idx.classes:
-                    todo.append(base)
-                elif "." in base:
-                    owner, _, base_name = base.rpartition(".")
-                    if _agent_class_in(loader, owner, base_name, seen) is not None:
-                        return key
-        return None
-    imp = idx.imports.get(name)
-    if imp is None or not imp.absolute or imp.name is None:
-        return None
-    return _agent_class_in(loader, imp.module, imp.name, seen)
+            if base in idx.classes:
+                todo.append((module, base))
+            elif "." in base:
+                owner, _, base_name = base.rpartition(".")
+                todo.append((owner, base_name))
+
+
+def _agent_class_in(loader: HelperLoader, module: str, name: str) -> str | None:
+    """Where ``name`` of the first-party module ``module`` is defined (``module.name``,
+    dotted) when it is an Agent class: deriving from ``Agent`` through classes of its
+    module or of other first-party modules (:func:`_class_chain`)."""
+    defined: str | None = None
+    for where, helper, cls in _class_chain(loader, module, name):
+        defined = defined or f"{where}.{cls.qualname}"
+        if helper.index.is_agent_class(cls.qualname):
+            return defined
+    return None
+
+
+def method_of_class(
+    loader: HelperLoader, dotted: str, method: str
+) -> tuple[HelperModule, FunctionInfo] | None:
+    """The method ``method`` of the class ``dotted`` (``agents.Critic``) of a first-party
+    module, defined there or inherited from a base class of another first-party module
+    (``Bot.ask`` of ``base.py`` for ``class Critic(Bot)``), with the file defining it."""
+    module, _, name = dotted.rpartition(".")
+    for _, helper, cls in _class_chain(loader, module, name) if module else ():
+        if method in cls.methods:
+            return helper, cls.methods[method]
+    return None
 
 
 def resolve_imported_agent_classes(index: ModuleIndex, loader: HelperLoader) -> None:
@@ -289,16 +336,14 @@ def resolve_imported_agent_classes(index: ModuleIndex, loader: HelperLoader) -> 
     for local, imp in index.imports.items():
         if not imp.absolute:
             continue
-        if local in index.first_party:  # the module itself: ``agents.Critic``
+        if local in index.first_party_modules:  # the module itself: ``agents.Critic``
             helper = loader.load(imp.dotted)
             for name in helper.index.classes if helper is not None else ():
-                found = (
-                    _agent_class_in(loader, imp.dotted, name, set()) if "." not in name else None
-                )
+                found = _agent_class_in(loader, imp.dotted, name) if "." not in name else None
                 if found is not None:
                     index.imported_agent_classes[f"{imp.dotted}.{name}"] = found
         elif imp.name is not None:
-            found = _agent_class_in(loader, imp.module, imp.name, set())
+            found = _agent_class_in(loader, imp.module, imp.name)
             if found is not None:
                 index.imported_agent_classes[imp.dotted] = found
 
@@ -330,7 +375,7 @@ def resolve_imported_agents(index: ModuleIndex, loader: HelperLoader) -> None:
     for local, imp in index.imports.items():
         if not imp.absolute:
             continue
-        if local in index.first_party:  # the module itself: ``bots.critic``
+        if local in index.first_party_modules:  # the module itself: ``bots.critic``
             helper = loader.load(imp.dotted)
             for name in helper.index.module_assigns if helper is not None else ():
                 found = agent_of(imp.dotted, name)
@@ -361,7 +406,7 @@ def resolve_project_globals(index: ModuleIndex, loader: HelperLoader) -> None:
     for local, imp in index.imports.items():
         if not imp.absolute:
             continue
-        if local in index.first_party:  # the module itself: ``store_mod.CACHE``
+        if local in index.first_party_modules:  # the module itself: ``store_mod.CACHE``
             helper = loader.load(imp.dotted)
             for name in helper.index.module_assigns if helper is not None else ():
                 if helper is not None and data(helper, name):
@@ -408,7 +453,6 @@ def followed_calls(
     first-party module defines (``critic.ask(q)`` runs ``Critic.ask`` of ``agents.py``,
     as ``bot.ask(q)`` runs the method of a class of the module)."""
     from openprogram_analyzers.determinism import (
-        _lookup_method,
         agent_instance_at,
         run_now_callables,
         run_now_sites,
@@ -437,9 +481,7 @@ def followed_calls(
             func = site.node.func
             if isinstance(func, cst.Attribute):
                 cls = agent_instance_at(index, qual, func.value) or ""
-                module_name, _, cls_name = cls.rpartition(".")
-                helper = loader.load(module_name) if module_name else None
-                method = _lookup_method(helper.index, cls_name, func.attr.value) if helper else None
-                if helper is not None and method is not None:
-                    out.append(FollowedCall(helper, method, site.node, qual, orch))
+                found = method_of_class(loader, cls, func.attr.value)
+                if found is not None:
+                    out.append(FollowedCall(found[0], found[1], site.node, qual, orch))
     return out

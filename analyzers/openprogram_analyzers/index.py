@@ -162,8 +162,12 @@ class ModuleIndex:
     agent_options: list[tuple[cst.CSTNode, cst.BaseExpression]] = field(default_factory=list)
     # nested functions by the qualname of the function they are defined in
     children: dict[str, list[FunctionInfo]] = field(default_factory=dict)
-    # local names of imports that are first-party modules found next to the Program
+    # local names of imports that are project code: first-party modules found next to the
+    # Program (or in the folder holding its package) and names imported from one (``from
+    # agents import Critic``); filled by ``first_party.mark_first_party``
     first_party: set[str] = field(default_factory=set)
+    # those of them that are modules themselves (``helpers.fetch`` is read in that file)
+    first_party_modules: set[str] = field(default_factory=set)
     # module-level ``for NAME in (a, b, ...)`` loops: NAME -> the literal names iterated
     loop_names: dict[str, list[str]] = field(default_factory=dict)
     # ``helpers.now`` -> ``time.time`` when the first-party module ``helpers`` (imported as
@@ -857,22 +861,36 @@ def bind_star_names(index: ModuleIndex, module_names: set[str]) -> None:
             index.imports[name] = ImportInfo(star.module, name, star.node, level=star.level)
             index.defined.add(name)
             bound.add(name)
-    if not bound:
+    resolve_again(index, bound)
+
+
+def resolve_again(index: ModuleIndex, names: set[str]) -> None:
+    """Resolve again what the traversal resolved with the import table as it was, once
+    the imports named ``names`` (local names) are rebound: call targets, class bases,
+    ``os.environ`` reads. The one place this happens, whoever rebinds (a star import's
+    names, relative imports resolved against their package, a first-party module's
+    re-exports), so every check reads the import-resolved spelling the import table
+    has now (``pkg.bots.critic`` for ``from .bots import critic`` in ``pkg/prog.py``)."""
+    if not names:
         return
     for site in index.calls:
-        if site.head in bound:
+        if site.head in names and not site.partial:
             site.target = index.resolve(site.node.func)
     for cls in index.classes.values():
         cls.bases = [index.resolve(a.value) for a in cls.node.bases if a.keyword is None]
     for fn in index.functions.values():
         local = fn.locals()
+        known = {id(node) for node in fn.env_reads}
         fn.env_reads.extend(
             node
             for node in fn.loads
-            if node.value in bound
+            if node.value in names
             and node.value not in local
+            and id(node) not in known
+            and node.value in index.imports
             and index.imports[node.value].dotted == "os.environ"
         )
+    bind_partials(index)  # what a partial wraps may be one of them
 
 
 def _dotted_name(node: cst.BaseExpression) -> str:

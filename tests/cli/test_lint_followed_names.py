@@ -44,7 +44,7 @@ PROGRAM_ENTRIES = ["main"]
 IMPORTED_AGENT = {
     "from bots import critic": ("prog.py", "from bots import critic", "critic"),
     "import bots": ("prog.py", "import bots", "bots.critic"),
-    "from .bots import critic": ("app/prog.py", "from .bots import critic", "critic"),
+    "from .bots import critic": ("pkg/prog.py", "from .bots import critic", "critic"),
 }
 
 
@@ -58,9 +58,11 @@ def test_an_agent_instance_of_a_first_party_module_is_a_model_call(
         (folder / "__init__.py").write_text("", encoding="utf-8")
     (folder / "bots.py").write_text(BOTS, encoding="utf-8")
     (tmp_path / prog).write_text(REVIEW.format(imports=imports, callee=callee), encoding="utf-8")
+    # as Python imports it: the relative import resolved against its package, for every check
+    dotted = "pkg.bots.critic" if "pkg/" in prog else "bots.critic"
     lines = [
-        f"{prog}:7:13: OP206 model call (bots.critic) directly in workflow body 'review'",
-        f"{prog}:12:14: OP206 model call (bots.critic) directly in resumable function 'main'",
+        f"{prog}:7:13: OP206 model call ({dotted}) directly in workflow body 'review'",
+        f"{prog}:12:14: OP206 model call ({dotted}) directly in resumable function 'main'",
     ]
     linted = lint(prog, cwd=tmp_path)
     assert linted.returncode == 1, linted.stdout + linted.stderr
@@ -418,3 +420,115 @@ def test_a_step_mutating_data_of_a_project_module_is_op203(
     assert len(found) == 1 and found[0].startswith(line), linted.stdout
     ran = cli("run", "prog.py:main", "--args", '{"x": "a"}', "--store", "st", cwd=tmp_path)
     assert ran.returncode == 2 and line in ran.stderr, ran.stdout + ran.stderr
+
+
+def test_a_class_imported_from_a_project_module_is_no_third_party_object(
+    tmp_path: Path,
+) -> None:
+    """``Critic`` imported from agents.py is project code, followed like the module
+    itself: no OP208 for it in a step dependency or the orchestration body. A class
+    helpers.py only re-exports from an installed package stays a third-party class,
+    named where it comes from."""
+    (tmp_path / "agents.py").write_text(AGENTS, encoding="utf-8")
+    (tmp_path / "helpers.py").write_text("from libcst import Module\n", encoding="utf-8")
+    (tmp_path / "prog.py").write_text(
+        """from openprogram import step
+
+from agents import Critic
+from helpers import Module
+
+
+def build(x: str) -> str:
+    return str(Critic) + x
+
+
+def connect(x: str) -> str:
+    return str(Module) + x
+
+
+def main(text: str) -> str:
+    kind = type(Critic()).__name__
+    return step("build", build, text + kind) + step("connect", connect, text)
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+""",
+        encoding="utf-8",
+    )
+    line = (
+        "prog.py:12:16: OP208 step dependency 'connect' references the third-party class "
+        "'libcst.Module'"
+    )
+    linted = lint("prog.py", cwd=tmp_path)
+    ran = cli("run", "prog.py:main", "--args", '{"text": "x"}', "--store", "st", cwd=tmp_path)
+    for out in (linted.stdout, ran.stderr):
+        found = [f for f in out.splitlines() if "OP208" in f]
+        assert len(found) == 1 and found[0].startswith(line), linted.stdout + ran.stderr
+    assert linted.returncode == 1 and ran.returncode == 2, linted.stdout + ran.stderr
+
+
+BASE = """from openprogram import Agent, llm
+
+
+class Bot(Agent):
+    def ask(self, q: str) -> str:
+        return llm("judge " + q)
+"""
+
+ASKING = """from openprogram import step, workflow
+
+from {dot}bots import critic
+
+
+def review(text: str) -> str:
+    notes = {review}
+    return step("keep", str.upper, notes)
+
+
+def main(text: str) -> str:
+    direct = {main}
+    return workflow("review", review, direct)
+
+
+main.__agent_options__ = {{"resumable": True}}
+PROGRAM_ENTRIES = ["main"]
+"""
+
+#: where the modules are (and how they import each other), which body asks the critic
+LAYOUTS = {
+    "modules": ("", "", "main", 12),
+    "package, relative imports": ("pkg/", ".", "main", 12),
+}
+
+
+@pytest.mark.parametrize(("folder", "dot", "caller", "row"), LAYOUTS.values(), ids=list(LAYOUTS))
+def test_a_method_inherited_from_a_base_class_of_another_module_is_followed(
+    tmp_path: Path, folder: str, dot: str, caller: str, row: int
+) -> None:
+    """``critic.ask(q)`` runs ``Bot.ask`` of base.py (``class Critic(Bot)`` in agents.py,
+    ``critic = Critic()`` in bots.py): its model call is reported there, reached from
+    the resumable function. In a package the relative imports (``from
+    .base import Bot``) are followed as Python resolves them."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    asks = {c: 'critic.ask("judge " + text)' if c == caller else "text" for c in ("review", "main")}
+    files = {
+        "base.py": BASE,
+        "agents.py": f"from {dot}base import Bot\n\n\nclass Critic(Bot):\n    pass\n",
+        "bots.py": f"from {dot}agents import Critic\n\ncritic = Critic()\n",
+        "prog.py": ASKING.format(dot=dot, **asks),
+    }
+    for name, text in files.items():
+        (tmp_path / folder / name).write_text(text, encoding="utf-8")
+    lines = [
+        f"{folder}base.py:6:16: OP206 model call (openprogram.llm) directly in helper 'Bot.ask'",
+        f"{folder}prog.py:{row}:{13 if row == 7 else 14}: note: '{caller}' calls 'base.Bot.ask' here",
+    ]
+    prog = f"{folder}prog.py"
+    linted = lint(prog, cwd=tmp_path)
+    ran = cli("run", f"{prog}:main", "--args", '{"text": "x"}', "--store", "st", cwd=tmp_path)
+    assert linted.returncode == 1 and ran.returncode == 2, linted.stdout + ran.stderr
+    for line in lines:
+        assert line in linted.stdout, linted.stdout
+        assert line in ran.stderr, ran.stderr
