@@ -291,8 +291,11 @@ def _run(
         if not enabled.isdisjoint(FOLLOWED_CODES):
             from openprogram_analyzers.determinism import resumable_functions
 
-            reached = reached_functions(builder.index, resumable_functions(builder.index))
-            followed = _followed_findings(module, path, builder.index, reached, loader, enabled)
+            bodies: dict[str, str] = {}
+            reached = reached_functions(builder.index, resumable_functions(builder.index), bodies)
+            followed = _followed_findings(
+                module, path, builder.index, reached, loader, enabled, bodies
+            )
         if deps is not None:
             deps.update(loader.dependencies())
     return resolve(module, path, ctx.pending), followed, builder.index
@@ -423,9 +426,13 @@ def follow_imports(index: ModuleIndex, path: str) -> HelperLoader:
     return loader
 
 
-def reached_functions(index: ModuleIndex, roots: Iterable[Any]) -> dict[str, bool]:
+def reached_functions(
+    index: ModuleIndex, roots: Iterable[Any], bodies: dict[str, str] | None = None
+) -> dict[str, bool]:
     """Qualname -> whether it is in an orchestration body (else a step dependency only),
-    over the scopes of ``roots``: where calls into helper modules are followed from."""
+    over the scopes of ``roots``: where calls into helper modules are followed from.
+    ``bodies`` receives the step dependencies run again on resume (a ``workflow(...)``
+    body or a durable ``parallel({...})`` branch: qualname -> which)."""
     from openprogram_analyzers import determinism
 
     orchestration: dict[str, bool] = {}
@@ -434,6 +441,8 @@ def reached_functions(index: ModuleIndex, roots: Iterable[Any]) -> dict[str, boo
         scope = determinism.build_scope(index, fn)
         orchestration.update(dict.fromkeys(scope.orchestration, True))
         dependencies.update(dict.fromkeys(scope.dependencies, False))
+        if bodies is not None:
+            bodies.update(scope.workflow_bodies)
     return {**orchestration, **{q: o for q, o in dependencies.items() if q not in orchestration}}
 
 
@@ -495,14 +504,15 @@ def _check_entry(source: str, path: str, qualname: str, config: LintConfig | Non
         return EntryCheck([missing], [])
     loader = follow_imports(index, os.path.abspath(path))
     ctx = Context(source, path, index, enabled)
-    reached = reached_functions(index, [fn])
+    bodies: dict[str, str] = {}
+    reached = reached_functions(index, [fn], bodies)
     # the entry's orchestration and what it runs: its step calls' names and functions too
     for f in [*determinism.compute_for(index, [fn]), *determinism.step_usage(index, reached)]:
         if f.code in enabled:
             ctx.report(f.code, f.node, f.message, related=f.chain)
     found = resolve(module, path, ctx.pending)
     kept = apply_suppressions(source, path, found, enabled)
-    kept.extend(_followed_findings(module, path, index, reached, loader, enabled))
+    kept.extend(_followed_findings(module, path, index, reached, loader, enabled, bodies))
     return EntryCheck(kept, list(reached), loader.files)
 
 
@@ -513,10 +523,13 @@ def _followed_findings(
     reached: dict[str, bool],
     loader: Any,
     enabled: frozenset[str],
+    bodies: dict[str, str],
 ) -> list[Finding]:
     """Findings in first-party helper modules the entry calls (followed across files),
-    each with the call in the entry module as related information. A helper's own
-    suppressions apply; whether they are used is that file's lint (no OP900 here)."""
+    each with the call in the entry module as related information (``bodies``: the
+    functions of ``reached`` run again on resume, a helper they call is checked as such).
+    A helper's own suppressions apply; whether they are used is that file's lint (no
+    OP900 here)."""
     from openprogram_analyzers import determinism
     from openprogram_analyzers.first_party import followed_calls, link_first_party
 
@@ -537,13 +550,13 @@ def _followed_findings(
         return Related(message, mod_path, *where)
 
     out: list[Finding] = []
-    todo: list[tuple[cst.Module, str, Any, dict[str, bool], tuple[Link, ...]]] = [
-        (module, path, index, reached, ())
+    todo: list[tuple[cst.Module, str, Any, dict[str, bool], dict[str, str], tuple[Link, ...]]] = [
+        (module, path, index, reached, bodies, ())
     ]
     seen: set[tuple[str, str]] = set()
     while todo and len(seen) < 200:
-        mod, mod_path, idx, functions, links = todo.pop(0)
-        for call in followed_calls(idx, functions, loader):
+        mod, mod_path, idx, functions, in_bodies, links = todo.pop(0)
+        for call in followed_calls(idx, functions, loader, in_bodies):
             key = (call.helper.path, call.function.qualname)
             if key in seen:
                 continue
@@ -556,7 +569,11 @@ def _followed_findings(
             hctx = Context(helper.source, helper.path, helper.index, enabled)
             marker: list[tuple[str, cst.CSTNode]] = [("", call.call)]
             for det in determinism.compute_for(
-                helper.index, [call.function], chain=marker, orchestration=call.orchestration
+                helper.index,
+                [call.function],
+                chain=marker,
+                orchestration=call.orchestration,
+                body=call.body,
             ):
                 if det.code in enabled:
                     hctx.report(det.code, det.node, det.message, related=det.chain[1:])
@@ -568,12 +585,16 @@ def _followed_findings(
                 enabled,
             ):
                 out.append(replace(f, related=(*map(placed, chain), *f.related)))
-            scope = determinism.build_scope(helper.index, call.function, marker, call.orchestration)
+            scope = determinism.build_scope(
+                helper.index, call.function, marker, call.orchestration, call.body
+            )
             nested = {
                 **{q: True for q in scope.orchestration},
                 **{q: False for q in scope.dependencies},
             }
-            todo.append((helper.module, helper.path, helper.index, nested, chain))
+            todo.append(
+                (helper.module, helper.path, helper.index, nested, scope.workflow_bodies, chain)
+            )
     return out
 
 

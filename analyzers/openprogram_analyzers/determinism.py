@@ -660,6 +660,7 @@ def build_scope(
     root: FunctionInfo,
     chain: Sequence[tuple[str, cst.CSTNode]] = (),
     orchestration: bool = True,
+    body: str = "",
 ) -> Scope:
     """Functions reached from ``root``: its orchestration body (helpers it calls) and its
     step dependencies (functions passed to ``step``/``workflow``/``parallel`` and their
@@ -668,7 +669,8 @@ def build_scope(
     the interrupted workflow or branch resumes."""
     scope = Scope(root=root)
     Todo = tuple[FunctionInfo, tuple[str, ...], list[tuple[str, cst.CSTNode]], bool, str]
-    todo: list[Todo] = [(root, receiver_classes(index, root), list(chain), orchestration, "")]
+    # ``body``: ``root`` runs in a workflow body or durable parallel branch of another module
+    todo: list[Todo] = [(root, receiver_classes(index, root), list(chain), orchestration, body)]
     # a function is followed once per set of classes self may be in it (a base method
     # calling self.hook() reaches each subclass's hook once)
     followed: set[tuple[str, tuple[str, ...], bool, str]] = set()
@@ -1584,11 +1586,13 @@ def compute_for(
     *,
     chain: Sequence[tuple[str, cst.CSTNode]] = (),
     orchestration: bool = True,
+    body: str = "",
 ) -> list[DetFinding]:
     """All OP201–OP208 findings for the given resumable functions (deduplicated).
 
     With a ``chain`` the roots are helpers reached that way from a resumable function of
-    another module (in its orchestration body unless ``orchestration`` is False)."""
+    another module (in its orchestration body unless ``orchestration`` is False; in a
+    workflow body or durable parallel branch there when ``body`` says which)."""
     out: list[DetFinding] = []
     mutated = _mutated_globals(index)
     done: set[tuple[str, bool]] = set()
@@ -1603,7 +1607,7 @@ def compute_for(
                     root.node.name,
                 )
             )
-        scope = build_scope(index, root, chain, orchestration)
+        scope = build_scope(index, root, chain, orchestration, body)
         for orch, table in ((True, scope.orchestration), (False, scope.dependencies)):
             for qual, path in table.items():
                 if (qual, orch) in done:

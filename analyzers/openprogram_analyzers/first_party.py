@@ -58,6 +58,7 @@ class FollowedCall:
     call: cst.Call  # the call site, in the calling module
     caller: str  # qualname of the calling function
     orchestration: bool  # reached from the orchestration body (else: a step dependency)
+    body: str = ""  # the caller is a workflow body / durable parallel branch (which)
 
 
 Dependency = tuple[str, str] | None
@@ -446,12 +447,14 @@ def followed_calls(
     index: ModuleIndex,
     functions: dict[str, bool],
     loader: HelperLoader,
+    bodies: dict[str, str] | None = None,
 ) -> list[FollowedCall]:
     """Calls from ``functions`` (qualname -> orchestration?) into first-party modules,
     also through a control-flow primitive (``repeat_until(helpers.ask, ...)`` calls
     ``helpers.ask`` at once), and of a method of an Agent instance whose class a
     first-party module defines (``critic.ask(q)`` runs ``Critic.ask`` of ``agents.py``,
-    as ``bot.ask(q)`` runs the method of a class of the module)."""
+    as ``bot.ask(q)`` runs the method of a class of the module). ``bodies``: which of
+    ``functions`` are workflow bodies or durable parallel branches (run again on resume)."""
     from openprogram_analyzers.determinism import (
         agent_instance_at,
         run_now_callables,
@@ -463,6 +466,7 @@ def followed_calls(
         fn = index.functions.get(qual)
         if fn is None:
             continue
+        body = (bodies or {}).get(qual, "") if not orch else ""
         shadowed = fn.locals()
         for site in run_now_sites(index, fn, shadowed):
             called = [site.node.func]
@@ -477,11 +481,11 @@ def followed_calls(
                     continue
                 target = helper.index.function_at_module(name)
                 if target is not None:
-                    out.append(FollowedCall(helper, target, site.node, qual, orch))
+                    out.append(FollowedCall(helper, target, site.node, qual, orch, body))
             func = site.node.func
             if isinstance(func, cst.Attribute):
                 cls = agent_instance_at(index, qual, func.value) or ""
                 found = method_of_class(loader, cls, func.attr.value)
                 if found is not None:
-                    out.append(FollowedCall(found[0], found[1], site.node, qual, orch))
+                    out.append(FollowedCall(found[0], found[1], site.node, qual, orch, body))
     return out

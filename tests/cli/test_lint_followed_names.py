@@ -498,6 +498,7 @@ PROGRAM_ENTRIES = ["main"]
 #: where the modules are (and how they import each other), which body asks the critic
 LAYOUTS = {
     "modules": ("", "", "main", 12),
+    "modules, workflow body": ("", "", "review", 7),
     "package, relative imports": ("pkg/", ".", "main", 12),
 }
 
@@ -508,7 +509,8 @@ def test_a_method_inherited_from_a_base_class_of_another_module_is_followed(
 ) -> None:
     """``critic.ask(q)`` runs ``Bot.ask`` of base.py (``class Critic(Bot)`` in agents.py,
     ``critic = Critic()`` in bots.py): its model call is reported there, reached from
-    the resumable function. In a package the relative imports (``from
+    the resumable function or from a workflow body (run again on resume, as a
+    same-module helper called there is). In a package the relative imports (``from
     .base import Bot``) are followed as Python resolves them."""
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
@@ -521,13 +523,52 @@ def test_a_method_inherited_from_a_base_class_of_another_module_is_followed(
     }
     for name, text in files.items():
         (tmp_path / folder / name).write_text(text, encoding="utf-8")
+    where = "workflow body" if caller == "review" else "helper"
     lines = [
-        f"{folder}base.py:6:16: OP206 model call (openprogram.llm) directly in helper 'Bot.ask'",
+        f"{folder}base.py:6:16: OP206 model call (openprogram.llm) directly in {where} 'Bot.ask'",
         f"{folder}prog.py:{row}:{13 if row == 7 else 14}: note: '{caller}' calls 'base.Bot.ask' here",
     ]
     prog = f"{folder}prog.py"
     linted = lint(prog, cwd=tmp_path)
     ran = cli("run", f"{prog}:main", "--args", '{"text": "x"}', "--store", "st", cwd=tmp_path)
+    assert linted.returncode == 1 and ran.returncode == 2, linted.stdout + ran.stderr
+    for line in lines:
+        assert line in linted.stdout, linted.stdout
+        assert line in ran.stderr, ran.stderr
+
+
+def test_a_helper_module_called_from_a_workflow_body_is_checked_as_one(tmp_path: Path) -> None:
+    """``helpers.ask(text)`` in a workflow body runs again when the interrupted workflow
+    resumes: its model call is reported in helpers.py, as for a same-module helper."""
+    (tmp_path / "helpers.py").write_text(
+        "from openprogram import llm\n\n\ndef ask(q: str) -> str:\n    return llm(q)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "prog.py").write_text(
+        """from openprogram import step, workflow
+
+import helpers
+
+
+def review(text: str) -> str:
+    return step("keep", str.upper, helpers.ask(text))
+
+
+def main(text: str) -> str:
+    return workflow("review", review, text)
+
+
+main.__agent_options__ = {"resumable": True}
+PROGRAM_ENTRIES = ["main"]
+""",
+        encoding="utf-8",
+    )
+    lines = [
+        "helpers.py:5:12: OP206 model call (openprogram.llm) directly in workflow body 'ask'",
+        "prog.py:7:36: note: 'review' calls 'helpers.ask' here",
+    ]
+    linted = lint("prog.py", cwd=tmp_path)
+    ran = cli("run", "prog.py:main", "--args", '{"text": "x"}', "--store", "st", cwd=tmp_path)
     assert linted.returncode == 1 and ran.returncode == 2, linted.stdout + ran.stderr
     for line in lines:
         assert line in linted.stdout, linted.stdout
