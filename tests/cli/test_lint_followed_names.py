@@ -41,6 +41,19 @@ main.__agent_options__ = {{"resumable": True}}
 PROGRAM_ENTRIES = ["main"]
 """
 
+
+def refused_alike(folder: Path, prog: str, args: str, lines: list[str]) -> None:
+    """``openprogram-lint PROG`` reports each of ``lines`` (exit 1), and ``openprogram run
+    PROG:main`` refuses the Program with the same lines (exit 2), recording no run."""
+    linted = lint(prog, cwd=folder)
+    ran = cli("run", f"{prog}:main", "--args", args, "--store", "st", cwd=folder)
+    assert linted.returncode == 1 and ran.returncode == 2, linted.stdout + ran.stderr
+    for line in lines:
+        assert line in linted.stdout, linted.stdout
+        assert line in ran.stderr, ran.stderr
+    assert cli("runs", "--json", "--store", "st", cwd=folder).stdout.strip() == "[]"
+
+
 IMPORTED_AGENT = {
     "from bots import critic": ("prog.py", "from bots import critic", "critic"),
     "import bots": ("prog.py", "import bots", "bots.critic"),
@@ -64,14 +77,7 @@ def test_an_agent_instance_of_a_first_party_module_is_a_model_call(
         f"{prog}:7:13: OP206 model call ({dotted}) directly in workflow body 'review'",
         f"{prog}:12:14: OP206 model call ({dotted}) directly in resumable function 'main'",
     ]
-    linted = lint(prog, cwd=tmp_path)
-    assert linted.returncode == 1, linted.stdout + linted.stderr
-    ran = cli("run", f"{prog}:main", "--args", '{"text": "x"}', "--store", "st", cwd=tmp_path)
-    assert ran.returncode == 2, ran.stdout + ran.stderr
-    for line in lines:
-        assert line in linted.stdout, linted.stdout
-        assert line in ran.stderr, ran.stderr
-    assert cli("runs", "--json", "--store", "st", cwd=tmp_path).stdout.strip() == "[]"
+    refused_alike(tmp_path, prog, '{"text": "x"}', lines)
 
 
 def test_an_imported_agent_handed_to_a_step_or_shadowed_is_fine(tmp_path: Path) -> None:
@@ -284,14 +290,7 @@ def test_an_agent_instance_of_a_class_of_a_third_module_is_followed(
         "'Critic.ask'",
         "prog.py:8:13: note: 'main' calls 'agents.Critic.ask' here",
     ]
-    linted = lint("prog.py", cwd=tmp_path)
-    assert linted.returncode == 1, linted.stdout + linted.stderr
-    ran = cli("run", "prog.py:main", "--args", '{"text": "x"}', "--store", "st", cwd=tmp_path)
-    assert ran.returncode == 2, ran.stdout + ran.stderr
-    for line in lines:
-        assert line in linted.stdout, linted.stdout
-        assert line in ran.stderr, ran.stderr
-    assert cli("runs", "--json", "--store", "st", cwd=tmp_path).stdout.strip() == "[]"
+    refused_alike(tmp_path, "prog.py", '{"text": "x"}', lines)
 
 
 def test_a_method_of_an_imported_agent_instance_is_followed(tmp_path: Path) -> None:
@@ -303,12 +302,7 @@ def test_a_method_of_an_imported_agent_instance_is_followed(tmp_path: Path) -> N
         "bots.py:6:16: OP206 model call (openprogram.llm) directly in helper 'Critic.ask'",
         "prog.py:8:13: note: 'main' calls 'bots.Critic.ask' here",
     ]
-    linted = lint("prog.py", cwd=tmp_path)
-    ran = cli("run", "prog.py:main", "--args", '{"text": "x"}', "--store", "st", cwd=tmp_path)
-    assert linted.returncode == 1 and ran.returncode == 2, linted.stdout + ran.stderr
-    for line in lines:
-        assert line in linted.stdout, linted.stdout
-        assert line in ran.stderr, ran.stderr
+    refused_alike(tmp_path, "prog.py", '{"text": "x"}', lines)
 
 
 def test_an_imported_agent_class_makes_agents_in_the_program(tmp_path: Path) -> None:
@@ -343,12 +337,7 @@ PROGRAM_ENTRIES = ["main"]
         f"prog.py:15:36: OP206 model call (bot) {where}",
         f"prog.py:15:48: OP206 model call (other) {where}",
     ]
-    linted = lint("prog.py", cwd=tmp_path)
-    ran = cli("run", "prog.py:main", "--args", '{"text": "x"}', "--store", "st", cwd=tmp_path)
-    assert linted.returncode == 1 and ran.returncode == 2, linted.stdout + ran.stderr
-    for line in lines:
-        assert line in linted.stdout, linted.stdout
-        assert line in ran.stderr, ran.stderr
+    refused_alike(tmp_path, "prog.py", '{"text": "x"}', lines)
 
 
 def test_a_class_import_cycle_is_no_agent(tmp_path: Path) -> None:
@@ -529,12 +518,7 @@ def test_a_method_inherited_from_a_base_class_of_another_module_is_followed(
         f"{folder}prog.py:{row}:{13 if row == 7 else 14}: note: '{caller}' calls 'base.Bot.ask' here",
     ]
     prog = f"{folder}prog.py"
-    linted = lint(prog, cwd=tmp_path)
-    ran = cli("run", f"{prog}:main", "--args", '{"text": "x"}', "--store", "st", cwd=tmp_path)
-    assert linted.returncode == 1 and ran.returncode == 2, linted.stdout + ran.stderr
-    for line in lines:
-        assert line in linted.stdout, linted.stdout
-        assert line in ran.stderr, ran.stderr
+    refused_alike(tmp_path, prog, '{"text": "x"}', lines)
 
 
 def test_a_helper_module_called_from_a_workflow_body_is_checked_as_one(tmp_path: Path) -> None:
@@ -567,9 +551,4 @@ PROGRAM_ENTRIES = ["main"]
         "helpers.py:5:12: OP206 model call (openprogram.llm) directly in workflow body 'ask'",
         "prog.py:7:36: note: 'review' calls 'helpers.ask' here",
     ]
-    linted = lint("prog.py", cwd=tmp_path)
-    ran = cli("run", "prog.py:main", "--args", '{"text": "x"}', "--store", "st", cwd=tmp_path)
-    assert linted.returncode == 1 and ran.returncode == 2, linted.stdout + ran.stderr
-    for line in lines:
-        assert line in linted.stdout, linted.stdout
-        assert line in ran.stderr, ran.stderr
+    refused_alike(tmp_path, "prog.py", '{"text": "x"}', lines)

@@ -774,17 +774,7 @@ def resume_run(
             raise RunStateError(
                 f"run {run_id}: {run.function_qualname} is not declared resumable; run it again"
             )
-        new_snap: dict[str, Any] | None = None
-        if not latest and run.source_snapshot:  # (not latest: it saved one)
-            fn = snapshot.restore(
-                run.source_snapshot, entry.source_module, entry.instance, entry.receiver_class
-            )
-        else:
-            reached = _determinism(entry)
-            new_snap = snapshot.capture(
-                entry.function, entry.source_module, entry.qualname, reached, entry.instance
-            )
-            fn = entry.target
+        fn, new_snap = _code_to_resume(entry, run, latest=latest, adopts=True)
         owner = Owner.this_process()
         lease_s = lease_seconds()
         _claim(db, run, owner, lease_s)
@@ -804,9 +794,39 @@ def resume_run(
                 )
         except StoreError as exc:
             return _unsaved(run_id, exc)
-        if new_snap is not None and outcome.pause_reason != PauseReason.INCOMPATIBLE:
-            db.update_snapshot(run_id, new_snap)  # the compatible new code is adopted
+        _adopt(db, run_id, outcome, new_snap)
         return outcome
+
+
+def _code_to_resume(
+    entry: ProgramEntry, run: RunRecord, *, latest: bool, adopts: bool
+) -> tuple[Callable[..., Any], dict[str, Any] | None]:
+    """What a resume of ``run`` executes (``resume``, a worker's takeover; a worker's
+    start of a queued run too): the run's saved source unless ``latest`` (or it saved
+    none), else the entry as the file has it now, checked (the pre-run check), with the
+    snapshot it adopts when ``adopts`` and the run goes on compatibly (:func:`_adopt`)."""
+    if not latest and run.source_snapshot:  # (not latest: it saved one)
+        restored = snapshot.restore(
+            run.source_snapshot, entry.source_module, entry.instance, entry.receiver_class
+        )
+        return restored, None
+    if not entry.resumable:
+        return entry.target, None
+    reached = _determinism(entry)
+    snap = None
+    if adopts:
+        snap = snapshot.capture(
+            entry.function, entry.source_module, entry.qualname, reached, entry.instance
+        )
+    return entry.target, snap
+
+
+def _adopt(db: RunStore, run_id: str, outcome: RunOutcome, snap: dict[str, Any] | None) -> None:
+    """Save ``snap`` (:func:`_code_to_resume`) as the run's source: the new code went on
+    compatibly and this execution still held the run."""
+    if snap is not None and not outcome.lease_lost:
+        if outcome.pause_reason != PauseReason.INCOMPATIBLE:
+            db.update_snapshot(run_id, snap)
 
 
 #: The record of an uncertain step handed to the workers with ``rerun_uncertain``: failed,
@@ -998,19 +1018,7 @@ def execute_claimed(
         # a takeover is a resume (the project default first); a queued run's policy was
         # chosen when it was submitted or handed over: it is the explicit one
         latest = resumes_latest_source(run, None if run.taken_over else run.policy)
-        new_snap: dict[str, Any] | None = None
-        if not latest and run.source_snapshot:  # (not latest: it saved one)
-            fn = snapshot.restore(
-                run.source_snapshot, entry.source_module, entry.instance, entry.receiver_class
-            )
-        else:
-            if entry.resumable:
-                reached = _determinism(entry)
-                if run.taken_over:  # a resume of the latest source adopts it, as resume_run
-                    new_snap = snapshot.capture(
-                        entry.function, entry.source_module, entry.qualname, reached, entry.instance
-                    )
-            fn = entry.target
+        fn, new_snap = _code_to_resume(entry, run, latest=latest, adopts=run.taken_over)
         run_with = recorded if run.model else _checked_run_model(run)
     except (ProgramLoadError, DeterminismError, EntryError) as exc:
         stored = db.finish_run(run.id, RunStatus.FAILED, error=str(exc), token=owner.token)
@@ -1031,9 +1039,7 @@ def execute_claimed(
             on_progress=None,
             stop=stop,
         )
-    adopt = not outcome.lease_lost and outcome.pause_reason != PauseReason.INCOMPATIBLE
-    if new_snap is not None and adopt:
-        db.update_snapshot(run.id, new_snap)  # the compatible new code is adopted
+    _adopt(db, run.id, outcome, new_snap)
     return outcome
 
 
