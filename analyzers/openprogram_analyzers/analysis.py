@@ -564,8 +564,11 @@ def _followed_findings(
             name = f"{os.path.splitext(os.path.basename(call.helper.path))[0]}.{call.function.qualname}"
             link: Link = (f"'{call.caller}' calls '{name}' here", mod_path, mod, call.call)
             helper = call.helper
-            # its own imports of helper modules are first-party too (followed, not OP208)
-            link_first_party(helper.index, loader)
+            # its own imports of helper modules are first-party too (followed, not OP208);
+            # once per helper, however many of its functions are followed
+            if not helper.linked:
+                helper.linked = True
+                link_first_party(helper.index, loader)
             hctx = Context(helper.source, helper.path, helper.index, enabled)
             marker: list[tuple[str, cst.CSTNode]] = [("", call.call)]
             for det in determinism.compute_for(

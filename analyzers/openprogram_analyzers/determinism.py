@@ -644,7 +644,7 @@ def passed_callables(
     run_now = {id(e) for _, e in run_now_callables(index, site.node, shadowed)}
     return [
         a.value
-        for a in site.node.args
+        for a in site.args
         if not a.star
         and isinstance(a.value, (cst.Name, cst.Attribute))
         and id(a.value) not in run_now
@@ -1438,7 +1438,7 @@ def _check_passed(
     instance such as ``bot``, ``self.critic`` or ``self``) counts only where the call is
     known to call it (``map(bot, xs)``, not ``isinstance(bot, Agent)``)."""
     callee = _code(index, site.node.func)
-    args = {id(a.value): a for a in site.node.args}
+    args = {id(a.value): a for a in site.args}
     for expr in passed_callables(index, site, shadowed):
         imported = index.resolve_imported(expr, shadowed) or ""
         if _nondeterministic(imported):

@@ -47,6 +47,9 @@ class HelperModule:
     source: str
     module: cst.Module
     index: ModuleIndex
+    #: :func:`link_first_party` ran on ``index`` (once per module and analysis: the index
+    #: is this analysis's own, see :meth:`HelperLoader.load`)
+    linked: bool = False
 
 
 @dataclass

@@ -46,7 +46,7 @@ def _model_call_keyword(index: ModuleIndex, site: CallSite, keyword: str) -> Any
     (``self(...)``, an instance) or of a model runtime (``rt.exec``, ``exec_full``);
     ``None`` otherwise."""
     target = site.target or ""
-    for a in site.node.args:
+    for a in site.args:
         if a.keyword is not None and a.keyword.value == keyword:
             if (
                 target == "self"
@@ -72,7 +72,7 @@ def _is_runtime_request(index: ModuleIndex, site: CallSite) -> bool:
 
 def _menu_arg(index: ModuleIndex, site: CallSite) -> cst.BaseExpression | None:
     target = callee_at(index, site) or ""
-    args = site.node.args
+    args = site.args
     if any(a.keyword is not None and a.keyword.value == "choices" for a in args):
         value: cst.BaseExpression | None = _model_call_keyword(index, site, "choices")
         return value

@@ -99,15 +99,11 @@ def as_recorded(
 
     A request whose tools are only described (``tool_choice="none"``: the decision retry
     after tool calls, whose history names them) is compared without its tools with a
-    recording that has none and no ``tool_choice``: one made before such requests carried
-    the definitions. The model could call none of them either way, so the recorded reply
-    answers the same conversation."""
-    if (
-        tool_choice == "none"
-        and not recorded.get("tools")
-        and "tool_choice" not in recorded
-        and actual.get("tools")
-    ):
+    recording that has none: one made before such requests carried the definitions. The
+    model could call none of them either way, so the recorded reply answers the same
+    conversation. (Request records do not hold ``tool_choice``: it is the live
+    request's.)"""
+    if tool_choice == "none" and not recorded.get("tools") and actual.get("tools"):
         return {**actual, "tools": []}
     return actual
 

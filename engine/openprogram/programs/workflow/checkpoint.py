@@ -315,15 +315,22 @@ class Checkpoint:
             token = _received.set(received)
             try:
                 return fn()
-            except BaseException as exc:
-                self._discard(exc, _failed_on(exc, received, fn, source))
+            except BaseException as exc:  # (the failing code analysed only when unclaimed)
+                self._discard(exc, functools.partial(_failed_on, exc, received, fn, source))
                 raise
             finally:
                 _received.reset(token)
+                received.clear()  # a traceback keeps this frame: not the results too
 
         return run
 
-    def _discard(self, exc: BaseException, written: list[dict[str, Any]]) -> None:
+    def _discard(
+        self,
+        exc: BaseException,
+        written: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]],
+    ) -> None:
+        """Mark ``written`` (or what it computes) not reusable, unless a primitive already
+        claimed ``exc`` or an exception it was raised from."""
         chain: list[BaseException] = []
         seen: BaseException | None = exc
         while seen is not None and seen not in chain:
@@ -333,8 +340,8 @@ class Checkpoint:
             if any(any(e is c for c in chain) for e in self._failures):
                 return
             self._failures.append(exc)
-            for entry in written:
-                entry["reusable"] = False
+        for entry in written() if callable(written) else written:
+            entry["reusable"] = False
 
     def wrap(self, fn_name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn`` whose calls are checkpointed (the prompt is its first argument; the
@@ -415,6 +422,9 @@ def _failed_on(
             values, opaque = _failing_operands(exc, fn, source)
         except Exception:  # never mask the workflow's own error: fall back to the last
             values, opaque = [], True
+    # every call that returned such a value (CPython shares "" and one-character strings:
+    # two equal short replies are both asked again, an extra request, never a reply reused
+    # that the code failed on)
     used = [r for r in received if r.result is not _PENDING and _holds(r.result, values)]
     written = [entry for r in used for entry in r.written]
     exact = [e for e in written if any(v is e.get("result") for v in values)]
